@@ -1,0 +1,206 @@
+"""The frozen data contract between the loop, the tools and the model adapters.
+
+Nothing here knows a provider's wire format: adapters convert to and from these types,
+and the loop only ever sees them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+_FROZEN = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
+
+
+class Usage(BaseModel):
+    """Tokens and requests spent; adds up across model calls with ``+``."""
+
+    model_config = _FROZEN
+
+    input_tokens: int = 0
+    """Tokens sent to the model (prompt, history, tool schemas)."""
+    output_tokens: int = 0
+    """Tokens the model generated."""
+    requests: int = 0
+    """Model calls made."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage.model_construct(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            requests=self.requests + other.requests,
+        )
+
+
+class ToolCall(BaseModel):
+    """One tool call the model asked for."""
+
+    model_config = _FROZEN
+
+    id: str
+    """The provider's call id; the result is sent back under the same id."""
+    name: str
+    """The tool's name, exactly as the model wrote it."""
+    arguments: dict[str, Any] = {}
+    """The arguments, parsed from the model's JSON."""
+    raw_arguments: str | None = None
+    """The model's text, kept only when it did not parse as a JSON object.
+
+    The loop answers such a call with an ``invalid_json`` observation instead of running it.
+    """
+
+    @classmethod
+    def from_json(cls, id: str, name: str, text: str | None) -> ToolCall:
+        """Build a call from the model's argument text, keeping text that is not a JSON object.
+
+        An empty text means no arguments, as several providers send for parameterless tools.
+        """
+        if text is None or not text.strip():
+            return cls.model_construct(id=id, name=name, arguments={}, raw_arguments=None)
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return cls.model_construct(id=id, name=name, arguments=parsed, raw_arguments=None)
+        return cls.model_construct(id=id, name=name, arguments={}, raw_arguments=text)
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as the model sent them: its raw text, or the parsed object as JSON."""
+        if self.raw_arguments is not None:
+            return self.raw_arguments
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+class AssistantOutput(BaseModel):
+    """What the model returned for one request: text, tool calls, or both."""
+
+    model_config = _FROZEN
+
+    content: str = ""
+    """Text the model wrote; the final answer when there are no tool calls."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Calls to run, in the model's order; several in one turn run concurrently."""
+    usage: Usage | None = None
+    """Tokens this response cost, when the provider reports them."""
+    provider_items: tuple[dict[str, Any], ...] = ()
+    """Provider-side activity kept for the host (e.g. hosted tool calls), as plain JSON."""
+
+
+class Message(BaseModel):
+    """One entry of the conversation the model is shown."""
+
+    model_config = _FROZEN
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """For an assistant message: the calls it made."""
+    tool_call_id: str | None = None
+    """For a tool message: the id of the call this is the result of."""
+    provider_items: tuple[dict[str, Any], ...] = ()
+    """For an assistant message: provider-side items to send back as they came (opaque JSON)."""
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls.model_construct(
+            role="user", content=content, tool_calls=(), tool_call_id=None, provider_items=()
+        )
+
+    @classmethod
+    def assistant(cls, output: AssistantOutput) -> Message:
+        """The assistant turn that ``output`` describes."""
+        return cls.model_construct(
+            role="assistant",
+            content=output.content,
+            tool_calls=output.tool_calls,
+            tool_call_id=None,
+            provider_items=output.provider_items,
+        )
+
+    @classmethod
+    def tool(cls, call_id: str, content: str) -> Message:
+        return cls.model_construct(
+            role="tool", content=content, tool_calls=(), tool_call_id=call_id, provider_items=()
+        )
+
+
+class ToolSpec(BaseModel):
+    """What the model is shown about a tool: a name, a description and a JSON Schema."""
+
+    model_config = _FROZEN
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments object."""
+    strict: bool = True
+    """Whether ``parameters`` is in the strict form (every object closed, all fields listed)."""
+
+
+class ToolResult(BaseModel):
+    """The outcome of one call, as the model will read it."""
+
+    model_config = _FROZEN
+
+    ok: bool
+    output: str
+    """The observation text the model reads."""
+    error_code: str | None = None
+    """Stable code of a failure (``unknown_tool``, ``invalid_arguments``...); None on success."""
+
+    @model_validator(mode="after")
+    def _code_matches_outcome(self) -> Self:
+        if self.ok and self.error_code is not None:
+            raise ValueError(f"a successful result has no error_code, got {self.error_code!r}")
+        if not self.ok and not self.error_code:
+            raise ValueError("a failed result needs an error_code")
+        return self
+
+    @classmethod
+    def success(cls, output: str) -> ToolResult:
+        return cls.model_construct(ok=True, output=output, error_code=None)
+
+    @classmethod
+    def failure(cls, error_code: str, message: str) -> ToolResult:
+        """A failed result whose text starts with its code: ``error[code]: message``."""
+        if not error_code:
+            raise ValueError("a failed result needs an error_code")
+        return cls.model_construct(
+            ok=False, output=f"error[{error_code}]: {message}", error_code=error_code
+        )
+
+
+class ToolTrace(BaseModel):
+    """What happened to one call, for the host: the result and, if any, the real exception."""
+
+    model_config = _FROZEN
+
+    call: ToolCall
+    result: ToolResult
+    duration_s: float
+    error: BaseException | None = None
+    """The exception behind a failure, even when the model only read a generic line."""
+
+
+class RunResult(BaseModel):
+    """Everything a run produced."""
+
+    model_config = _FROZEN
+
+    answer: str
+    """The model's final text; empty when the run stopped before it answered."""
+    messages: tuple[Message, ...]
+    """The whole conversation, starting with the given history and the prompt."""
+    tool_trace: tuple[ToolTrace, ...]
+    """Every call in order, with its result, duration and exception."""
+    usage: Usage
+    stop_reason: str
+    """``"answer"`` when the model answered; otherwise the limit or error that ended the run."""

@@ -1,0 +1,94 @@
+"""Exception types, and the stable error codes the model reads in failed tool results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tooldeck.contracts import RunResult
+
+
+class ErrorCode(StrEnum):
+    """Why a tool call failed; the model reads it as ``error[<code>]: ...``."""
+
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_JSON = "invalid_json"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    TOOL_ERROR = "tool_error"
+    TOOL_TIMEOUT = "tool_timeout"
+    REPEATED_CALL = "repeated_call"
+    CALL_LIMIT = "call_limit"
+    """Not run: the run's ``max_tool_calls`` was reached (the run stops after this turn)."""
+
+
+class ToolDeckError(Exception):
+    """Base of every error tooldeck raises."""
+
+
+class ToolDefinitionError(ToolDeckError, TypeError):
+    """A tool cannot be built: a parameter type without a schema, a non-strict signature, ..."""
+
+
+class DuplicateToolError(ToolDeckError, ValueError):
+    """Two tools with the same name were registered."""
+
+
+class RunStopped(ToolDeckError):
+    """A run ended without a final answer; ``result`` keeps everything it produced."""
+
+    def __init__(self, message: str, result: RunResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        """The partial run: messages, trace and usage up to the stop. Set by the loop."""
+
+
+class LimitExceeded(RunStopped):
+    """A limit (rounds, tool calls, duration, a tool's retries) ended the run."""
+
+    def __init__(self, message: str, limit: str, result: RunResult | None = None) -> None:
+        super().__init__(message, result)
+        self.limit = limit
+        """Which limit: ``max_rounds``, ``max_tool_calls``, ``max_duration_s`` or ``retries``."""
+
+
+class ToolExecutionError(RunStopped):
+    """A tool with ``on_error="raise"`` raised; the original exception is ``__cause__``."""
+
+    def __init__(self, message: str, tool_name: str, result: RunResult | None = None) -> None:
+        super().__init__(message, result)
+        self.tool_name = tool_name
+
+
+class ModelError(RunStopped):
+    """The model could not be asked or its answer could not be used (provider failure)."""
+
+
+class ModelNotConfigured(ToolDeckError, ValueError):
+    """A model string or its settings cannot be resolved (unknown provider, missing key, file)."""
+
+
+class ScriptExhausted(ModelError):
+    """A ScriptedModel was asked for more outputs than its script holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentProblem:
+    """One reason a call's arguments were refused."""
+
+    path: str
+    """Where: ``left``, ``items[2].name``; empty for the arguments object itself."""
+    message: str
+    """What was expected, in words the model can act on."""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class InvalidArguments(ToolDeckError, ValueError):
+    """Arguments that do not fit a tool's schema; the model reads every problem."""
+
+    def __init__(self, problems: list[ArgumentProblem]) -> None:
+        super().__init__("; ".join(str(problem) for problem in problems))
+        self.problems = tuple(problems)

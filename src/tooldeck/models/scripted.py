@@ -1,0 +1,90 @@
+"""ScriptedModel: a test double that replays outputs and records every request it receives."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from tooldeck.contracts import AssistantOutput, Message, ToolSpec
+from tooldeck.errors import ScriptExhausted
+from tooldeck.models.base import Model, ModelSettings
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequestRecord:
+    """One request as the model received it (a snapshot: later turns do not change it)."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    settings: ModelSettings
+    instructions: str
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [spec.name for spec in self.tools]
+
+
+ScriptStep = (
+    AssistantOutput
+    | Callable[[ModelRequestRecord], AssistantOutput]
+    | Callable[[ModelRequestRecord], Awaitable[AssistantOutput]]
+)
+
+
+class ScriptedModel(Model):
+    """Replays ``outputs`` one per request; a callable step is called with the request.
+
+    Example:
+        >>> from tooldeck import AssistantOutput, ScriptedModel
+        >>> model = ScriptedModel([AssistantOutput(content="Hello!")])
+    """
+
+    name = "scripted"
+
+    def __init__(self, outputs: Iterable[ScriptStep]) -> None:
+        self._steps: list[ScriptStep] = list(outputs)
+        self.requests: list[ModelRequestRecord] = []
+        """Every request received, in order."""
+
+    @property
+    def remaining(self) -> int:
+        """Steps of the script not used yet."""
+        return len(self._steps) - len(self.requests)
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AssistantOutput:
+        request = ModelRequestRecord(tuple(messages), tuple(tools), settings, instructions)
+        index = len(self.requests)
+        self.requests.append(request)
+        if index >= len(self._steps):
+            raise ScriptExhausted(
+                f"ScriptedModel has {len(self._steps)} scripted outputs and was asked for "
+                f"output #{index + 1}; add a step for this request (last message: "
+                f"{_describe_last(messages)})"
+            )
+        step = self._steps[index]
+        if isinstance(step, AssistantOutput):
+            return step
+        produced = step(request)
+        if inspect.isawaitable(produced):
+            produced = await produced
+        if not isinstance(produced, AssistantOutput):
+            raise TypeError(
+                f"script step #{index + 1} returned {type(produced).__name__}, "
+                "expected an AssistantOutput"
+            )
+        return produced
+
+
+def _describe_last(messages: Sequence[Message]) -> str:
+    if not messages:
+        return "none"
+    last = messages[-1]
+    text = last.content if len(last.content) <= 60 else last.content[:57] + "..."
+    return f"{last.role} {text!r}"

@@ -1,0 +1,260 @@
+"""FunctionTool and the ``@tool`` decorator: plain Python functions as tools."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
+
+from pydantic import BaseModel
+
+from tooldeck.contracts import ToolSpec
+from tooldeck.errors import ToolDefinitionError
+from tooldeck.tools._arguments import ArgumentSchema, JsonSchemaArguments, PydanticArguments
+from tooldeck.tools._output import output_text
+from tooldeck.tools._strict import NotStrictError, to_strict
+from tooldeck.tools._threads import tool_threads
+from tooldeck.tools.context import RunContext
+from tooldeck.tools.schema import function_schema
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+ErrorHandler = Callable[[Exception], str] | Literal["raise"]
+"""Turns a tool's exception into the text the model reads, or ``"raise"`` to end the run."""
+
+
+class FunctionTool(Generic[P, R]):
+    """A Python callable the model can call, with the schema it is shown.
+
+    Build one with ``@tool`` from a typed function, or directly with an explicit schema:
+    ``FunctionTool(name=..., description=..., parameters=<pydantic model or JSON Schema dict>,
+    handler=fn)``; the handler then receives the validated arguments as keywords.
+    The tool stays callable as the plain function.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: type[BaseModel] | Mapping[str, Any] | ArgumentSchema,
+        handler: Callable[P, R],
+        *,
+        strict: bool = True,
+        toolsets: Iterable[str] = (),
+        timeout: float | None = None,
+        retries: int | None = None,
+        sequential: bool = False,
+        inline: bool = False,
+        on_error: ErrorHandler | None = None,
+        result_parser: Callable[[Any], str] | None = None,
+        context_parameter: str | None = None,
+        positional_only: tuple[str, ...] = (),
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.fn = handler
+        self._call: Callable[..., Any] = handler
+        self.arguments = _argument_schema(name, parameters)
+        self.strict = strict
+        self.toolsets = frozenset(toolsets)
+        self.timeout = _positive_or_none(name, "timeout", timeout)
+        self.retries = retries
+        self.sequential = sequential
+        self.inline = inline
+        self.on_error = on_error
+        self.result_parser = result_parser or output_text
+        self.context_parameter = context_parameter
+        self.positional_only = positional_only
+        self.is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            type(handler).__call__
+        )
+        self.spec = ToolSpec(
+            name=name,
+            description=description,
+            parameters=_exposed_schema(name, self.arguments.json_schema, strict),
+            strict=strict,
+        )
+        self.origin = _origin(handler)
+        """Where the function is defined (``file.py:12``), for error messages."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"FunctionTool({self.name!r}, {self.origin})"
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Check the model's arguments; return the handler's keywords or raise InvalidArguments."""
+        return self.arguments.validate(arguments, closed=self.strict)
+
+    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str:
+        """Call the function with validated arguments and return the observation text."""
+        if self.context_parameter is not None:
+            arguments = {**arguments, self.context_parameter: context}
+        args: list[Any] = []
+        if self.positional_only:
+            arguments = dict(arguments)
+            args = [arguments.pop(name) for name in self.positional_only]
+        if self.is_async:
+            value = await self._call(*args, **arguments)
+        elif self.inline:
+            value = self._call(*args, **arguments)
+        else:
+            call = partial(self._call, *args, **arguments)
+            loop = asyncio.get_running_loop()
+            value = await loop.run_in_executor(tool_threads(), contextvars.copy_context().run, call)
+        return self.result_parser(value)
+
+
+def _argument_schema(
+    name: str, parameters: type[BaseModel] | Mapping[str, Any] | ArgumentSchema
+) -> ArgumentSchema:
+    if isinstance(parameters, PydanticArguments | JsonSchemaArguments):
+        return parameters
+    if isinstance(parameters, type) and issubclass(parameters, BaseModel):
+        return PydanticArguments(parameters)
+    if isinstance(parameters, Mapping):
+        if parameters.get("type", "object") != "object":
+            raise ToolDefinitionError(
+                f"tool {name!r}: the parameters schema must describe an object, "
+                f"got type {parameters.get('type')!r}"
+            )
+        try:
+            return JsonSchemaArguments(dict(parameters))
+        except Exception as error:  # jsonschema.SchemaError, without importing it eagerly
+            raise ToolDefinitionError(
+                f"tool {name!r}: the parameters are not a valid JSON Schema: "
+                f"{str(error).splitlines()[0]}"
+            ) from error
+    raise ToolDefinitionError(
+        f"tool {name!r}: parameters must be a pydantic model class or a JSON Schema dict, "
+        f"got {type(parameters).__name__}"
+    )
+
+
+def _exposed_schema(name: str, schema: dict[str, Any], strict: bool) -> dict[str, Any]:
+    if not strict:
+        return schema
+    try:
+        return to_strict(schema)
+    except NotStrictError as error:
+        raise ToolDefinitionError(
+            f"tool {name!r} cannot use the strict schema form: {error}; "
+            "pass strict=False to allow it (providers then do not guarantee the arguments "
+            "match the schema; tooldeck still validates them)"
+        ) from None
+
+
+def _positive_or_none(name: str, option: str, value: float | None) -> float | None:
+    if value is not None and value <= 0:
+        raise ToolDefinitionError(f"tool {name!r}: {option} must be positive, got {value!r}")
+    return value
+
+
+def _origin(fn: Callable[..., Any]) -> str:
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        return type(fn).__name__
+    return f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}"
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool = True,
+    toolsets: Iterable[str] = (),
+    timeout: float | None = None,
+    retries: int | None = None,
+    sequential: bool = False,
+    inline: bool = False,
+    on_error: ErrorHandler | None = None,
+    result_parser: Callable[[Any], str] | None = None,
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool = True,
+    toolsets: Iterable[str] = (),
+    timeout: float | None = None,
+    retries: int | None = None,
+    sequential: bool = False,
+    inline: bool = False,
+    on_error: ErrorHandler | None = None,
+    result_parser: Callable[[Any], str] | None = None,
+) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
+    """Make a function (sync or async, or a bound method) a tool the model can call.
+
+    The schema comes from the type hints, the descriptions from the docstring (Google, NumPy
+    or Sphinx style), ``Annotated[T, "text"]`` or ``Field(description=...)``.
+
+    Args:
+        fn: The function, when used as a bare ``@tool``.
+        name: The name the model sees; defaults to the function's name.
+        description: Defaults to the docstring's prose.
+        strict: Expose the strict schema form (closed objects, nullable optionals).
+        toolsets: Named groups this tool belongs to, for ``registry.view(toolsets=...)``.
+        timeout: Seconds a call may take before it fails with ``tool_timeout``.
+        retries: Consecutive failed calls allowed before the run stops.
+        sequential: Never run this tool beside other calls of the same turn.
+        inline: Run a sync function on the event loop instead of a worker thread
+            (for cheap, non-blocking functions: saves the thread hop).
+        on_error: Turns the tool's exception into the text the model reads, or
+            ``"raise"`` to end the run with ToolExecutionError.
+        result_parser: Turns the return value into the observation text.
+
+    Example:
+        >>> @tool
+        ... def add_numbers(left: int, right: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return left + right
+        >>> add_numbers(2, 3)
+        5
+    """
+    localns = sys._getframe(1).f_locals
+
+    def decorate(function: Callable[P, R]) -> FunctionTool[P, R]:
+        tool_name = name or _function_name(function)
+        schema = function_schema(function, tool_name, localns)
+        return FunctionTool(
+            tool_name,
+            description if description is not None else schema.description,
+            schema.arguments,
+            function,
+            strict=strict,
+            toolsets=toolsets,
+            timeout=timeout,
+            retries=retries,
+            sequential=sequential,
+            inline=inline,
+            on_error=on_error,
+            result_parser=result_parser,
+            context_parameter=schema.context_parameter,
+            positional_only=schema.positional_only,
+        )
+
+    return decorate if fn is None else decorate(fn)
+
+
+def _function_name(function: Callable[..., Any]) -> str:
+    name = getattr(function, "__name__", None)
+    if not isinstance(name, str) or name == "<lambda>":
+        raise ToolDefinitionError(
+            f"cannot name a tool after {function!r}; pass name='...' to tool()"
+        )
+    return name

@@ -1,0 +1,167 @@
+"""A function's signature and docstring -> its argument validator and JSON Schema."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
+
+from pydantic import ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
+from pydantic.errors import PydanticSchemaGenerationError
+from pydantic.fields import FieldInfo
+
+from tooldeck.errors import ToolDefinitionError
+from tooldeck.tools._arguments import PydanticArguments
+from tooldeck.tools._docstrings import ParsedDocstring, parse_docstring
+from tooldeck.tools.context import RunContext
+
+_ARGUMENTS_CONFIG = ConfigDict(extra="forbid", protected_namespaces=())
+_SCHEMA_ERRORS = (PydanticSchemaGenerationError, PydanticUserError, TypeError, ValueError)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSchema:
+    """What ``@tool`` learns from a function."""
+
+    description: str
+    arguments: PydanticArguments
+    context_parameter: str | None
+    """The parameter that receives the RunContext, if any."""
+    positional_only: tuple[str, ...]
+    """Parameters that must be passed by position, in order."""
+
+
+def function_schema(
+    fn: Callable[..., Any], name: str, localns: Mapping[str, Any] | None = None
+) -> FunctionSchema:
+    """Inspect ``fn`` and build its argument model; raise ToolDefinitionError on what cannot be."""
+    signature = inspect.signature(fn)
+    hints = _type_hints(fn, name, localns)
+    docs = parse_docstring(inspect.getdoc(fn))
+    fields: dict[str, Any] = {}
+    context_parameter = None
+    positional_only = []
+    for parameter in signature.parameters.values():
+        _check_kind(parameter, name)
+        annotation = hints.get(parameter.name, inspect.Parameter.empty)
+        if _is_run_context(annotation):
+            context_parameter = parameter.name
+            continue
+        if annotation is inspect.Parameter.empty:
+            raise ToolDefinitionError(
+                f"tool {name!r}: parameter {parameter.name!r} has no type annotation; "
+                f"annotate it (e.g. `{parameter.name}: str`) so the model knows what to send"
+                + _method_hint(parameter.name)
+            )
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            positional_only.append(parameter.name)
+        fields[parameter.name] = _field(parameter, annotation, docs)
+    arguments = _build_arguments(name, fields)
+    return FunctionSchema(docs.description, arguments, context_parameter, tuple(positional_only))
+
+
+def _type_hints(
+    fn: Callable[..., Any], name: str, localns: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    target: Any = fn if inspect.isroutine(fn) else type(fn).__call__
+    try:
+        return get_type_hints(target, localns=dict(localns or {}), include_extras=True)
+    except NameError as error:
+        raise ToolDefinitionError(
+            f"tool {name!r}: cannot resolve a type annotation ({error}); define the type at "
+            "module level or before the tool"
+        ) from error
+
+
+def _check_kind(parameter: inspect.Parameter, name: str) -> None:
+    if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        star = "*" if parameter.kind is inspect.Parameter.VAR_POSITIONAL else "**"
+        raise ToolDefinitionError(
+            f"tool {name!r}: {star}{parameter.name} is not supported; list each parameter "
+            "the model may pass, with its type"
+        )
+    if parameter.name.startswith("_"):
+        raise ToolDefinitionError(
+            f"tool {name!r}: parameter {parameter.name!r} starts with '_', which the argument "
+            "model cannot hold; rename it"
+        )
+
+
+def _method_hint(parameter: str) -> str:
+    if parameter in ("self", "cls"):
+        return "; to use a method as a tool, pass the bound method: tool(instance.method)"
+    return ""
+
+
+def _is_run_context(annotation: Any) -> bool:
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation is RunContext or get_origin(annotation) is RunContext
+
+
+def _field(parameter: inspect.Parameter, annotation: Any, docs: ParsedDocstring) -> Any:
+    """(annotation, default) for create_model, with the description folded in."""
+    annotation, text = _split_description(annotation)
+    description = text or docs.parameters.get(parameter.name)
+    if description:
+        annotation = Annotated[annotation, Field(description=description)]
+    default = parameter.default
+    if default is inspect.Parameter.empty:
+        default = ...
+    return (annotation, default)
+
+
+def _split_description(annotation: Any) -> tuple[Any, str | None]:
+    """``Annotated[T, "text", ...]`` -> (``Annotated[T, ...]``, "text")."""
+    if get_origin(annotation) is not Annotated:
+        return annotation, None
+    base, *metadata = get_args(annotation)
+    texts = [item for item in metadata if isinstance(item, str)]
+    if not texts:
+        return annotation, None
+    rest = [item for item in metadata if not isinstance(item, str)]
+    description = " ".join(texts)
+    # A Field(description=...) in the metadata is more specific than a bare string.
+    if any(isinstance(item, FieldInfo) and item.description for item in rest):
+        description = ""
+    if not rest:
+        return base, description
+    return Annotated[(base, *rest)], description
+
+
+def _build_arguments(name: str, fields: dict[str, Any]) -> PydanticArguments:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            model = create_model(f"{name}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
+            return PydanticArguments(model)
+    except _SCHEMA_ERRORS as error:
+        raise _explain_schema_error(name, fields, error) from error
+
+
+def _explain_schema_error(name: str, fields: dict[str, Any], error: Exception) -> Exception:
+    for parameter, (annotation, _) in fields.items():
+        try:
+            TypeAdapter(annotation).json_schema()
+        except _SCHEMA_ERRORS as inner:
+            return ToolDefinitionError(
+                f"tool {name!r}: parameter {parameter!r} has type {type_name(annotation)}, "
+                f"which has no JSON Schema: {_first_line(inner)}"
+            )
+    return ToolDefinitionError(f"tool {name!r}: cannot build its schema: {_first_line(error)}")
+
+
+def type_name(annotation: Any) -> str:
+    """A readable name for a type annotation: ``int``, ``list[str]``, ``Point``."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if isinstance(annotation, type) and not get_args(annotation):
+        return annotation.__qualname__
+    return repr(annotation).replace("typing.", "").replace("typing_extensions.", "")
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
