@@ -92,3 +92,52 @@ class InvalidArguments(ToolDeckError, ValueError):
     def __init__(self, problems: list[ArgumentProblem]) -> None:
         super().__init__("; ".join(str(problem) for problem in problems))
         self.problems = tuple(problems)
+
+
+class ModelRequestFailed(ModelError):
+    """The provider answered a request with an error or could not be reached.
+
+    Raised after the provider SDK's own retries; ``status_code`` is the HTTP status, if any.
+    """
+
+    def __init__(
+        self, message: str, status_code: int | None = None, result: RunResult | None = None
+    ) -> None:
+        super().__init__(message, result)
+        self.status_code = status_code
+
+
+class ModelAuthError(ModelRequestFailed):
+    """The provider refused the credentials (HTTP 401) or the access (HTTP 403)."""
+
+
+class ModelRateLimited(ModelRequestFailed):
+    """The provider kept answering HTTP 429 after the SDK's retries."""
+
+
+class ModelBadRequest(ModelRequestFailed):
+    """The provider rejected the request itself (HTTP 400, 404, 409, 422): fix the request."""
+
+
+class ModelUnavailable(ModelRequestFailed):
+    """The provider failed (HTTP 5xx), timed out or could not be reached, after retries."""
+
+
+class ModelRefused(ModelError):
+    """The model refused to answer, or the provider's content filter stopped the response."""
+
+    def __init__(self, message: str, refusal: str = "", result: RunResult | None = None) -> None:
+        super().__init__(message, result)
+        self.refusal = refusal
+        """The model's refusal text, when it wrote one."""
+
+
+class ModelOutputTruncated(ModelError):
+    """The response stopped at the token limit (``max_tokens``) before it was complete."""
+
+    def __init__(
+        self, message: str, partial_text: str = "", result: RunResult | None = None
+    ) -> None:
+        super().__init__(message, result)
+        self.partial_text = partial_text
+        """The text the model wrote before it was cut off."""
