@@ -7,7 +7,12 @@ imported only when a docstring has more than a summary.
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass, field
+
+# griffe's Sphinx heuristic wants a line break after the field line, so a docstring that
+# ends with its only ``:param x: ...`` line goes undetected; this catches that case.
+_SPHINX_FIELD = re.compile(r"^[ \t]*:(?:param|parameter|arg|argument|key|keyword)\b", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +38,14 @@ def _parse_with_griffe(text: str) -> ParsedDocstring:
         Docstring,
         DocstringSectionParameters,
         DocstringSectionText,
+        Parser,
         infer_docstring_style,
     )
 
     docstring = Docstring(text)
     style, _ = infer_docstring_style(docstring)
+    if style is None and _SPHINX_FIELD.search(text):
+        style = Parser.sphinx
     if style is None:
         return ParsedDocstring(text)
     sections = docstring.parse(style, warn_missing_types=False, warnings=False)

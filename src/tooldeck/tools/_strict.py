@@ -92,6 +92,10 @@ def _is_object(node: JsonSchema) -> bool:
     return node.get("type") == "object" or "properties" in node
 
 
+def _is_array(node: JsonSchema) -> bool:
+    return isinstance(node.get("items"), dict) or isinstance(node.get("prefixItems"), list)
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -120,13 +124,25 @@ class NullDefaults:
             return value
         if isinstance(value, dict) and "properties" in node:
             return self._walk_object(value, node, depth)
-        if isinstance(value, list) and isinstance(node.get("items"), dict):
-            return [self._walk(item, node["items"], depth + 1) for item in value]
+        if isinstance(value, list) and _is_array(node):
+            return self._walk_array(value, node, depth)
         branches = [self._resolve(sub) for sub in node.get("anyOf", ()) if sub]
         objects = [sub for sub in branches if "properties" in sub]
         if isinstance(value, dict) and len(objects) == 1:
             return self._walk_object(value, objects[0], depth)
+        arrays = [sub for sub in branches if _is_array(sub)]
+        if isinstance(value, list) and len(arrays) == 1:  # e.g. ``list[Model] | None``
+            return self._walk_array(value, arrays[0], depth)
         return value
+
+    def _walk_array(self, value: list[Any], node: JsonSchema, depth: int) -> list[Any]:
+        """Walk each item with its schema: ``prefixItems`` (tuples) first, then ``items``."""
+        prefix: list[JsonSchema] = node.get("prefixItems", [])
+        out = []
+        for index, item in enumerate(value):
+            sub = prefix[index] if index < len(prefix) else node.get("items")
+            out.append(self._walk(item, sub, depth + 1) if isinstance(sub, dict) else item)
+        return out
 
     def _walk_object(self, value: dict[str, Any], node: JsonSchema, depth: int) -> dict[str, Any]:
         properties: dict[str, JsonSchema] = node["properties"]
@@ -165,4 +181,5 @@ class NullDefaults:
         children += [sub for key in ("anyOf", "oneOf", "allOf") for sub in node.get(key, ())]
         if isinstance(node.get("items"), dict):
             children.append(node["items"])
+        children += node.get("prefixItems", [])
         return any(self._has_defaulted(child, seen) for child in children)

@@ -19,7 +19,7 @@ from tooldeck.tools._output import output_text
 from tooldeck.tools._strict import NotStrictError, to_strict
 from tooldeck.tools._threads import tool_threads
 from tooldeck.tools.context import RunContext
-from tooldeck.tools.schema import function_schema
+from tooldeck.tools.schema import function_schema, not_strict_parameter
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -76,7 +76,7 @@ class FunctionTool(Generic[P, R]):
         self.spec = ToolSpec(
             name=name,
             description=description,
-            parameters=_exposed_schema(name, self.arguments.json_schema, strict),
+            parameters=_exposed_schema(name, self.arguments, strict),
             strict=strict,
         )
         self.origin = _origin(handler)
@@ -137,14 +137,18 @@ def _argument_schema(
     )
 
 
-def _exposed_schema(name: str, schema: dict[str, Any], strict: bool) -> dict[str, Any]:
+def _exposed_schema(name: str, arguments: ArgumentSchema, strict: bool) -> dict[str, Any]:
     if not strict:
-        return schema
+        return arguments.json_schema
     try:
-        return to_strict(schema)
+        return to_strict(arguments.json_schema)
     except NotStrictError as error:
+        culprit = None
+        if isinstance(arguments, PydanticArguments):
+            culprit = not_strict_parameter(arguments.model)
+        where = f"parameter {culprit[0]!r} has type {culprit[1]}; " if culprit else ""
         raise ToolDefinitionError(
-            f"tool {name!r} cannot use the strict schema form: {error}; "
+            f"tool {name!r} cannot use the strict schema form: {where}{error}; "
             "pass strict=False to allow it (providers then do not guarantee the arguments "
             "match the schema; tooldeck still validates them)"
         ) from None

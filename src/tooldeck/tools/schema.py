@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
-from pydantic import ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
 from pydantic.errors import PydanticSchemaGenerationError
 from pydantic.fields import FieldInfo
 
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.tools._arguments import PydanticArguments
 from tooldeck.tools._docstrings import ParsedDocstring, parse_docstring
+from tooldeck.tools._strict import NotStrictError, to_strict
 from tooldeck.tools.context import RunContext
 
 _ARGUMENTS_CONFIG = ConfigDict(extra="forbid", protected_namespaces=())
+_QUALIFIER = re.compile(r"(?<![\w.'\"])(?:[A-Za-z_]\w*\.|<locals>\.)+(?=[A-Za-z_])")
+"""``typing.``, ``collections.abc.``, ``module.function.<locals>.``: noise in a type's name."""
 _SCHEMA_ERRORS = (PydanticSchemaGenerationError, PydanticUserError, TypeError, ValueError)
 
 
@@ -148,9 +152,23 @@ def _explain_schema_error(name: str, fields: dict[str, Any], error: Exception) -
         except _SCHEMA_ERRORS as inner:
             return ToolDefinitionError(
                 f"tool {name!r}: parameter {parameter!r} has type {type_name(annotation)}, "
-                f"which has no JSON Schema: {_first_line(inner)}"
+                f"which has no JSON Schema: {_reason(inner)}"
             )
     return ToolDefinitionError(f"tool {name!r}: cannot build its schema: {_first_line(error)}")
+
+
+def not_strict_parameter(model: type[BaseModel]) -> tuple[str, str] | None:
+    """The first field whose type has no strict schema form: (name, readable type)."""
+    for parameter, info in model.model_fields.items():
+        if info.annotation is None:
+            continue
+        try:
+            to_strict(TypeAdapter(info.annotation).json_schema())
+        except NotStrictError:
+            return parameter, type_name(info.annotation)
+        except _SCHEMA_ERRORS:
+            continue
+    return None
 
 
 def type_name(annotation: Any) -> str:
@@ -158,8 +176,21 @@ def type_name(annotation: Any) -> str:
     if get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
     if isinstance(annotation, type) and not get_args(annotation):
-        return annotation.__qualname__
-    return repr(annotation).replace("typing.", "").replace("typing_extensions.", "")
+        text = annotation.__qualname__
+    else:
+        text = repr(annotation)
+    return _QUALIFIER.sub("", text)
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, PydanticSchemaGenerationError):
+        # pydantic's own advice (arbitrary_types_allowed, model_config) does not apply here.
+        return (
+            _first_line(error).split(". ", 1)[0]
+            + "; use a type pydantic knows: a standard type, a pydantic model, a dataclass "
+            "or a TypedDict"
+        )
+    return _first_line(error)
 
 
 def _first_line(error: Exception) -> str:
