@@ -354,3 +354,83 @@ def test_tool_spec_is_what_the_model_receives() -> None:
         "required": ["left", "right"],
         "additionalProperties": False,
     }
+
+
+@pytest.mark.parametrize("parameter", ["json", "copy", "schema", "fields", "validate", "type"])
+def test_parameter_names_that_pydantic_models_also_use_still_work(parameter: str) -> None:
+    namespace: dict[str, Any] = {}
+    exec(f"def lookup({parameter}: str) -> str:\n    return {parameter}\n", namespace)
+    lookup = tool(namespace["lookup"])
+    assert lookup.spec.parameters["properties"] == {parameter: {"type": "string"}}
+    assert lookup(**lookup.validate({parameter: "v"})) == "v"
+
+
+def test_model_config_parameter_is_refused_instead_of_vanishing() -> None:
+    def configure(model_config: str) -> str:
+        return model_config
+
+    with pytest.raises(ToolDefinitionError, match=r"'model_config' is a name pydantic reserves"):
+        tool(configure)
+
+
+def google_forecast(city: str, days: int = 1) -> str:
+    """Forecast the weather.
+
+    Args:
+        city (str): The city.
+        days (int, optional): How many
+            days ahead.
+
+    Returns:
+        str: The forecast.
+
+    Raises:
+        ValueError: For an unknown city.
+    """
+    return city
+
+
+def numpy_forecast(city: str, days: int = 1) -> str:
+    """Forecast the weather.
+
+    Parameters
+    ----------
+    city : str
+        The city.
+    days : int, optional
+        How many
+        days ahead.
+
+    Returns
+    -------
+    str
+        The forecast.
+    """
+    return city
+
+
+def sphinx_forecast(city: str, days: int = 1) -> str:
+    """Forecast the weather.
+
+    :param city: The city.
+    :type city: str
+    :param days: How many
+        days ahead.
+    :returns: The forecast.
+    :rtype: str
+    :raises ValueError: For an unknown city.
+    """
+    return city
+
+
+@pytest.mark.parametrize("function", [google_forecast, numpy_forecast, sphinx_forecast])
+def test_full_docstrings_in_each_style(function: Callable[..., str]) -> None:
+    forecast = tool(function)
+    assert forecast.spec.description == "Forecast the weather."
+    assert forecast.spec.parameters["properties"] == {
+        "city": {"type": "string", "description": "The city."},
+        "days": {
+            "anyOf": [{"type": "integer"}, {"type": "null"}],
+            "description": "How many days ahead.",
+        },
+    }

@@ -91,6 +91,10 @@ def _check_kind(parameter: inspect.Parameter, name: str) -> None:
             f"tool {name!r}: parameter {parameter.name!r} starts with '_', which the argument "
             "model cannot hold; rename it"
         )
+    if parameter.name == "model_config":  # pydantic reads it as configuration, not a field
+        raise ToolDefinitionError(
+            f"tool {name!r}: parameter 'model_config' is a name pydantic reserves; rename it"
+        )
 
 
 def _method_hint(parameter: str) -> str:
