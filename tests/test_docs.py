@@ -30,7 +30,7 @@ def test_readme_has_python_examples() -> None:
 def test_readme_example_runs(index: int) -> None:
     source = readme_blocks()[index]
     namespace: dict[str, object] = {"__name__": f"readme_example_{index}"}
-    exec(compile(source, f"README.md block {index + 1}", "exec"), namespace)  # noqa: S102
+    exec(compile(source, f"README.md block {index + 1}", "exec"), namespace)
 
 
 def test_readme_quick_start_has_exactly_two_setup_commands() -> None:

@@ -7,8 +7,8 @@ import threading
 import time
 
 import pytest
-from helpers import answer, call, calls, raw_call
 
+from helpers import answer, call, calls, raw_call
 from tooldeck import (
     Agent,
     ErrorCode,
@@ -33,7 +33,9 @@ def get_weather(city: str, unit: str = "celsius") -> str:
     return f"sunny in {city} ({unit})"
 
 
-def run(*outputs: object, tools: list[object] | None = None, **options: object) -> tuple[RunResult, ScriptedModel]:
+def run(
+    *outputs: object, tools: list[object] | None = None, **options: object
+) -> tuple[RunResult, ScriptedModel]:
     model = ScriptedModel([*outputs, answer("done")])  # type: ignore[list-item]
     agent = Agent(model, tools if tools is not None else [add_numbers, get_weather], **options)  # type: ignore[arg-type]
     return agent.run_sync("go"), model
@@ -65,7 +67,9 @@ def test_unknown_tool_with_no_tools_says_to_answer() -> None:
 def test_broken_json_arguments_show_the_parse_error() -> None:
     result, model = run(calls(raw_call("add_numbers", '{"left": 1, "right": ')))
     text = observation(model)
-    assert text.startswith("error[invalid_json]: the arguments for 'add_numbers' are not valid JSON (")
+    assert text.startswith(
+        "error[invalid_json]: the arguments for 'add_numbers' are not valid JSON ("
+    )
     assert "Expecting value: line 1 column 22" in text
     assert text.endswith("send them as one JSON object")
     assert result.tool_trace[0].call.raw_arguments == '{"left": 1, "right": '
@@ -142,7 +146,9 @@ def test_a_broken_on_error_falls_back_to_the_generic_line() -> None:
         raise KeyError(city)
 
     result, model = run(calls(call("lookup", city="x")), tools=[lookup])
-    assert observation(model).startswith("error[tool_error]: the tool 'lookup' failed while running")
+    assert observation(model).startswith(
+        "error[tool_error]: the tool 'lookup' failed while running"
+    )
     assert isinstance(result.tool_trace[0].error, KeyError)
 
 
@@ -152,15 +158,19 @@ def test_on_error_raise_ends_the_run_with_the_partial_result() -> None:
         """Charge a card."""
         raise PermissionError("card declined")
 
-    model = ScriptedModel([calls(call("add_numbers", "a", left=1, right=1), call("charge", "b", amount=5))])
-    with pytest.raises(ToolExecutionError, match="tool 'charge' raised PermissionError: card declined") as caught:
+    model = ScriptedModel(
+        [calls(call("add_numbers", "a", left=1, right=1), call("charge", "b", amount=5))]
+    )
+    with pytest.raises(
+        ToolExecutionError, match="tool 'charge' raised PermissionError: card declined"
+    ) as caught:
         Agent(model, [add_numbers, charge]).run_sync("go")
     stopped = caught.value
     assert isinstance(stopped.__cause__, PermissionError)
     assert stopped.tool_name == "charge"
     assert stopped.result is not None
     assert stopped.result.stop_reason == "tool_raised"
-    assert [t.result.output for t in stopped.result.tool_trace][0] == "2"
+    assert next(t.result.output for t in stopped.result.tool_trace) == "2"
     assert [m.role for m in stopped.result.messages] == ["user", "assistant", "tool", "tool"]
 
 
@@ -201,7 +211,9 @@ def test_sync_tool_past_its_timeout_is_abandoned_and_the_loop_goes_on() -> None:
     result, model = run(calls(call("stuck")), tools=[stuck])
     elapsed = time.perf_counter() - started
     release.set()
-    assert observation(model).startswith("error[tool_timeout]: 'stuck' did not finish within 0.05 s")
+    assert observation(model).startswith(
+        "error[tool_timeout]: 'stuck' did not finish within 0.05 s"
+    )
     assert elapsed < 2
     assert result.answer == "done"
 
@@ -219,7 +231,7 @@ def test_a_tool_raising_timeout_error_itself_is_a_tool_error() -> None:
 
 def test_repeated_identical_calls_are_refused_with_the_previous_result() -> None:
     same = [calls(call("get_weather", f"c{i}", city="Paris")) for i in range(3)]
-    result, model = run(*same, limits=Limits(repeat_limit=2))
+    result, _model = run(*same, limits=Limits(repeat_limit=2))
     outputs = [t.result.output for t in result.tool_trace]
     assert outputs[:2] == ["sunny in Paris (celsius)"] * 2
     assert outputs[2] == (
@@ -247,4 +259,9 @@ def test_one_bad_call_does_not_stop_the_others_in_its_turn() -> None:
     )
     codes = [t.result.error_code for t in result.tool_trace]
     assert codes == [None, "unknown_tool", "invalid_json", None]
-    assert [m.tool_call_id for m in model.requests[1].messages if m.role == "tool"] == ["a", "b", "c", "d"]
+    assert [m.tool_call_id for m in model.requests[1].messages if m.role == "tool"] == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from helpers import answer, call, calls, tool_messages
 
+from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, LimitExceeded, Limits, ModelRequestRecord, ScriptedModel, tool
 
 
@@ -78,9 +78,7 @@ def test_max_tool_calls_answers_the_calls_past_it_then_stops() -> None:
 
 def test_max_tool_calls_with_final_answer_lets_the_model_answer() -> None:
     model = ScriptedModel([*endless(1), *endless(1), answer("stopped at 1")])
-    agent = Agent(
-        model, [add_numbers], limits=Limits(max_tool_calls=1), on_limit="final_answer"
-    )
+    agent = Agent(model, [add_numbers], limits=Limits(max_tool_calls=1), on_limit="final_answer")
     result = agent.run_sync("go")
     assert result.answer == "stopped at 1"
     assert result.stop_reason == "max_tool_calls"
@@ -120,7 +118,9 @@ def test_max_duration_is_checked_between_steps() -> None:
 
 def test_tool_retries_stop_a_tool_that_keeps_failing() -> None:
     model = ScriptedModel([calls(call("flaky", f"c{i}", x=i)) for i in range(5)])
-    with pytest.raises(LimitExceeded, match=r"tool 'flaky' failed 2 times in a row \(retries=1\)") as caught:
+    with pytest.raises(
+        LimitExceeded, match=r"tool 'flaky' failed 2 times in a row \(retries=1\)"
+    ) as caught:
         Agent(model, [flaky]).run_sync("go")
     assert caught.value.limit == "retries"
     assert caught.value.result is not None
@@ -128,7 +128,9 @@ def test_tool_retries_stop_a_tool_that_keeps_failing() -> None:
 
 
 def test_agent_tool_retries_apply_to_bad_arguments_too() -> None:
-    model = ScriptedModel([calls(call("add_numbers", f"c{i}", left="x", right=i)) for i in range(5)])
+    model = ScriptedModel(
+        [calls(call("add_numbers", f"c{i}", left="x", right=i)) for i in range(5)]
+    )
     with pytest.raises(LimitExceeded) as caught:
         Agent(model, [add_numbers], limits=Limits(tool_retries=0)).run_sync("go")
     assert caught.value.limit == "retries"
@@ -143,12 +145,14 @@ def test_a_success_resets_the_failure_count() -> None:
         calls(call("add_numbers", "c", left="y", right=1)),
         answer("ok"),
     ]
-    result = Agent(ScriptedModel(outputs), [add_numbers], limits=Limits(tool_retries=1)).run_sync("go")
+    result = Agent(ScriptedModel(outputs), [add_numbers], limits=Limits(tool_retries=1)).run_sync(
+        "go"
+    )
     assert result.answer == "ok"
 
 
 def test_limits_refuse_nonsense_values() -> None:
-    with pytest.raises(ValueError, match="Limits.max_rounds must be positive, got 0"):
+    with pytest.raises(ValueError, match=r"Limits\.max_rounds must be positive, got 0"):
         Limits(max_rounds=0)
     with pytest.raises(ValueError, match="tool_retries must be >= 0"):
         Limits(tool_retries=-1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from helpers import answer, call, calls, tool_messages
 
+from helpers import answer, call, calls, tool_messages
 from tooldeck import (
     Agent,
     AssistantOutput,
@@ -124,7 +124,9 @@ def test_parallel_async_calls_overlap_in_time() -> None:
         await asyncio.wait_for(both_started.wait(), timeout=2)
         return name
 
-    model = ScriptedModel([calls(call("meet", "a", name="x"), call("meet", "b", name="y")), answer("ok")])
+    model = ScriptedModel(
+        [calls(call("meet", "a", name="x"), call("meet", "b", name="y")), answer("ok")]
+    )
     result = Agent(model, [meet]).run_sync("go")
     assert [t.result.output for t in result.tool_trace] == ["x", "y"]
 
@@ -142,7 +144,9 @@ def test_sync_tools_run_in_worker_threads_concurrently() -> None:
         barrier.wait()
         return name
 
-    model = ScriptedModel([calls(call("blocking", "a", name="x"), call("blocking", "b", name="y")), answer("ok")])
+    model = ScriptedModel(
+        [calls(call("blocking", "a", name="x"), call("blocking", "b", name="y")), answer("ok")]
+    )
     result = Agent(model, [blocking]).run_sync("go")
     assert [t.result.output for t in result.tool_trace] == ["x", "y"]
     assert all(name.startswith("tooldeck-tool") for name in threads)
@@ -159,7 +163,9 @@ def test_inline_sync_tool_runs_on_the_event_loop_thread() -> None:
         seen.append(threading.current_thread().name)
         return value * 2
 
-    result = Agent(ScriptedModel([calls(call("cheap", value=4)), answer("8")]), [cheap]).run_sync("x")
+    result = Agent(ScriptedModel([calls(call("cheap", value=4)), answer("8")]), [cheap]).run_sync(
+        "x"
+    )
     assert result.tool_trace[0].result.output == "8"
     assert seen == [threading.current_thread().name]
 
@@ -244,11 +250,19 @@ def test_stream_yields_each_step_in_order() -> None:
         "ModelResponse",
         "FinalAnswer",
     ]
-    assert isinstance(events[0], ModelRequest) and events[0].round == 1
-    assert isinstance(events[1], ModelResponse) and events[1].output.tool_calls[0].name == "add_numbers"
-    assert isinstance(events[2], ToolCallStarted) and events[2].call.arguments == {"left": 1, "right": 2}
-    assert isinstance(events[3], ToolCallFinished) and events[3].trace.result.output == "3"
-    assert isinstance(events[-1], FinalAnswer) and events[-1].result.answer == "3"
+    assert isinstance(events[0], ModelRequest)
+    assert events[0].round == 1
+    assert isinstance(events[1], ModelResponse)
+    assert events[1].output.tool_calls[0].name == "add_numbers"
+    assert isinstance(events[2], ToolCallStarted)
+    assert events[2].call.arguments == {
+        "left": 1,
+        "right": 2,
+    }
+    assert isinstance(events[3], ToolCallFinished)
+    assert events[3].trace.result.output == "3"
+    assert isinstance(events[-1], FinalAnswer)
+    assert events[-1].result.answer == "3"
 
 
 async def test_run_is_awaitable_and_passes_deps() -> None:
@@ -328,7 +342,9 @@ def test_a_model_that_raises_becomes_a_model_error_with_the_partial_run() -> Non
         raise ConnectionError("socket closed")
 
     model = ScriptedModel([calls(call("add_numbers", left=1, right=2)), broken])
-    with pytest.raises(ModelError, match="the model call failed: ConnectionError: socket closed") as caught:
+    with pytest.raises(
+        ModelError, match="the model call failed: ConnectionError: socket closed"
+    ) as caught:
         Agent(model, [add_numbers]).run_sync("go")
     assert isinstance(caught.value.__cause__, ConnectionError)
     assert caught.value.result is not None

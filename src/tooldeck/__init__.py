@@ -5,48 +5,114 @@ validates the call, runs the function, feeds the result back and repeats until t
 answers.
 """
 
-from tooldeck._state import Limits
-from tooldeck.contracts import (
-    AssistantOutput,
-    Message,
-    RunResult,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-    ToolTrace,
-    Usage,
-)
-from tooldeck.errors import (
-    ArgumentProblem,
-    DuplicateToolError,
-    ErrorCode,
-    InvalidArguments,
-    LimitExceeded,
-    ModelError,
-    ModelNotConfigured,
-    RunStopped,
-    ScriptExhausted,
-    ToolDeckError,
-    ToolDefinitionError,
-    ToolExecutionError,
-)
-from tooldeck.events import (
-    Event,
-    FinalAnswer,
-    ModelRequest,
-    ModelResponse,
-    ToolCallFinished,
-    ToolCallStarted,
-)
-from tooldeck.loop import Agent, run_agent
-from tooldeck.models.base import Model, ModelSettings
-from tooldeck.models.resolve import resolve_model
-from tooldeck.models.scripted import ModelRequestRecord, ScriptedModel
-from tooldeck.tools.context import RunContext
-from tooldeck.tools.function import FunctionTool, tool
-from tooldeck.tools.registry import ToolEntry, ToolHandler, ToolRegistry, ToolView
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tooldeck._state import Limits
+    from tooldeck.contracts import (
+        AssistantOutput,
+        Message,
+        RunResult,
+        ToolCall,
+        ToolResult,
+        ToolSpec,
+        ToolTrace,
+        Usage,
+    )
+    from tooldeck.errors import (
+        ArgumentProblem,
+        DuplicateToolError,
+        ErrorCode,
+        InvalidArguments,
+        LimitExceeded,
+        ModelError,
+        ModelNotConfigured,
+        RunStopped,
+        ScriptExhausted,
+        ToolDeckError,
+        ToolDefinitionError,
+        ToolExecutionError,
+    )
+    from tooldeck.events import (
+        Event,
+        FinalAnswer,
+        ModelRequest,
+        ModelResponse,
+        ToolCallFinished,
+        ToolCallStarted,
+    )
+    from tooldeck.loop import Agent, run_agent
+    from tooldeck.models.base import Model, ModelSettings
+    from tooldeck.models.resolve import resolve_model
+    from tooldeck.models.scripted import ModelRequestRecord, ScriptedModel
+    from tooldeck.tools.context import RunContext
+    from tooldeck.tools.function import FunctionTool, tool
+    from tooldeck.tools.registry import ToolEntry, ToolHandler, ToolRegistry, ToolView
 
 __version__ = "0.1.0"
+
+# Names resolve on first use, so `import tooldeck` stays cheap (no pydantic, no asyncio)
+# until an agent or a tool is actually built.
+_EXPORTS: dict[str, str] = {
+    "Agent": "tooldeck.loop",
+    "ArgumentProblem": "tooldeck.errors",
+    "AssistantOutput": "tooldeck.contracts",
+    "DuplicateToolError": "tooldeck.errors",
+    "ErrorCode": "tooldeck.errors",
+    "Event": "tooldeck.events",
+    "FinalAnswer": "tooldeck.events",
+    "FunctionTool": "tooldeck.tools.function",
+    "InvalidArguments": "tooldeck.errors",
+    "LimitExceeded": "tooldeck.errors",
+    "Limits": "tooldeck._state",
+    "Message": "tooldeck.contracts",
+    "Model": "tooldeck.models.base",
+    "ModelError": "tooldeck.errors",
+    "ModelNotConfigured": "tooldeck.errors",
+    "ModelRequest": "tooldeck.events",
+    "ModelRequestRecord": "tooldeck.models.scripted",
+    "ModelResponse": "tooldeck.events",
+    "ModelSettings": "tooldeck.models.base",
+    "RunContext": "tooldeck.tools.context",
+    "RunResult": "tooldeck.contracts",
+    "RunStopped": "tooldeck.errors",
+    "ScriptExhausted": "tooldeck.errors",
+    "ScriptedModel": "tooldeck.models.scripted",
+    "ToolCall": "tooldeck.contracts",
+    "ToolCallFinished": "tooldeck.events",
+    "ToolCallStarted": "tooldeck.events",
+    "ToolDeckError": "tooldeck.errors",
+    "ToolDefinitionError": "tooldeck.errors",
+    "ToolEntry": "tooldeck.tools.registry",
+    "ToolExecutionError": "tooldeck.errors",
+    "ToolHandler": "tooldeck.tools.registry",
+    "ToolRegistry": "tooldeck.tools.registry",
+    "ToolResult": "tooldeck.contracts",
+    "ToolSpec": "tooldeck.contracts",
+    "ToolTrace": "tooldeck.contracts",
+    "ToolView": "tooldeck.tools.registry",
+    "Usage": "tooldeck.contracts",
+    "resolve_model": "tooldeck.models.resolve",
+    "run_agent": "tooldeck.loop",
+    "tool": "tooldeck.tools.function",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tooldeck' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "Agent",

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooldeck._state import RunState, call_signature
+from tooldeck._state import CallSignature, RunState, call_signature
 from tooldeck.contracts import ToolCall, ToolResult, ToolTrace
 from tooldeck.errors import ErrorCode, InvalidArguments
 from tooldeck.events import Event, ToolCallFinished, ToolCallStarted
@@ -61,7 +61,7 @@ async def run_turn(
     """Check and run ``calls``, yield their events, then record them in ``state`` in order."""
     round_ = state.rounds
     traces: list[ToolTrace | None] = [None] * len(calls)
-    signatures: list[str | None] = [None] * len(calls)
+    signatures: list[CallSignature | None] = [None] * len(calls)
     ready: list[_Ready] = []
     allowed = _calls_left(state, options)
     for index, call in enumerate(calls):
@@ -82,7 +82,12 @@ async def run_turn(
     for group in _groups(ready):
         for item in group:
             yield ToolCallStarted(round_, item.call)
-        async for trace_index, trace in _run_group(group, options, deps, round_):
+        if len(group) == 1:  # the common case: no tasks, no extra generator
+            trace = await _execute(group[0], options, deps, round_)
+            traces[group[0].index] = trace
+            yield ToolCallFinished(round_, trace)
+            continue
+        async for trace_index, trace in _run_concurrently(group, options, deps, round_):
             traces[trace_index] = trace
             yield ToolCallFinished(round_, trace)
     raised = []
@@ -109,7 +114,11 @@ def _limit_text(options: CallOptions) -> str:
 
 
 def _check(
-    call: ToolCall, view: ToolView, state: RunState, options: CallOptions, signature: str | None
+    call: ToolCall,
+    view: ToolView,
+    state: RunState,
+    options: CallOptions,
+    signature: CallSignature | None,
 ) -> ToolTrace | tuple[ToolEntry, dict[str, Any]]:
     """The entry and validated arguments of a call, or the trace of why it is refused."""
     entry = view.dispatch.get(call.name)
@@ -130,7 +139,7 @@ def _check(
 
 
 def _repeat_refusal(
-    call: ToolCall, state: RunState, options: CallOptions, signature: str
+    call: ToolCall, state: RunState, options: CallOptions, signature: CallSignature
 ) -> ToolTrace | None:
     count = state.seen.get(signature, 0)
     state.seen[signature] = count + 1
@@ -176,9 +185,7 @@ def _json_kind(python_type: str) -> str:
 def _refused(
     call: ToolCall, code: ErrorCode, text: str, error: BaseException | None = None
 ) -> ToolTrace:
-    return ToolTrace.model_construct(
-        call=call, result=ToolResult.failure(code, text), duration_s=0.0, error=error
-    )
+    return ToolTrace(call=call, result=ToolResult.failure(code, text), duration_s=0.0, error=error)
 
 
 def _groups(ready: list[_Ready]) -> list[list[_Ready]]:
@@ -198,14 +205,10 @@ def _groups(ready: list[_Ready]) -> list[list[_Ready]]:
     return groups
 
 
-async def _run_group(
+async def _run_concurrently(
     group: list[_Ready], options: CallOptions, deps: Any, round_: int
 ) -> AsyncIterator[tuple[int, ToolTrace]]:
     """Run a group's calls concurrently; yield each (index, trace) as it finishes."""
-    if len(group) == 1:
-        item = group[0]
-        yield item.index, await _run_one(item, options, deps, round_, None)
-        return
     limit = options.max_concurrency
     semaphore = asyncio.Semaphore(limit) if limit is not None and limit < len(group) else None
     tasks = {
@@ -285,6 +288,6 @@ def _error_result(entry: ToolEntry, error: Exception, options: CallOptions) -> T
 def _trace(
     call: ToolCall, result: ToolResult, started: float, error: BaseException | None
 ) -> ToolTrace:
-    return ToolTrace.model_construct(
+    return ToolTrace(
         call=call, result=result, duration_s=time.perf_counter() - started, error=error
     )

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 
 from tooldeck.contracts import AssistantOutput, Message, RunResult, ToolCall, ToolTrace, Usage
 
+CallSignature = tuple[object, ...]
+"""A hashable key: the tool's name and its arguments in a canonical order."""
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
@@ -48,7 +51,6 @@ class RunState:
     """
 
     messages: list[Message]
-    usage: Usage = field(default_factory=Usage)
     trace: list[ToolTrace] = field(default_factory=list)
     rounds: int = 0
     tool_calls: int = 0
@@ -56,11 +58,20 @@ class RunState:
     """Calls the model asked for that have not run yet."""
     failures: dict[str, int] = field(default_factory=dict)
     """Consecutive failed calls per tool name."""
-    seen: dict[str, int] = field(default_factory=dict)
+    seen: dict[CallSignature, int] = field(default_factory=dict)
     """Call signature -> times the model made that exact call."""
-    last_output: dict[str, str] = field(default_factory=dict)
+    last_output: dict[CallSignature, str] = field(default_factory=dict)
     """Call signature -> what that call returned last time it ran."""
     started: float = field(default_factory=time.monotonic)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens spent so far; one request per model turn."""
+        return Usage(
+            input_tokens=self.input_tokens, output_tokens=self.output_tokens, requests=self.rounds
+        )
 
     @property
     def elapsed_s(self) -> float:
@@ -68,16 +79,13 @@ class RunState:
 
     def record_output(self, output: AssistantOutput) -> None:
         self.rounds += 1
-        spent = output.usage
-        self.usage = Usage.model_construct(
-            input_tokens=self.usage.input_tokens + (spent.input_tokens if spent else 0),
-            output_tokens=self.usage.output_tokens + (spent.output_tokens if spent else 0),
-            requests=self.usage.requests + 1,
-        )
+        if output.usage is not None:
+            self.input_tokens += output.usage.input_tokens
+            self.output_tokens += output.usage.output_tokens
         self.messages.append(Message.assistant(output))
         self.pending = output.tool_calls
 
-    def record_call(self, trace: ToolTrace, signature: str | None) -> None:
+    def record_call(self, trace: ToolTrace, signature: CallSignature | None) -> None:
         """Append a finished call: its trace, and the tool message the model will read."""
         self.trace.append(trace)
         self.messages.append(Message.tool(trace.call.id, trace.result.output))
@@ -91,7 +99,7 @@ class RunState:
             self.last_output[signature] = trace.result.output
 
     def result(self, answer: str, stop_reason: str) -> RunResult:
-        return RunResult.model_construct(
+        return RunResult(
             answer=answer,
             messages=tuple(self.messages),
             tool_trace=tuple(self.trace),
@@ -100,12 +108,13 @@ class RunState:
         )
 
 
-def call_signature(call: ToolCall) -> str:
-    """The same tool with the same arguments gives the same signature."""
+def call_signature(call: ToolCall) -> CallSignature:
+    """The same tool with the same arguments gives the same signature (a hashable key)."""
     if call.raw_arguments is not None:
-        return f"{call.name}\x00{call.raw_arguments}"
+        return (call.name, call.raw_arguments)
+    flat = tuple(sorted((key, type(value), value) for key, value in call.arguments.items()))
     try:
-        arguments = json.dumps(call.arguments, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):
-        arguments = repr(call.arguments)
-    return f"{call.name}\x00{arguments}"
+        hash(flat)
+    except TypeError:  # nested lists/dicts: canonical JSON instead
+        return (call.name, json.dumps(call.arguments, sort_keys=True, default=repr))
+    return (call.name, *flat)

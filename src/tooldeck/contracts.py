@@ -31,7 +31,7 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage.model_construct(
+        return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
@@ -62,14 +62,14 @@ class ToolCall(BaseModel):
         An empty text means no arguments, as several providers send for parameterless tools.
         """
         if text is None or not text.strip():
-            return cls.model_construct(id=id, name=name, arguments={}, raw_arguments=None)
+            return cls(id=id, name=name)
         try:
             parsed = json.loads(text)
         except ValueError:
             parsed = None
         if isinstance(parsed, dict):
-            return cls.model_construct(id=id, name=name, arguments=parsed, raw_arguments=None)
-        return cls.model_construct(id=id, name=name, arguments={}, raw_arguments=text)
+            return cls(id=id, name=name, arguments=parsed)
+        return cls(id=id, name=name, raw_arguments=text)
 
     @property
     def arguments_json(self) -> str:
@@ -110,26 +110,21 @@ class Message(BaseModel):
 
     @classmethod
     def user(cls, content: str) -> Message:
-        return cls.model_construct(
-            role="user", content=content, tool_calls=(), tool_call_id=None, provider_items=()
-        )
+        return cls(role="user", content=content)
 
     @classmethod
     def assistant(cls, output: AssistantOutput) -> Message:
         """The assistant turn that ``output`` describes."""
-        return cls.model_construct(
+        return cls(
             role="assistant",
             content=output.content,
             tool_calls=output.tool_calls,
-            tool_call_id=None,
             provider_items=output.provider_items,
         )
 
     @classmethod
     def tool(cls, call_id: str, content: str) -> Message:
-        return cls.model_construct(
-            role="tool", content=content, tool_calls=(), tool_call_id=call_id, provider_items=()
-        )
+        return cls(role="tool", content=content, tool_call_id=call_id)
 
 
 class ToolSpec(BaseModel):
@@ -166,16 +161,14 @@ class ToolResult(BaseModel):
 
     @classmethod
     def success(cls, output: str) -> ToolResult:
-        return cls.model_construct(ok=True, output=output, error_code=None)
+        return cls(ok=True, output=output)
 
     @classmethod
     def failure(cls, error_code: str, message: str) -> ToolResult:
         """A failed result whose text starts with its code: ``error[code]: message``."""
         if not error_code:
             raise ValueError("a failed result needs an error_code")
-        return cls.model_construct(
-            ok=False, output=f"error[{error_code}]: {message}", error_code=error_code
-        )
+        return cls(ok=False, output=f"error[{error_code}]: {message}", error_code=error_code)
 
 
 class ToolTrace(BaseModel):

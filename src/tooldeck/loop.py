@@ -96,16 +96,14 @@ class Agent(Generic[DepsT]):
         """``run()`` for synchronous code (not from inside a running event loop)."""
         return run_sync(self.run(prompt, deps=deps, history=history))
 
-    async def stream(
+    def stream(
         self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
     ) -> AsyncIterator[Event]:
         """Run, yielding each step as it happens; the last event is FinalAnswer.
 
         ``history`` is an earlier conversation to continue (e.g. ``result.messages``).
         """
-        state = RunState(messages=[*history, Message.user(prompt)])
-        async for event in self._drive(state, deps):
-            yield event
+        return self._drive(RunState(messages=[*history, Message.user(prompt)]), deps)
 
     async def _drive(self, state: RunState, deps: Any) -> AsyncIterator[Event]:
         """The loop. It starts from any state, including one with calls still pending."""
@@ -137,25 +135,25 @@ class Agent(Generic[DepsT]):
     async def _ask(self, state: RunState, settings: ModelSettings) -> AssistantOutput:
         """One model call, bounded by the run's remaining time; failures keep the run."""
         remaining = self._remaining_s(state)
+        complete = self.model.complete(
+            state.messages, self.tools.specs, settings, self.instructions
+        )
+        scope = None
         try:
-            async with asyncio.timeout(remaining):
-                return await self.model.complete(
-                    state.messages, self.tools.specs, settings, self.instructions
-                )
-        except TimeoutError:
             if remaining is None:
-                raise
-            raise self._attach(
-                LimitExceeded(
-                    f"the run took longer than max_duration_s={self.limits.max_duration_s}",
-                    "max_duration_s",
-                ),
-                state,
-            ) from None
+                return await complete
+            async with asyncio.timeout(remaining) as scope:
+                return await complete
         except ModelError as error:
             self._attach(error, state, "model_error")
             raise
         except Exception as error:
+            if scope is not None and scope.expired():
+                stop = LimitExceeded(
+                    f"the run took longer than max_duration_s={self.limits.max_duration_s}",
+                    "max_duration_s",
+                )
+                raise self._attach(stop, state, "max_duration_s") from None
             failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
             raise self._attach(failure, state, "model_error") from error
 

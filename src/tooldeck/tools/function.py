@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import inspect
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -17,7 +15,7 @@ from tooldeck.errors import ToolDefinitionError
 from tooldeck.tools._arguments import ArgumentSchema, JsonSchemaArguments, PydanticArguments
 from tooldeck.tools._output import output_text
 from tooldeck.tools._strict import NotStrictError, to_strict
-from tooldeck.tools._threads import tool_threads
+from tooldeck.tools._threads import run_in_thread
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.schema import function_schema, not_strict_parameter
 
@@ -105,9 +103,7 @@ class FunctionTool(Generic[P, R]):
         elif self.inline:
             value = self._call(*args, **arguments)
         else:
-            call = partial(self._call, *args, **arguments)
-            loop = asyncio.get_running_loop()
-            value = await loop.run_in_executor(tool_threads(), contextvars.copy_context().run, call)
+            value = await run_in_thread(partial(self._call, *args, **arguments))
         return self.result_parser(value)
 
 
