@@ -21,19 +21,19 @@ def _local(name: str, options: dict[str, Any]) -> Model:
 
 
 def _openai(name: str, options: dict[str, Any]) -> Model:
-    from tooldeck.models.openai import OpenAIResponsesModel  # type: ignore[import-not-found,unused-ignore]
+    from tooldeck.models.openai import OpenAIResponsesModel
 
     return OpenAIResponsesModel(name, **options)
 
 
 def _openai_chat(name: str, options: dict[str, Any]) -> Model:
-    from tooldeck.models.openai import OpenAIChatModel  # type: ignore[import-not-found,unused-ignore]
+    from tooldeck.models.openai import OpenAIChatModel
 
     return OpenAIChatModel(name, **options)
 
 
 def _azure(name: str, options: dict[str, Any]) -> Model:
-    from tooldeck.models.openai import OpenAIChatModel  # type: ignore[import-not-found,unused-ignore]
+    from tooldeck.models.openai import OpenAIChatModel
 
     return OpenAIChatModel.azure(name, **options)
 
