@@ -15,7 +15,7 @@ from tooldeck.models.base import Model
 
 
 def _local(name: str, options: dict[str, Any]) -> Model:
-    from tooldeck.models.local import LocalModel  # type: ignore[import-not-found,unused-ignore]
+    from tooldeck.models.local import LocalModel
 
     return LocalModel(name or None, **options)
 

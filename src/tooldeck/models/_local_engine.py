@@ -1,0 +1,284 @@
+"""The llama.cpp side of LocalModel: loading, prompt tokens with KV-cache reuse, decoding.
+
+Only this module and ``_local_grammar`` / ``_local_prompt`` touch llama_cpp; they are
+imported when a LocalModel loads its weights.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tooldeck.contracts import AssistantOutput, Message, ToolCall, ToolSpec, Usage
+from tooldeck.errors import ModelError, ModelNotConfigured
+from tooldeck.models._local_grammar import CALL_PREFIX, TurnPlan, build_grammar
+from tooldeck.models._local_prompt import (
+    PromptFormat,
+    TemplateFormat,
+    TranscriptFormat,
+    parse_turn,
+)
+
+_RAW_MEMORY = 256
+"""How many of its own outputs a session remembers verbatim (to re-render them exactly)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    model_path: Path
+    n_ctx: int
+    n_threads: int
+    chat_format: str
+    verbose: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStats:
+    """Where the time of one local turn went."""
+
+    prompt_tokens: int
+    """Tokens in the whole prompt."""
+    evaluated_tokens: int
+    """Prompt tokens actually processed; the rest came from the KV cache of earlier rounds."""
+    prompt_s: float
+    """Seconds until the first generated token: prompt processing (and the first sample)."""
+    output_tokens: int
+    generation_s: float
+    """Seconds spent generating after the first token."""
+
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens reused from the KV cache."""
+        return self.prompt_tokens - self.evaluated_tokens
+
+    @property
+    def seconds(self) -> float:
+        return self.prompt_s + self.generation_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Generation speed: tokens after the first, per second."""
+        if self.generation_s <= 0 or self.output_tokens < 2:
+            return 0.0
+        return (self.output_tokens - 1) / self.generation_s
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec]
+    instructions: str
+    plan: TurnPlan
+    temperature: float
+    max_tokens: int
+    stop: threading.Event
+    """Set to end decoding at the next token (the request was cancelled)."""
+
+
+@dataclass(slots=True)
+class _Generated:
+    text: str
+    tokens: list[int]
+    """The tokens behind ``text``; empty when they are not known exactly."""
+    evaluated: int
+    prompt_s: float
+    generation_s: float
+    count: int
+
+
+class LlamaSession:
+    """One loaded model, its prompt format, and what its KV cache holds."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        started = time.perf_counter()
+        self.llm = _load(config)
+        self.load_s = time.perf_counter() - started
+        self.n_ctx = config.n_ctx
+        self.format = _prompt_format(self.llm, config.chat_format, config.model_path)
+        self._special = isinstance(self.format, TemplateFormat)
+        self._cache_text = ""
+        self._cache_tokens: list[int] = []
+        self._raw: OrderedDict[str, str] = OrderedDict()
+        self._grammars: dict[str, str] = {}
+
+    def close(self) -> None:
+        self.llm.close()
+
+    def turn(self, request: TurnRequest) -> tuple[AssistantOutput, TurnStats]:
+        """Render, decode under the turn's grammar, and parse one assistant turn."""
+        text = self.format.render(
+            request.messages, request.tools, request.instructions, self._raw_text
+        )
+        tokens = self._tokens_for(text)
+        room = self.n_ctx - len(tokens)
+        if room < 8:
+            raise ModelError(
+                f"the conversation is {len(tokens)} tokens and the context holds {self.n_ctx}; "
+                "start a new conversation or create the LocalModel with a larger n_ctx"
+            )
+        grammar = self._grammar(request.plan)
+        budget = min(request.max_tokens, room)
+        out = self._generate(tokens, grammar, request, budget)
+        first = 1 + sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
+        content, calls = parse_turn(out.text, first)
+        self._remember(content, calls, out.text)
+        self._cache_text = text + out.text if out.tokens else text
+        self._cache_tokens = tokens + out.tokens
+        usage = Usage(input_tokens=len(tokens), output_tokens=out.count, requests=1)
+        stats = TurnStats(len(tokens), out.evaluated, out.prompt_s, out.count, out.generation_s)
+        return AssistantOutput(content=content, tool_calls=calls, usage=usage), stats
+
+    def _tokens_for(self, text: str) -> list[int]:
+        """Prompt tokens; when ``text`` extends the last turn, its tokens extend that turn's."""
+        if self._cache_tokens and text.startswith(self._cache_text):
+            rest = text[len(self._cache_text) :]
+            return self._cache_tokens + self._tokenize(rest, add_bos=False)
+        bos = self.llm.detokenize([self.llm.token_bos()], special=True).decode(errors="replace")
+        return self._tokenize(text, add_bos=not (self._special and text.startswith(bos)))
+
+    def _tokenize(self, text: str, add_bos: bool) -> list[int]:
+        if not text:
+            return []
+        return list(self.llm.tokenize(text.encode(), add_bos=add_bos, special=self._special))
+
+    def _grammar(self, plan: TurnPlan) -> str:
+        key = json.dumps(
+            [plan.allow_answer, plan.max_calls, [spec.model_dump() for spec in plan.tools]]
+        )
+        if key not in self._grammars:
+            multiline = self.format.multiline_answer
+            built = build_grammar(plan, multiline_answer=multiline, is_valid=self._parses)
+            self._grammars[key] = built.text
+        return self._grammars[key]
+
+    def _parses(self, grammar: str) -> bool:
+        import llama_cpp
+
+        vocab = llama_cpp.llama_model_get_vocab(self.llm.model)
+        log = logging.getLogger("llama-cpp-python")
+        level = log.level
+        log.setLevel(logging.CRITICAL)  # a refused grammar is expected here, not an error
+        try:
+            sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
+        finally:
+            log.setLevel(level)
+        if not sampler:
+            return False
+        llama_cpp.llama_sampler_free(sampler)
+        return True
+
+    def _generate(
+        self, tokens: list[int], grammar: str, request: TurnRequest, budget: int
+    ) -> _Generated:
+        import llama_cpp
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        llm = self.llm
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        llama_cpp.llama_perf_context_reset(llm.ctx)
+        started = time.perf_counter()
+        first_at: float | None = None
+        evaluated = 0
+        produced: list[int] = []
+        ends: list[int] = []
+        pieces = bytearray()
+        steps = llm.generate(
+            tokens,
+            temp=request.temperature,
+            repeat_penalty=1.0,
+            grammar=LlamaGrammar.from_string(grammar, verbose=False),
+        )
+        for token in steps:
+            if first_at is None:
+                first_at = time.perf_counter()
+                perf = llama_cpp.llama_perf_context(llm.ctx)
+                evaluated = perf.n_p_eval + perf.n_eval
+            if llama_cpp.llama_vocab_is_eog(vocab, token) or request.stop.is_set():
+                break
+            piece = llm.detokenize([token], special=self._special)
+            produced.append(token)
+            pieces += piece
+            ends.append(len(pieces))
+            if len(produced) >= budget or (b"\n" in piece and _repeated_call(pieces)):
+                break
+        ended = time.perf_counter()
+        first_at = first_at or ended
+        text = pieces.decode(errors="replace")
+        kept = _without_repeat(text)
+        if kept != text:  # keep the tokens only if the cut falls between two of them
+            size = len(kept.encode())
+            produced = produced[: ends.index(size) + 1] if size in ends else []
+        return _Generated(
+            kept, produced, evaluated, first_at - started, ended - first_at, len(ends)
+        )
+
+    def _raw_text(self, message: Message) -> str | None:
+        return self._raw.get(_output_key(message.content, message.tool_calls))
+
+    def _remember(self, content: str, calls: tuple[ToolCall, ...], text: str) -> None:
+        key = _output_key(content, calls)
+        self._raw[key] = text
+        self._raw.move_to_end(key)
+        while len(self._raw) > _RAW_MEMORY:
+            self._raw.popitem(last=False)
+
+
+def _repeated_call(pieces: bytearray) -> bool:
+    """Whether the line just finished repeats a call made earlier in this turn."""
+    if not pieces.startswith(CALL_PREFIX.encode()):
+        return False
+    lines = pieces.decode(errors="replace").split("\n")
+    return len(lines) >= 3 and lines[-2].startswith(CALL_PREFIX) and lines[-2] in lines[:-2]
+
+
+def _without_repeat(text: str) -> str:
+    """``text`` up to the first call that repeats an earlier one (small models loop)."""
+    if not text.startswith(CALL_PREFIX):
+        return text
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith(CALL_PREFIX) and line in lines[:index]:
+            return "\n".join(lines[:index])
+    return text
+
+
+def _output_key(content: str, calls: Sequence[ToolCall]) -> str:
+    return json.dumps([content, [[c.id, c.name, c.arguments_json] for c in calls]])
+
+
+def _load(config: EngineConfig) -> Any:
+    from llama_cpp import Llama
+
+    try:
+        return Llama(
+            model_path=str(config.model_path),
+            n_ctx=config.n_ctx,
+            n_threads=config.n_threads,
+            n_threads_batch=config.n_threads,
+            verbose=config.verbose,
+        )
+    except (ValueError, RuntimeError) as error:
+        raise ModelNotConfigured(
+            f"cannot load {str(config.model_path)!r} as a GGUF model: {error}"
+        ) from error
+
+
+def _prompt_format(llm: Any, chat_format: str, path: Path) -> PromptFormat:
+    template = llm.metadata.get("tokenizer.chat_template")
+    if chat_format == "tooldeck" or (chat_format == "auto" and not template):
+        return TranscriptFormat()
+    if not template:
+        raise ModelNotConfigured(
+            f"chat_format='template' but {path.name!r} has no chat template; "
+            "use chat_format='tooldeck' or 'auto'"
+        )
+    bos = llm.detokenize([llm.token_bos()], special=True).decode(errors="replace")
+    eos = llm.detokenize([llm.token_eos()], special=True).decode(errors="replace")
+    return TemplateFormat(template, bos, eos)

