@@ -432,5 +432,6 @@ def test_full_docstrings_in_each_style(function: Callable[..., str]) -> None:
         "days": {
             "anyOf": [{"type": "integer"}, {"type": "null"}],
             "description": "How many days ahead.",
+            "default": 1,
         },
     }

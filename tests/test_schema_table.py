@@ -64,12 +64,13 @@ def closed(properties: dict[str, Any], **extra: Any) -> dict[str, Any]:
     }
 
 
-def nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"anyOf": [schema, {"type": "null"}]}
+def nullable(schema: dict[str, Any], **annotations: Any) -> dict[str, Any]:
+    """An optional property in strict form; ``description`` and ``default`` sit outside."""
+    return {"anyOf": [schema, {"type": "null"}], **annotations}
 
 
 POINT_STRICT = closed(
-    {"x": {"type": "integer"}, "y": nullable({"type": "integer"})},
+    {"x": {"type": "integer"}, "y": nullable({"type": "integer"}, default=0)},
     description="A point on the plane.",
 )
 
@@ -277,7 +278,10 @@ STRICT_TABLE: list[tuple[FunctionTool[..., Any], dict[str, Any]]] = [
     ),
     (literal_text, closed({"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}})),
     (literal_numbers, closed({"level": {"type": "integer", "enum": [1, 2, 3]}})),
-    (literal_with_default, closed({"unit": nullable({"type": "string", "enum": ["c", "f"]})})),
+    (
+        literal_with_default,
+        closed({"unit": nullable({"type": "string", "enum": ["c", "f"]}, default="c")}),
+    ),
     (
         enum_parameter,
         closed(
@@ -293,8 +297,8 @@ STRICT_TABLE: list[tuple[FunctionTool[..., Any], dict[str, Any]]] = [
         ),
     ),
     (optional_none, closed({"limit": nullable({"type": "integer"})})),
-    (int_default, closed({"limit": nullable({"type": "integer"})})),
-    (typing_optional, closed({"prefix": nullable({"type": "string"})})),
+    (int_default, closed({"limit": nullable({"type": "integer"}, default=10)})),
+    (typing_optional, closed({"prefix": nullable({"type": "string"}, default="item")})),
     (nullable_required, closed({"note": nullable({"type": "string"})})),
     (union_types, closed({"value": {"anyOf": [{"type": "integer"}, {"type": "string"}]}})),
     (list_of_ints, closed({"values": {"type": "array", "items": {"type": "integer"}}})),
@@ -360,7 +364,10 @@ STRICT_TABLE: list[tuple[FunctionTool[..., Any], dict[str, Any]]] = [
             **{
                 "$defs": {
                     "Box": closed(
-                        {"width": {"type": "number"}, "label": nullable({"type": "string"})}
+                        {
+                            "width": {"type": "number"},
+                            "label": nullable({"type": "string"}, default="box"),
+                        }
                     )
                 }
             },
@@ -415,6 +422,7 @@ STRICT_TABLE: list[tuple[FunctionTool[..., Any], dict[str, Any]]] = [
                 "days": {
                     "anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}],
                     "description": "How many days",
+                    "default": 3,
                 }
             }
         ),
@@ -434,7 +442,7 @@ STRICT_TABLE: list[tuple[FunctionTool[..., Any], dict[str, Any]]] = [
             {
                 "a": {"type": "integer"},
                 "b": {"type": "integer"},
-                "c": nullable({"type": "integer"}),
+                "c": nullable({"type": "integer"}, default=1),
             }
         ),
     ),
@@ -583,7 +591,10 @@ def test_tool_inside_a_function_resolves_local_model_and_enum() -> None:
         **{
             "$defs": {
                 "Order": closed(
-                    {"item": {"type": "string"}, "quantity": nullable({"type": "integer"})}
+                    {
+                        "item": {"type": "string"},
+                        "quantity": nullable({"type": "integer"}, default=1),
+                    }
                 ),
                 "Size": {"type": "string", "enum": ["small", "large"]},
             }
@@ -609,7 +620,7 @@ def test_tool_inside_a_function_resolves_nested_local_models_and_dataclasses() -
     assert plan.spec.parameters == closed(
         {
             "route": {"$ref": "#/$defs/Route"},
-            "mode": nullable({"type": "string", "enum": ["car", "train"]}),
+            "mode": nullable({"type": "string", "enum": ["car", "train"]}, default="car"),
         },
         **{
             "$defs": {
@@ -646,7 +657,10 @@ def test_method_of_a_local_class_resolves_its_string_annotations() -> None:
     speaker = Speaker()
     say = tool(speaker.say)
     assert say.spec.parameters == closed(
-        {"text": {"type": "string"}, "level": nullable({"$ref": "#/$defs/Level"})},
+        {
+            "text": {"type": "string"},
+            "level": nullable({"type": "integer", "enum": [0, 1]}, default=0),
+        },
         **{"$defs": {"Level": {"type": "integer", "enum": [0, 1]}}},
     )
     assert say(**say.validate({"text": "hi", "level": 1})) == "HI"

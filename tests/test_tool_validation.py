@@ -342,7 +342,7 @@ def test_dict_schema_is_shown_in_strict_form() -> None:
             },
             "tags": {"type": "array", "items": {"type": "string", "maxLength": 5}, "minItems": 1},
             "start": {"type": "string", "format": "date"},
-            "seats": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+            "seats": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}], "default": 1},
         },
         "required": ["user", "tags", "start", "seats"],
         "additionalProperties": False,
