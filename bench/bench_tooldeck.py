@@ -127,8 +127,4 @@ class Adapter:
 
 
 if __name__ == "__main__":
-    if "--inline" in sys.argv:
-        sys.argv.remove("--inline")
-        Adapter.NAME, Adapter.INLINE = "tooldeck_inline", True
-        Adapter.NOTES = "as tooldeck, with the sync tool declared @tool(inline=True)"
     B.main(Adapter)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from tooldeck._calls import CallOptions, TurnOutcome, run_turn
 from tooldeck._state import Limits, RunState
@@ -21,7 +23,8 @@ from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.tools.registry import ToolsLike, ToolView, as_view
 
-DepsT = TypeVar("DepsT")
+DepsT = TypeVar("DepsT", default=Any)
+"""The type of ``deps`` a run passes to its tools; ``Any`` unless ``deps_type=`` says."""
 OnLimit = Literal["raise", "final_answer"]
 
 
@@ -40,6 +43,7 @@ class Agent(Generic[DepsT]):
         include_error_details: Show the model the exception text of a failing tool
             (by default it reads a generic line; the host always has the exception).
         max_concurrency: At most this many calls of one turn run at once.
+        deps_type: The type of the ``deps`` runs pass to tools, for type checkers only.
 
     Example:
         >>> from tooldeck import Agent, AssistantOutput, ScriptedModel
@@ -59,7 +63,9 @@ class Agent(Generic[DepsT]):
         on_limit: OnLimit = "raise",
         include_error_details: bool = False,
         max_concurrency: int | None = None,
+        deps_type: type[DepsT] | None = None,
     ) -> None:
+        del deps_type  # only binds DepsT for type checkers
         if on_limit not in ("raise", "final_answer"):
             raise ValueError(f"on_limit must be 'raise' or 'final_answer', got {on_limit!r}")
         if max_concurrency is not None and max_concurrency < 1:

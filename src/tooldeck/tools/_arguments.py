@@ -9,7 +9,7 @@ strict form's ``null`` back into "use the default".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
@@ -53,6 +53,24 @@ class PydanticArguments:
         except ValidationError as error:
             raise InvalidArguments(list(_pydantic_problems(error, self._names))) from None
         return dict(instance.__dict__)
+
+
+class DeferredPydanticArguments:
+    """A schema known up front; the pydantic model that enforces it is built on first use.
+
+    For signatures whose schema is written directly (``_simple_schema``): decorating a tool
+    then costs microseconds, and only tools that are actually called pay for their model.
+    """
+
+    def __init__(self, json_schema: JsonSchema, build: Callable[[], type[BaseModel]]) -> None:
+        self.json_schema = json_schema
+        self._build = build
+        self._arguments: PydanticArguments | None = None
+
+    def validate(self, arguments: dict[str, Any], *, closed: bool) -> dict[str, Any]:
+        if self._arguments is None:
+            self._arguments = PydanticArguments(self._build(), self.json_schema)
+        return self._arguments.validate(arguments, closed=closed)
 
 
 class JsonSchemaArguments:

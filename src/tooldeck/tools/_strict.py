@@ -12,6 +12,8 @@ from typing import Any
 JsonSchema = dict[str, Any]
 
 _NULL: JsonSchema = {"type": "null"}
+_ANNOTATIONS = ("description", "default")
+"""Keywords about a property rather than its type: they stay outside a nullable wrapper."""
 
 
 class NotStrictError(ValueError):
@@ -24,30 +26,47 @@ class NotStrictError(ValueError):
 
 
 def to_strict(schema: JsonSchema) -> JsonSchema:
-    """Return the strict form of ``schema``; raise NotStrictError where it has none."""
-    strict = _strict_node(schema, "")
-    if "$defs" in schema:
+    """Return the strict form of ``schema``; raise NotStrictError where it has none.
+
+    Defaults stay in the schema for the model to read (``null`` ones say nothing and go);
+    a ``$ref`` with sibling keywords (a described model parameter) is inlined, as the
+    strict format takes a ``$ref`` only on its own.
+    """
+    definitions: dict[str, JsonSchema] = schema.get("$defs", {})
+    strict = _strict_node(schema, "", definitions)
+    if definitions:
         strict["$defs"] = {
-            name: _strict_node(definition, name) for name, definition in schema["$defs"].items()
+            name: _strict_node(definition, name, definitions)
+            for name, definition in definitions.items()
         }
     return strict
 
 
-def _strict_node(node: JsonSchema, path: str) -> JsonSchema:
+def _strict_node(node: JsonSchema, path: str, definitions: dict[str, JsonSchema]) -> JsonSchema:
     if not node:
         raise NotStrictError(path, "accepts any value; give it a type")
-    out = {key: value for key, value in node.items() if key not in ("default", "$defs")}
+    ref = node.get("$ref")
+    if isinstance(ref, str) and len(node) > 1 and ref.startswith("#/$defs/"):
+        target = definitions.get(ref.removeprefix("#/$defs/"), {})
+        node = {**target, **{key: value for key, value in node.items() if key != "$ref"}}
+    out = {
+        key: value
+        for key, value in node.items()
+        if key != "$defs" and not (key == "default" and value is None)
+    }
     if _is_object(node):
-        _close_object(node, out, path)
+        _close_object(node, out, path, definitions)
     for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
         if key in node:
-            out[key] = [_strict_node(sub, path) for sub in node[key]]
+            out[key] = [_strict_node(sub, path, definitions) for sub in node[key]]
     if isinstance(node.get("items"), dict):
-        out["items"] = _strict_node(node["items"], f"{path}[]")
+        out["items"] = _strict_node(node["items"], f"{path}[]", definitions)
     return out
 
 
-def _close_object(node: JsonSchema, out: JsonSchema, path: str) -> None:
+def _close_object(
+    node: JsonSchema, out: JsonSchema, path: str, definitions: dict[str, JsonSchema]
+) -> None:
     extra = node.get("additionalProperties")
     properties: dict[str, JsonSchema] = node.get("properties", {})
     if extra not in (None, False) or (not properties and extra is None):
@@ -57,9 +76,9 @@ def _close_object(node: JsonSchema, out: JsonSchema, path: str) -> None:
         )
     required = set(node.get("required", ()))
     out["properties"] = {
-        name: _strict_node(sub, _join(path, name))
+        name: _strict_node(sub, _join(path, name), definitions)
         if name in required
-        else _nullable(_strict_node(sub, _join(path, name)))
+        else _nullable(_strict_node(sub, _join(path, name), definitions))
         for name, sub in properties.items()
     }
     out["required"] = list(properties)
@@ -71,11 +90,9 @@ def _nullable(node: JsonSchema) -> JsonSchema:
         return node
     if "anyOf" in node:
         return {**node, "anyOf": [*node["anyOf"], _NULL]}
-    inner = {key: value for key, value in node.items() if key != "description"}
-    wrapped: JsonSchema = {"anyOf": [inner, _NULL]}
-    if "description" in node:
-        wrapped["description"] = node["description"]
-    return wrapped
+    annotations = {key: node[key] for key in _ANNOTATIONS if key in node}
+    inner = {key: value for key, value in node.items() if key not in _ANNOTATIONS}
+    return {"anyOf": [inner, _NULL], **annotations}
 
 
 def admits_null(node: JsonSchema) -> bool:

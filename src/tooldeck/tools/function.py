@@ -12,7 +12,12 @@ from pydantic import BaseModel
 
 from tooldeck.contracts import ToolSpec
 from tooldeck.errors import ToolDefinitionError
-from tooldeck.tools._arguments import ArgumentSchema, JsonSchemaArguments, PydanticArguments
+from tooldeck.tools._arguments import (
+    ArgumentSchema,
+    DeferredPydanticArguments,
+    JsonSchemaArguments,
+    PydanticArguments,
+)
 from tooldeck.tools._output import output_text
 from tooldeck.tools._strict import NotStrictError, to_strict
 from tooldeck.tools._threads import run_in_thread
@@ -110,7 +115,7 @@ class FunctionTool(Generic[P, R]):
 def _argument_schema(
     name: str, parameters: type[BaseModel] | Mapping[str, Any] | ArgumentSchema
 ) -> ArgumentSchema:
-    if isinstance(parameters, PydanticArguments | JsonSchemaArguments):
+    if isinstance(parameters, PydanticArguments | JsonSchemaArguments | DeferredPydanticArguments):
         return parameters
     if isinstance(parameters, type) and issubclass(parameters, BaseModel):
         return PydanticArguments(parameters)

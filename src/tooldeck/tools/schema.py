@@ -14,9 +14,10 @@ from pydantic.errors import PydanticSchemaGenerationError
 from pydantic.fields import FieldInfo
 
 from tooldeck.errors import ToolDefinitionError
-from tooldeck.tools._arguments import PydanticArguments
+from tooldeck.tools._arguments import ArgumentSchema, DeferredPydanticArguments, PydanticArguments
 from tooldeck.tools._docstrings import ParsedDocstring, parse_docstring
-from tooldeck.tools._strict import NotStrictError, to_strict
+from tooldeck.tools._simple_schema import simple_default, simple_schema
+from tooldeck.tools._strict import JsonSchema, NotStrictError, to_strict
 from tooldeck.tools.context import RunContext
 
 _ARGUMENTS_CONFIG = ConfigDict(extra="forbid", protected_namespaces=())
@@ -30,21 +31,39 @@ class FunctionSchema:
     """What ``@tool`` learns from a function."""
 
     description: str
-    arguments: PydanticArguments
+    arguments: ArgumentSchema
     context_parameter: str | None
     """The parameter that receives the RunContext, if any."""
     positional_only: tuple[str, ...]
     """Parameters that must be passed by position, in order."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Parameter:
+    name: str
+    annotation: Any
+    """The type, without the description text of an ``Annotated``."""
+    description: str | None
+    default: Any
+    """``...`` when the parameter is required."""
+
+
 def function_schema(
-    fn: Callable[..., Any], name: str, localns: Mapping[str, Any] | None = None
+    fn: Callable[..., Any],
+    name: str,
+    localns: Mapping[str, Any] | None = None,
+    *,
+    direct: bool = True,
 ) -> FunctionSchema:
-    """Inspect ``fn`` and build its argument model; raise ToolDefinitionError on what cannot be."""
+    """Inspect ``fn`` and build its arguments' schema; raise ToolDefinitionError if it has none.
+
+    With ``direct``, a signature of simple types gets its schema written directly and its
+    pydantic model on first use; otherwise pydantic builds both now.
+    """
     signature = inspect.signature(fn)
     hints = _type_hints(fn, name, localns)
     docs = parse_docstring(inspect.getdoc(fn))
-    fields: dict[str, Any] = {}
+    parameters: list[_Parameter] = []
     context_parameter = None
     positional_only = []
     for parameter in signature.parameters.values():
@@ -61,9 +80,37 @@ def function_schema(
             )
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional_only.append(parameter.name)
-        fields[parameter.name] = _field(parameter, annotation, docs)
-    arguments = _build_arguments(name, fields)
+        parameters.append(_parameter(parameter, annotation, docs))
+    schema = _direct_schema(parameters) if direct else None
+    if schema is None:
+        arguments: ArgumentSchema = _build_arguments(name, parameters)
+    else:
+        arguments = DeferredPydanticArguments(schema, lambda: _argument_model(name, parameters))
     return FunctionSchema(docs.description, arguments, context_parameter, tuple(positional_only))
+
+
+def _direct_schema(parameters: list[_Parameter]) -> JsonSchema | None:
+    """The arguments' schema written without pydantic, when every parameter is simple."""
+    properties: JsonSchema = {}
+    required = []
+    for parameter in parameters:
+        schema = simple_schema(parameter.annotation)
+        if schema is None:
+            return None
+        if parameter.description:
+            schema["description"] = parameter.description
+        if parameter.default is ...:
+            required.append(parameter.name)
+        elif simple_default(parameter.default):
+            schema["default"] = parameter.default
+        else:
+            return None
+        properties[parameter.name] = schema
+    result: JsonSchema = {"additionalProperties": False, "properties": properties}
+    if required:
+        result["required"] = required
+    result["type"] = "object"
+    return result
 
 
 def _type_hints(
@@ -109,16 +156,21 @@ def _is_run_context(annotation: Any) -> bool:
     return annotation is RunContext or get_origin(annotation) is RunContext
 
 
-def _field(parameter: inspect.Parameter, annotation: Any, docs: ParsedDocstring) -> Any:
-    """(annotation, default) for create_model, with the description folded in."""
+def _parameter(parameter: inspect.Parameter, annotation: Any, docs: ParsedDocstring) -> _Parameter:
     annotation, text = _split_description(annotation)
     description = text or docs.parameters.get(parameter.name)
-    if description:
-        annotation = Annotated[annotation, Field(description=description)]
     default = parameter.default
     if default is inspect.Parameter.empty:
         default = ...
-    return (annotation, default)
+    return _Parameter(parameter.name, annotation, description, default)
+
+
+def _model_field(parameter: _Parameter) -> tuple[Any, Any]:
+    """(annotation, default) for create_model, with the description folded in."""
+    annotation = parameter.annotation
+    if parameter.description:
+        annotation = Annotated[annotation, Field(description=parameter.description)]
+    return (annotation, parameter.default)
 
 
 def _split_description(annotation: Any) -> tuple[Any, str | None]:
@@ -139,13 +191,18 @@ def _split_description(annotation: Any) -> tuple[Any, str | None]:
     return Annotated[(base, *rest)], description
 
 
-def _build_arguments(name: str, fields: dict[str, Any]) -> PydanticArguments:
+def _argument_model(name: str, parameters: list[_Parameter]) -> type[BaseModel]:
+    fields: dict[str, Any] = {parameter.name: _model_field(parameter) for parameter in parameters}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return create_model(f"{name}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
+
+
+def _build_arguments(name: str, parameters: list[_Parameter]) -> PydanticArguments:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            model = create_model(f"{name}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
-            return PydanticArguments(model)
+        return PydanticArguments(_argument_model(name, parameters))
     except _SCHEMA_ERRORS as error:
+        fields = {parameter.name: _model_field(parameter) for parameter in parameters}
         raise _explain_schema_error(name, fields, error) from error
 
 
