@@ -1,4 +1,8 @@
-"""What ``Agent.stream()`` yields, in order, as a run happens."""
+"""What ``Agent.stream()`` yields, in order, as a run happens.
+
+Events are plain slotted records (not frozen: that costs a third of a microsecond each, four
+times a round); treat them as read-only.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from tooldeck.contracts import AssistantOutput, RunResult, ToolCall, ToolTrace
 from tooldeck.models.base import ModelSettings
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelRequest:
     """The model is about to be asked for turn ``round``."""
 
@@ -17,7 +21,7 @@ class ModelRequest:
     settings: ModelSettings
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelResponse:
     """The model answered turn ``round``; ``output`` may hold tool calls."""
 
@@ -25,7 +29,7 @@ class ModelResponse:
     output: AssistantOutput
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCallStarted:
     """A call passed its checks and is about to run."""
 
@@ -33,7 +37,7 @@ class ToolCallStarted:
     call: ToolCall
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCallFinished:
     """A call ended (or was refused); ``trace.result`` is what the model will read."""
 
@@ -41,7 +45,7 @@ class ToolCallFinished:
     trace: ToolTrace
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FinalAnswer:
     """The run is over; ``result`` holds the answer, the conversation and the trace."""
 

@@ -41,6 +41,7 @@ class PydanticArguments:
 
     def __init__(self, model: type[BaseModel], json_schema: JsonSchema | None = None) -> None:
         self.model = model
+        self._validator = model.__pydantic_validator__
         self.json_schema = json_schema if json_schema is not None else model_schema(model)
         self._nulls = NullDefaults(self.json_schema)
         self._names = tuple(self.json_schema.get("properties", {}))
@@ -49,7 +50,9 @@ class PydanticArguments:
         if closed:
             arguments = self._nulls.apply(arguments)
         try:
-            instance = self.model.model_validate(arguments, extra="forbid" if closed else None)
+            instance = self._validator.validate_python(
+                arguments, extra="forbid" if closed else None
+            )
         except ValidationError as error:
             raise InvalidArguments(list(_pydantic_problems(error, self._names))) from None
         return dict(instance.__dict__)
