@@ -1,0 +1,47 @@
+"""The benchmark suite still runs (tiny counts; CI proves it works, it does not time it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def run(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_compare_quick_mode_prints_every_workload() -> None:
+    output = run("compare.py", "--quick")
+    for row in (
+        "W1 loop",
+        "W1a loop",
+        "W2 8 parallel",
+        "W3 import",
+        "W4 tool",
+        "W5 1,000",
+        "W5 peak",
+    ):
+        assert row in output
+    assert "W1 with @tool(inline=True):" in output
+    assert "quick mode" in output
+
+
+def test_scaling_quick_mode_reports_both_history_lengths() -> None:
+    w5_table, w1_table = run("scaling.py", "--quick").strip().split("\n\n")
+    w5 = {row.split()[0]: [float(x) for x in row.split()[1:]] for row in w5_table.splitlines()[1:]}
+    w1 = {row.split()[0]: [float(x) for x in row.split()[1:]] for row in w1_table.splitlines()[1:]}
+    assert set(w5) == {"20", "100"}
+    assert all(len(values) == 3 and all(v > 0 for v in values) for values in w5.values())
+    assert set(w1) == {"10", "200"}
+    assert all(len(values) == 2 and all(v > 0 for v in values) for values in w1.values())
