@@ -143,7 +143,7 @@ async def test_one_call_then_answer_pairs_call_ids(server: FakeOpenAI, stream: b
         {"role": "user", "content": "What is 2 + 3?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_7",

@@ -87,9 +87,10 @@ def chat_message(message: Message) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     if not message.tool_calls:
         return {"role": "assistant", "content": message.content}
+    # Content stays a string even when empty: llama.cpp's server refuses null here.
     return {
         "role": "assistant",
-        "content": message.content or None,
+        "content": message.content,
         "tool_calls": [
             {
                 "id": call.id,
