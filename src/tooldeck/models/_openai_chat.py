@@ -78,7 +78,7 @@ def tool_choice(choice: str) -> str | dict[str, Any]:
 
 
 def chat_message(message: Message) -> dict[str, Any]:
-    """One Message as a Chat Completions message; call arguments go back as the model sent them."""
+    """One Message as a Chat Completions message; bad arguments go back as the model wrote them."""
     if message.role == "user":
         return {"role": "user", "content": message.content}
     if message.role == "tool":

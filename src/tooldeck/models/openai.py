@@ -13,7 +13,6 @@ responses with ``previous_response_id`` instead.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -23,6 +22,7 @@ from tooldeck.contracts import AssistantOutput, Message, ToolSpec
 from tooldeck.errors import ModelNotConfigured
 from tooldeck.models import _openai_chat as chat
 from tooldeck.models import _openai_responses as responses
+from tooldeck.models._openai_clients import Connection, azure_client, connect
 from tooldeck.models._openai_errors import ErrorContext, sdk_errors
 from tooldeck.models.base import Model, ModelSettings
 
@@ -30,9 +30,6 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 __all__ = ["HostedTool", "OpenAIChatModel", "OpenAIResponsesModel"]
-
-_NO_KEY = "no-key-needed"
-"""The key sent to a ``base_url`` server when none is configured (local servers need none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,18 +93,10 @@ def _hosted_params(tools: Sequence[HostedToolLike]) -> tuple[dict[str, Any], ...
     return tuple(params)
 
 
-@dataclass(frozen=True, slots=True)
-class _Connection:
-    client: AsyncOpenAI
-    owns_client: bool
-    """Close the client in ``aclose()`` (tooldeck built it; a client passed in stays open)."""
-    key_hint: str
-
-
 class _SDKModel(Model):
     """What both adapters share: the client, its lifetime, and error translation."""
 
-    def __init__(self, name: str, connection: _Connection, stream: bool) -> None:
+    def __init__(self, name: str, connection: Connection, stream: bool) -> None:
         self.name = name
         self._connection = connection
         self._stream = stream
@@ -178,7 +167,7 @@ class OpenAIResponsesModel(_SDKModel):
             raise ModelNotConfigured(
                 "server_state=True continues stored responses: drop store=False"
             )
-        connection = _connect(client, api_key, base_url, max_retries, timeout)
+        connection = connect(client, api_key, base_url, max_retries, timeout)
         super().__init__(f"openai:{model_name}", connection, stream)
         self._parts = responses.RequestParts(
             model_name, _hosted_params(hosted_tools), store, dict(request_options or {})
@@ -265,7 +254,7 @@ class OpenAIChatModel(_SDKModel):
             raise ModelNotConfigured(
                 f"instructions_role must be 'system' or 'developer', got {instructions_role!r}"
             )
-        connection = _connect(client, api_key, base_url, max_retries, timeout)
+        connection = connect(client, api_key, base_url, max_retries, timeout)
         super().__init__(f"openai-chat:{model_name}", connection, stream)
         default_param: chat.MaxTokensParam = "max_tokens" if base_url else "max_completion_tokens"
         self._parts = chat.RequestParts(
@@ -295,7 +284,7 @@ class OpenAIChatModel(_SDKModel):
         ``client=AsyncAzureOpenAI(...)`` to OpenAIChatModel itself for Entra ID token providers.
         """
         _require_name("azure", deployment)
-        client = _azure_client(endpoint, api_version, api_key, max_retries, timeout)
+        client = azure_client(endpoint, api_version, api_key, max_retries, timeout)
         model = cls(deployment, client=client, **options)
         model.name = f"azure:{deployment}"
         model._connection = replace(
@@ -329,89 +318,3 @@ class OpenAIChatModel(_SDKModel):
 def _require_name(provider: str, name: str) -> None:
     if not name or not name.strip():
         raise ModelNotConfigured(f"{provider} needs a model name, got {name!r}")
-
-
-def _missing_sdk() -> ModelNotConfigured:
-    return ModelNotConfigured(
-        "the OpenAI models need the openai package: pip install 'tooldeck[openai]'"
-    )
-
-
-def _connect(
-    client: AsyncOpenAI | None,
-    api_key: str | None,
-    base_url: str | None,
-    max_retries: int | None,
-    timeout: float | None,
-) -> _Connection:
-    """The client to use: the caller's as it is, or a new one from arguments and environment."""
-    key_hint = "set OPENAI_API_KEY or pass api_key="
-    if client is not None:
-        given = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
-        named = [name for name, value in {**given, "timeout": timeout}.items() if value is not None]
-        if named:
-            raise ModelNotConfigured(
-                f"a client was passed, so {', '.join(named)} would be ignored: set them on "
-                "the client, or pass them without a client"
-            )
-        return _Connection(client, owns_client=False, key_hint=key_hint)
-    try:
-        from openai import AsyncOpenAI
-    except ImportError as error:
-        raise _missing_sdk() from error
-    key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not key:
-        if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
-            raise ModelNotConfigured(
-                "no OpenAI API key: set the OPENAI_API_KEY environment variable or pass "
-                "api_key=... (for a local OpenAI-compatible server pass base_url=...)"
-            )
-        key = _NO_KEY
-    settings = _client_settings(max_retries, timeout)
-    return _Connection(
-        AsyncOpenAI(api_key=key, base_url=base_url, **settings), True, key_hint=key_hint
-    )
-
-
-def _azure_client(
-    endpoint: str | None,
-    api_version: str | None,
-    api_key: str | None,
-    max_retries: int | None,
-    timeout: float | None,
-) -> AsyncOpenAI:
-    try:
-        from openai import AsyncAzureOpenAI
-    except ImportError as error:
-        raise _missing_sdk() from error
-    endpoint = endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT")
-    api_version = api_version or os.environ.get("OPENAI_API_VERSION")
-    token = None if api_key else os.environ.get("AZURE_OPENAI_AD_TOKEN")
-    api_key = api_key or (None if token else os.environ.get("AZURE_OPENAI_API_KEY"))
-    missing = [
-        hint
-        for value, hint in (
-            (endpoint, "AZURE_OPENAI_ENDPOINT (or pass endpoint=...)"),
-            (api_version, "OPENAI_API_VERSION (or pass api_version=...)"),
-            (api_key or token, "AZURE_OPENAI_API_KEY (or pass api_key=...)"),
-        )
-        if not value
-    ]
-    if missing:
-        raise ModelNotConfigured(f"Azure OpenAI is not configured: set {', '.join(missing)}")
-    return AsyncAzureOpenAI(
-        azure_endpoint=endpoint or "",
-        api_version=api_version,
-        api_key=api_key,
-        azure_ad_token=token,
-        **_client_settings(max_retries, timeout),
-    )
-
-
-def _client_settings(max_retries: int | None, timeout: float | None) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
-    if max_retries is not None:
-        settings["max_retries"] = max_retries
-    if timeout is not None:
-        settings["timeout"] = timeout
-    return settings

@@ -1,0 +1,117 @@
+"""Building the SDK client an OpenAI adapter talks through, from arguments and environment.
+
+A client passed in is used as it is; otherwise the key, base URL (and for Azure the endpoint
+and API version) come from the arguments or the usual environment variables, and a missing
+one is named in the error.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tooldeck.errors import ModelNotConfigured
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+_NO_KEY = "no-key-needed"
+"""The key sent to a ``base_url`` server when none is configured (local servers need none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """The SDK client an adapter talks through, and whose it is."""
+
+    client: AsyncOpenAI
+    owns_client: bool
+    """Close the client in ``aclose()`` (tooldeck built it; a client passed in stays open)."""
+    key_hint: str
+    """How to supply a key, quoted when the provider refuses one."""
+
+
+def _missing_sdk() -> ModelNotConfigured:
+    return ModelNotConfigured(
+        "the OpenAI models need the openai package: pip install 'tooldeck[openai]'"
+    )
+
+
+def connect(
+    client: AsyncOpenAI | None,
+    api_key: str | None,
+    base_url: str | None,
+    max_retries: int | None,
+    timeout: float | None,
+) -> Connection:
+    """The client to use: the caller's as it is, or a new one from arguments and environment."""
+    key_hint = "set OPENAI_API_KEY or pass api_key="
+    if client is not None:
+        given = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
+        named = [name for name, value in {**given, "timeout": timeout}.items() if value is not None]
+        if named:
+            raise ModelNotConfigured(
+                f"a client was passed, so {', '.join(named)} would be ignored: set them on "
+                "the client, or pass them without a client"
+            )
+        return Connection(client, owns_client=False, key_hint=key_hint)
+    try:
+        from openai import AsyncOpenAI
+    except ImportError as error:
+        raise _missing_sdk() from error
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+            raise ModelNotConfigured(
+                "no OpenAI API key: set the OPENAI_API_KEY environment variable or pass "
+                "api_key=... (for a local OpenAI-compatible server pass base_url=...)"
+            )
+        key = _NO_KEY
+    settings = _client_settings(max_retries, timeout)
+    return Connection(
+        AsyncOpenAI(api_key=key, base_url=base_url, **settings), True, key_hint=key_hint
+    )
+
+
+def azure_client(
+    endpoint: str | None,
+    api_version: str | None,
+    api_key: str | None,
+    max_retries: int | None,
+    timeout: float | None,
+) -> AsyncOpenAI:
+    try:
+        from openai import AsyncAzureOpenAI
+    except ImportError as error:
+        raise _missing_sdk() from error
+    endpoint = endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT")
+    api_version = api_version or os.environ.get("OPENAI_API_VERSION")
+    token = None if api_key else os.environ.get("AZURE_OPENAI_AD_TOKEN")
+    api_key = api_key or (None if token else os.environ.get("AZURE_OPENAI_API_KEY"))
+    missing = [
+        hint
+        for value, hint in (
+            (endpoint, "AZURE_OPENAI_ENDPOINT (or pass endpoint=...)"),
+            (api_version, "OPENAI_API_VERSION (or pass api_version=...)"),
+            (api_key or token, "AZURE_OPENAI_API_KEY (or pass api_key=...)"),
+        )
+        if not value
+    ]
+    if missing:
+        raise ModelNotConfigured(f"Azure OpenAI is not configured: set {', '.join(missing)}")
+    return AsyncAzureOpenAI(
+        azure_endpoint=endpoint or "",
+        api_version=api_version,
+        api_key=api_key,
+        azure_ad_token=token,
+        **_client_settings(max_retries, timeout),
+    )
+
+
+def _client_settings(max_retries: int | None, timeout: float | None) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    if max_retries is not None:
+        settings["max_retries"] = max_retries
+    if timeout is not None:
+        settings["timeout"] = timeout
+    return settings
