@@ -301,6 +301,59 @@ async def test_malformed_arguments_reach_the_model_as_invalid_json(
     assert result.answer == "Sorry."
 
 
+@pytest.mark.parametrize("where", ["only_in_item_events", "only_in_completed_event"])
+async def test_a_stream_is_assembled_wherever_its_items_arrive(
+    server: FakeOpenAI, where: str
+) -> None:
+    final = response_body([call_item("call_1", "add_numbers", '{"a":1,"b":2}')])
+    events = response_events(final)
+    if where == "only_in_item_events":
+        name, completed = events[-1]
+        events[-1] = (name, {**completed, "response": {**final, "output": []}})
+    else:
+        events = [event for event in events if not event[0].startswith("response.output_item")]
+    server.reply(Reply(events=events))
+
+    output = await make_model(server, stream=True).complete(
+        [Message.user("1+2")], [], ModelSettings()
+    )
+
+    assert [(c.id, c.name, c.arguments) for c in output.tool_calls] == [
+        ("call_1", "add_numbers", {"a": 1, "b": 2})
+    ]
+    assert output.usage is not None
+    assert output.usage.input_tokens == 12
+
+
+async def test_reasoning_items_go_back_before_the_calls_they_led_to(server: FakeOpenAI) -> None:
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+    turn = [reasoning, call_item("call_1", "add_numbers", '{"a":1,"b":1}')]
+    respond(server, response_body(turn), False)
+    respond(server, response_body([message_item("2")], id="resp_2"), False)
+    model = make_model(
+        server, store=False, request_options={"include": ["reasoning.encrypted_content"]}
+    )
+    agent: Agent[None] = Agent(model, tools=[add_numbers_tool()])
+
+    result = await agent.run("1+1?")
+
+    assert result.messages[1].provider_items == (reasoning,)
+    first, second = server.bodies
+    assert (first["store"], first["include"]) == (False, ["reasoning.encrypted_content"])
+    assert [item.get("type") for item in second["input"]] == [
+        None,
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+    assert second["input"][1] == reasoning
+
+
+def test_server_state_needs_stored_responses() -> None:
+    with pytest.raises(ModelNotConfigured, match="drop store=False"):
+        OpenAIResponsesModel("m", api_key="k", server_state=True, store=False)
+
+
 async def test_server_state_sends_only_new_items_after_a_stored_response(
     server: FakeOpenAI,
 ) -> None:

@@ -202,7 +202,11 @@ def _usage(response: Response) -> Usage | None:
 async def collect_stream(
     model: str, events: AsyncIterator[ResponseStreamEvent]
 ) -> tuple[Response, list[ResponseOutputItem]]:
-    """Read a stream to its terminal event: the final Response and the finished output items."""
+    """Read a stream to its terminal event: the final Response and its output items.
+
+    The items are the terminal response's own, or, when it carries none (as some gateways
+    send it), the items the stream finished one by one.
+    """
     done: dict[int, ResponseOutputItem] = {}
     final: Response | None = None
     async for event in events:
@@ -217,7 +221,7 @@ async def collect_stream(
             )
     if final is None:
         raise ModelError(f"{model}: the stream ended before the response was complete")
-    return final, [done[index] for index in sorted(done)]
+    return final, list(final.output) or [done[index] for index in sorted(done)]
 
 
 class ResponseChain:
