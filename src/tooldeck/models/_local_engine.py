@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tooldeck.contracts import AssistantOutput, Message, ToolCall, ToolSpec, Usage
 from tooldeck.errors import ModelError, ModelNotConfigured
+from tooldeck.models._local_decode import greedy_steps
 from tooldeck.models._local_grammar import CALL_PREFIX, TurnPlan, build_grammar
 from tooldeck.models._local_prompt import (
     PromptFormat,
@@ -102,7 +106,7 @@ class LlamaSession:
         self.load_s = time.perf_counter() - started
         self.n_ctx = config.n_ctx
         self.format = _prompt_format(self.llm, config.chat_format, config.model_path)
-        self._special = isinstance(self.format, TemplateFormat)
+        self._special = self.format.special_tokens
         self._cache_text = ""
         self._cache_tokens: list[int] = []
         self._raw: OrderedDict[str, str] = OrderedDict()
@@ -127,8 +131,9 @@ class LlamaSession:
         budget = min(request.max_tokens, room)
         out = self._generate(tokens, grammar, request, budget)
         first = 1 + sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
-        content, calls = parse_turn(out.text, first)
-        self._remember(content, calls, out.text)
+        said = out.text.removesuffix(self.format.syntax.end_of_calls or "\0")
+        content, calls = parse_turn(said, first)
+        self._remember(content, calls, said)
         self._cache_text = text + out.text if out.tokens else text
         self._cache_tokens = tokens + out.tokens
         usage = Usage(input_tokens=len(tokens), output_tokens=out.count, requests=1)
@@ -153,8 +158,7 @@ class LlamaSession:
             [plan.allow_answer, plan.max_calls, [spec.model_dump() for spec in plan.tools]]
         )
         if key not in self._grammars:
-            multiline = self.format.multiline_answer
-            built = build_grammar(plan, multiline_answer=multiline, is_valid=self._parses)
+            built = build_grammar(plan, self.format.syntax, is_valid=self._parses)
             self._grammars[key] = built.text
         return self._grammars[key]
 
@@ -189,17 +193,21 @@ class LlamaSession:
         produced: list[int] = []
         ends: list[int] = []
         pieces = bytearray()
-        steps = llm.generate(
-            tokens,
-            temp=request.temperature,
-            repeat_penalty=1.0,
-            grammar=LlamaGrammar.from_string(grammar, verbose=False),
-        )
-        for token in steps:
+        steps: Generator[int, Any, None]
+        if request.temperature == 0:
+            steps = greedy_steps(llm, tokens, grammar)
+        else:
+            steps = llm.generate(
+                tokens,
+                temp=request.temperature,
+                repeat_penalty=1.0,
+                grammar=LlamaGrammar.from_string(grammar, verbose=False),
+            )
+        for token in _closing(steps):
             if first_at is None:
                 first_at = time.perf_counter()
                 perf = llama_cpp.llama_perf_context(llm.ctx)
-                evaluated = perf.n_p_eval + perf.n_eval
+                evaluated = min(len(tokens), perf.n_p_eval + perf.n_eval)
             if llama_cpp.llama_vocab_is_eog(vocab, token) or request.stop.is_set():
                 break
             piece = llm.detokenize([token], special=self._special)
@@ -230,6 +238,14 @@ class LlamaSession:
             self._raw.popitem(last=False)
 
 
+def _closing(steps: Generator[int, Any, None]) -> Iterator[int]:
+    """Iterate ``steps`` and close the generator however the loop ends (frees its sampler)."""
+    try:
+        yield from steps
+    finally:
+        steps.close()
+
+
 def _repeated_call(pieces: bytearray) -> bool:
     """Whether the line just finished repeats a call made earlier in this turn."""
     if not pieces.startswith(CALL_PREFIX.encode()):
@@ -257,17 +273,35 @@ def _load(config: EngineConfig) -> Any:
     from llama_cpp import Llama
 
     try:
-        return Llama(
-            model_path=str(config.model_path),
-            n_ctx=config.n_ctx,
-            n_threads=config.n_threads,
-            n_threads_batch=config.n_threads,
-            verbose=config.verbose,
-        )
+        with _quiet_stderr(not config.verbose):
+            return Llama(
+                model_path=str(config.model_path),
+                n_ctx=config.n_ctx,
+                n_threads=config.n_threads,
+                n_threads_batch=config.n_threads,
+                verbose=config.verbose,
+            )
     except (ValueError, RuntimeError) as error:
         raise ModelNotConfigured(
             f"cannot load {str(config.model_path)!r} as a GGUF model: {error}"
         ) from error
+
+
+@contextmanager
+def _quiet_stderr(quiet: bool) -> Iterator[None]:
+    """Silence what llama.cpp writes straight to the stderr file descriptor while loading."""
+    if not quiet:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _prompt_format(llm: Any, chat_format: str, path: Path) -> PromptFormat:

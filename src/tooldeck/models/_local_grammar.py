@@ -42,6 +42,16 @@ _MAX_BOUND = 64
 
 
 @dataclass(frozen=True, slots=True)
+class TurnSyntax:
+    """What a prompt format adds to the two shapes of a turn."""
+
+    multiline_answer: bool
+    """Whether an answer may span lines (a chat template ends a turn with its own token)."""
+    end_of_calls: str = ""
+    """Text the model may write after its calls to end the turn; the engine strips it."""
+
+
+@dataclass(frozen=True, slots=True)
 class TurnPlan:
     """What one turn may contain, from the request's tools and tool choice."""
 
@@ -54,7 +64,7 @@ class TurnPlan:
 def plan_turn(tools: Sequence[ToolSpec], settings: ModelSettings) -> TurnPlan:
     """The shape a turn may take; a tool choice that cannot be met is a ModelError."""
     choice = settings.tool_choice
-    max_calls = 1 if settings.parallel_tool_calls is False else MAX_CALLS_PER_TURN
+    max_calls = MAX_CALLS_PER_TURN if settings.parallel_tool_calls else 1
     if choice == "none" or (choice == "auto" and not tools):
         return TurnPlan(allow_answer=True, tools=(), max_calls=0)
     if choice == "auto":
@@ -83,21 +93,21 @@ class BuiltGrammar:
 
 
 def build_grammar(
-    plan: TurnPlan, *, multiline_answer: bool, is_valid: Callable[[str], bool]
+    plan: TurnPlan, syntax: TurnSyntax, is_valid: Callable[[str], bool]
 ) -> BuiltGrammar:
     """The GBNF for ``plan``; ``is_valid`` asks llama.cpp whether a grammar parses.
 
     A tool whose converted schema llama.cpp refuses is retried with the loose form.
     """
     pieces = {spec.name: _arguments_grammar(spec, index) for index, spec in enumerate(plan.tools)}
-    text = _assemble(plan, pieces, multiline_answer)
+    text = _assemble(plan, pieces, syntax)
     if is_valid(text):
         return BuiltGrammar(text, tuple(name for name, piece in pieces.items() if piece.loose))
     for index, spec in enumerate(plan.tools):
         single = TurnPlan(allow_answer=False, tools=(spec,), max_calls=1)
-        if not is_valid(_assemble(single, {spec.name: pieces[spec.name]}, multiline_answer)):
+        if not is_valid(_assemble(single, {spec.name: pieces[spec.name]}, syntax)):
             pieces[spec.name] = _loose_arguments(index)
-    text = _assemble(plan, pieces, multiline_answer)
+    text = _assemble(plan, pieces, syntax)
     if not is_valid(text):
         raise ModelError("could not build a grammar for the tools' schemas (llama.cpp refused it)")
     return BuiltGrammar(text, tuple(name for name, piece in pieces.items() if piece.loose))
@@ -145,27 +155,27 @@ def _rules(converter: Any) -> tuple[str, ...]:
     )
 
 
-def _assemble(plan: TurnPlan, pieces: Mapping[str, _Arguments], multiline_answer: bool) -> str:
-    lines: dict[str, None] = {}  # ordered set: primitives shared by several tools appear once
-    branches = []
+def _assemble(plan: TurnPlan, pieces: Mapping[str, _Arguments], syntax: TurnSyntax) -> str:
+    branches: list[str] = []
+    lines: list[str] = []
     if plan.allow_answer:
         branches.append("turn-answer")
-        text = '[^\\n]+ ("\\n" [^\\n]*)*' if multiline_answer else '[^\\n]+ "\\n"'
-        lines[f"turn-answer ::= {gbnf_literal(ANSWER_PREFIX)} {text}"] = None
+        text = '[^\\n]+ ("\\n" [^\\n]*)*' if syntax.multiline_answer else '[^\\n]+ "\\n"'
+        lines.append(f"turn-answer ::= {gbnf_literal(ANSWER_PREFIX)} {text}")
     if plan.tools:
         branches.append("turn-calls")
         repeat = f' ("\\n" turn-call){{0,{plan.max_calls - 1}}}' if plan.max_calls > 1 else ""
-        lines[f"turn-calls ::= turn-call{repeat}"] = None
-        calls = []
+        end = f" {gbnf_literal(syntax.end_of_calls)}?" if syntax.end_of_calls else ""
+        lines.append(f"turn-calls ::= turn-call{repeat}{end}")
+        calls = [f"turn-call-{index}" for index in range(len(plan.tools))]
+        lines.append(f"turn-call ::= {' | '.join(calls)}")
         for index, spec in enumerate(plan.tools):
             piece = pieces[spec.name]
-            lines[
-                f'turn-call-{index} ::= {gbnf_literal(call_head(spec.name))} {piece.rule} "}}"'
-            ] = None
-            lines.update(dict.fromkeys(piece.rules))
-            calls.append(f"turn-call-{index}")
-        lines[f"turn-call ::= {' | '.join(calls)}"] = None
-    return "\n".join([f"root ::= {' | '.join(branches)}", *lines]) + "\n"
+            head = gbnf_literal(call_head(spec.name))
+            lines.append(f'turn-call-{index} ::= {head} {piece.rule} "}}"')
+            lines.extend(piece.rules)
+    unique = dict.fromkeys(lines)  # primitives shared by several tools are defined once
+    return "\n".join([f"root ::= {' | '.join(branches)}", *unique]) + "\n"
 
 
 def gbnf_literal(text: str) -> str:

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from tooldeck.contracts import Message, ToolCall, ToolSpec
 from tooldeck.errors import ModelError
-from tooldeck.models._local_grammar import ANSWER_PREFIX, CALL_PREFIX, call_head
+from tooldeck.models._local_grammar import ANSWER_PREFIX, CALL_PREFIX, TurnSyntax, call_head
 
 RULES = """\
 To call tools, write one line per call:
@@ -36,24 +36,26 @@ To give the final answer, write one line:
 answer <your answer>"""
 
 EXAMPLES = """\
-Example (count_letters and get_time are only illustrations, not tools you have):
+Example (count_letters and convert_currency are only illustrations, not tools you have):
 user: How many letters are in the word "banana"?
 assistant: call {"name": "count_letters", "arguments": {"word": "banana"}}
 tool: 6
 assistant: answer The word "banana" has 6 letters.
 
-user: What time is it in Rome?
-assistant: call {"name": "get_time", "arguments": {"city": "Rome"}}
-tool: 14:05
-assistant: answer It is 14:05 in Rome."""
+user: How much is 20 euros in dollars?
+assistant: call {"name": "convert_currency", "arguments": {"amount": 20, "from": "EUR", \
+"to": "USD"}}
+tool: 21.60
+assistant: answer 20 euros are 21.60 dollars."""
 
 RawLookup = Callable[[Message], str | None]
 """The exact text the model wrote for an assistant message, if this model wrote it."""
 
 
 class PromptFormat(Protocol):
-    multiline_answer: bool
-    """Whether an answer may span lines (a chat template ends a turn with its own token)."""
+    syntax: TurnSyntax
+    special_tokens: bool
+    """Whether the prompt text spells special tokens (a chat template's) to tokenize as such."""
 
     def render(
         self,
@@ -96,7 +98,8 @@ def assistant_text(message: Message, raw_text: RawLookup) -> str:
 class TranscriptFormat:
     """tooldeck's own plain transcript, for models without a chat template."""
 
-    multiline_answer = False
+    syntax = TurnSyntax(multiline_answer=False, end_of_calls="\ntool:")
+    special_tokens = False
 
     def render(
         self,
@@ -119,7 +122,8 @@ class TranscriptFormat:
 class TemplateFormat:
     """The GGUF's Jinja chat template, with the rules in the system message."""
 
-    multiline_answer = True
+    syntax = TurnSyntax(multiline_answer=True)
+    special_tokens = True
 
     def __init__(self, template: str, bos_token: str, eos_token: str) -> None:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
