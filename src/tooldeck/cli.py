@@ -2,6 +2,7 @@
 
     tooldeck demo ["PROMPT"] [--model MODEL]
     tooldeck run "PROMPT" --tools package.module[:attr] [--model MODEL] [--toolset NAME]
+        [--tool-choice auto|required|none|NAME] [--max-rounds N] [--instructions TEXT]
     tooldeck tools package.module[:attr] [--toolset NAME] [--json]
 
 Errors (a module that does not import, a model file that is missing, a hosted model with
@@ -25,6 +26,7 @@ from tooldeck._state import Limits
 from tooldeck.errors import RunStopped, ToolDeckError
 from tooldeck.events import FinalAnswer
 from tooldeck.loop import Agent
+from tooldeck.models.base import ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.tools.function import FunctionTool
 from tooldeck.tools.registry import ToolRegistry, ToolView
@@ -72,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
     run.add_argument("--instructions", default="", help="the system prompt")
     run.add_argument("--max-rounds", type=int, default=10, help="model turns at most")
+    run.add_argument(
+        "--tool-choice",
+        default="auto",
+        metavar="CHOICE",
+        help="first turn: auto, required (must call a tool), none, or a tool's name",
+    )
     run.set_defaults(handler=_run)
 
     tools = commands.add_parser("tools", help="print the tool specs a model would see")
@@ -111,6 +119,7 @@ def _run(args: argparse.Namespace) -> int:
         resolve_model(args.model),
         view,
         instructions=args.instructions,
+        settings=ModelSettings(tool_choice=args.tool_choice),
         limits=Limits(max_rounds=args.max_rounds),
     )
     _stream(agent, args.prompt, Console())

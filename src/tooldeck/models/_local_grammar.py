@@ -39,6 +39,9 @@ _LOOSE_CHAR = '[^"\\\\]'
 _JSON_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'
 _MAX_BOUND = 64
 """Length and item bounds above this are left to validation: as GBNF they nest too deep."""
+MAX_OPEN_ITEMS = 16
+"""Items an array without its own ``maxItems`` may have in a local model's call: small models
+repeat list items until the token budget runs out, leaving a call that is not even JSON."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,4 +220,8 @@ def _prepared(node: Any, prefix: str) -> Any:
             out[key] = value
     if not _STRUCTURAL & out.keys():
         return {**_ANY, **out}
+    if isinstance(out.get("items"), dict) and "prefixItems" not in out:
+        out["maxItems"] = max(
+            min(out.get("maxItems", MAX_OPEN_ITEMS), MAX_OPEN_ITEMS), out.get("minItems", 0)
+        )
     return out

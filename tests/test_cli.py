@@ -1,0 +1,182 @@
+"""The ``tooldeck`` command, run as a subprocess: what it prints and its exit status."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+TOOLS_MODULE = textwrap.dedent(
+    '''
+    from tooldeck import ToolRegistry, tool
+
+
+    @tool(toolsets=["text"])
+    def shout(text: str) -> str:
+        """Say it louder."""
+        return text.upper()
+
+
+    @tool(toolsets=["math"])
+    def double(number: int) -> int:
+        """Twice the number."""
+        return 2 * number
+
+
+    only_math = ToolRegistry([double])
+    not_tools = 42
+    '''
+)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "my_tools.py").write_text(TOOLS_MODULE, encoding="utf-8")
+    return tmp_path
+
+
+def tooldeck(
+    *args: str, cwd: Path | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
+    return subprocess.run(
+        [sys.executable, "-m", "tooldeck.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def assert_one_line_error(done: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert done.returncode == 1, done
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("tooldeck: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_no_command_prints_help() -> None:
+    done = tooldeck()
+    assert done.returncode == 0
+    assert "usage: tooldeck" in done.stdout
+    for command in ("demo", "run", "tools"):
+        assert command in done.stdout
+
+
+def test_tools_prints_the_specs_the_model_sees(workdir: Path) -> None:
+    done = tooldeck("tools", "my_tools", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert "shout\n  Say it louder." in done.stdout
+    assert '"number": {' in done.stdout
+    assert '"additionalProperties": false' in done.stdout
+
+
+def test_tools_as_json_from_a_registry_attribute_and_a_toolset(workdir: Path) -> None:
+    done = tooldeck("tools", "my_tools:only_math", "--json", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert [spec["name"] for spec in json.loads(done.stdout)] == ["double"]
+    done = tooldeck("tools", "my_tools", "--toolset", "text", "--json", cwd=workdir)
+    assert [spec["name"] for spec in json.loads(done.stdout)] == ["shout"]
+
+
+def test_tools_of_the_demo_module() -> None:
+    done = tooldeck("tools", "tooldeck.demo", "--json")
+    specs = json.loads(done.stdout)
+    assert [spec["name"] for spec in specs] == ["add_numbers", "get_weather"]
+    assert specs[1]["parameters"]["properties"]["unit"]["anyOf"][0]["enum"] == [
+        "celsius",
+        "fahrenheit",
+    ]
+
+
+def test_a_module_that_does_not_import_is_one_line() -> None:
+    done = tooldeck("tools", "no_such_package.tools")
+    assert_one_line_error(done, "cannot import 'no_such_package.tools'")
+
+
+def test_an_attribute_that_is_missing_or_not_tools_is_one_line(workdir: Path) -> None:
+    assert_one_line_error(
+        tooldeck("tools", "my_tools:nothing", cwd=workdir), "no attribute 'nothing'"
+    )
+    assert_one_line_error(tooldeck("tools", "my_tools:not_tools", cwd=workdir), "is a int")
+
+
+def test_an_unknown_toolset_is_one_line(workdir: Path) -> None:
+    done = tooldeck("tools", "my_tools", "--toolset", "web", cwd=workdir)
+    assert_one_line_error(done, "unknown toolset(s): 'web'", "known: math, text")
+
+
+def test_a_missing_model_file_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "model.gguf"
+    done = tooldeck("run", "Hi", "--tools", "tooldeck.demo", "--model", f"local:{missing}")
+    assert_one_line_error(done, f"no GGUF model file at '{missing}'")
+
+
+def test_a_hosted_model_without_a_key_is_one_line() -> None:
+    done = tooldeck("run", "Hi", "--tools", "tooldeck.demo", "--model", "openai:gpt-4.1-mini")
+    assert_one_line_error(done, "no OpenAI API key", "OPENAI_API_KEY")
+
+
+def test_an_unknown_model_string_is_one_line() -> None:
+    done = tooldeck("run", "Hi", "--tools", "tooldeck.demo", "--model", "llama:7b")
+    assert_one_line_error(done, "unknown model 'llama:7b'")
+
+
+def test_run_needs_tools() -> None:
+    done = tooldeck("run", "Hi")
+    assert done.returncode == 2
+    assert "--tools" in done.stderr
+
+
+@pytest.mark.slow
+def test_demo_shows_each_call_its_result_the_answer_and_timing() -> None:
+    done = tooldeck("demo", "What is 17 plus 25?", timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "tooldeck demo on local:gemma-3-270m-q4_k_m.gguf" in out
+    assert "user: What is 17 plus 25?" in out
+    assert "→ add_numbers(left=17, right=25)" in out
+    assert "← 42  (" in out
+    assert "\nanswer: " in out
+    assert " s total, " in out
+    assert "stop: answer" in out
+    assert done.stderr == ""  # llama.cpp's loading chatter is silenced
+
+
+@pytest.mark.slow
+def test_run_a_prompt_on_tools_from_a_module(workdir: Path) -> None:
+    done = tooldeck(
+        "run",
+        "Double the number 21.",
+        "--tools",
+        "my_tools",
+        "--toolset",
+        "math",
+        "--tool-choice",
+        "required",
+        "--max-rounds",
+        "3",
+        cwd=workdir,
+        timeout=300,
+    )
+    # After the forced first call a 270M model may keep calling until max_rounds; either way
+    # the call shows, and a stop without an answer is one line on stderr.
+    assert "→ double(number=21)" in done.stdout
+    assert "← 42" in done.stdout
+    if done.returncode == 0:
+        assert "\nanswer: " in done.stdout
+    else:
+        assert_one_line_error(
+            subprocess.CompletedProcess(done.args, done.returncode, "", done.stderr),
+            "the run stopped without an answer",
+        )
