@@ -61,6 +61,10 @@ def call_text(call: ToolCall) -> str:
     return f"{call.name}({arguments})"
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _short(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _RESULT_CHARS else flat[: _RESULT_CHARS - 3] + "..."
@@ -109,7 +113,7 @@ class RunDisplay:
         usage = event.output.usage
         tokens = f", {usage.input_tokens} in / {usage.output_tokens} out tokens" if usage else ""
         calls = len(event.output.tool_calls)
-        what = f"{calls} tool call{'s' if calls != 1 else ''}" if calls else "answer"
+        what = _count(calls, "tool call") if calls else "answer"
         self.console.line(f"round {event.round}: {what} ({seconds:.2f} s{tokens})", "dim")
 
     def _call_finished(self, event: ToolCallFinished) -> None:
@@ -123,10 +127,12 @@ class RunDisplay:
     def summary(self, result: RunResult, seconds: float) -> None:
         self.console.line(f"answer: {result.answer}", "bold")
         usage = result.usage
+        turns = _count(usage.requests, "model turn")
+        calls = _count(len(result.tool_trace), "tool call")
         self.console.line(
-            f"{seconds:.2f} s total, {self.model_s:.2f} s in the model; {usage.requests} "
-            f"model turns, {len(result.tool_trace)} tool calls, {usage.input_tokens} input / "
-            f"{usage.output_tokens} output tokens; stop: {result.stop_reason}",
+            f"{seconds:.2f} s total, {self.model_s:.2f} s in the model; {turns}, {calls}, "
+            f"{usage.input_tokens} input / {usage.output_tokens} output tokens; "
+            f"stop: {result.stop_reason}",
             "dim",
         )
 
