@@ -74,6 +74,8 @@ class CaseResult:
     seconds: float
     made: list[dict[str, Any]] = field(default_factory=list)
     """The calls as made: BFCL name and arguments (or the raw text that did not parse)."""
+    text: str = ""
+    """What the model wrote besides its calls (its answer when it made none)."""
 
 
 def load_cases(data: Path, categories: Sequence[str], start: int, limit: int | None) -> list[Any]:
@@ -109,7 +111,12 @@ def scored_call(toolset: BfclToolset, name: str, arguments: Any) -> tuple[Call, 
 
 
 def judge(
-    case: dict[str, Any], system: str, made: list[tuple[str, Any]], seconds: float, error: str
+    case: dict[str, Any],
+    system: str,
+    made: list[tuple[str, Any]],
+    seconds: float,
+    error: str,
+    text: str = "",
 ) -> CaseResult:
     toolset = bfcl_tools(case["functions"])
     calls = [scored_call(toolset, name, arguments) for name, arguments in made]
@@ -127,6 +134,7 @@ def judge(
         valid_calls=sum(valid for _, valid in calls),
         seconds=seconds,
         made=[{"name": n, "arguments": a} for n, a in made],
+        text=text,
     )
 
 
@@ -173,7 +181,7 @@ async def run_tooldeck(model: Model, case: dict[str, Any], max_tokens: int | Non
         (c.name, c.arguments if c.raw_arguments is None else c.raw_arguments)
         for c in (assistant.tool_calls if assistant else ())
     ]
-    return judge(case, "tooldeck", made, seconds, error)
+    return judge(case, "tooldeck", made, seconds, error, assistant.content if assistant else "")
 
 
 # -- llama-cpp-python's own tool calling (the baseline) ---------------------------------------
@@ -211,7 +219,7 @@ class LlamaCppBaseline:
         messages = [{"role": "system", "content": system}, *earlier]
         messages.append({"role": "user", "content": prompt})
         started = time.perf_counter()
-        error = ""
+        error = text = ""
         made: list[tuple[str, Any]] = []
         try:
             response: Any = self.llm.create_chat_completion(
@@ -223,9 +231,10 @@ class LlamaCppBaseline:
             )
             message = response["choices"][0]["message"]
             made = [_parsed(c["function"]) for c in message.get("tool_calls") or ()]
+            text = message.get("content") or ""
         except Exception as failed:  # a context overflow or a handler failure: that case fails
             error = f"{type(failed).__name__}: {failed}"
-        return judge(case, "llama-cpp", made, time.perf_counter() - started, error)
+        return judge(case, "llama-cpp", made, time.perf_counter() - started, error, text)
 
 
 MAX_BASELINE_CALLS = 8
