@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 from tooldeck import FinalAnswer, Message, ModelResponse, ModelSettings
 from tooldeck.demo import DEMO_PROMPTS, add_numbers, demo_agent, get_weather
-from tooldeck.models._local_engine import TurnStats
-from tooldeck.models.local import LocalModel
+from tooldeck.models.local import LocalModel, TurnStats
 
 
 @dataclass

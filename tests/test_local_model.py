@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field
 
+import bfcl_cases
 from tooldeck import (
     AssistantOutput,
     Message,
@@ -32,6 +33,7 @@ from tooldeck.demo import add_numbers, demo_agent, get_weather
 from tooldeck.models._local_grammar import TurnSyntax, build_grammar, plan_turn
 from tooldeck.models._local_prompt import TemplateFormat, TranscriptFormat, parse_turn
 from tooldeck.models.local import LocalModel
+from tooldeck.tools.dialects import bfcl_tools
 
 TOOLS = (add_numbers.spec, get_weather.spec)
 
@@ -306,3 +308,18 @@ def test_default_weights_are_verified_once(monkeypatch: pytest.MonkeyPatch) -> N
     assert default_model_path() == first
     assert first.stat().st_size > 200_000_000
     assert resolve_model("local").name == "local:gemma-3-270m-q4_k_m.gguf"
+
+
+def test_every_bfcl_tool_record_gets_a_grammar_from_its_schemas(grammar_ok: Any) -> None:
+    """All 2,501 BFCL tool records (their strict schemas, via tooldeck's BFCL converter)."""
+    syntax = TurnSyntax(multiline_answer=False, end_of_calls="\ntool:")
+    functions = 0
+    loose: list[str] = []
+    for record in bfcl_cases.records():
+        specs = tuple(t.spec for t in bfcl_tools(record["functions"], {}).tools)
+        built = build_grammar(plan_turn(specs, ModelSettings()), syntax, grammar_ok)
+        functions += len(specs)
+        loose += built.loose
+    assert len(bfcl_cases.records()) == 2501
+    assert functions > 6000
+    assert loose == []  # no tool needed the "any JSON object" fallback

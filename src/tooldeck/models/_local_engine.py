@@ -182,7 +182,6 @@ class LlamaSession:
         self, tokens: list[int], grammar: str, request: TurnRequest, budget: int
     ) -> _Generated:
         import llama_cpp
-        from llama_cpp.llama_grammar import LlamaGrammar
 
         llm = self.llm
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
@@ -193,17 +192,7 @@ class LlamaSession:
         produced: list[int] = []
         ends: list[int] = []
         pieces = bytearray()
-        steps: Generator[int, Any, None]
-        if request.temperature == 0:
-            steps = greedy_steps(llm, tokens, grammar)
-        else:
-            steps = llm.generate(
-                tokens,
-                temp=request.temperature,
-                repeat_penalty=1.0,
-                grammar=LlamaGrammar.from_string(grammar, verbose=False),
-            )
-        for token in _closing(steps):
+        for token in _closing(self._steps(tokens, grammar, request.temperature)):
             if first_at is None:
                 first_at = time.perf_counter()
                 perf = llama_cpp.llama_perf_context(llm.ctx)
@@ -226,6 +215,22 @@ class LlamaSession:
         return _Generated(
             kept, produced, evaluated, first_at - started, ended - first_at, len(ends)
         )
+
+    def _steps(
+        self, tokens: list[int], grammar: str, temperature: float
+    ) -> Generator[int, Any, None]:
+        """The tokens the model picks under ``grammar``, one at a time, without end."""
+        if temperature == 0:
+            return greedy_steps(self.llm, tokens, grammar)
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        steps: Generator[int, Any, None] = self.llm.generate(
+            tokens,
+            temp=temperature,
+            repeat_penalty=1.0,
+            grammar=LlamaGrammar.from_string(grammar, verbose=False),
+        )
+        return steps
 
     def _raw_text(self, message: Message) -> str | None:
         return self._raw.get(_output_key(message.content, message.tool_calls))
