@@ -252,6 +252,27 @@ def test_chat_template_prompt_extends_the_previous_round() -> None:
     )
 
 
+@pytest.mark.slow
+def test_a_chat_template_turn_ends_with_its_own_token_and_reuses_the_cache(
+    model: LocalModel,
+) -> None:
+    local = LocalModel(model.model_path, chat_template=GEMMA_TEMPLATE, n_ctx=2048)
+    assert local.uses_chat_template
+    messages = [Message.user("What's the weather like in Tokyo?")]
+    first = asyncio.run(local.complete(messages, TOOLS, ModelSettings(tool_choice="get_weather")))
+    (call,) = first.tool_calls
+    assert_schema_valid(call, TOOLS)
+    messages += [Message.assistant(first), Message.tool(call.id, "Tokyo: 24 °C, sunny")]
+    settings = ModelSettings(tool_choice="none", max_tokens=40)
+    second = asyncio.run(local.complete(messages, TOOLS, settings))
+    assert second.tool_calls == ()
+    assert second.content
+    stats = local.last_turn
+    assert stats is not None
+    assert stats.evaluated_tokens < 30, stats  # <end_of_turn>, the tool turn, <start_of_turn>model
+    asyncio.run(local.aclose())
+
+
 def test_parsing_a_turn() -> None:
     assert parse_turn("answer 42 it is.\n", 1) == ("42 it is.", ())
     content, calls = parse_turn(

@@ -40,6 +40,7 @@ class EngineConfig:
     n_ctx: int
     n_threads: int
     chat_format: str
+    chat_template: str | None
     verbose: bool
 
 
@@ -105,7 +106,7 @@ class LlamaSession:
         self.llm = _load(config)
         self.load_s = time.perf_counter() - started
         self.n_ctx = config.n_ctx
-        self.format = _prompt_format(self.llm, config.chat_format, config.model_path)
+        self.format = _prompt_format(self.llm, config)
         self._special = self.format.special_tokens
         self._cache_text = ""
         self._cache_tokens: list[int] = []
@@ -309,14 +310,14 @@ def _quiet_stderr(quiet: bool) -> Iterator[None]:
         os.close(saved)
 
 
-def _prompt_format(llm: Any, chat_format: str, path: Path) -> PromptFormat:
-    template = llm.metadata.get("tokenizer.chat_template")
-    if chat_format == "tooldeck" or (chat_format == "auto" and not template):
+def _prompt_format(llm: Any, config: EngineConfig) -> PromptFormat:
+    template = config.chat_template or llm.metadata.get("tokenizer.chat_template")
+    if config.chat_format == "tooldeck" or (config.chat_format == "auto" and not template):
         return TranscriptFormat()
     if not template:
         raise ModelNotConfigured(
-            f"chat_format='template' but {path.name!r} has no chat template; "
-            "use chat_format='tooldeck' or 'auto'"
+            f"chat_format='template' but {config.model_path.name!r} has no chat template; "
+            "use chat_format='tooldeck' or 'auto', or pass chat_template="
         )
     bos = llm.detokenize([llm.token_bos()], special=True).decode(errors="replace")
     eos = llm.detokenize([llm.token_eos()], special=True).decode(errors="replace")

@@ -42,6 +42,8 @@ class LocalModel(Model):
             ``ModelSettings.temperature`` overrides it.
         max_tokens: Tokens one turn may generate at most (``ModelSettings.max_tokens``
             overrides it).
+        chat_template: A Jinja chat template to use instead of the GGUF's own (for a file
+            whose template is missing or wrong); it implies ``chat_format="template"``.
         chat_format: ``"auto"`` (the default) uses the GGUF's chat template when it has
             one, else tooldeck's transcript format; ``"tooldeck"`` or ``"template"`` pick one.
         verbose: Let llama.cpp print its logs.
@@ -65,6 +67,7 @@ class LocalModel(Model):
         temperature: float = 0.0,
         max_tokens: int = 512,
         chat_format: ChatFormat | None = None,
+        chat_template: str | None = None,
         verbose: bool = False,
     ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
@@ -86,7 +89,8 @@ class LocalModel(Model):
         self.n_threads = n_threads or _available_cores()
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.chat_format: ChatFormat = chat_format or "auto"
+        self.chat_format: ChatFormat = chat_format or ("template" if chat_template else "auto")
+        self.chat_template = chat_template
         self.verbose = verbose
         self.last_turn: TurnStats | None = None
         """Token counts and timing of the latest turn (prompt processing vs generation)."""
@@ -148,7 +152,12 @@ class LocalModel(Model):
     def _loaded_locked(self) -> LlamaSession:
         if self._session is None:
             config = EngineConfig(
-                self.model_path, self.n_ctx, self.n_threads, self.chat_format, self.verbose
+                self.model_path,
+                self.n_ctx,
+                self.n_threads,
+                self.chat_format,
+                self.chat_template,
+                self.verbose,
             )
             self._session = LlamaSession(config)
         return self._session
