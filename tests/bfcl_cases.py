@@ -6,14 +6,17 @@ Apache-2.0; see COPIED.txt there), so the test runs from a clean clone.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 DATA = Path(__file__).parent / "data" / "bfcl"
@@ -25,6 +28,24 @@ in which every acceptable value of every argument appears at least once."""
 _OMIT = object()
 EXTRA = "not_a_parameter"
 """The name the extra-argument mutation adds (no BFCL function has a parameter of this name)."""
+
+
+def bench_module(name: str) -> ModuleType:
+    """Import ``bench/<name>.py`` (bench/ is not a package; its modules import each other)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(bench))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(bench))
+    return module
 
 
 @cache

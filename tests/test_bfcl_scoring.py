@@ -3,24 +3,15 @@ and agreement with the data's own ground truth."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bfcl_cases import KNOWN_ISSUES, call_variants, records
+from bfcl_cases import KNOWN_ISSUES, bench_module, call_variants, records
 from tooldeck.tools.dialects import bfcl_schema
 
-_PATH = Path(__file__).resolve().parents[1] / "bench" / "bfcl_scoring.py"
-_SPEC = importlib.util.spec_from_file_location("bfcl_scoring", _PATH)
-assert _SPEC is not None
-assert _SPEC.loader is not None
-scoring = importlib.util.module_from_spec(_SPEC)
-sys.modules["bfcl_scoring"] = scoring
-_SPEC.loader.exec_module(scoring)
+scoring = bench_module("bfcl_scoring")
 Call = scoring.Call
 
 AREA = {
