@@ -186,3 +186,26 @@ def test_a_direct_tool_validates_on_first_call() -> None:
     assert [str(problem) for problem in caught.value.problems] == [
         "mode: Input should be 'a' or 'b' (got 'c')"
     ]
+
+
+def test_strict_form_keeps_only_definitions_still_referred_to() -> None:
+    from tooldeck.tools._strict import to_strict
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"$ref": "#/$defs/A", "description": "inlined: a $ref with a sibling"},
+            "b": {"$ref": "#/$defs/B"},
+        },
+        "required": ["a", "b"],
+        "$defs": {
+            "A": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+            "B": {"type": "object", "properties": {"c": {"$ref": "#/$defs/C"}}, "required": ["c"]},
+            "C": {"type": "string"},
+            "Unused": {"type": "integer"},
+        },
+    }
+    strict = to_strict(schema)
+    assert sorted(strict["$defs"]) == ["B", "C"]
+    assert strict["properties"]["a"]["properties"] == {"x": {"type": "integer"}}
+    assert strict["properties"]["a"]["additionalProperties"] is False

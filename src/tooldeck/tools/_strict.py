@@ -34,12 +34,36 @@ def to_strict(schema: JsonSchema) -> JsonSchema:
     """
     definitions: dict[str, JsonSchema] = schema.get("$defs", {})
     strict = _strict_node(schema, "", definitions)
-    if definitions:
+    used = _used_definitions(strict, definitions)
+    if used:
         strict["$defs"] = {
             name: _strict_node(definition, name, definitions)
             for name, definition in definitions.items()
+            if name in used
         }
     return strict
+
+
+def _used_definitions(root: JsonSchema, definitions: dict[str, JsonSchema]) -> set[str]:
+    """The definitions ``root`` still refers to, directly or through other definitions."""
+    used: set[str] = set()
+    pending = [root]
+    while pending:
+        for ref in _refs(pending.pop()):
+            name = ref.removeprefix("#/$defs/")
+            if name in definitions and name not in used:
+                used.add(name)
+                pending.append(definitions[name])
+    return used
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, list):
+        return [ref for item in node for ref in _refs(item)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+    return own + [ref for key, value in node.items() if key != "$defs" for ref in _refs(value)]
 
 
 def _strict_node(node: JsonSchema, path: str, definitions: dict[str, JsonSchema]) -> JsonSchema:
