@@ -45,3 +45,11 @@ def test_scaling_quick_mode_reports_both_history_lengths() -> None:
     assert all(len(values) == 3 and all(v > 0 for v in values) for values in w5.values())
     assert set(w1) == {"10", "200"}
     assert all(len(values) == 2 and all(v > 0 for v in values) for values in w1.values())
+
+
+def test_hop_reports_both_thread_round_trips() -> None:
+    import json
+
+    figures = json.loads(run("hop.py").strip().splitlines()[-1])
+    assert set(figures) == {"asyncio_to_thread_us", "tooldeck_run_in_thread_us"}
+    assert all(value > 0 for value in figures.values())
