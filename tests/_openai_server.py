@@ -17,6 +17,39 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tooldeck import FunctionTool, ToolSpec
+
+ADD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
+"""The argument schema of the add_numbers tool both adapters' tests use."""
+
+
+def weather_spec() -> ToolSpec:
+    return ToolSpec(
+        name="get_weather",
+        description="Current temperature for a city.",
+        parameters={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def add_numbers_tool() -> FunctionTool[..., int]:
+    return FunctionTool(
+        name="add_numbers",
+        description="Add two integers.",
+        parameters=ADD_SCHEMA,
+        handler=lambda a, b: a + b,
+    )
+
+
 CREATED = 1741476542
 
 

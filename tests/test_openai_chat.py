@@ -14,15 +14,18 @@ from typing import Any
 import pytest
 
 from _openai_server import (
+    ADD_SCHEMA,
     FakeOpenAI,
     Reply,
+    add_numbers_tool,
     chat_call,
     completion_body,
     completion_chunks,
     error_reply,
     running,
+    weather_spec,
 )
-from tooldeck import Agent, FunctionTool, Message, ModelSettings, ToolSpec, resolve_model
+from tooldeck import Agent, Message, ModelSettings, ToolSpec, resolve_model
 from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
@@ -34,12 +37,6 @@ from tooldeck.errors import (
 )
 from tooldeck.models.openai import HostedTool, OpenAIChatModel
 
-ADD_SCHEMA = {
-    "type": "object",
-    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-    "required": ["a", "b"],
-    "additionalProperties": False,
-}
 ADD_TOOL_JSON = {
     "type": "function",
     "function": {
@@ -49,25 +46,7 @@ ADD_TOOL_JSON = {
         "strict": True,
     },
 }
-WEATHER = ToolSpec(
-    name="get_weather",
-    description="Current temperature for a city.",
-    parameters={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-        "additionalProperties": False,
-    },
-)
-
-
-def add_numbers_tool() -> FunctionTool[..., int]:
-    return FunctionTool(
-        name="add_numbers",
-        description="Add two integers.",
-        parameters=ADD_SCHEMA,
-        handler=lambda a, b: a + b,
-    )
+WEATHER = weather_spec()
 
 
 @pytest.fixture

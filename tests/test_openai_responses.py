@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from _openai_server import (
+    ADD_SCHEMA,
     FakeOpenAI,
     Reply,
+    add_numbers_tool,
     call_item,
     error_reply,
     message_item,
@@ -21,8 +23,9 @@ from _openai_server import (
     response_body,
     response_events,
     running,
+    weather_spec,
 )
-from tooldeck import Agent, FunctionTool, Limits, Message, ModelSettings, ToolSpec, resolve_model
+from tooldeck import Agent, Limits, Message, ModelSettings, ToolSpec, resolve_model
 from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
@@ -35,12 +38,6 @@ from tooldeck.errors import (
 )
 from tooldeck.models.openai import HostedTool, OpenAIResponsesModel
 
-ADD_SCHEMA = {
-    "type": "object",
-    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-    "required": ["a", "b"],
-    "additionalProperties": False,
-}
 ADD_TOOL_JSON = {
     "type": "function",
     "name": "add_numbers",
@@ -48,25 +45,7 @@ ADD_TOOL_JSON = {
     "parameters": ADD_SCHEMA,
     "strict": True,
 }
-WEATHER = ToolSpec(
-    name="get_weather",
-    description="Current temperature for a city.",
-    parameters={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-        "additionalProperties": False,
-    },
-)
-
-
-def add_numbers_tool() -> FunctionTool[..., int]:
-    return FunctionTool(
-        name="add_numbers",
-        description="Add two integers.",
-        parameters=ADD_SCHEMA,
-        handler=lambda a, b: a + b,
-    )
+WEATHER = weather_spec()
 
 
 @pytest.fixture
