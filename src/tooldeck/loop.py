@@ -91,10 +91,15 @@ class Agent(Generic[DepsT]):
         self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
     ) -> RunResult:
         """Run until the model answers; raise a RunStopped (with ``.result``) if it cannot."""
+        result = None
+        # Read the stream to its end (FinalAnswer is its last event): an async generator
+        # left suspended would be closed later by asyncio's finalizer, a task per run.
         async for event in self.stream(prompt, deps=deps, history=history):
             if isinstance(event, FinalAnswer):
-                return event.result
-        raise AssertionError("the event stream ended without a final answer")
+                result = event.result
+        if result is None:
+            raise AssertionError("the event stream ended without a final answer")
+        return result
 
     def run_sync(
         self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
