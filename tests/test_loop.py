@@ -369,3 +369,36 @@ def test_run_sync_reuses_one_event_loop_per_thread() -> None:
     for _ in range(2):
         Agent(ScriptedModel([calls(call("which_loop")), answer("ok")]), [which_loop]).run_sync("x")
     assert loops[0] is loops[1]
+
+
+def test_sync_tools_still_run_in_a_forked_child() -> None:
+    import subprocess
+    import sys
+
+    script = """
+import os
+from tooldeck import Agent, AssistantOutput, ScriptedModel, ToolCall, tool
+
+@tool
+def double(n: int) -> int:
+    '''Double a number.'''
+    return n * 2
+
+def run(n):
+    model = ScriptedModel([
+        AssistantOutput(tool_calls=(ToolCall(id="c", name="double", arguments={"n": n}),)),
+        AssistantOutput(content="ok"),
+    ])
+    return Agent(model, [double]).run_sync("go").tool_trace[0].result.output
+
+assert run(2) == "4"  # the parent's pool has started its worker thread
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if run(5) == "10" else 1)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=20, check=False
+    )
+    assert done.stdout.strip() == "child 0", done.stderr[-2000:]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +21,6 @@ from _openai_server import (
     completion_body,
     completion_chunks,
     error_reply,
-    running,
     weather_spec,
 )
 from tooldeck import Agent, Message, ModelSettings, ToolSpec, resolve_model
@@ -47,17 +45,6 @@ ADD_TOOL_JSON = {
     },
 }
 WEATHER = weather_spec()
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with running() as fake:
-        yield fake
-
-
-@pytest.fixture(params=[False, True], ids=["json", "sse"])
-def stream(request: pytest.FixtureRequest) -> bool:
-    return bool(request.param)
 
 
 def make_model(server: FakeOpenAI, stream: bool = False, **options: Any) -> OpenAIChatModel:

@@ -6,7 +6,6 @@ Every test asserts the JSON body the SDK actually sent and what the run produced
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -46,17 +45,6 @@ ADD_TOOL_JSON = {
     "strict": True,
 }
 WEATHER = weather_spec()
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with running() as fake:
-        yield fake
-
-
-@pytest.fixture(params=[False, True], ids=["json", "sse"])
-def stream(request: pytest.FixtureRequest) -> bool:
-    return bool(request.param)
 
 
 def make_model(server: FakeOpenAI, stream: bool = False, **options: Any) -> OpenAIResponsesModel:

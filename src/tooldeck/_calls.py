@@ -211,24 +211,15 @@ async def _run_concurrently(
     """Run a group's calls concurrently; yield each (index, trace) as it finishes."""
     limit = options.max_concurrency
     semaphore = asyncio.Semaphore(limit) if limit is not None and limit < len(group) else None
-    tasks = {
-        asyncio.ensure_future(_run_one(item, options, deps, round_, semaphore)): item.index
-        for item in group
-    }
+    tasks = [
+        asyncio.ensure_future(_run_one(item, options, deps, round_, semaphore)) for item in group
+    ]
     try:
         for finished in asyncio.as_completed(tasks):
-            trace = await finished
-            yield _index_of(trace, group), trace
+            yield await finished
     finally:
         for task in tasks:
             task.cancel()
-
-
-def _index_of(trace: ToolTrace, group: list[_Ready]) -> int:
-    for item in group:
-        if item.call is trace.call:
-            return item.index
-    raise AssertionError("a finished call that was not started")
 
 
 async def _run_one(
@@ -237,11 +228,11 @@ async def _run_one(
     deps: Any,
     round_: int,
     semaphore: asyncio.Semaphore | None,
-) -> ToolTrace:
+) -> tuple[int, ToolTrace]:
     if semaphore is None:
-        return await _execute(item, options, deps, round_)
+        return item.index, await _execute(item, options, deps, round_)
     async with semaphore:
-        return await _execute(item, options, deps, round_)
+        return item.index, await _execute(item, options, deps, round_)
 
 
 async def _execute(item: _Ready, options: CallOptions, deps: Any, round_: int) -> ToolTrace:
