@@ -16,6 +16,7 @@ from tooldeck import (
     RunContext,
     ScriptedModel,
     ToolDefinitionError,
+    ToolOptions,
     tool,
 )
 
@@ -228,9 +229,27 @@ def test_options_are_kept_on_the_tool() -> None:
     def divide(left: float, right: float) -> float:
         return left / right
 
-    assert divide.toolsets == frozenset({"math"})
-    assert (divide.timeout, divide.retries, divide.sequential) == (2.5, 1, True)
-    assert divide.on_error is on_error
+    assert divide.options == ToolOptions(
+        toolsets=frozenset({"math"}), timeout=2.5, retries=1, sequential=True, on_error=on_error
+    )
+
+
+def test_bad_option_values_are_refused_at_decoration() -> None:
+    def double(n: int) -> int:
+        return 2 * n
+
+    with pytest.raises(
+        ToolDefinitionError, match=r"tool 'double': timeout must be positive, got 0"
+    ):
+        tool(timeout=0)(double)
+    with pytest.raises(ToolDefinitionError, match=r"tool 'double': retries must be >= 0, got -1"):
+        tool(retries=-1)(double)
+    with pytest.raises(
+        ToolDefinitionError, match=r"requires_approval must be True, False or a function"
+    ):
+        tool(requires_approval="yes")(double)  # type: ignore[arg-type]
+    with pytest.raises(ToolDefinitionError, match=r"on_error must be a function .* or 'raise'"):
+        tool(on_error="ignore")(double)  # type: ignore[arg-type]
 
 
 # --- running through the loop ---------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -99,32 +100,78 @@ def test_max_duration_bounds_a_slow_model_call() -> None:
     assert len(caught.value.result.tool_trace) == 1
 
 
-def test_max_duration_is_checked_between_steps() -> None:
+def test_max_duration_stops_tools_still_running_at_the_limit() -> None:
+    started = time.monotonic()
+
     @tool
     async def nap() -> str:
-        """Sleep a little."""
-        await asyncio.sleep(0.15)
+        """Sleep far past the run's limit."""
+        await asyncio.sleep(30)
         return "rested"
 
-    model = ScriptedModel([calls(call("nap")), answer("never asked")])
-    agent = Agent(model, [nap], limits=Limits(max_duration_s=0.1))
-    with pytest.raises(LimitExceeded) as caught:
+    @tool
+    def quick() -> str:
+        """Answer at once."""
+        return "done"
+
+    model = ScriptedModel([calls(call("nap", "c1"), call("quick", "c2")), answer("never asked")])
+    agent = Agent(model, [nap, quick], limits=Limits(max_duration_s=0.3))
+    with pytest.raises(LimitExceeded, match=r"max_duration_s=0.3") as caught:
         agent.run_sync("go")
+    assert time.monotonic() - started < 10
     assert caught.value.limit == "max_duration_s"
     assert len(model.requests) == 1
-    assert caught.value.result is not None
-    assert caught.value.result.tool_trace[0].result.output == "rested"
+    result = caught.value.result
+    assert result is not None
+    assert [(t.call.id, t.result.output) for t in result.tool_trace] == [
+        (
+            "c1",
+            "error[tool_timeout]: not finished: the run reached its time limit (max_duration_s=0.3)",
+        ),
+        ("c2", "done"),
+    ]
+    assert tool_messages(result.messages) == [t.result.output for t in result.tool_trace]
 
 
 def test_tool_retries_stop_a_tool_that_keeps_failing() -> None:
     model = ScriptedModel([calls(call("flaky", f"c{i}", x=i)) for i in range(5)])
     with pytest.raises(
-        LimitExceeded, match=r"tool 'flaky' failed 2 times in a row \(retries=1\)"
+        LimitExceeded,
+        match=r"^2 calls of 'flaky' in a row failed \(retries=1\): tool_error x2; the tool itself failed$",
     ) as caught:
         Agent(model, [flaky]).run_sync("go")
     assert caught.value.limit == "retries"
     assert caught.value.result is not None
     assert len(caught.value.result.tool_trace) == 2
+
+
+def test_a_retries_stop_caused_by_repeats_says_the_tool_did_not_fail() -> None:
+    @tool
+    def whoami() -> str:
+        """Say who the user is."""
+        return "ada"
+
+    model = ScriptedModel([calls(call("whoami", f"c{i}")) for i in range(8)])
+    agent = Agent(model, [whoami], limits=Limits(repeat_limit=1, tool_retries=2))
+    with pytest.raises(LimitExceeded) as caught:
+        agent.run_sync("who am I?")
+    assert str(caught.value) == (
+        "3 calls of 'whoami' in a row failed (retries=2): repeated_call x3; "
+        "the model kept repeating a call it had already made (the tool did not fail)"
+    )
+    assert caught.value.limit == "retries"
+
+
+def test_a_retries_stop_caused_by_bad_calls_says_the_tool_did_not_run() -> None:
+    model = ScriptedModel(
+        [calls(call("add_numbers", f"c{i}", left="x", right=i)) for i in range(5)]
+    )
+    with pytest.raises(LimitExceeded) as caught:
+        Agent(model, [add_numbers], limits=Limits(tool_retries=1)).run_sync("go")
+    assert str(caught.value) == (
+        "2 calls of 'add_numbers' in a row failed (retries=1): invalid_arguments x2; "
+        "the model's calls were malformed, so the tool did not run"
+    )
 
 
 def test_agent_tool_retries_apply_to_bad_arguments_too() -> None:

@@ -13,6 +13,7 @@ from tooldeck import (
     RunContext,
     ScriptedModel,
     ToolEntry,
+    ToolOptions,
     ToolRegistry,
     ToolSpec,
     ToolView,
@@ -70,12 +71,13 @@ def test_registered_entry_carries_the_tool_and_its_options() -> None:
     entry = ToolRegistry().register(save)
     assert entry.spec is save.spec
     assert entry.handler is save
-    assert (entry.toolsets, entry.timeout, entry.retries, entry.sequential) == (
+    assert entry.options is save.options
+    assert (entry.options.toolsets, entry.options.timeout, entry.options.retries) == (
         frozenset({"io"}),
         1.5,
         2,
-        True,
     )
+    assert entry.options.sequential is True
     assert entry.origin == f"test_registry.py:{line_of(save.fn)}"
 
 
@@ -209,7 +211,7 @@ def test_a_tool_entry_with_its_own_handler_registers_and_runs() -> None:
             "additionalProperties": False,
         },
     )
-    entry = ToolEntry(spec=spec, handler=Echo(), toolsets=frozenset({"text"}))
+    entry = ToolEntry(spec=spec, handler=Echo(), options=ToolOptions(toolsets=frozenset({"text"})))
     tools = ToolRegistry([entry])
     assert tools.view(toolsets=["text"]).dispatch["echo"] is entry
     model = ScriptedModel([calls(call("echo", text="hi"), call("echo", "c2")), answer("ok")])

@@ -11,11 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tooldeck._state import Limits
+    from tooldeck.checkpoint import Approve, Reject
     from tooldeck.contracts import (
         AssistantOutput,
+        Checkpoint,
         Message,
+        PendingCall,
         RunResult,
+        StopReason,
         ToolCall,
         ToolResult,
         ToolSpec,
@@ -55,9 +58,11 @@ if TYPE_CHECKING:
     from tooldeck.models.base import Model, ModelSettings
     from tooldeck.models.resolve import resolve_model
     from tooldeck.models.scripted import ModelRequestRecord, ScriptedModel
+    from tooldeck.policy import Limits
     from tooldeck.tools.context import RunContext
-    from tooldeck.tools.function import FunctionTool, tool
-    from tooldeck.tools.registry import ToolEntry, ToolHandler, ToolRegistry, ToolView
+    from tooldeck.tools.function import FunctionTool, external_tool, tool
+    from tooldeck.tools.options import ToolOptions
+    from tooldeck.tools.registry import ToolEntry, ToolHandler, ToolRegistry, Toolset, ToolView
 
 __version__ = "0.1.0"
 
@@ -65,6 +70,14 @@ __version__ = "0.1.0"
 # until an agent or a tool is actually built.
 _EXPORTS: dict[str, str] = {
     "Agent": "tooldeck.loop",
+    "Approve": "tooldeck.checkpoint",
+    "Checkpoint": "tooldeck.contracts",
+    "PendingCall": "tooldeck.contracts",
+    "Reject": "tooldeck.checkpoint",
+    "StopReason": "tooldeck.contracts",
+    "ToolOptions": "tooldeck.tools.options",
+    "Toolset": "tooldeck.tools.registry",
+    "external_tool": "tooldeck.tools.function",
     "ArgumentProblem": "tooldeck.errors",
     "AssistantOutput": "tooldeck.contracts",
     "DuplicateToolError": "tooldeck.errors",
@@ -74,7 +87,7 @@ _EXPORTS: dict[str, str] = {
     "FunctionTool": "tooldeck.tools.function",
     "InvalidArguments": "tooldeck.errors",
     "LimitExceeded": "tooldeck.errors",
-    "Limits": "tooldeck._state",
+    "Limits": "tooldeck.policy",
     "Message": "tooldeck.contracts",
     "Model": "tooldeck.models.base",
     "ModelError": "tooldeck.errors",
@@ -130,8 +143,10 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Agent",
+    "Approve",
     "ArgumentProblem",
     "AssistantOutput",
+    "Checkpoint",
     "DuplicateToolError",
     "ErrorCode",
     "Event",
@@ -155,11 +170,14 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "ModelUnavailable",
+    "PendingCall",
+    "Reject",
     "RunContext",
     "RunResult",
     "RunStopped",
     "ScriptExhausted",
     "ScriptedModel",
+    "StopReason",
     "ToolCall",
     "ToolCallFinished",
     "ToolCallStarted",
@@ -168,12 +186,15 @@ __all__ = [
     "ToolEntry",
     "ToolExecutionError",
     "ToolHandler",
+    "ToolOptions",
     "ToolRegistry",
     "ToolResult",
     "ToolSpec",
     "ToolTrace",
     "ToolView",
+    "Toolset",
     "Usage",
+    "external_tool",
     "resolve_model",
     "run_agent",
     "tool",

@@ -1,24 +1,29 @@
 """Running one turn's tool calls: every model mistake becomes an observation, never a crash.
 
-Each call is first checked (known tool, JSON object, not a runaway repeat, valid arguments),
-then the calls that passed run: concurrently by default, a ``sequential`` tool alone, and
-the results are recorded in the model's order.
+Each call is first checked (known tool, JSON object, within the run's budget, not a runaway
+repeat, valid arguments); a valid call that needs a person's decision or belongs to the
+application waits (it becomes pending); the others run — concurrently by default, a
+``sequential`` tool alone — and the results are recorded in the model's order. A round
+ends with a ``RoundOutcome``, the last item the runner yields.
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
+import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooldeck._state import CallSignature, RunState, call_signature
-from tooldeck.contracts import ToolCall, ToolResult, ToolTrace
+from tooldeck._state import OpenTurn
+from tooldeck.checkpoint import Approve, Decision, Reject, call_digest
+from tooldeck.contracts import PendingCall, PendingKind, ToolCall, ToolResult, ToolTrace
 from tooldeck.errors import ErrorCode, InvalidArguments
 from tooldeck.events import Event, ToolCallFinished, ToolCallStarted
+from tooldeck.policy import CallSignature, RunPolicy
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import ToolEntry, ToolView
 
@@ -28,9 +33,32 @@ class CallOptions:
     """The agent's settings that shape how calls run."""
 
     include_error_details: bool = False
-    repeat_limit: int | None = 3
     max_concurrency: int | None = None
-    max_tool_calls: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundContext:
+    """What every call of one round shares."""
+
+    view: ToolView
+    policy: RunPolicy
+    options: CallOptions
+    deps: Any
+    round: int
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoundOutcome:
+    """What a round of calls ended with (the runner's last item)."""
+
+    traces: tuple[ToolTrace, ...]
+    """The calls answered in this step, in the model's order."""
+    pending: tuple[PendingCall, ...]
+    """Calls that still wait for a decision or a result."""
+    raised: tuple[tuple[str, BaseException], ...]
+    """(tool name, exception) of tools with ``on_error="raise"`` that raised."""
+    over_call_limit: bool
 
 
 @dataclass(slots=True)
@@ -39,120 +67,282 @@ class _Ready:
     call: ToolCall
     entry: ToolEntry
     arguments: dict[str, Any]
+    signature: CallSignature | None
+    edited: bool = False
+    """The arguments are a person's edit (the model is told, before the result)."""
 
 
-@dataclass(slots=True)
-class TurnOutcome:
-    """What the loop needs to know after a turn's calls were recorded."""
-
-    raised: tuple[tuple[ToolTrace, BaseException], ...] = ()
-    """Calls whose tool has ``on_error="raise"`` and raised."""
-    over_call_limit: bool = False
+RoundItem = Event | RoundOutcome
 
 
-async def run_turn(
-    calls: Sequence[ToolCall],
-    view: ToolView,
-    state: RunState,
-    options: CallOptions,
-    deps: Any,
-    outcome: TurnOutcome,
-) -> AsyncIterator[Event]:
-    """Check and run ``calls``, yield their events, then record them in ``state`` in order."""
-    round_ = state.rounds
+async def run_new_calls(calls: Sequence[ToolCall], ctx: RoundContext) -> AsyncIterator[RoundItem]:
+    """Check a new turn's calls, run those that may run now, and say which must wait."""
     traces: list[ToolTrace | None] = [None] * len(calls)
     signatures: list[CallSignature | None] = [None] * len(calls)
     ready: list[_Ready] = []
-    allowed = _calls_left(state, options)
+    over_limit = False
     for index, call in enumerate(calls):
-        if allowed is not None and index >= allowed:
-            traces[index] = _refused(call, ErrorCode.CALL_LIMIT, _limit_text(options))
-            outcome.over_call_limit = True
-        else:
-            signature = call_signature(call) if options.repeat_limit is not None else None
-            signatures[index] = signature
-            checked = _check(call, view, state, options, signature)
-            if isinstance(checked, ToolTrace):
-                traces[index] = checked
-            else:
-                ready.append(_Ready(index, call, checked[0], checked[1]))
-        refused = traces[index]
-        if refused is not None:
-            yield ToolCallFinished(round_, refused)
-    for group in _groups(ready):
-        for item in group:
-            yield ToolCallStarted(round_, item.call)
-        if len(group) == 1:  # the common case: no tasks, no extra generator
-            trace = await _execute(group[0], options, deps, round_)
-            traces[group[0].index] = trace
-            yield ToolCallFinished(round_, trace)
+        checked = _check(index, call, ctx)
+        if isinstance(checked, _Ready):
+            ready.append(checked)
+            signatures[index] = checked.signature
             continue
-        async for trace_index, trace in _run_concurrently(group, options, deps, round_):
-            traces[trace_index] = trace
-            yield ToolCallFinished(round_, trace)
-    raised = []
-    for index, maybe_trace in enumerate(traces):
-        assert maybe_trace is not None  # every call was refused or ran
-        state.record_call(maybe_trace, signatures[index])
-        entry = view.dispatch.get(maybe_trace.call.name)
-        if maybe_trace.error is not None and entry is not None and entry.on_error == "raise":
-            raised.append((maybe_trace, maybe_trace.error))
-    outcome.raised = tuple(raised)
+        trace, signatures[index] = checked
+        traces[index] = trace
+        over_limit = over_limit or trace.result.error_code is ErrorCode.CALL_LIMIT
+        yield ToolCallFinished(ctx.round, trace)
+    pending: list[PendingCall] = []
+    if any(item.entry.external or item.entry.options.requires_approval for item in ready):
+        ready = await _hold_back(ready, ctx, pending)
+    async for event in _execute_all(ready, traces, ctx):
+        yield event
+    yield _outcome(traces, signatures, ctx, tuple(pending), over_limit)
 
 
-def _calls_left(state: RunState, options: CallOptions) -> int | None:
-    if options.max_tool_calls is None:
-        return None
-    return max(0, options.max_tool_calls - state.tool_calls)
-
-
-def _limit_text(options: CallOptions) -> str:
-    return (
-        f"not run: this run reached its limit of {options.max_tool_calls} tool calls; "
-        "answer with the results you have"
-    )
+async def run_decided_calls(
+    turn: OpenTurn, decisions: Mapping[str, Decision], ctx: RoundContext
+) -> AsyncIterator[RoundItem]:
+    """Carry out the decisions on a paused turn's calls; the others stay pending."""
+    waiting = turn.pending
+    traces: list[ToolTrace | None] = [None] * len(waiting)
+    signatures: list[CallSignature | None] = [None] * len(waiting)
+    ready: list[_Ready] = []
+    still: list[PendingCall] = []
+    for index, pending in enumerate(waiting):
+        decision = decisions.get(pending.call.id)
+        if decision is None:
+            still.append(pending)
+        elif isinstance(decision, Approve):
+            checked = _approved(index, pending.call, decision, ctx)
+            if isinstance(checked, _Ready):
+                ready.append(checked)
+            else:
+                traces[index] = checked
+                yield ToolCallFinished(ctx.round, checked)
+        else:
+            decided = traces[index] = _decided_trace(pending.call, decision)
+            yield ToolCallFinished(ctx.round, decided)
+    async for event in _execute_all(ready, traces, ctx):
+        yield event
+    yield _outcome(traces, signatures, ctx, tuple(still), over_limit=False)
 
 
 def _check(
-    call: ToolCall,
-    view: ToolView,
-    state: RunState,
-    options: CallOptions,
-    signature: CallSignature | None,
-) -> ToolTrace | tuple[ToolEntry, dict[str, Any]]:
-    """The entry and validated arguments of a call, or the trace of why it is refused."""
-    entry = view.dispatch.get(call.name)
+    index: int, call: ToolCall, ctx: RoundContext
+) -> _Ready | tuple[ToolTrace, CallSignature | None]:
+    """The call ready to run, or the trace of why it is refused (with its signature)."""
+    over_budget = ctx.policy.admit()
+    if over_budget is not None:
+        return _trace(call, over_budget, 0.0, None), None
+    entry = ctx.view.dispatch.get(call.name)
     if entry is None:
-        return _refused(call, ErrorCode.UNKNOWN_TOOL, _unknown_tool_text(call.name, view))
+        text = _unknown_tool_text(call.name, ctx.view)
+        return _refused(call, ErrorCode.UNKNOWN_TOOL, text), None
     if call.raw_arguments is not None:
-        return _refused(call, ErrorCode.INVALID_JSON, _invalid_json_text(call))
-    if signature is not None:
-        repeated = _repeat_refusal(call, state, options, signature)
-        if repeated is not None:
-            return repeated
+        return _refused(call, ErrorCode.INVALID_JSON, _invalid_json_text(call)), None
+    repeated, signature = ctx.policy.check_repeat(call)
+    if repeated is not None:
+        return _trace(call, repeated, 0.0, None), signature
     try:
-        return entry, entry.handler.validate(call.arguments)
+        return _Ready(index, call, entry, entry.handler.validate(call.arguments), signature)
     except InvalidArguments as error:
-        problems = "\n".join(f"- {problem}" for problem in error.problems)
-        text = f"the arguments for {call.name!r} do not match its schema:\n{problems}"
-        return _refused(call, ErrorCode.INVALID_ARGUMENTS, text, error)
+        return _invalid_arguments(call, error), signature
 
 
-def _repeat_refusal(
-    call: ToolCall, state: RunState, options: CallOptions, signature: CallSignature
-) -> ToolTrace | None:
-    count = state.seen.get(signature, 0)
-    state.seen[signature] = count + 1
-    if options.repeat_limit is None or count < options.repeat_limit:
-        return None
-    previous = state.last_output.get(signature)
-    text = (
-        f"you already called {call.name!r} with these exact arguments {count} times; "
-        "do not call it again with the same arguments"
+def _approved(
+    index: int, call: ToolCall, decision: Approve, ctx: RoundContext
+) -> _Ready | ToolTrace:
+    """An approved call ready to run (with its edit, validated again), or why it cannot."""
+    edited = decision.arguments is not None
+    if decision.arguments is not None:
+        call = call.model_copy(update={"arguments": decision.arguments})
+    entry = ctx.view.dispatch[call.name]
+    try:
+        arguments = entry.handler.validate(call.arguments)
+    except InvalidArguments as error:
+        return _invalid_arguments(call, error)
+    return _Ready(index, call, entry, arguments, None, edited)
+
+
+def _decided_trace(call: ToolCall, decision: Reject | ToolResult) -> ToolTrace:
+    if isinstance(decision, Reject):
+        text = decision.message or "a person rejected this call; do not make it again"
+        return _refused(call, ErrorCode.REJECTED, text)
+    return _trace(call, decision, 0.0, None)
+
+
+async def _hold_back(
+    ready: list[_Ready], ctx: RoundContext, pending: list[PendingCall]
+) -> list[_Ready]:
+    """Keep the calls that may run now; the others become pending (in the model's order)."""
+    runnable = []
+    for item in ready:
+        kind: PendingKind | None = "external" if item.entry.external else None
+        if kind is None and await _needs_approval(item, ctx):
+            kind = "approval"
+        if kind is None:
+            runnable.append(item)
+        else:
+            digest = call_digest(ctx.run_id, item.call)
+            pending.append(PendingCall(call=item.call, kind=kind, digest=digest))
+    return runnable
+
+
+async def _needs_approval(item: _Ready, ctx: RoundContext) -> bool:
+    """The tool's rule for this call; a predicate that raises means yes (fail closed)."""
+    rule = item.entry.options.requires_approval
+    if isinstance(rule, bool):
+        return rule
+    context = RunContext(item.call.id, item.call.name, ctx.deps, ctx.round)
+    try:
+        verdict = rule(context, item.arguments)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+    except Exception:
+        return True
+    return bool(verdict)
+
+
+def _outcome(
+    traces: list[ToolTrace | None],
+    signatures: list[CallSignature | None],
+    ctx: RoundContext,
+    pending: tuple[PendingCall, ...],
+    over_limit: bool,
+) -> RoundOutcome:
+    """Record the answered calls with the policy, in order, and sum up the round."""
+    done: list[ToolTrace] = []
+    raised: list[tuple[str, BaseException]] = []
+    for index, trace in enumerate(traces):
+        if trace is None:  # still pending
+            continue
+        done.append(trace)
+        name = trace.call.name
+        ctx.policy.record(name, trace.result, signatures[index])
+        entry = ctx.view.dispatch.get(name)
+        if trace.error is not None and entry is not None and entry.options.on_error == "raise":
+            raised.append((name, trace.error))
+    return RoundOutcome(tuple(done), pending, tuple(raised), over_limit)
+
+
+async def _execute_all(
+    ready: list[_Ready], traces: list[ToolTrace | None], ctx: RoundContext
+) -> AsyncIterator[Event]:
+    """Run the ready calls group by group; fill ``traces`` at each call's index."""
+    for group in _groups(ready):
+        for item in group:
+            yield ToolCallStarted(ctx.round, item.call)
+        if len(group) == 1:  # the common case: no tasks, no extra generator
+            trace = await _bounded(group[0], ctx)
+            traces[group[0].index] = trace
+            yield ToolCallFinished(ctx.round, trace)
+            continue
+        async for index, trace in _run_concurrently(group, ctx):
+            traces[index] = trace
+            yield ToolCallFinished(ctx.round, trace)
+
+
+def _groups(ready: list[_Ready]) -> list[list[_Ready]]:
+    """Split into groups that may run together; a sequential tool is a group of its own."""
+    groups: list[list[_Ready]] = []
+    current: list[_Ready] = []
+    for item in ready:
+        if item.entry.options.sequential:
+            if current:
+                groups.append(current)
+                current = []
+            groups.append([item])
+        else:
+            current.append(item)
+    if current:
+        groups.append(current)
+    return groups
+
+
+async def _run_concurrently(
+    group: list[_Ready], ctx: RoundContext
+) -> AsyncIterator[tuple[int, ToolTrace]]:
+    """Run a group's calls concurrently; yield each (index, trace) as it finishes."""
+    limit = ctx.options.max_concurrency
+    semaphore = asyncio.Semaphore(limit) if limit is not None and limit < len(group) else None
+    tasks = [asyncio.ensure_future(_run_one(item, ctx, semaphore)) for item in group]
+    try:
+        for finished in asyncio.as_completed(tasks):
+            yield await finished
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+async def _run_one(
+    item: _Ready, ctx: RoundContext, semaphore: asyncio.Semaphore | None
+) -> tuple[int, ToolTrace]:
+    if semaphore is None:
+        return item.index, await _bounded(item, ctx)
+    async with semaphore:
+        return item.index, await _bounded(item, ctx)
+
+
+async def _bounded(item: _Ready, ctx: RoundContext) -> ToolTrace:
+    """Run one call within its own timeout and the run's remaining time."""
+    limit = item.entry.options.timeout
+    remaining = ctx.policy.remaining_s()
+    run_limited = remaining is not None and (limit is None or remaining < limit)
+    if run_limited:
+        limit = remaining
+    call, entry = item.call, item.entry
+    context = RunContext(call.id, call.name, ctx.deps, ctx.round)
+    started = time.perf_counter()
+    scope = None
+    error: Exception | None = None
+    try:
+        if limit is None:
+            output = await entry.handler.run(item.arguments, context)
+        else:
+            async with asyncio.timeout(limit) as scope:
+                output = await entry.handler.run(item.arguments, context)
+        result = ToolResult.success(output)
+    except Exception as raised:  # the tool's own failure, kept whole for the host
+        error = raised
+        if scope is not None and scope.expired():
+            text = _run_time_text(ctx) if run_limited else _timeout_text(entry)
+            result = ToolResult.failure(ErrorCode.TOOL_TIMEOUT, text)
+        else:
+            result = _error_result(entry, raised, ctx.options)
+    if item.edited:
+        result = _with_edit_note(result, call)
+    return _trace(call, result, time.perf_counter() - started, error)
+
+
+def _with_edit_note(result: ToolResult, call: ToolCall) -> ToolResult:
+    note = f"\n(run with arguments edited by a person: {call.arguments_json})"
+    return result.model_copy(update={"output": result.output + note})
+
+
+def _timeout_text(entry: ToolEntry) -> str:
+    return (
+        f"{entry.name!r} did not finish within {entry.options.timeout:g} s and was stopped; "
+        "try smaller inputs or another approach"
     )
-    if previous is not None:
-        text += f". Its last result was:\n{previous}"
-    return _refused(call, ErrorCode.REPEATED_CALL, text)
+
+
+def _run_time_text(ctx: RoundContext) -> str:
+    limit = ctx.policy.limits.max_duration_s
+    return f"not finished: the run reached its time limit (max_duration_s={limit:g})"
+
+
+def _error_result(entry: ToolEntry, error: Exception, options: CallOptions) -> ToolResult:
+    handler = entry.options.on_error
+    if callable(handler):
+        try:
+            return ToolResult.failure(ErrorCode.TOOL_ERROR, handler(error))
+        except Exception:  # a broken on_error must not hide the tool's failure
+            pass
+    if options.include_error_details:
+        text = f"{type(error).__name__}: {error}"
+    else:
+        text = f"the tool {entry.name!r} failed while running; try other arguments or another way"
+    return ToolResult.failure(ErrorCode.TOOL_ERROR, text)
 
 
 def _unknown_tool_text(name: str, view: ToolView) -> str:
@@ -182,103 +372,19 @@ def _json_kind(python_type: str) -> str:
     return kinds.get(python_type, "a boolean" if python_type == "bool" else python_type)
 
 
+def _invalid_arguments(call: ToolCall, error: InvalidArguments) -> ToolTrace:
+    problems = "\n".join(f"- {problem}" for problem in error.problems)
+    text = f"the arguments for {call.name!r} do not match its schema:\n{problems}"
+    return _refused(call, ErrorCode.INVALID_ARGUMENTS, text, error)
+
+
 def _refused(
     call: ToolCall, code: ErrorCode, text: str, error: BaseException | None = None
 ) -> ToolTrace:
-    return ToolTrace(call=call, result=ToolResult.failure(code, text), duration_s=0.0, error=error)
-
-
-def _groups(ready: list[_Ready]) -> list[list[_Ready]]:
-    """Split into groups that may run together; a sequential tool is a group of its own."""
-    groups: list[list[_Ready]] = []
-    current: list[_Ready] = []
-    for item in ready:
-        if item.entry.sequential:
-            if current:
-                groups.append(current)
-                current = []
-            groups.append([item])
-        else:
-            current.append(item)
-    if current:
-        groups.append(current)
-    return groups
-
-
-async def _run_concurrently(
-    group: list[_Ready], options: CallOptions, deps: Any, round_: int
-) -> AsyncIterator[tuple[int, ToolTrace]]:
-    """Run a group's calls concurrently; yield each (index, trace) as it finishes."""
-    limit = options.max_concurrency
-    semaphore = asyncio.Semaphore(limit) if limit is not None and limit < len(group) else None
-    tasks = [
-        asyncio.ensure_future(_run_one(item, options, deps, round_, semaphore)) for item in group
-    ]
-    try:
-        for finished in asyncio.as_completed(tasks):
-            yield await finished
-    finally:
-        for task in tasks:
-            task.cancel()
-
-
-async def _run_one(
-    item: _Ready,
-    options: CallOptions,
-    deps: Any,
-    round_: int,
-    semaphore: asyncio.Semaphore | None,
-) -> tuple[int, ToolTrace]:
-    if semaphore is None:
-        return item.index, await _execute(item, options, deps, round_)
-    async with semaphore:
-        return item.index, await _execute(item, options, deps, round_)
-
-
-async def _execute(item: _Ready, options: CallOptions, deps: Any, round_: int) -> ToolTrace:
-    call, entry = item.call, item.entry
-    context = RunContext(call.id, call.name, deps, round_)
-    started = time.perf_counter()
-    scope = None
-    try:
-        if entry.timeout is None:
-            output = await entry.handler.run(item.arguments, context)
-        else:
-            async with asyncio.timeout(entry.timeout) as scope:
-                output = await entry.handler.run(item.arguments, context)
-    except Exception as error:  # the tool's own failure, kept whole for the host
-        if scope is not None and scope.expired():
-            result = ToolResult.failure(ErrorCode.TOOL_TIMEOUT, _timeout_text(entry))
-        else:
-            result = _error_result(entry, error, options)
-        return _trace(call, result, started, error)
-    return _trace(call, ToolResult.success(output), started, None)
-
-
-def _timeout_text(entry: ToolEntry) -> str:
-    return (
-        f"{entry.name!r} did not finish within {entry.timeout:g} s and was stopped; "
-        "try smaller inputs or another approach"
-    )
-
-
-def _error_result(entry: ToolEntry, error: Exception, options: CallOptions) -> ToolResult:
-    handler = entry.on_error
-    if callable(handler):
-        try:
-            return ToolResult.failure(ErrorCode.TOOL_ERROR, handler(error))
-        except Exception:  # a broken on_error must not hide the tool's failure
-            pass
-    if options.include_error_details:
-        text = f"{type(error).__name__}: {error}"
-    else:
-        text = f"the tool {entry.name!r} failed while running; try other arguments or another way"
-    return ToolResult.failure(ErrorCode.TOOL_ERROR, text)
+    return _trace(call, ToolResult.failure(code, text), 0.0, error)
 
 
 def _trace(
-    call: ToolCall, result: ToolResult, started: float, error: BaseException | None
+    call: ToolCall, result: ToolResult, duration_s: float, error: BaseException | None
 ) -> ToolTrace:
-    return ToolTrace(
-        call=call, result=result, duration_s=time.perf_counter() - started, error=error
-    )
+    return ToolTrace(call=call, result=result, duration_s=duration_s, error=error)

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from tooldeck._cli_display import Console, RunDisplay, show_specs
-from tooldeck._state import Limits
 from tooldeck.errors import RunStopped, ToolDeckError
 from tooldeck.events import FinalAnswer
 from tooldeck.loop import Agent
 from tooldeck.models.base import ModelSettings
 from tooldeck.models.resolve import resolve_model
+from tooldeck.policy import Limits
 from tooldeck.tools.function import FunctionTool
 from tooldeck.tools.registry import ToolRegistry, ToolView
 

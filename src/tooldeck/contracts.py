@@ -7,11 +7,38 @@ and the loop only ever sees them.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Self
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    ValidationError,
+    model_validator,
+)
+
+from tooldeck.errors import CheckpointError, ErrorCode
 
 _FROZEN = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
+
+
+class StopReason(StrEnum):
+    """Why a run ended (``RunResult.stop_reason``); JSON keeps the plain text."""
+
+    ANSWER = "answer"
+    """The model answered."""
+    PAUSED = "paused"
+    """Calls wait for a person's decision or the application's result (``result.pending``)."""
+    MAX_ROUNDS = "max_rounds"
+    MAX_TOOL_CALLS = "max_tool_calls"
+    MAX_DURATION_S = "max_duration_s"
+    RETRIES = "retries"
+    """A tool's calls failed too many times in a row."""
+    MODEL_ERROR = "model_error"
+    TOOL_RAISED = "tool_raised"
+    """A tool with ``on_error="raise"`` raised."""
 
 
 class Usage(BaseModel):
@@ -148,7 +175,7 @@ class ToolResult(BaseModel):
     ok: bool
     output: str
     """The observation text the model reads."""
-    error_code: str | None = None
+    error_code: ErrorCode | None = None
     """Stable code of a failure (``unknown_tool``, ``invalid_arguments``...); None on success."""
 
     @model_validator(mode="after")
@@ -164,11 +191,45 @@ class ToolResult(BaseModel):
         return cls(ok=True, output=output)
 
     @classmethod
-    def failure(cls, error_code: str, message: str) -> ToolResult:
+    def failure(cls, error_code: ErrorCode | str, message: str) -> ToolResult:
         """A failed result whose text starts with its code: ``error[code]: message``."""
         if not error_code:
             raise ValueError("a failed result needs an error_code")
-        return cls(ok=False, output=f"error[{error_code}]: {message}", error_code=error_code)
+        code = ErrorCode(error_code)
+        return cls(ok=False, output=f"error[{code}]: {message}", error_code=code)
+
+
+class RecordedError(Exception):
+    """An exception read back from JSON: its type's name and its message."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+        """The original exception's class name, e.g. ``KeyError``."""
+
+    def __repr__(self) -> str:
+        return f"{self.type_name}({str(self)!r})"
+
+
+def _error_from_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return RecordedError(str(value.get("type", "Exception")), str(value.get("message", "")))
+    return value
+
+
+def _error_to_json(error: BaseException | None) -> dict[str, str] | None:
+    if error is None:
+        return None
+    name = error.type_name if isinstance(error, RecordedError) else type(error).__name__
+    return {"type": name, "message": str(error)}
+
+
+TracedError = Annotated[
+    BaseException | None,
+    BeforeValidator(_error_from_json),
+    PlainSerializer(_error_to_json, when_used="json"),
+]
+"""An exception that JSON keeps as its type's name and message (a RecordedError when read)."""
 
 
 class ToolTrace(BaseModel):
@@ -179,8 +240,126 @@ class ToolTrace(BaseModel):
     call: ToolCall
     result: ToolResult
     duration_s: float
-    error: BaseException | None = None
-    """The exception behind a failure, even when the model only read a generic line."""
+    error: TracedError = None
+    """The exception behind a failure, even when the model only read a generic line.
+
+    In JSON it is ``{"type": ..., "message": ...}``, read back as a RecordedError.
+    """
+
+
+PendingKind = Literal["approval", "external"]
+
+
+class PendingCall(BaseModel):
+    """A call the run paused for: a person must decide on it, or the application run it."""
+
+    model_config = _FROZEN
+
+    call: ToolCall
+    """The call exactly as stored; a decision approves this call and no other."""
+    kind: PendingKind
+    """``approval``: Approve or Reject it; ``external``: send back its ToolResult."""
+    digest: str
+    """SHA-256 of (run id, call id, tool name, canonical JSON of the arguments)."""
+
+
+class RunCounters(BaseModel):
+    """What the run policy has counted so far, as a checkpoint keeps it."""
+
+    model_config = _FROZEN
+
+    rounds: int = 0
+    tool_calls: int = 0
+    failures: dict[str, tuple[ErrorCode, ...]] = {}
+    """Per tool: the codes of its consecutive failed calls."""
+    repeats: tuple[RepeatRecord, ...] = ()
+    elapsed_s: float = 0.0
+    """Time the run has used; the time spent paused does not count."""
+
+
+class RepeatRecord(BaseModel):
+    """How often the model made one exact call, and what that call returned last."""
+
+    model_config = _FROZEN
+
+    name: str
+    arguments: dict[str, Any] = {}
+    raw_arguments: str | None = None
+    count: int
+    last_output: str | None = None
+
+
+class PausedTurn(BaseModel):
+    """The model turn a run paused in: the calls answered so far and those that wait."""
+
+    model_config = _FROZEN
+
+    round: int
+    answered: dict[str, ToolResult] = {}
+    """Call id -> result, for the turn's calls that already ran or were refused."""
+    pending: tuple[PendingCall, ...]
+
+
+CHECKPOINT_VERSION = 1
+
+
+class Checkpoint(BaseModel):
+    """A paused run: everything needed to go on later, in any process, as plain JSON.
+
+    ``deps`` are not stored: pass them again to ``agent.resume(...)``.
+    """
+
+    model_config = _FROZEN
+
+    version: int = CHECKPOINT_VERSION
+    run_id: str
+    messages: tuple[Message, ...]
+    """The conversation; the last message is the assistant turn with the waiting calls."""
+    trace: tuple[ToolTrace, ...]
+    usage: Usage
+    counters: RunCounters
+    turn: PausedTurn
+    signature: str | None = None
+    """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
+
+    @property
+    def pending(self) -> tuple[PendingCall, ...]:
+        return self.turn.pending
+
+    def to_json(self) -> str:
+        """The checkpoint as JSON text (``Checkpoint.from_json`` reads it back)."""
+        return self.model_dump_json()
+
+    def signed_payload(self) -> bytes:
+        """The canonical bytes the signature covers: every field but the signature."""
+        body = self.model_dump(mode="json", exclude={"signature"})
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8", "surrogatepass")
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Checkpoint:
+        """Read a checkpoint; a broken one, or one of an unknown version, is a CheckpointError."""
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            raise CheckpointError(f"the checkpoint is not valid JSON: {error}") from None
+        if not isinstance(data, dict) or "version" not in data:
+            raise CheckpointError(
+                "not a tooldeck checkpoint: expected a JSON object with 'version'"
+            )
+        if data["version"] != CHECKPOINT_VERSION:
+            raise CheckpointError(
+                f"checkpoint version {data['version']!r} is not one this tooldeck reads "
+                f"(version {CHECKPOINT_VERSION}); resume it with the tooldeck that made it"
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'checkpoint'}: {e['msg']}"
+                for e in error.errors()[:5]
+            )
+            raise CheckpointError(f"the checkpoint is broken: {problems}") from None
 
 
 class RunResult(BaseModel):
@@ -195,5 +374,11 @@ class RunResult(BaseModel):
     tool_trace: tuple[ToolTrace, ...]
     """Every call in order, with its result, duration and exception."""
     usage: Usage
-    stop_reason: str
-    """``"answer"`` when the model answered; otherwise the limit or error that ended the run."""
+    stop_reason: StopReason
+    """``answer`` when the model answered; ``paused``; otherwise the limit or error."""
+    run_id: str = ""
+    """The run's id: the same across a pause and its resumes."""
+    pending: tuple[PendingCall, ...] = ()
+    """For a paused run: the calls that wait, in the model's order."""
+    checkpoint: Checkpoint | None = None
+    """For a paused run: what ``agent.resume(...)`` goes on from."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tooldeck._state import Limits
 from tooldeck.loop import Agent
 from tooldeck.models.base import Model, ModelSettings
+from tooldeck.policy import Limits
 from tooldeck.tools.function import tool
 
 _WEATHER = {

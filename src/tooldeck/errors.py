@@ -21,6 +21,8 @@ class ErrorCode(StrEnum):
     REPEATED_CALL = "repeated_call"
     CALL_LIMIT = "call_limit"
     """Not run: the run's ``max_tool_calls`` was reached (the run stops after this turn)."""
+    REJECTED = "rejected"
+    """Not run: a person rejected the call (``Reject(message=...)`` on resume)."""
 
 
 class ToolDeckError(Exception):
@@ -50,7 +52,8 @@ class LimitExceeded(RunStopped):
     def __init__(self, message: str, limit: str, result: RunResult | None = None) -> None:
         super().__init__(message, result)
         self.limit = limit
-        """Which limit: ``max_rounds``, ``max_tool_calls``, ``max_duration_s`` or ``retries``."""
+        """Which limit: ``max_rounds``, ``max_tool_calls``, ``max_duration_s`` or ``retries``
+        (the run's StopReason)."""
 
 
 class ToolExecutionError(RunStopped):
@@ -63,6 +66,11 @@ class ToolExecutionError(RunStopped):
 
 class ModelError(RunStopped):
     """The model could not be asked or its answer could not be used (provider failure)."""
+
+
+class CheckpointError(ToolDeckError, ValueError):
+    """A paused run cannot be resumed as asked: a broken, changed or unknown checkpoint, or
+    decisions that do not fit its pending calls. Nothing has run when it is raised."""
 
 
 class ModelNotConfigured(ToolDeckError, ValueError):

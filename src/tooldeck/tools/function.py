@@ -6,9 +6,10 @@ import inspect
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from pydantic import BaseModel
+from typing_extensions import Unpack
 
 from tooldeck.contracts import ToolSpec
 from tooldeck.errors import ToolDefinitionError
@@ -22,13 +23,11 @@ from tooldeck.tools._output import output_text
 from tooldeck.tools._strict import NotStrictError, to_strict
 from tooldeck.tools._threads import run_in_thread
 from tooldeck.tools.context import RunContext
+from tooldeck.tools.options import ToolOptionArgs, ToolOptions
 from tooldeck.tools.schema import function_schema, not_strict_parameter
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-ErrorHandler = Callable[[Exception], str] | Literal["raise"]
-"""Turns a tool's exception into the text the model reads, or ``"raise"`` to end the run."""
 
 
 class FunctionTool(Generic[P, R]):
@@ -45,36 +44,27 @@ class FunctionTool(Generic[P, R]):
         name: str,
         description: str,
         parameters: type[BaseModel] | Mapping[str, Any] | ArgumentSchema,
-        handler: Callable[P, R],
+        handler: Callable[P, R] | None,
         *,
         strict: bool = True,
-        toolsets: Iterable[str] = (),
-        timeout: float | None = None,
-        retries: int | None = None,
-        sequential: bool = False,
-        inline: bool = False,
-        on_error: ErrorHandler | None = None,
         result_parser: Callable[[Any], str] | None = None,
         context_parameter: str | None = None,
         positional_only: tuple[str, ...] = (),
+        **options: Unpack[ToolOptionArgs],
     ) -> None:
         self.name = name
         self.description = description
         self.fn = handler
-        self._call: Callable[..., Any] = handler
+        """The function; None for an external tool, which the application runs itself."""
         self.arguments = _argument_schema(name, parameters)
         self.strict = strict
-        self.toolsets = frozenset(toolsets)
-        self.timeout = _positive_or_none(name, "timeout", timeout)
-        self.retries = retries
-        self.sequential = sequential
-        self.inline = inline
-        self.on_error = on_error
+        self.options = ToolOptions.of(name, options)
         self.result_parser = result_parser or output_text
         self.context_parameter = context_parameter
         self.positional_only = positional_only
-        self.is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
-            type(handler).__call__
+        self.is_async = handler is not None and (
+            inspect.iscoroutinefunction(handler)
+            or inspect.iscoroutinefunction(type(handler).__call__)
         )
         self.spec = ToolSpec(
             name=name,
@@ -82,10 +72,17 @@ class FunctionTool(Generic[P, R]):
             parameters=_exposed_schema(name, self.arguments, strict),
             strict=strict,
         )
-        self.origin = _origin(handler)
+        self.origin = _origin(handler) if handler is not None else "external"
         """Where the function is defined (``file.py:12``), for error messages."""
 
+    @property
+    def external(self) -> bool:
+        """True when the application, not tooldeck, runs this tool's calls."""
+        return self.fn is None
+
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self.fn is None:
+            raise TypeError(f"{self.name!r} is an external tool: the application runs its calls")
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -97,6 +94,9 @@ class FunctionTool(Generic[P, R]):
 
     async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str:
         """Call the function with validated arguments and return the observation text."""
+        function: Callable[..., Any] | None = self.fn
+        if function is None:
+            raise TypeError(f"{self.name!r} is an external tool: the application runs its calls")
         if self.context_parameter is not None:
             arguments = {**arguments, self.context_parameter: context}
         args: list[Any] = []
@@ -104,11 +104,11 @@ class FunctionTool(Generic[P, R]):
             arguments = dict(arguments)
             args = [arguments.pop(name) for name in self.positional_only]
         if self.is_async:
-            value = await self._call(*args, **arguments)
-        elif self.inline:
-            value = self._call(*args, **arguments)
+            value = await function(*args, **arguments)
+        elif self.options.inline:
+            value = function(*args, **arguments)
         else:
-            value = await run_in_thread(partial(self._call, *args, **arguments))
+            value = await run_in_thread(partial(function, *args, **arguments))
         return self.result_parser(value)
 
 
@@ -155,12 +155,6 @@ def _exposed_schema(name: str, arguments: ArgumentSchema, strict: bool) -> dict[
         ) from None
 
 
-def _positive_or_none(name: str, option: str, value: float | None) -> float | None:
-    if value is not None and value <= 0:
-        raise ToolDefinitionError(f"tool {name!r}: {option} must be positive, got {value!r}")
-    return value
-
-
 def _origin(fn: Callable[..., Any]) -> str:
     code = getattr(inspect.unwrap(fn), "__code__", None)
     if code is None:
@@ -178,13 +172,8 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     strict: bool = True,
-    toolsets: Iterable[str] = (),
-    timeout: float | None = None,
-    retries: int | None = None,
-    sequential: bool = False,
-    inline: bool = False,
-    on_error: ErrorHandler | None = None,
     result_parser: Callable[[Any], str] | None = None,
+    **options: Unpack[ToolOptionArgs],
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -195,13 +184,8 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     strict: bool = True,
-    toolsets: Iterable[str] = (),
-    timeout: float | None = None,
-    retries: int | None = None,
-    sequential: bool = False,
-    inline: bool = False,
-    on_error: ErrorHandler | None = None,
     result_parser: Callable[[Any], str] | None = None,
+    **options: Unpack[ToolOptionArgs],
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Make a function (sync or async, or a bound method) a tool the model can call.
 
@@ -213,15 +197,14 @@ def tool(
         name: The name the model sees; defaults to the function's name.
         description: Defaults to the docstring's prose.
         strict: Expose the strict schema form (closed objects, nullable optionals).
-        toolsets: Named groups this tool belongs to, for ``registry.view(toolsets=...)``.
-        timeout: Seconds a call may take before it fails with ``tool_timeout``.
-        retries: Consecutive failed calls allowed before the run stops.
-        sequential: Never run this tool beside other calls of the same turn.
-        inline: Run a sync function on the event loop instead of a worker thread
-            (for cheap, non-blocking functions: saves the thread hop).
-        on_error: Turns the tool's exception into the text the model reads, or
-            ``"raise"`` to end the run with ToolExecutionError.
         result_parser: Turns the return value into the observation text.
+        **options: How the tool runs (ToolOptions): ``toolsets=`` (named groups for
+            ``registry.view(toolsets=...)``), ``timeout=`` (seconds before ``tool_timeout``),
+            ``retries=`` (consecutive failures before the run stops), ``sequential=``
+            (never beside other calls), ``inline=`` (run a cheap sync function on the event
+            loop, no thread hop), ``on_error=`` (exception -> the model's text, or
+            ``"raise"``), ``requires_approval=`` (True, or a predicate
+            ``(ctx, arguments) -> bool``: the run pauses for a person's decision).
 
     Example:
         >>> @tool
@@ -242,15 +225,10 @@ def tool(
             schema.arguments,
             function,
             strict=strict,
-            toolsets=toolsets,
-            timeout=timeout,
-            retries=retries,
-            sequential=sequential,
-            inline=inline,
-            on_error=on_error,
             result_parser=result_parser,
             context_parameter=schema.context_parameter,
             positional_only=schema.positional_only,
+            **options,
         )
 
     return decorate if fn is None else decorate(fn)
@@ -263,3 +241,29 @@ def _function_name(function: Callable[..., Any]) -> str:
             f"cannot name a tool after {function!r}; pass name='...' to tool()"
         )
     return name
+
+
+def external_tool(
+    name: str,
+    description: str,
+    parameters: type[BaseModel] | Mapping[str, Any],
+    *,
+    strict: bool = True,
+    toolsets: Iterable[str] = (),
+) -> FunctionTool[..., Any]:
+    """A tool the model may call but the application runs elsewhere (a browser, a phone...).
+
+    A call of it pauses the run (``stop_reason == "paused"``); the application executes it
+    and resumes the run with the outcome: ``agent.resume(checkpoint, {call_id: ToolResult})``.
+
+    Example:
+        >>> from tooldeck import external_tool
+        >>> locate = external_tool(
+        ...     "locate_phone",
+        ...     "Find where the user's phone is.",
+        ...     {"type": "object", "properties": {}, "additionalProperties": False},
+        ... )
+        >>> locate.external
+        True
+    """
+    return FunctionTool(name, description, parameters, None, strict=strict, toolsets=toolsets)

@@ -1,16 +1,24 @@
-"""The registry: one place that says which tools exist, what the model sees and what runs."""
+"""The registry: one place that says which tools exist, what the model sees and what runs.
+
+A registry holds tool entries and toolsets (groups of tools fetched from elsewhere, such as
+an MCP server). It may change while an agent uses it; the agent reads it again before each
+model turn (``ToolSource``), so a change applies from the next turn, never in the middle of
+a turn's calls.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any, Protocol
 
 from tooldeck.contracts import ToolSpec
 from tooldeck.errors import DuplicateToolError
 from tooldeck.tools.context import RunContext
-from tooldeck.tools.function import ErrorHandler, FunctionTool, tool
+from tooldeck.tools.function import FunctionTool, tool
+from tooldeck.tools.options import DEFAULT_OPTIONS, ToolOptions
 
 
 class ToolHandler(Protocol):
@@ -31,14 +39,10 @@ class ToolEntry:
 
     spec: ToolSpec
     handler: ToolHandler
-    toolsets: frozenset[str] = frozenset()
-    timeout: float | None = None
-    """Seconds a call may run before it fails with ``tool_timeout``."""
-    retries: int | None = None
-    """Consecutive failures allowed before the run stops; None uses the agent's limit."""
-    sequential: bool = False
-    """Run alone, never beside the other calls of a turn."""
-    on_error: ErrorHandler | None = None
+    options: ToolOptions = DEFAULT_OPTIONS
+    """How the tool runs: timeout, retries, approval, ..."""
+    external: bool = False
+    """The application runs this tool's calls: a call pauses the run for its result."""
     origin: str = ""
     """Where the tool was defined, for messages about it."""
 
@@ -55,30 +59,52 @@ class ToolEntry:
         return cls(
             spec=function_tool.spec,
             handler=function_tool,
-            toolsets=function_tool.toolsets,
-            timeout=function_tool.timeout,
-            retries=function_tool.retries,
-            sequential=function_tool.sequential,
-            on_error=function_tool.on_error,
+            options=function_tool.options,
+            external=function_tool.external,
             origin=function_tool.origin,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class ToolView:
-    """The tools one run may use: ``specs`` go to the model, ``dispatch`` runs them."""
+    """The tools one model turn may use: ``specs`` go to the model, ``dispatch`` runs them."""
 
     specs: tuple[ToolSpec, ...]
     dispatch: Mapping[str, ToolEntry] = field(repr=False)
 
     @classmethod
     def of(cls, entries: Iterable[ToolEntry]) -> ToolView:
-        dispatch = {entry.name: entry for entry in entries}
+        """A view of ``entries``; two with the same name are refused, naming both."""
+        dispatch: dict[str, ToolEntry] = {}
+        for entry in entries:
+            _refuse_duplicate(dispatch.get(entry.name), entry)
+            dispatch[entry.name] = entry
         return cls(tuple(entry.spec for entry in dispatch.values()), MappingProxyType(dispatch))
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self.dispatch)
+
+
+class Toolset(ABC):
+    """Tools that come from elsewhere (an MCP server, plugins), loaded when first needed.
+
+    Register a toolset with a ``ToolRegistry`` or pass it in ``Agent(tools=[...])``. Before
+    each model turn the agent asks for ``entries()``; ``version`` must change whenever the
+    entries would differ from the last ones returned, so an unchanged toolset costs nothing.
+    """
+
+    @property
+    @abstractmethod
+    def version(self) -> int:
+        """A number that changes whenever the entries change."""
+
+    @abstractmethod
+    async def entries(self) -> Sequence[ToolEntry]:
+        """The current tools; the first call may connect or load them."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to close by default
+        """Release what the toolset holds (a connection, a process)."""
 
 
 class ToolRegistry:
@@ -95,42 +121,71 @@ class ToolRegistry:
         ['add_numbers']
     """
 
-    def __init__(
-        self, tools: Iterable[ToolEntry | FunctionTool[..., Any] | Callable[..., Any]] = ()
-    ) -> None:
+    def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         self._entries: dict[str, ToolEntry] = {}
+        self._toolsets: list[Toolset] = []
+        self._changes = 0
         for item in tools:
             self.register(item)
 
-    def register(self, item: ToolEntry | FunctionTool[..., Any] | Callable[..., Any]) -> ToolEntry:
-        """Add a tool; a second tool with the same name is refused, naming both."""
+    def register(self, item: ToolLike) -> ToolEntry | Toolset:
+        """Add a tool or a toolset; a second tool with the same name is refused, naming both."""
+        if isinstance(item, Toolset):
+            if item not in self._toolsets:
+                self._toolsets.append(item)
+                self._changes += 1
+            return item
+        if isinstance(item, ModuleType):
+            raise TypeError(_NOT_TOOLS.format(kind="a module", value=item.__name__))
         entry = ToolEntry.of(item)
-        existing = self._entries.get(entry.name)
-        if existing is not None:
-            raise DuplicateToolError(
-                f"duplicate tool name: {entry.name!r} from {entry.origin or 'unknown'} "
-                f"(already registered from {existing.origin or 'unknown'}); "
-                "give one of them another name with tool(name=...)"
-            )
+        _refuse_duplicate(self._entries.get(entry.name), entry)
         self._entries[entry.name] = entry
+        self._changes += 1
         return entry
 
-    def view(self, toolsets: Iterable[str] | None = None) -> ToolView:
-        """The tools in any of ``toolsets``; all of them when None."""
-        if toolsets is None:
-            return ToolView.of(self._entries.values())
-        wanted = frozenset(toolsets)
-        unknown = wanted - self.toolsets
-        if unknown:
-            raise ValueError(
-                f"unknown toolset(s): {', '.join(sorted(map(repr, unknown)))}; "
-                f"known: {', '.join(sorted(self.toolsets)) or 'none'}"
+    def remove(self, name_or_toolset: str | Toolset) -> None:
+        """Take a tool (by name) or a toolset out; agents see the change from their next turn."""
+        if isinstance(name_or_toolset, Toolset):
+            self._toolsets.remove(name_or_toolset)
+        elif self._entries.pop(name_or_toolset, None) is None:
+            raise KeyError(
+                f"no tool named {name_or_toolset!r} to remove; registered: "
+                f"{', '.join(self._entries) or 'none'}"
             )
-        return ToolView.of(e for e in self._entries.values() if e.toolsets & wanted)
+        self._changes += 1
+
+    @property
+    def stamp(self) -> tuple[int, ...]:
+        """Differs whenever a tool or toolset was added or removed, or a toolset changed."""
+        if not self._toolsets:
+            return (self._changes,)
+        return (self._changes, *(toolset.version for toolset in self._toolsets))
+
+    @property
+    def toolsets_registered(self) -> tuple[Toolset, ...]:
+        return tuple(self._toolsets)
+
+    def view(self, toolsets: Iterable[str] | None = None) -> ToolView:
+        """The registered tools in any of ``toolsets`` (all of them when None).
+
+        Tools of registered Toolsets are not included: they load asynchronously, so use
+        ``await registry.load_view()`` (an agent does that before each turn).
+        """
+        return _filtered(self._entries.values(), toolsets, self.toolsets)
+
+    async def load_view(self, toolsets: Iterable[str] | None = None) -> ToolView:
+        """``view()`` with the current tools of every registered Toolset (loaded if needed)."""
+        entries = list(self._entries.values())
+        for toolset in self._toolsets:
+            entries.extend(await toolset.entries())
+        known = frozenset(name for entry in entries for name in entry.options.toolsets)
+        return _filtered(entries, toolsets, known)
 
     @property
     def toolsets(self) -> frozenset[str]:
-        return frozenset(name for entry in self._entries.values() for name in entry.toolsets)
+        """The toolset names the registered tools belong to."""
+        entries = self._entries.values()
+        return frozenset(name for entry in entries for name in entry.options.toolsets)
 
     def get(self, name: str) -> ToolEntry | None:
         return self._entries.get(name)
@@ -144,18 +199,95 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
+    async def aclose(self) -> None:
+        """Close every registered toolset."""
+        for toolset in self._toolsets:
+            await toolset.aclose()
 
-ToolLike = ToolEntry | FunctionTool[..., Any] | Callable[..., Any]
+
+ToolLike = ToolEntry | FunctionTool[..., Any] | Toolset | Callable[..., Any]
 """A tool in any form a registry takes; a plain function is made a tool with ``tool()``."""
 ToolsLike = ToolView | ToolRegistry | Iterable[ToolLike]
 
+_NOT_TOOLS = (
+    "tools= takes a ToolView, a ToolRegistry, or a list of tools (functions, @tool "
+    "functions, ToolEntry, Toolset); got {kind} {value!r}"
+)
+
+
+def _refuse_duplicate(existing: ToolEntry | None, entry: ToolEntry) -> None:
+    if existing is not None and existing is not entry:
+        raise DuplicateToolError(
+            f"duplicate tool name: {entry.name!r} from {entry.origin or 'unknown'} "
+            f"(already registered from {existing.origin or 'unknown'}); "
+            "give one of them another name with tool(name=...)"
+        )
+
+
+def _filtered(
+    entries: Iterable[ToolEntry], toolsets: Iterable[str] | None, known: frozenset[str]
+) -> ToolView:
+    if toolsets is None:
+        return ToolView.of(entries)
+    wanted = frozenset(toolsets)
+    unknown = wanted - known
+    if unknown:
+        raise ValueError(
+            f"unknown toolset(s): {', '.join(sorted(map(repr, unknown)))}; "
+            f"known: {', '.join(sorted(known)) or 'none'}"
+        )
+    return ToolView.of(e for e in entries if e.options.toolsets & wanted)
+
+
+class ToolSource:
+    """Where an agent reads its tools from, before each model turn.
+
+    A fixed set (a ToolView, or a list of plain tools) is read once; a ToolRegistry (or a
+    list holding a Toolset) is read again whenever its ``stamp`` changed.
+    """
+
+    def __init__(self, tools: ToolsLike | None) -> None:
+        self._registry: ToolRegistry | None = None
+        self.fixed: ToolView | None = None
+        """The view when it can never change: the loop uses it without asking."""
+        self.current: ToolView = ToolView.of(())
+        """The view the latest turn used."""
+        self._seen: tuple[int, ...] = ()
+        if tools is None:
+            self.fixed = self.current
+        elif isinstance(tools, ToolView):
+            self.fixed = self.current = tools
+        elif isinstance(tools, ToolRegistry):
+            self._registry = tools
+        elif isinstance(tools, ModuleType | str | bytes) or not isinstance(tools, Iterable):
+            kind = "a module" if isinstance(tools, ModuleType) else type(tools).__name__
+            shown = tools.__name__ if isinstance(tools, ModuleType) else tools
+            raise TypeError(_NOT_TOOLS.format(kind=kind, value=shown))
+        else:
+            registry = ToolRegistry(tools)
+            if registry.toolsets_registered:
+                self._registry = registry
+            else:
+                self.fixed = self.current = registry.view()
+        if self._registry is not None and not self._registry.toolsets_registered:
+            self.current = self._registry.view()
+            self._seen = self._registry.stamp
+
+    async def view(self) -> ToolView:
+        """The tools for the next model turn."""
+        registry = self._registry
+        if registry is None:
+            return self.current
+        if registry.stamp != self._seen:
+            self.current = await registry.load_view()
+            self._seen = registry.stamp
+        return self.current
+
+    async def aclose(self) -> None:
+        if self._registry is not None:
+            await self._registry.aclose()
+
 
 def as_view(tools: ToolsLike | None) -> ToolView:
-    """What ``Agent(tools=...)`` accepts -> a ToolView (a list is registered, so no duplicates)."""
-    if tools is None:
-        return ToolView.of(())
-    if isinstance(tools, ToolView):
-        return tools
-    if isinstance(tools, ToolRegistry):
-        return tools.view()
-    return ToolRegistry(tools).view()
+    """What ``Agent(tools=...)`` accepts -> a ToolView, now (Toolsets' tools not loaded)."""
+    return ToolSource(tools).current

@@ -1,0 +1,94 @@
+"""How a tool runs, declared once: ``ToolOptions`` is what every kind of tool entry carries.
+
+``@tool(...)`` and ``FunctionTool(...)`` take the same keywords (``ToolOptionArgs``); the
+registry entry references the resulting ToolOptions instead of copying its fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+from tooldeck.errors import ToolDefinitionError
+from tooldeck.tools.context import RunContext
+
+ErrorHandler = Callable[[Exception], str] | Literal["raise"]
+"""Turns a tool's exception into the text the model reads, or ``"raise"`` to end the run."""
+
+ApprovalPredicate = Callable[[RunContext[Any], dict[str, Any]], bool | Awaitable[bool]]
+"""Decides per call whether a person must approve it, from the validated arguments."""
+
+RequiresApproval = bool | ApprovalPredicate
+"""``True``: every call waits for a decision; a predicate: the calls it returns True for."""
+
+
+class ToolOptionArgs(TypedDict, total=False):
+    """The keyword options ``@tool`` and ``FunctionTool`` accept (see ToolOptions)."""
+
+    toolsets: Iterable[str]
+    timeout: float | None
+    retries: int | None
+    sequential: bool
+    inline: bool
+    on_error: ErrorHandler | None
+    requires_approval: RequiresApproval
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """The rules one tool runs by; the defaults suit most tools."""
+
+    toolsets: frozenset[str] = frozenset()
+    """Named groups this tool belongs to, for ``registry.view(toolsets=...)``."""
+    timeout: float | None = None
+    """Seconds a call may take before it fails with ``tool_timeout``."""
+    retries: int | None = None
+    """Consecutive failed calls allowed before the run stops; None uses the agent's limit."""
+    sequential: bool = False
+    """Never run beside the other calls of a turn."""
+    inline: bool = False
+    """Run a sync function on the event loop instead of a worker thread."""
+    on_error: ErrorHandler | None = None
+    """Turns the tool's exception into the model's text, or ``"raise"`` to end the run."""
+    requires_approval: RequiresApproval = False
+    """Pause the run for a person's decision before a call runs (every call, or per call)."""
+
+    @classmethod
+    def of(cls, name: str, args: ToolOptionArgs) -> ToolOptions:
+        """Options from keyword arguments, checked; ``name`` is the tool's, for messages."""
+        options = cls(
+            toolsets=frozenset(args.get("toolsets", ())),
+            timeout=args.get("timeout"),
+            retries=args.get("retries"),
+            sequential=args.get("sequential", False),
+            inline=args.get("inline", False),
+            on_error=args.get("on_error"),
+            requires_approval=args.get("requires_approval", False),
+        )
+        options.check(name)
+        return options
+
+    def check(self, name: str) -> None:
+        """Refuse values that cannot work, naming the tool and the option."""
+        if self.timeout is not None and self.timeout <= 0:
+            raise ToolDefinitionError(
+                f"tool {name!r}: timeout must be positive, got {self.timeout!r}"
+            )
+        if self.retries is not None and self.retries < 0:
+            raise ToolDefinitionError(f"tool {name!r}: retries must be >= 0, got {self.retries!r}")
+        approval = self.requires_approval
+        if not isinstance(approval, bool) and not callable(approval):
+            raise ToolDefinitionError(
+                f"tool {name!r}: requires_approval must be True, False or a function "
+                f"(ctx, arguments) -> bool, got {approval!r}"
+            )
+        on_error = self.on_error
+        if on_error is not None and on_error != "raise" and not callable(on_error):
+            raise ToolDefinitionError(
+                f"tool {name!r}: on_error must be a function (exception) -> str or 'raise', "
+                f"got {on_error!r}"
+            )
+
+
+DEFAULT_OPTIONS = ToolOptions()
