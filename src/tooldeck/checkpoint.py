@@ -34,6 +34,8 @@ class Approve:
 
     arguments: dict[str, Any] | None = None
     """Replacement arguments, validated again against the tool's schema before it runs."""
+    by: str = ""
+    """Who decided (a user name, "cli", "policy"...), for the run log."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ class Reject:
 
     message: str = ""
     """Why, in words the model can act on (a default line when empty)."""
+    by: str = ""
+    """Who decided, for the run log."""
 
 
 Decision = Approve | Reject | ToolResult
