@@ -160,7 +160,10 @@ def _approved(
     try:
         arguments = entry.handler.validate(call.arguments)
     except InvalidArguments as error:
-        return _invalid_arguments(call, error)
+        refused = _invalid_arguments(call, error)
+        if edited:
+            return refused.model_copy(update={"result": _with_edit_note(refused.result, call)})
+        return refused
     return _Ready(index, call, entry, arguments, None, edited)
 
 

@@ -11,7 +11,7 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
-from tooldeck.contracts import RunResult, ToolCall, ToolSpec
+from tooldeck.contracts import RunResult, ToolCall
 from tooldeck.events import (
     Event,
     FinalAnswer,
@@ -20,6 +20,7 @@ from tooldeck.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from tooldeck.tools.registry import ToolEntry, ToolView
 
 _RESULT_CHARS = 300
 
@@ -95,6 +96,9 @@ class RunDisplay:
             self._call_finished(event)
         elif isinstance(event, FinalAnswer):
             self._spin(None)
+            for pending in event.result.pending:
+                waits = "approval" if pending.kind == "approval" else "the application's result"
+                self.console.line(f"  ⏸ {call_text(pending.call)} waits for {waits}", "yellow")
 
     def close(self) -> None:
         self._spin(None)
@@ -137,13 +141,23 @@ class RunDisplay:
         )
 
 
-def show_specs(console: Console, specs: tuple[ToolSpec, ...]) -> None:
-    """The tool specs the model would see, one block each."""
-    for spec in specs:
-        console.line(spec.name, "bold cyan")
+def show_specs(console: Console, view: ToolView) -> None:
+    """The tool specs the model would see, one block each, marked when a call waits."""
+    for entry in view.dispatch.values():
+        spec = entry.spec
+        console.line(spec.name + _marks(entry), "bold cyan")
         if spec.description:
             console.line(f"  {spec.description}")
         schema = json.dumps(spec.parameters, indent=2, ensure_ascii=False)
         for line in schema.splitlines():
             console.line(f"  {line}", "dim")
         console.line("")
+
+
+def _marks(entry: ToolEntry) -> str:
+    if entry.external:
+        return "  [external: the application runs its calls]"
+    rule = entry.options.requires_approval
+    if rule is True:
+        return "  [asks for approval]"
+    return "  [asks for approval of some calls]" if rule else ""

@@ -3,6 +3,7 @@
     tooldeck demo ["PROMPT"] [--model MODEL]
     tooldeck run "PROMPT" --tools package.module[:attr] [--model MODEL] [--toolset NAME]
         [--tool-choice auto|required|none|NAME] [--max-rounds N] [--instructions TEXT]
+        [--approve TOOL]... [--yes]
     tooldeck tools package.module[:attr] [--toolset NAME] [--json]
 
 Errors (a module that does not import, a model file that is missing, a hosted model with
@@ -18,18 +19,20 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from tooldeck._cli_approve import Approver
 from tooldeck._cli_display import Console, RunDisplay, show_specs
+from tooldeck.contracts import RunResult
 from tooldeck.errors import RunStopped, ToolDeckError
-from tooldeck.events import FinalAnswer
+from tooldeck.events import Event, FinalAnswer
 from tooldeck.loop import Agent
 from tooldeck.models.base import ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.policy import Limits
 from tooldeck.tools.function import FunctionTool
-from tooldeck.tools.registry import ToolRegistry, ToolView
+from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView
 
 
 class CliError(Exception):
@@ -80,6 +83,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="CHOICE",
         help="first turn: auto, required (must call a tool), none, or a tool's name",
     )
+    run.add_argument(
+        "--approve",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="approve TOOL's calls without asking (repeatable)",
+    )
+    run.add_argument("--yes", action="store_true", help="approve every call without asking")
     run.set_defaults(handler=_run)
 
     tools = commands.add_parser("tools", help="print the tool specs a model would see")
@@ -115,6 +126,15 @@ def _run(args: argparse.Namespace) -> int:
     view = load_tools(args.tools, args.toolset)
     if args.max_rounds < 1:
         raise CliError(f"--max-rounds must be at least 1, got {args.max_rounds}")
+    external = [name for name, entry in view.dispatch.items() if entry.external]
+    if external:
+        raise CliError(
+            f"{args.tools!r} has external tools ({', '.join(map(repr, external))}): the "
+            "application runs their calls, so tooldeck run cannot; leave them out (--toolset)"
+        )
+    unknown = sorted(set(args.approve) - set(view.names))
+    if unknown:
+        raise CliError(f"--approve names no tool of {args.tools!r}: {', '.join(unknown)}")
     agent: Agent[None] = Agent(
         resolve_model(args.model),
         view,
@@ -122,38 +142,62 @@ def _run(args: argparse.Namespace) -> int:
         settings=ModelSettings(tool_choice=args.tool_choice),
         limits=Limits(max_rounds=args.max_rounds),
     )
-    _stream(agent, args.prompt, Console())
+    _stream(agent, args.prompt, Console(), Approver(args.approve, args.yes))
     return 0
 
 
 def _tools(args: argparse.Namespace) -> int:
     view = load_tools(args.module, args.toolset)
     if args.json:
-        print(json.dumps([spec.model_dump() for spec in view.specs], indent=2, ensure_ascii=False))
+        described = [
+            {**entry.spec.model_dump(), **_how_it_runs(entry)} for entry in view.dispatch.values()
+        ]
+        print(json.dumps(described, indent=2, ensure_ascii=False))
     else:
-        show_specs(Console(), view.specs)
+        show_specs(Console(), view)
     return 0
 
 
-def _stream(agent: Agent[None], prompt: str, console: Console) -> None:
+def _how_it_runs(entry: ToolEntry) -> dict[str, object]:
+    rule = entry.options.requires_approval
+    approval = rule if isinstance(rule, bool) else "per call"
+    return {"external": entry.external, "requires_approval": approval}
+
+
+def _stream(
+    agent: Agent[None], prompt: str, console: Console, approver: Approver | None = None
+) -> None:
+    """Run ``prompt`` with the live display; ask for approvals when the run pauses."""
     console.line("")
     console.line(f"user: {prompt}", "bold")
     display = RunDisplay(console, agent.model.name)
     started = time.perf_counter()
+    with asyncio.Runner() as runner:
+        result = runner.run(_show(agent.stream(prompt), display))
+        while result.stop_reason == "paused" and approver is not None:
+            decisions = approver.decide(result.pending)
+            if not decisions or result.checkpoint is None:
+                names = ", ".join(sorted({p.call.name for p in result.pending}))
+                raise CliError(f"the run waits for calls tooldeck run cannot answer: {names}")
+            result = runner.run(_show(agent.resume_stream(result.checkpoint, decisions), display))
+    display.summary(result, time.perf_counter() - started)
 
-    async def drive() -> None:
-        try:
-            async for event in agent.stream(prompt):
-                display.show(event)
-                if isinstance(event, FinalAnswer):
-                    display.summary(event.result, time.perf_counter() - started)
-        finally:
-            display.close()
 
+async def _show(events: AsyncIterator[Event], display: RunDisplay) -> RunResult:
+    """Show the events as they come; the run's result (RunStopped becomes a CliError)."""
+    result = None
     try:
-        asyncio.run(drive())
+        async for event in events:
+            display.show(event)
+            if isinstance(event, FinalAnswer):
+                result = event.result
     except RunStopped as stopped:
         raise CliError(f"the run stopped without an answer: {stopped}") from stopped
+    finally:
+        display.close()
+    if result is None:
+        raise CliError("the run ended without a result")
+    return result
 
 
 def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
