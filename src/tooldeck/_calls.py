@@ -36,9 +36,9 @@ class CallOptions:
     max_concurrency: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RoundContext:
-    """What every call of one round shares."""
+    """What every call of a round shares (one per run; the loop updates view and round)."""
 
     view: ToolView
     policy: RunPolicy
@@ -48,7 +48,7 @@ class RoundContext:
     run_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RoundOutcome:
     """What a round of calls ended with (the runner's last item)."""
 
@@ -92,10 +92,16 @@ async def run_new_calls(calls: Sequence[ToolCall], ctx: RoundContext) -> AsyncIt
         over_limit = over_limit or trace.result.error_code is ErrorCode.CALL_LIMIT
         yield ToolCallFinished(ctx.round, trace)
     pending: list[PendingCall] = []
-    if any(item.entry.external or item.entry.options.requires_approval for item in ready):
+    if ctx.view.may_pause:
         ready = await _hold_back(ready, ctx, pending)
-    async for event in _execute_all(ready, traces, ctx):
-        yield event
+    if len(ready) == 1:  # the common case: no groups, no tasks, no extra generator
+        item = ready[0]
+        yield ToolCallStarted(ctx.round, item.call)
+        trace = traces[item.index] = await _bounded(item, ctx)
+        yield ToolCallFinished(ctx.round, trace)
+    elif ready:
+        async for event in _execute_all(ready, traces, ctx):
+            yield event
     yield _outcome(traces, signatures, ctx, tuple(pending), over_limit)
 
 
@@ -222,9 +228,10 @@ def _outcome(
         done.append(trace)
         name = trace.call.name
         ctx.policy.record(name, trace.result, signatures[index])
-        entry = ctx.view.dispatch.get(name)
-        if trace.error is not None and entry is not None and entry.options.on_error == "raise":
-            raised.append((name, trace.error))
+        if trace.error is not None:
+            entry = ctx.view.dispatch.get(name)
+            if entry is not None and entry.options.on_error == "raise":
+                raised.append((name, trace.error))
     return RoundOutcome(tuple(done), pending, tuple(raised), over_limit)
 
 
@@ -235,7 +242,7 @@ async def _execute_all(
     for group in _groups(ready):
         for item in group:
             yield ToolCallStarted(ctx.round, item.call)
-        if len(group) == 1:  # the common case: no tasks, no extra generator
+        if len(group) == 1:
             trace = await _bounded(group[0], ctx)
             traces[group[0].index] = trace
             yield ToolCallFinished(ctx.round, trace)
@@ -289,10 +296,12 @@ async def _run_one(
 async def _bounded(item: _Ready, ctx: RoundContext) -> ToolTrace:
     """Run one call within its own timeout and the run's remaining time."""
     limit = item.entry.options.timeout
-    remaining = ctx.policy.remaining_s()
-    run_limited = remaining is not None and (limit is None or remaining < limit)
-    if run_limited:
-        limit = remaining
+    run_limited = False
+    if ctx.policy.limits.max_duration_s is not None:
+        remaining = ctx.policy.remaining_s()
+        run_limited = remaining is not None and (limit is None or remaining < limit)
+        if run_limited:
+            limit = remaining
     call, entry = item.call, item.entry
     context = RunContext(call.id, call.name, ctx.deps, ctx.round)
     started = time.perf_counter()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import random
 from dataclasses import dataclass, field
 
 from tooldeck.contracts import (
@@ -41,7 +41,8 @@ class RunState:
     trace: list[ToolTrace] = field(default_factory=list)
     turn: OpenTurn | None = None
     """The latest model turn, while some of its calls are unanswered."""
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    run_id: str = field(default_factory=lambda: f"{random.getrandbits(128):032x}")
+    """Unique per run (random reseeds itself in a forked child, so workers differ)."""
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0

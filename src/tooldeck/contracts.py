@@ -12,12 +12,13 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
-    PlainSerializer,
+    GetCoreSchemaHandler,
+    GetPydanticSchema,
     ValidationError,
     model_validator,
 )
+from pydantic_core import CoreSchema, core_schema
 
 from tooldeck.errors import CheckpointError, ErrorCode
 
@@ -211,10 +212,8 @@ class RecordedError(Exception):
         return f"{self.type_name}({str(self)!r})"
 
 
-def _error_from_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        return RecordedError(str(value.get("type", "Exception")), str(value.get("message", "")))
-    return value
+def _error_from_json(value: dict[str, Any]) -> RecordedError:
+    return RecordedError(str(value.get("type", "Exception")), str(value.get("message", "")))
 
 
 def _error_to_json(error: BaseException | None) -> dict[str, str] | None:
@@ -224,11 +223,26 @@ def _error_to_json(error: BaseException | None) -> dict[str, str] | None:
     return {"type": name, "message": str(error)}
 
 
-TracedError = Annotated[
-    BaseException | None,
-    BeforeValidator(_error_from_json),
-    PlainSerializer(_error_to_json, when_used="json"),
-]
+def _traced_error_schema(source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+    # Left to right, so an exception or None (every trace the loop makes) is accepted without
+    # calling Python code; only a dict read back from JSON goes through _error_from_json.
+    from_json = core_schema.no_info_after_validator_function(
+        _error_from_json, core_schema.dict_schema()
+    )
+    return core_schema.union_schema(
+        [
+            core_schema.none_schema(),
+            core_schema.is_instance_schema(BaseException),
+            from_json,
+        ],
+        mode="left_to_right",
+        serialization=core_schema.plain_serializer_function_ser_schema(
+            _error_to_json, when_used="json"
+        ),
+    )
+
+
+TracedError = Annotated[BaseException | None, GetPydanticSchema(_traced_error_schema)]
 """An exception that JSON keeps as its type's name and message (a RecordedError when read)."""
 
 

@@ -199,11 +199,12 @@ class Agent(Generic[DepsT]):
         view = source.fixed or await source.view()
         if resumed is not None:
             check_tools(resumed, view.names)
+        ctx = RoundContext(view, policy, self._call_options, deps, 0, state.run_id)
         while True:
             turn = state.turn
             stop: RunStopped | None = None
             if turn is not None:
-                ctx = RoundContext(view, policy, self._call_options, deps, turn.round, state.run_id)
+                ctx.view, ctx.round = view, turn.round
                 outcome = None
                 async for item in _round(turn, ctx, decisions):
                     if isinstance(item, RoundOutcome):

@@ -71,6 +71,8 @@ class ToolView:
 
     specs: tuple[ToolSpec, ...]
     dispatch: Mapping[str, ToolEntry] = field(repr=False)
+    may_pause: bool = False
+    """Some tool's calls can pause the run (approval or external): checked once, here."""
 
     @classmethod
     def of(cls, entries: Iterable[ToolEntry]) -> ToolView:
@@ -79,7 +81,9 @@ class ToolView:
         for entry in entries:
             _refuse_duplicate(dispatch.get(entry.name), entry)
             dispatch[entry.name] = entry
-        return cls(tuple(entry.spec for entry in dispatch.values()), MappingProxyType(dispatch))
+        may_pause = any(e.external or e.options.requires_approval for e in dispatch.values())
+        specs = tuple(entry.spec for entry in dispatch.values())
+        return cls(specs, MappingProxyType(dispatch), may_pause)
 
     @property
     def names(self) -> tuple[str, ...]:
