@@ -21,7 +21,7 @@ from typing import Any
 from tooldeck._state import OpenTurn
 from tooldeck.checkpoint import Approve, Decision, Reject, call_digest
 from tooldeck.contracts import PendingCall, PendingKind, ToolCall, ToolResult, ToolTrace
-from tooldeck.errors import ErrorCode, InvalidArguments
+from tooldeck.errors import ErrorCode, InvalidArguments, ModelRetry
 from tooldeck.events import Event, ToolCallFinished, ToolCallStarted
 from tooldeck.policy import CallSignature, RunPolicy
 from tooldeck.tools.context import RunContext
@@ -313,7 +313,7 @@ async def _bounded(item: _Ready, ctx: RoundContext) -> ToolTrace:
         else:
             async with asyncio.timeout(limit) as scope:
                 output = await entry.handler.run(item.arguments, context)
-        result = ToolResult.success(output)
+        result = output if isinstance(output, ToolResult) else ToolResult.success(output)
     except Exception as raised:  # the tool's own failure, kept whole for the host
         error = raised
         if scope is not None and scope.expired():
@@ -344,6 +344,8 @@ def _run_time_text(ctx: RoundContext) -> str:
 
 
 def _error_result(entry: ToolEntry, error: Exception, options: CallOptions) -> ToolResult:
+    if isinstance(error, ModelRetry):  # the tool asks the model to try again, saying why
+        return ToolResult.failure(ErrorCode.TOOL_ERROR, str(error))
     handler = entry.options.on_error
     if callable(handler):
         try:

@@ -128,7 +128,7 @@ class RunDisplay:
         timing = f"  ({trace.duration_s * 1000:.1f} ms)"
         self.console.line(f"  {mark} {_short(trace.result.output)}{timing}", style)
 
-    def summary(self, result: RunResult, seconds: float) -> None:
+    def summary(self, result: RunResult[Any], seconds: float) -> None:
         self.console.line(f"answer: {result.answer}", "bold")
         usage = result.usage
         turns = _count(usage.requests, "model turn")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from tooldeck.contracts import (
     AssistantOutput,
@@ -31,6 +32,11 @@ class OpenTurn:
     """Calls that wait for a decision (approval) or a result (external)."""
     started: bool = False
     """True once the calls were checked (a resumed turn only runs its decided calls)."""
+
+    @property
+    def complete(self) -> bool:
+        """Every call of the turn has its result."""
+        return len(self.answered) == len(self.calls)
 
 
 @dataclass(slots=True)
@@ -73,10 +79,15 @@ class RunState:
         self.turn = None
 
     def result(
-        self, answer: str, stop_reason: StopReason, checkpoint: Checkpoint | None = None
-    ) -> RunResult:
+        self,
+        answer: str,
+        stop_reason: StopReason,
+        checkpoint: Checkpoint | None = None,
+        output: Any = None,
+    ) -> RunResult[Any]:
         return RunResult(
             answer=answer,
+            output=output,
             messages=tuple(self.messages),
             tool_trace=tuple(self.trace),
             usage=self.usage,

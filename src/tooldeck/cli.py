@@ -20,7 +20,10 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator, Sequence
+from types import ModuleType
 from typing import Any
+
+from pydantic import TypeAdapter
 
 from tooldeck._cli_approve import Approver
 from tooldeck._cli_display import Console, RunDisplay, show_specs
@@ -91,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
         help="approve TOOL's calls without asking (repeatable)",
     )
     run.add_argument("--yes", action="store_true", help="approve every call without asking")
+    run.add_argument(
+        "--output-schema",
+        metavar="MODULE:TYPE",
+        help="a typed answer: the model's answer is validated as TYPE and printed as JSON",
+    )
     run.set_defaults(handler=_run)
 
     tools = commands.add_parser("tools", help="print the tool specs a model would see")
@@ -135,14 +143,18 @@ def _run(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.approve) - set(view.names))
     if unknown:
         raise CliError(f"--approve names no tool of {args.tools!r}: {', '.join(unknown)}")
-    agent: Agent[None] = Agent(
+    output_type = load_type(args.output_schema) if args.output_schema else None
+    agent: Agent[None, Any] = Agent(
         resolve_model(args.model),
         view,
         instructions=args.instructions,
         settings=ModelSettings(tool_choice=args.tool_choice),
         limits=Limits(max_rounds=args.max_rounds),
+        output_type=output_type,
     )
-    _stream(agent, args.prompt, Console(), Approver(args.approve, args.yes))
+    result = _stream(agent, args.prompt, Console(), Approver(args.approve, args.yes))
+    if output_type is not None:
+        print(TypeAdapter(output_type).dump_json(result.output, indent=2).decode())
     return 0
 
 
@@ -165,8 +177,8 @@ def _how_it_runs(entry: ToolEntry) -> dict[str, object]:
 
 
 def _stream(
-    agent: Agent[None], prompt: str, console: Console, approver: Approver | None = None
-) -> None:
+    agent: Agent[None, Any], prompt: str, console: Console, approver: Approver | None = None
+) -> RunResult[Any]:
     """Run ``prompt`` with the live display; ask for approvals when the run pauses."""
     console.line("")
     console.line(f"user: {prompt}", "bold")
@@ -181,9 +193,10 @@ def _stream(
                 raise CliError(f"the run waits for calls tooldeck run cannot answer: {names}")
             result = runner.run(_show(agent.resume_stream(result.checkpoint, decisions), display))
     display.summary(result, time.perf_counter() - started)
+    return result
 
 
-async def _show(events: AsyncIterator[Event], display: RunDisplay) -> RunResult:
+async def _show(events: AsyncIterator[Event], display: RunDisplay) -> RunResult[Any]:
     """Show the events as they come; the run's result (RunStopped becomes a CliError)."""
     result = None
     try:
@@ -203,14 +216,7 @@ async def _show(events: AsyncIterator[Event], display: RunDisplay) -> RunResult:
 def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
     """The tools named by ``package.module`` (its @tool functions) or ``package.module:attr``."""
     module_name, _, attribute = target.partition(":")
-    if not module_name:
-        raise CliError(f"no module in {target!r}; write package.module or package.module:attr")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # like `python -m`: modules beside you import
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise CliError(f"cannot import {module_name!r}: {error}") from error
+    module = _import_module(module_name, target)
     if attribute:
         if not hasattr(module, attribute):
             raise CliError(f"module {module_name!r} has no attribute {attribute!r}")
@@ -224,6 +230,26 @@ def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
             )
         registry = ToolRegistry(dict.fromkeys(found))
     return registry.view(toolsets) if toolsets else registry.view()
+
+
+def _import_module(module_name: str, target: str) -> ModuleType:
+    if not module_name:
+        raise CliError(f"no module in {target!r}; write package.module or package.module:attr")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: modules beside you import
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as error:
+        raise CliError(f"cannot import {module_name!r}: {error}") from error
+
+
+def load_type(target: str) -> Any:
+    """The type named by ``package.module:Name`` (for ``--output-schema``)."""
+    module_name, _, attribute = target.partition(":")
+    module = _import_module(module_name, target)
+    if not attribute or not hasattr(module, attribute):
+        raise CliError(f"{target!r} names no type; write package.module:Name")
+    return vars(module)[attribute]
 
 
 def _as_registry(value: Any, target: str) -> ToolRegistry:

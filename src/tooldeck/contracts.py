@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -40,6 +40,8 @@ class StopReason(StrEnum):
     MODEL_ERROR = "model_error"
     TOOL_RAISED = "tool_raised"
     """A tool with ``on_error="raise"`` raised."""
+    OUTPUT_RETRIES = "output_retries"
+    """The model's typed answer did not validate too many times."""
 
 
 class Usage(BaseModel):
@@ -287,6 +289,8 @@ class RunCounters(BaseModel):
     failures: dict[str, tuple[ErrorCode, ...]] = {}
     """Per tool: the codes of its consecutive failed calls."""
     repeats: tuple[RepeatRecord, ...] = ()
+    output_failures: int = 0
+    """Typed answers refused so far."""
     elapsed_s: float = 0.0
     """Time the run has used; the time spent paused does not count."""
 
@@ -376,13 +380,20 @@ class Checkpoint(BaseModel):
             raise CheckpointError(f"the checkpoint is broken: {problems}") from None
 
 
-class RunResult(BaseModel):
-    """Everything a run produced."""
+OutputT = TypeVar("OutputT")
+
+
+class RunResult(BaseModel, Generic[OutputT]):
+    """Everything a run produced; ``output`` is the typed answer (``Agent(output_type=T)``)."""
 
     model_config = _FROZEN
 
     answer: str
-    """The model's final text; empty when the run stopped before it answered."""
+    """The model's final text (for a typed answer, the JSON it wrote); empty when the run
+    stopped before it answered."""
+    output: OutputT | None = None
+    """The validated answer: an ``output_type`` value, or the answer text without one; None
+    when the run stopped before it answered."""
     messages: tuple[Message, ...]
     """The whole conversation, starting with the given history and the prompt."""
     tool_trace: tuple[ToolTrace, ...]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tooldeck.contracts import RunResult
@@ -23,6 +23,8 @@ class ErrorCode(StrEnum):
     """Not run: the run's ``max_tool_calls`` was reached (the run stops after this turn)."""
     REJECTED = "rejected"
     """Not run: a person rejected the call (``Reject(message=...)`` on resume)."""
+    INVALID_OUTPUT = "invalid_output"
+    """The model's typed answer does not fit ``output_type`` (or an output validator said no)."""
 
 
 class ToolDeckError(Exception):
@@ -40,7 +42,7 @@ class DuplicateToolError(ToolDeckError, ValueError):
 class RunStopped(ToolDeckError):
     """A run ended without a final answer; ``result`` keeps everything it produced."""
 
-    def __init__(self, message: str, result: RunResult | None = None) -> None:
+    def __init__(self, message: str, result: RunResult[Any] | None = None) -> None:
         super().__init__(message)
         self.result = result
         """The partial run: messages, trace and usage up to the stop. Set by the loop."""
@@ -49,7 +51,7 @@ class RunStopped(ToolDeckError):
 class LimitExceeded(RunStopped):
     """A limit (rounds, tool calls, duration, a tool's retries) ended the run."""
 
-    def __init__(self, message: str, limit: str, result: RunResult | None = None) -> None:
+    def __init__(self, message: str, limit: str, result: RunResult[Any] | None = None) -> None:
         super().__init__(message, result)
         self.limit = limit
         """Which limit: ``max_rounds``, ``max_tool_calls``, ``max_duration_s`` or ``retries``
@@ -59,13 +61,21 @@ class LimitExceeded(RunStopped):
 class ToolExecutionError(RunStopped):
     """A tool with ``on_error="raise"`` raised; the original exception is ``__cause__``."""
 
-    def __init__(self, message: str, tool_name: str, result: RunResult | None = None) -> None:
+    def __init__(self, message: str, tool_name: str, result: RunResult[Any] | None = None) -> None:
         super().__init__(message, result)
         self.tool_name = tool_name
 
 
 class ModelError(RunStopped):
     """The model could not be asked or its answer could not be used (provider failure)."""
+
+
+class ModelRetry(ToolDeckError):
+    """Raise in a tool or an output validator to make the model try again; it reads the message.
+
+    In a tool the model reads ``error[tool_error]: <message>`` (the message is shown even
+    without ``include_error_details``); in an output validator ``error[invalid_output]: ...``.
+    """
 
 
 class CheckpointError(ToolDeckError, ValueError):
@@ -109,7 +119,7 @@ class ModelRequestFailed(ModelError):
     """
 
     def __init__(
-        self, message: str, status_code: int | None = None, result: RunResult | None = None
+        self, message: str, status_code: int | None = None, result: RunResult[Any] | None = None
     ) -> None:
         super().__init__(message, result)
         self.status_code = status_code
@@ -134,7 +144,9 @@ class ModelUnavailable(ModelRequestFailed):
 class ModelRefused(ModelError):
     """The model refused to answer, or the provider's content filter stopped the response."""
 
-    def __init__(self, message: str, refusal: str = "", result: RunResult | None = None) -> None:
+    def __init__(
+        self, message: str, refusal: str = "", result: RunResult[Any] | None = None
+    ) -> None:
         super().__init__(message, result)
         self.refusal = refusal
         """The model's refusal text, when it wrote one."""
@@ -144,7 +156,7 @@ class ModelOutputTruncated(ModelError):
     """The response stopped at the token limit (``max_tokens``) before it was complete."""
 
     def __init__(
-        self, message: str, partial_text: str = "", result: RunResult | None = None
+        self, message: str, partial_text: str = "", result: RunResult[Any] | None = None
     ) -> None:
         super().__init__(message, result)
         self.partial_text = partial_text

@@ -7,6 +7,7 @@ times a round); treat them as read-only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from tooldeck.contracts import AssistantOutput, RunResult, ToolCall, ToolTrace
 from tooldeck.models.base import ModelSettings
@@ -49,7 +50,7 @@ class ToolCallFinished:
 class FinalAnswer:
     """The run is over; ``result`` holds the answer, the conversation and the trace."""
 
-    result: RunResult
+    result: RunResult[Any]
 
 
 Event = ModelRequest | ModelResponse | ToolCallStarted | ToolCallFinished | FinalAnswer

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Literal
 
@@ -31,20 +31,34 @@ from tooldeck.checkpoint import (
     restore,
     verify,
 )
-from tooldeck.contracts import AssistantOutput, Checkpoint, Message, RunResult, StopReason
-from tooldeck.errors import LimitExceeded, ModelError, RunStopped, ToolExecutionError
+from tooldeck.contracts import (
+    AssistantOutput,
+    Checkpoint,
+    Message,
+    RunResult,
+    StopReason,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolTrace,
+)
+from tooldeck.errors import ErrorCode, LimitExceeded, ModelError, RunStopped, ToolExecutionError
 from tooldeck.events import Event, FinalAnswer, ModelRequest, ModelResponse
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
+from tooldeck.output import FINAL_ANSWER, Accepted, OutputMode, OutputPlan, OutputSchema
 from tooldeck.policy import Limits, RunPolicy
+from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import ToolsLike, ToolSource, ToolView
 
 DepsT = TypeVar("DepsT", default=Any)
 """The type of ``deps`` a run passes to its tools; ``Any`` unless ``deps_type=`` says."""
+OutputT = TypeVar("OutputT", default=str)
+"""The type of ``RunResult.output``: ``output_type``, or the answer text without one."""
 OnLimit = Literal["raise", "final_answer"]
 
 
-class Agent(Generic[DepsT]):
+class Agent(Generic[DepsT, OutputT]):
     """A model, the tools it may call, and the rules of the run.
 
     Args:
@@ -62,6 +76,15 @@ class Agent(Generic[DepsT]):
         max_concurrency: At most this many calls of one turn run at once.
         checkpoint_key: Sign the checkpoints of paused runs (HMAC-SHA256) and refuse to
             resume one that was changed or signed with another key.
+        output_type: The type of the answer (a pydantic model, dataclass, TypedDict,
+            ``list[...]``, ``Literal``, a scalar): ``result.output`` holds it, validated.
+        output_mode: ``"auto"`` (the model's own structured output when it has one, else a
+            ``final_answer`` tool), ``"native"`` or ``"tool"``.
+        output_retries: Answers that do not validate before the run stops (default: the
+            limits' ``tool_retries``).
+        output_validators: Functions ``(output)`` or ``(ctx, output)``, sync or async, run on
+            the validated answer in order; each may return a new value, or raise ModelRetry
+            to ask the model again with its message.
         deps_type: The type of the ``deps`` runs pass to tools, for type checkers only.
 
     Example:
@@ -83,6 +106,10 @@ class Agent(Generic[DepsT]):
         include_error_details: bool = False,
         max_concurrency: int | None = None,
         checkpoint_key: bytes | None = None,
+        output_type: type[OutputT] | None = None,
+        output_mode: OutputMode = "auto",
+        output_retries: int | None = None,
+        output_validators: Sequence[Callable[..., Any]] = (),
         deps_type: type[DepsT] | None = None,
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
@@ -97,13 +124,13 @@ class Agent(Generic[DepsT]):
         self._tools = ToolSource(tools)
         self.instructions = instructions
         self.settings = settings or ModelSettings()
-        self._later_settings = (
-            self.settings.with_tool_choice("auto") if self.settings.forces_a_call else self.settings
-        )
         self.limits = limits or Limits()
         self.on_limit: OnLimit = on_limit
         self.checkpoint_key = checkpoint_key
         self._call_options = CallOptions(include_error_details, max_concurrency)
+        self._output = _output_plan(self.model, output_type, output_mode, output_validators)
+        self.output_retries = self.limits.tool_retries if output_retries is None else output_retries
+        self._requests = _request_settings(self.settings, self._output)
 
     @property
     def tools(self) -> ToolView:
@@ -112,14 +139,14 @@ class Agent(Generic[DepsT]):
 
     async def run(
         self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Run until the model answers or the run pauses; raise a RunStopped (with
         ``.result``) if it cannot go on."""
         return await _last_result(self.stream(prompt, deps=deps, history=history))
 
     def run_sync(
         self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """``run()`` for synchronous code (not from inside a running event loop)."""
         return run_sync(self.run(prompt, deps=deps, history=history))
 
@@ -139,7 +166,7 @@ class Agent(Generic[DepsT]):
         decisions: Mapping[str, Decision] | None = None,
         *,
         deps: DepsT | None = None,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Go on with a paused run; ``decisions`` maps pending call ids to Approve(),
         Reject(...) or, for an external call, its ToolResult. Calls without a decision stay
         pending: the run pauses again at once, without asking the model."""
@@ -151,7 +178,7 @@ class Agent(Generic[DepsT]):
         decisions: Mapping[str, Decision] | None = None,
         *,
         deps: DepsT | None = None,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """``resume()`` for synchronous code."""
         return run_sync(self.resume(checkpoint, decisions, deps=deps))
 
@@ -180,7 +207,7 @@ class Agent(Generic[DepsT]):
         if self._owns_model:
             await self.model.aclose()
 
-    async def __aenter__(self) -> Agent[DepsT]:
+    async def __aenter__(self) -> Agent[DepsT, OutputT]:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -229,21 +256,69 @@ class Agent(Generic[DepsT]):
                 return
             view = source.fixed or await source.view()
             policy.rounds += 1
-            settings = self.settings if policy.rounds == 1 else self._later_settings
+            settings = self._requests[0] if policy.rounds == 1 else self._requests[1]
             yield ModelRequest(policy.rounds, len(state.messages), settings)
-            output = await self._ask(state, policy, view, settings)
+            output = await self._ask(state, policy, self._specs(view), settings)
             state.record_output(output, policy.rounds)
             yield ModelResponse(policy.rounds, output)
-            if not output.tool_calls:
-                yield FinalAnswer(state.result(output.content, StopReason.ANSWER))
+            if self._output is not None:
+                answered = await self._take_answer(state, policy, output, deps)
+                if answered is not None:
+                    yield FinalAnswer(answered)
+                    return
+            elif not output.tool_calls:
+                answer = output.content
+                yield FinalAnswer(state.result(answer, StopReason.ANSWER, None, answer))
                 return
 
+    def _specs(self, view: ToolView) -> tuple[ToolSpec, ...]:
+        """What the model is shown: the view's tools, and the final_answer tool if asked for."""
+        plan = self._output
+        if plan is None or plan.mode == "native":
+            return view.specs
+        return (*view.specs, plan.spec)
+
+    async def _take_answer(
+        self, state: RunState, policy: RunPolicy, output: AssistantOutput, deps: Any
+    ) -> RunResult[Any] | None:
+        """The typed answer in this turn: the run's result, or None to go on (a refused answer
+        is answered with ``error[invalid_output]`` and the turn's other calls still run)."""
+        plan = self._output
+        assert plan is not None
+        verdict, call = plan.judge(output)
+        if verdict is None:
+            return None
+        if isinstance(verdict, Accepted):
+            context = RunContext(call.id if call else "", FINAL_ANSWER, deps, policy.rounds)
+            verdict = await plan.check(verdict, context)
+        if isinstance(verdict, Accepted):
+            _answer_final_call(state, call, ToolResult.success("final answer accepted"))
+            return state.result(verdict.raw, StopReason.ANSWER, None, verdict.value)
+        stop = policy.refuse_output(self.output_retries, verdict.text)
+        refusal = ToolResult.failure(ErrorCode.INVALID_OUTPUT, verdict.text)
+        if call is None:
+            state.turn = None
+            state.messages.append(Message.user(refusal.output))
+        else:
+            state.trace.append(ToolTrace(call=call, result=refusal, duration_s=0.0))
+            assert state.turn is not None
+            state.turn.answered[call.id] = refusal
+        if stop is not None:
+            if state.turn is not None and state.turn.complete:
+                state.close_turn()
+            raise _attach(stop, state, StopReason.OUTPUT_RETRIES)
+        return None
+
     async def _ask(
-        self, state: RunState, policy: RunPolicy, view: ToolView, settings: ModelSettings
+        self,
+        state: RunState,
+        policy: RunPolicy,
+        specs: tuple[ToolSpec, ...],
+        settings: ModelSettings,
     ) -> AssistantOutput:
         """One model call, bounded by the run's remaining time; failures keep the run."""
         remaining = policy.remaining_s()
-        complete = self.model.complete(state.messages, view.specs, settings, self.instructions)
+        complete = self.model.complete(state.messages, specs, settings, self.instructions)
         scope = None
         try:
             if remaining is None:
@@ -267,24 +342,94 @@ class Agent(Generic[DepsT]):
         reason = StopReason(stop.limit)
         if self.on_limit == "raise":
             raise _attach(stop, state, reason)
-        settings = self.settings.with_tool_choice("none")
+        settings = self._requests[2]
         policy.rounds += 1
         yield ModelRequest(policy.rounds, len(state.messages), settings)
-        output = await self._ask(state, policy, ToolView.of(()), settings)
+        output = await self._ask(state, policy, self._specs(ToolView.of(())), settings)
         state.record_output(output, policy.rounds)
-        state.turn = None  # calls made despite tool_choice="none" are not run
         yield ModelResponse(policy.rounds, output)
-        yield FinalAnswer(state.result(output.content, reason))
+        if self._output is not None:
+            answered = await self._take_answer(state, policy, output, deps=None)
+            if answered is not None:
+                yield FinalAnswer(answered.model_copy(update={"stop_reason": reason}))
+                return
+        state.turn = None  # calls made despite tool_choice="none" are not run
+        yield FinalAnswer(state.result(output.content, reason, None, output.content))
 
 
 def _round(
     turn: OpenTurn, ctx: RoundContext, decisions: Mapping[str, Decision] | None
 ) -> AsyncIterator[RoundItem]:
-    """A new turn's calls, or a resumed turn's decided calls."""
+    """A new turn's calls (but a final_answer already answered), or a resumed turn's
+    decided calls."""
     if turn.started:
         return run_decided_calls(turn, decisions or {}, ctx)
     turn.started = True
+    if turn.answered:
+        return run_new_calls([c for c in turn.calls if c.id not in turn.answered], ctx)
     return run_new_calls(turn.calls, ctx)
+
+
+def _answer_final_call(state: RunState, call: ToolCall | None, accepted: ToolResult) -> None:
+    """Close the turn of an accepted answer: the final_answer call and the calls beside it
+    (not run: the answer ended the run) each get their result, so the transcript stays whole."""
+    turn = state.turn
+    if turn is None or call is None:
+        state.turn = None
+        return
+    not_run = ToolResult.success("not run: the final answer ended the run")
+    for made in turn.calls:
+        result = accepted if made.id == call.id else not_run
+        state.trace.append(ToolTrace(call=made, result=result, duration_s=0.0))
+        turn.answered[made.id] = result
+    state.close_turn()
+
+
+def _output_plan(
+    model: Model, output_type: Any, mode: OutputMode, validators: Sequence[Callable[..., Any]]
+) -> OutputPlan | None:
+    if output_type is None:
+        if validators:
+            raise ValueError("output_validators need an output_type")
+        return None
+    if mode not in ("auto", "native", "tool"):
+        raise ValueError(f"output_mode must be 'auto', 'native' or 'tool', got {mode!r}")
+    if mode == "native" and not model.native_output:
+        raise ValueError(
+            f"output_mode='native' needs a model with structured output; {model.name} has "
+            "none: use output_mode='tool' (or 'auto')"
+        )
+    chosen: Literal["native", "tool"] = "tool" if mode == "tool" else "native"
+    if mode == "auto" and not model.native_output:
+        chosen = "tool"
+    return OutputPlan(OutputSchema(output_type), chosen, validators)
+
+
+def _request_settings(
+    settings: ModelSettings, plan: OutputPlan | None
+) -> tuple[ModelSettings, ModelSettings, ModelSettings]:
+    """Settings for the first request, the later ones, and a last answer without tools.
+
+    A forced tool choice applies to the first request only. A typed answer asked for with a
+    final_answer tool needs a tool call in every turn; a native one sends its schema.
+    """
+    first = settings
+    later = settings.with_tool_choice("auto") if settings.forces_a_call else settings
+    last = settings.with_tool_choice("none")
+    if plan is None:
+        return first, later, last
+    if plan.mode == "native":
+        spec = plan.spec
+        return (
+            replace(first, output_schema=spec),
+            replace(later, output_schema=spec),
+            replace(last, output_schema=spec),
+        )
+
+    def must_call(s: ModelSettings) -> ModelSettings:
+        return s.with_tool_choice("required") if s.tool_choice == "auto" else s
+
+    return must_call(first), must_call(later), last.with_tool_choice(FINAL_ANSWER)
 
 
 def _apply(state: RunState, turn: OpenTurn, outcome: RoundOutcome) -> None:
@@ -301,7 +446,7 @@ def _attach(error: RunStopped, state: RunState, reason: StopReason) -> RunStoppe
     return error
 
 
-async def _last_result(stream: AsyncIterator[Event]) -> RunResult:
+async def _last_result(stream: AsyncIterator[Event]) -> RunResult[Any]:
     # Read the stream to its end (FinalAnswer is its last event): an async generator left
     # suspended would be closed later by asyncio's finalizer, a task per run.
     result = None
@@ -319,7 +464,7 @@ def run_agent(
     tool_view: ToolsLike | None = None,
     max_rounds: int = 3,
     **options: Any,
-) -> RunResult:
+) -> RunResult[Any]:
     """Run one prompt synchronously: the original entry point, a wrapper over ``Agent``.
 
     ``options`` are Agent's keyword options (``instructions=``, ``limits=``, ...);
@@ -327,7 +472,7 @@ def run_agent(
     (``stop_reason == "paused"``); go on with ``Agent(...).resume_sync(result.checkpoint, ...)``.
     """
     limits = options.pop("limits", None) or Limits()
-    agent: Agent[Any] = Agent(
+    agent: Agent[Any, Any] = Agent(
         model, tool_view, limits=replace(limits, max_rounds=max_rounds), **options
     )
     return agent.run_sync(prompt)

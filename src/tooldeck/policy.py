@@ -61,8 +61,8 @@ class Limits:
 class RunPolicy:
     """One run's counters and the decisions built on them and on the Limits."""
 
-    __slots__ = ("_elapsed_before", "_started", "failures", "last_output", "limits", "rounds",
-                 "seen", "tool_calls")  # fmt: skip
+    __slots__ = ("_elapsed_before", "_started", "failures", "last_output", "limits",
+                 "output_failures", "rounds", "seen", "tool_calls")  # fmt: skip
 
     def __init__(self, limits: Limits, counters: RunCounters | None = None) -> None:
         self.limits = limits
@@ -72,6 +72,8 @@ class RunPolicy:
         """Per tool: the codes of its consecutive failed calls."""
         self.seen: dict[CallSignature, int] = {}
         self.last_output: dict[CallSignature, str] = {}
+        self.output_failures = 0
+        """Typed answers refused so far (``Agent(output_type=...)``)."""
         self._started = time.monotonic()
         self._elapsed_before = 0.0
         if counters is not None:
@@ -167,6 +169,17 @@ class RunPolicy:
                 return LimitExceeded(_retries_text(name, codes, allowed), StopReason.RETRIES)
         return None
 
+    def refuse_output(self, allowed: int, problem: str) -> LimitExceeded | None:
+        """Count a refused typed answer; the stop when more than ``allowed`` were refused."""
+        self.output_failures += 1
+        if self.output_failures <= allowed:
+            return None
+        return LimitExceeded(
+            f"the model's answer did not fit the output type {self.output_failures} times "
+            f"(output_retries={allowed}); the last problem: {problem}",
+            StopReason.OUTPUT_RETRIES,
+        )
+
     def counters(self) -> RunCounters:
         """The counters as a checkpoint stores them."""
         repeats = tuple(
@@ -178,6 +191,7 @@ class RunPolicy:
             tool_calls=self.tool_calls,
             failures={name: tuple(codes) for name, codes in self.failures.items()},
             repeats=repeats,
+            output_failures=self.output_failures,
             elapsed_s=self.elapsed_s,
         )
 
@@ -196,6 +210,7 @@ class RunPolicy:
             self.seen[signature] = record.count
             if record.last_output is not None:
                 self.last_output[signature] = record.last_output
+        self.output_failures = counters.output_failures
         self._elapsed_before = counters.elapsed_s
 
 

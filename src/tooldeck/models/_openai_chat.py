@@ -56,8 +56,23 @@ def build_request(
         request["temperature"] = settings.temperature
     if settings.max_tokens is not None:
         request[parts.max_tokens_param] = settings.max_tokens
+    if settings.output_schema is not None:
+        request["response_format"] = {
+            "type": "json_schema",
+            "json_schema": json_schema_format(settings.output_schema),
+        }
     request.update(parts.extra or {})
     return request
+
+
+def json_schema_format(spec: ToolSpec) -> dict[str, Any]:
+    """A typed answer's schema as both APIs' ``json_schema`` format names it."""
+    shown: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        shown["description"] = spec.description
+    shown["schema"] = spec.parameters
+    shown["strict"] = spec.strict
+    return shown
 
 
 def function_tool(spec: ToolSpec) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooldeck.contracts import AssistantOutput, Message, ToolCall, ToolSpec, Usage
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ModelRequestFailed
+from tooldeck.models._openai_chat import json_schema_format
 from tooldeck.models.base import ModelSettings
 
 if TYPE_CHECKING:
@@ -73,6 +74,10 @@ def build_request(
         request["max_output_tokens"] = settings.max_tokens
     if parts.store is not None:
         request["store"] = parts.store
+    if settings.output_schema is not None:
+        request["text"] = {
+            "format": {"type": "json_schema", **json_schema_format(settings.output_schema)}
+        }
     request.update(parts.extra or {})
     return request
 

@@ -22,6 +22,9 @@ class ModelSettings:
     parallel_tool_calls: bool | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    output_schema: ToolSpec | None = None
+    """When set, the answer must be JSON that fits ``output_schema.parameters`` (set by
+    ``Agent(output_type=...)`` for models whose ``native_output`` is True)."""
 
     def with_tool_choice(self, tool_choice: ToolChoice) -> ModelSettings:
         return replace(self, tool_choice=tool_choice)
@@ -36,6 +39,9 @@ class Model(ABC):
     """A chat model that can call tools. Adapters convert to and from the provider's format."""
 
     name: str = "model"
+    native_output: bool = False
+    """True when the adapter honours ``settings.output_schema`` (the provider's structured
+    output, a grammar); otherwise a typed answer is asked for through a final_answer tool."""
 
     @abstractmethod
     async def complete(

@@ -96,6 +96,9 @@ def _hosted_params(tools: Sequence[HostedToolLike]) -> tuple[dict[str, Any], ...
 class _SDKModel(Model):
     """What both adapters share: the client, its lifetime, and error translation."""
 
+    native_output = True
+    """A typed answer goes as the API's ``json_schema`` format (structured outputs)."""
+
     def __init__(self, name: str, connection: Connection, stream: bool) -> None:
         self.name = name
         self._connection = connection

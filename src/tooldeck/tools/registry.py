@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
 from typing import Any, Protocol
 
-from tooldeck.contracts import ToolSpec
+from tooldeck.contracts import ToolResult, ToolSpec
 from tooldeck.errors import DuplicateToolError
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import FunctionTool, tool
@@ -28,8 +28,9 @@ class ToolHandler(Protocol):
         """Return the arguments to run with, or raise InvalidArguments."""
         ...
 
-    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str:
-        """Run the call; an exception becomes a ``tool_error`` observation."""
+    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str | ToolResult:
+        """Run the call: the observation text, or a ToolResult when the handler decides the
+        outcome itself (e.g. a failure it reports); an exception becomes ``tool_error``."""
         ...
 
 

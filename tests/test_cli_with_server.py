@@ -1,4 +1,4 @@
-"""``tooldeck run`` asks at the terminal before a call that needs approval.
+"""``tooldeck run`` against a model server: approvals at the terminal, typed answers.
 
 The model is the loopback OpenAI-compatible server (tests/_openai_server.py) reached through
 ``OPENAI_BASE_URL``; the command runs in a pseudo-terminal and is answered key by key.
@@ -21,6 +21,8 @@ from _pty import Terminal
 
 APPROVAL_TOOLS = textwrap.dedent(
     '''
+    from pydantic import BaseModel
+
     from tooldeck import external_tool, tool
 
 
@@ -34,6 +36,11 @@ APPROVAL_TOOLS = textwrap.dedent(
     def count_files() -> int:
         """Count the files."""
         return 3
+
+
+    class Report(BaseModel):
+        files: int
+        note: str
     '''
 )
 EXTERNAL_TOOLS = textwrap.dedent(
@@ -252,4 +259,29 @@ def test_tools_marks_external_and_approval_tools(workdir: Path) -> None:
         "locate_phone",
         True,
         False,
+    )
+
+
+def test_output_schema_validates_the_answer_and_prints_its_json(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    model_server.reply(
+        Reply(body=completion_body('{"files": "three", "note": "x"}')),
+        Reply(body=completion_body('{"files": 3, "note": "all there"}')),
+    )
+    done = run_without_terminal(model_server, workdir, "--output-schema", "approval_tools:Report")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith('{\n  "files": 3,\n  "note": "all there"\n}\n')
+    assert model_server.bodies[0]["response_format"]["json_schema"]["schema"]["required"] == [
+        "files",
+        "note",
+    ]
+    assert "error[invalid_output]" in model_server.bodies[1]["messages"][-1]["content"]
+
+
+def test_output_schema_must_name_a_type(model_server: FakeOpenAI, workdir: Path) -> None:
+    done = run_without_terminal(model_server, workdir, "--output-schema", "approval_tools")
+    assert done.returncode == 1
+    assert done.stderr == (
+        "tooldeck: error: 'approval_tools' names no type; write package.module:Name\n"
     )

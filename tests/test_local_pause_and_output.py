@@ -1,8 +1,9 @@
-"""The same checkpoint works with the embedded local model: pause, JSON, resume, answer."""
+"""The embedded local model pauses and resumes from JSON, and gives typed answers."""
 
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
 from tooldeck import Agent, Approve, ModelSettings, tool
 from tooldeck.models.local import LocalModel
@@ -40,3 +41,19 @@ def test_a_local_run_pauses_for_approval_and_resumes_from_json() -> None:
     assert (tool_message.role, tool_message.tool_call_id) == ("tool", "call_1")
     assert tool_message.content.startswith("The file ")
     assert done.usage.requests == 2
+
+
+class Weather(BaseModel):
+    city: str
+    temperature_c: int
+    sunny: bool
+
+
+@pytest.mark.slow
+def test_a_local_model_gives_a_typed_answer_valid_on_the_first_try() -> None:
+    agent = Agent(LocalModel(), output_type=Weather)
+    result = agent.run_sync("In Tokyo it is 24 degrees and sunny. Report the weather.")
+    assert isinstance(result.output, Weather)
+    assert result.usage.requests == 1
+    assert result.tool_trace[0].call.name == "final_answer"
+    assert result.tool_trace[0].result.ok
