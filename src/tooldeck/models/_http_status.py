@@ -1,0 +1,79 @@
+"""An HTTP error status from a provider -> the tooldeck ModelError that says what happened.
+
+Shared by the Anthropic and Gemini adapters; each translates its SDK's exceptions into a
+status and the provider's own explanation, then calls ``status_error``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tooldeck.errors import (
+    ModelAuthError,
+    ModelBadRequest,
+    ModelRateLimited,
+    ModelRequestFailed,
+    ModelUnavailable,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorContext:
+    """What an error message names: the model, where it was sent, how to fix a bad key."""
+
+    model: str
+    """The model string, e.g. ``anthropic:claude-sonnet-5``."""
+    endpoint: str
+    """Where requests go, e.g. ``https://api.anthropic.com``."""
+    key_hint: str
+    """How to supply a key, e.g. ``set ANTHROPIC_API_KEY or pass api_key=``."""
+    max_retries: int | None
+    """The SDK's retries; None when a client was passed in and its setting is its own."""
+
+    @property
+    def retries(self) -> str:
+        if self.max_retries is None:
+            return "the client's retries"
+        return f"{self.max_retries} retries"
+
+
+def status_error(
+    context: ErrorContext, status: int, detail: str, *, key_refused: bool = False
+) -> ModelRequestFailed:
+    """The ModelError for an HTTP error status, with the provider's own explanation.
+
+    ``key_refused`` marks a refused key that the provider reports with another status
+    (Gemini answers an invalid key with HTTP 400).
+    """
+    where = f"{context.model}: {context.endpoint} answered HTTP {status}"
+    if status == 401 or key_refused:
+        return ModelAuthError(
+            f"{where}, the API key was refused: {detail} ({context.key_hint})", status
+        )
+    if status == 403:
+        return ModelAuthError(f"{where}, access is denied: {detail}", status)
+    if status == 429:
+        return ModelRateLimited(
+            f"{where} (rate limited) and still did after {context.retries}: {detail}", status
+        )
+    if status >= 500:
+        return ModelUnavailable(
+            f"{where} (server error or overloaded) after {context.retries}: {detail}", status
+        )
+    if 400 <= status < 500:
+        return ModelBadRequest(f"{where}, the request was rejected: {detail}", status)
+    return ModelRequestFailed(f"{where}: {detail}", status)
+
+
+def unreachable(context: ErrorContext, error: BaseException, timed_out: bool) -> ModelUnavailable:
+    """The error for a request that timed out or never reached the provider."""
+    if timed_out:
+        return ModelUnavailable(
+            f"{context.model}: the request to {context.endpoint} timed out "
+            f"(after {context.retries})"
+        )
+    cause = error.__cause__ or error
+    return ModelUnavailable(
+        f"{context.model}: could not connect to {context.endpoint} "
+        f"(after {context.retries}): {type(cause).__name__}: {cause}"
+    )

@@ -1,0 +1,126 @@
+"""A real HTTP server on 127.0.0.1 for the provider adapter tests: scripted replies, recorded requests.
+
+A test queues replies (a JSON body, a server-sent event stream, or an error status), runs
+a real provider SDK against ``server.root``, and reads back every request the SDK sent:
+its path, headers and JSON body. The provider helpers (``_anthropic_server``,
+``_gemini_server``) build the bodies in each API's wire format.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted answer: a JSON body, or an event stream when ``events`` is set."""
+
+    status: int = 200
+    body: Any = None
+    events: list[tuple[str | None, Any]] | None = None
+    """(event name or None, data) pairs; data is JSON, or a str sent as it is."""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class LoopbackServer:
+    """Queue replies with ``reply()``, read what came in from ``requests``.
+
+    ``unscripted`` answers a request the test queued no reply for (a 500 in the API's
+    error format), so a missing reply fails loudly instead of hanging.
+    """
+
+    def __init__(self, unscripted: Reply) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[Recorded] = []
+        self.unscripted = unscripted
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+
+    @property
+    def root(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def reply(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    @property
+    def bodies(self) -> list[Any]:
+        """The JSON body of every request, in order."""
+        return [request.body for request in self.requests]
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def running(unscripted: Reply) -> Iterator[LoopbackServer]:
+    server = LoopbackServer(unscripted)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else None
+            headers = {key.lower(): value for key, value in self.headers.items()}
+            server.requests.append(Recorded("POST", self.path, headers, body))
+            reply = server.replies.popleft() if server.replies else server.unscripted
+            if reply.events is not None:
+                self._send_events(reply)
+            else:
+                self._send_json(reply)
+
+        def _send_json(self, reply: Reply) -> None:
+            data = json.dumps(reply.body).encode()
+            self.send_response(reply.status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _send_events(self, reply: Reply) -> None:
+            self.send_response(reply.status)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for event, data in reply.events or []:
+                text = data if isinstance(data, str) else json.dumps(data)
+                prefix = f"event: {event}\n" if event else ""
+                self.wfile.write(f"{prefix}data: {text}\n\n".encode())
+                self.wfile.flush()
+            self.close_connection = True
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the tests read the recorded requests instead."""
+
+    return Handler
