@@ -2,7 +2,8 @@
 
 ``"local"`` and ``"local:/path/model.gguf"`` (llama.cpp in-process), ``"openai:NAME"``
 (Responses API), ``"openai-chat:NAME"`` (Chat Completions, any compatible server with
-``base_url``) and ``"azure:DEPLOYMENT"``. Provider modules are imported only when named.
+``base_url``), ``"azure:DEPLOYMENT"``, ``"anthropic:claude-..."`` (Messages API) and
+``"gemini:NAME"`` (Gemini API). Provider modules are imported only when named.
 """
 
 from __future__ import annotations
@@ -38,11 +39,25 @@ def _azure(name: str, options: dict[str, Any]) -> Model:
     return OpenAIChatModel.azure(name, **options)
 
 
+def _anthropic(name: str, options: dict[str, Any]) -> Model:
+    from tooldeck.models.anthropic import AnthropicModel
+
+    return AnthropicModel(name, **options)
+
+
+def _gemini(name: str, options: dict[str, Any]) -> Model:
+    from tooldeck.models.gemini import GeminiModel
+
+    return GeminiModel(name, **options)
+
+
 _PROVIDERS: dict[str, Callable[[str, dict[str, Any]], Model]] = {
     "local": _local,
     "openai": _openai,
     "openai-chat": _openai_chat,
     "azure": _azure,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
 }
 
 
