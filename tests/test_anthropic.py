@@ -27,6 +27,7 @@ from _anthropic_server import (
 )
 from _loopback import LoopbackServer, Reply, running
 from _openai_server import ADD_SCHEMA, add_numbers_tool, weather_spec
+from test_docs import readme_blocks
 from tooldeck import Agent, FunctionTool, Message, ModelSettings, ToolSpec, resolve_model
 from tooldeck.errors import (
     ModelAuthError,
@@ -293,6 +294,37 @@ async def test_history_continues_with_earlier_text_as_a_text_block(server: Loopb
         {"role": "user", "content": "Capital of Norway?"},
         {"role": "assistant", "content": [{"type": "text", "text": "Oslo."}]},
         {"role": "user", "content": "And now?"},
+    ]
+
+
+def test_the_readme_example_runs_against_the_loopback_server(
+    server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.root)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    thought = thinking("Two cities: two calls.", "EqQBCgIYAhIM")
+    calls = [
+        tool_use("toolu_1", "get_weather", {"city": "Paris"}),
+        tool_use("toolu_2", "get_weather", {"city": "Oslo"}),
+    ]
+    respond(server, message_body([thought, *calls]), stream=False)
+    respond(server, message_body([text("Both: 18 degrees and sunny.")]), stream=False)
+    example = next(block for block in readme_blocks() if "AnthropicModel(" in block)
+
+    exec(compile(example, "README.md (Anthropic example)", "exec"), {"__name__": "__main__"})
+
+    assert capsys.readouterr().out.splitlines() == [
+        "get_weather {'city': 'Paris'} -> It is 18 degrees and sunny in Paris.",
+        "get_weather {'city': 'Oslo'} -> It is 18 degrees and sunny in Oslo.",
+        "Both: 18 degrees and sunny.",
+    ]
+    first, second = server.bodies
+    assert (first["model"], first["thinking"]) == (MODEL, {"type": "adaptive"})
+    assert second["messages"][1]["content"][0] == thought
+    assert [block["tool_use_id"] for block in second["messages"][2]["content"]] == [
+        "toolu_1",
+        "toolu_2",
     ]
 
 

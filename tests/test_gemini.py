@@ -29,6 +29,7 @@ from _gemini_server import (
 )
 from _loopback import LoopbackServer, Reply, running
 from _openai_server import ADD_SCHEMA, add_numbers_tool, weather_spec
+from test_docs import readme_blocks
 from tooldeck import Agent, FunctionTool, Message, ModelSettings, ToolSpec, resolve_model
 from tooldeck.errors import (
     ModelAuthError,
@@ -404,6 +405,31 @@ async def test_a_result_for_a_call_no_message_made_is_refused_by_id(
         await make_model(server).complete(orphan, [], ModelSettings())
 
     assert server.requests == []
+
+
+def test_the_readme_example_runs_against_the_loopback_server(
+    server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-readme")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.root)
+    turn = [
+        thought_part("A conversion with the given rate."),
+        call_part("convert", {"amount": 120, "rate": 1.08}, signature="CiQBVKhc"),
+    ]
+    respond(server, response_body(turn), stream=False)
+    respond(server, response_body([text_part("120 EUR is 129.6 USD.")]), stream=False)
+    example = next(block for block in readme_blocks() if "GeminiModel(" in block)
+
+    exec(compile(example, "README.md (Gemini example)", "exec"), {"__name__": "__main__"})
+
+    assert capsys.readouterr().out == "{'amount': 120, 'rate': 1.08} -> 120 EUR is 129.6 USD.\n"
+    first, second = server.bodies
+    assert first["toolConfig"] == {
+        "functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["convert"]}
+    }
+    assert second["contents"][1]["parts"][1]["thoughtSignature"] == "CiQBVKhc"
+    assert second["contents"][2]["parts"][0]["functionResponse"]["response"] == {"output": "129.6"}
 
 
 # --- finish reasons ------------------------------------------------------------------------

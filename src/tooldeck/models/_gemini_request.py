@@ -14,7 +14,7 @@ are the API's JSON (camelCase), which is also how parts are kept in ``provider_i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tooldeck.contracts import Message, ToolSpec
@@ -28,12 +28,35 @@ PARTS_ITEM = "gemini_parts"
 """The ``type`` of the provider item holding a model turn's parts as the API sent them."""
 
 
+class Declarations:
+    """Function declarations by ToolSpec, each converted once (a spec is frozen).
+
+    Keyed by the spec object itself (its identity, the spec kept alive with its entry), so
+    the same tools cost one conversion per model, not one per request.
+    """
+
+    def __init__(self, tool_schema: ToolSchema = "openapi", capacity: int = 256) -> None:
+        self.tool_schema: ToolSchema = tool_schema
+        self._made: dict[int, tuple[ToolSpec, dict[str, Any]]] = {}
+        self._capacity = capacity
+
+    def __call__(self, spec: ToolSpec) -> dict[str, Any]:
+        entry = self._made.get(id(spec))
+        if entry is not None and entry[0] is spec:
+            return entry[1]
+        made = declaration(spec, self.tool_schema)
+        if len(self._made) >= self._capacity:
+            del self._made[next(iter(self._made))]
+        self._made[id(spec)] = (spec, made)
+        return made
+
+
 @dataclass(frozen=True, slots=True)
 class RequestParts:
     """What goes into one ``generate_content`` call besides the conversation."""
 
     model: str
-    tool_schema: ToolSchema = "openapi"
+    declarations: Declarations = field(default_factory=Declarations)
     extra: Mapping[str, Any] | None = None
     """Other ``GenerateContentConfig`` fields; they override tooldeck's."""
 
@@ -50,7 +73,7 @@ def build_request(
     if instructions:
         config["system_instruction"] = instructions
     if tools:
-        declarations = [declaration(spec, parts.tool_schema) for spec in tools]
+        declarations = [parts.declarations(spec) for spec in tools]
         config["tools"] = [{"function_declarations": declarations}]
         config["tool_config"] = {"function_calling_config": calling_config(settings.tool_choice)}
     if settings.temperature is not None:

@@ -48,8 +48,8 @@ class GeminiTurn:
 
     id_prefix: str
     """Ids for calls the API sent without one: ``<prefix><index in the turn>``."""
-    parts: list[dict[str, Any]] = field(default_factory=list)
-    """Every part as the API's JSON, in order (call ids filled in)."""
+    received: list[tuple[Part, str | None]] = field(default_factory=list)
+    """Every part in order, with the id of its call (filled in when the API sent none)."""
     text: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     verbatim: bool = False
@@ -61,27 +61,33 @@ class GeminiTurn:
     usage: Usage | None = None
 
     def add(self, part: Part) -> None:
-        data = part.model_dump(mode="json", by_alias=True, exclude_none=True)
         call = part.function_call
+        id = None
         if call is not None:
             id = call.id or f"{self.id_prefix}{len(self.calls)}"
-            data["functionCall"]["id"] = id
             self.calls.append(ToolCall(id=id, name=call.name or "", arguments=call.args or {}))
         elif part.text is not None and not part.thought:
             self.text.append(part.text)
         if part.thought or part.thought_signature or (call is None and part.text is None):
             self.verbatim = True
-        self._keep(data)
+        self.received.append((part, id))
 
-    def _keep(self, data: dict[str, Any]) -> None:
-        if data == {"text": ""}:
-            return
-        last = self.parts[-1] if self.parts else None
-        plain = data.keys() <= _MERGEABLE_KEYS and "text" in data
-        if plain and last is not None and _same_kind(last, data):
-            last["text"] += data["text"]
-            return
-        self.parts.append(data)
+    def kept_parts(self) -> list[dict[str, Any]]:
+        """The parts as the API's JSON, call ids filled in, adjacent plain text joined."""
+        kept: list[dict[str, Any]] = []
+        for part, id in self.received:
+            data = part.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if id is not None:
+                data["functionCall"]["id"] = id
+            if data == {"text": ""}:
+                continue
+            last = kept[-1] if kept else None
+            plain = data.keys() <= _MERGEABLE_KEYS and "text" in data
+            if plain and last is not None and _same_kind(last, data):
+                last["text"] += data["text"]
+            else:
+                kept.append(data)
+        return kept
 
     def read(self, response: GenerateContentResponse) -> None:
         """Take in one response (or one chunk of a stream)."""
@@ -140,7 +146,7 @@ def to_output(model: str, turn: GeminiTurn, callable_names: Sequence[str]) -> As
     if reason == "MALFORMED_FUNCTION_CALL":
         return _malformed_call(model, turn, callable_names)
     _check_finish(model, turn, content)
-    items = ({"type": PARTS_ITEM, "parts": turn.parts},) if turn.verbatim else ()
+    items = ({"type": PARTS_ITEM, "parts": turn.kept_parts()},) if turn.verbatim else ()
     return AssistantOutput(
         content=content, tool_calls=tuple(turn.calls), usage=turn.usage, provider_items=items
     )

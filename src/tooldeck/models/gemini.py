@@ -109,7 +109,7 @@ class GeminiModel(Model):
         self._connection = _connect(client, options)
         self._stream = stream
         self._parts = request_format.RequestParts(
-            model_name, tool_schema, dict(request_options or {})
+            model_name, request_format.Declarations(tool_schema), dict(request_options or {})
         )
 
     @property
@@ -191,4 +191,5 @@ def _connect(client: Client | None, options: _ClientOptions) -> _Connection:
         timeout=None if options.timeout is None else round(options.timeout * 1000),
     )
     built = genai.Client(api_key=key, http_options=http_options)
-    return _Connection(built, True, options.base_url or _ENDPOINT, retries)
+    endpoint = options.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or _ENDPOINT
+    return _Connection(built, True, endpoint, retries)
