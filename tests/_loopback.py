@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ class Reply:
     events: list[tuple[str | None, Any]] | None = None
     """(event name or None, data) pairs; data is JSON, or a str sent as it is."""
     headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    """Seconds to wait before answering (to make a client time out)."""
 
 
 @dataclass
@@ -93,6 +96,7 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             headers = {key.lower(): value for key, value in self.headers.items()}
             server.requests.append(Recorded("POST", self.path, headers, body))
             reply = server.replies.popleft() if server.replies else server.unscripted
+            time.sleep(reply.delay)
             if reply.events is not None:
                 self._send_events(reply)
             else:

@@ -219,6 +219,29 @@ async def test_schema_goes_unchanged_and_settings_and_options_are_sent(
     }
 
 
+async def test_server_tool_blocks_are_kept_for_the_host_but_not_sent_back(
+    server: LoopbackServer,
+) -> None:
+    search = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_1",
+        "name": "web_search",
+        "input": {"query": "tooldeck release"},
+    }
+    respond(server, message_body([search, text("It shipped.")]), stream=False)
+    respond(server, message_body([text("You asked about tooldeck.")]), stream=False)
+    agent: Agent[None] = Agent(make_model(server))
+
+    first = await agent.run("Did tooldeck ship?")
+    await agent.run("What did I ask?", history=first.messages)
+
+    assert first.messages[-1].provider_items == (search,)
+    assert server.bodies[1]["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "It shipped."}],
+    }
+
+
 async def test_thinking_blocks_are_kept_and_replayed_unchanged(
     server: LoopbackServer, stream: bool
 ) -> None:
@@ -439,6 +462,13 @@ async def test_unreachable_server_is_unavailable() -> None:
 
     with pytest.raises(ModelUnavailable, match=r"could not connect to http://127\.0\.0\.1"):
         await model.complete([Message.user("x")], [], ModelSettings())
+
+
+async def test_a_request_past_its_timeout_is_unavailable(server: LoopbackServer) -> None:
+    server.reply(Reply(body=message_body([text("late")]), delay=1.0))
+
+    with pytest.raises(ModelUnavailable, match=r"the request to http://127\.0\.0\.1:\d+ timed out"):
+        await make_model(server, timeout=0.1).complete([Message.user("x")], [], ModelSettings())
 
 
 async def test_sdk_refusal_to_send_a_long_unstreamed_request_says_what_to_do(

@@ -594,6 +594,20 @@ async def test_unreachable_server_is_unavailable() -> None:
         await model.complete([Message.user("x")], [], ModelSettings())
 
 
+async def test_a_request_past_its_timeout_is_unavailable(server: LoopbackServer) -> None:
+    server.reply(Reply(body=response_body([text_part("late")]), delay=1.0))
+
+    with pytest.raises(ModelUnavailable, match=r"the request to http://127\.0\.0\.1:\d+ timed out"):
+        await make_model(server, timeout=0.1).complete([Message.user("x")], [], ModelSettings())
+
+
+async def test_a_response_without_candidates_is_an_error(server: LoopbackServer) -> None:
+    respond(server, {"candidates": [], "modelVersion": MODEL}, stream=False)
+
+    with pytest.raises(ModelError, match="the response has no candidate and no block reason"):
+        await make_model(server).complete([Message.user("x")], [], ModelSettings())
+
+
 async def test_a_response_of_another_format_is_a_request_failure(server: LoopbackServer) -> None:
     respond(server, response_body([call_part("add_numbers", [1, 2])]), stream=False)
 

@@ -54,6 +54,8 @@ class GeminiTurn:
     calls: list[ToolCall] = field(default_factory=list)
     verbatim: bool = False
     """A part must go back exactly as it came: a thought, a signature, another kind."""
+    answered: bool = False
+    """A candidate came (a response can have none: a blocked prompt, a broken gateway)."""
     finish_reason: str | None = None
     finish_message: str = ""
     block_reason: str | None = None
@@ -99,6 +101,7 @@ class GeminiTurn:
             self.block_message = feedback.block_reason_message or ""
         if not response.candidates:
             return
+        self.answered = True
         candidate = response.candidates[0]
         if candidate.finish_reason is not None:
             self.finish_reason = candidate.finish_reason.value
@@ -143,6 +146,8 @@ def to_output(model: str, turn: GeminiTurn, callable_names: Sequence[str]) -> As
             f"{model}: the prompt was blocked (blockReason {turn.block_reason!r}){explained}",
             turn.block_message,
         )
+    if not turn.answered:
+        raise ModelError(f"{model}: the response has no candidate and no block reason")
     if reason == "MALFORMED_FUNCTION_CALL":
         return _malformed_call(model, turn, callable_names)
     _check_finish(model, turn, content)

@@ -118,18 +118,15 @@ class AnthropicModel(Model):
         named, extra = request_format.split_request(request)
         with self._sdk_errors() as context:
             if self._stream:
-                try:
-                    events = await self.client.messages.create(
-                        **named, extra_body=extra or None, stream=True
-                    )
-                except ValueError as error:
-                    raise refused_by_sdk(context, error) from error
+                events = await self.client.messages.create(
+                    **named, extra_body=extra or None, stream=True
+                )
                 async with events:
                     turn = await response_format.turn_from_stream(events)
             else:
                 try:
                     message = await self.client.messages.create(**named, extra_body=extra or None)
-                except ValueError as error:
+                except ValueError as error:  # raised before sending, e.g. max_tokens too large
                     raise refused_by_sdk(context, error) from error
                 turn = response_format.turn_from_message(self.name, message)
         return response_format.to_output(self.name, turn)
