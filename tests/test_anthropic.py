@@ -28,7 +28,16 @@ from _anthropic_server import (
 from _loopback import LoopbackServer, Reply, running
 from _openai_server import ADD_SCHEMA, add_numbers_tool, weather_spec
 from test_docs import readme_blocks
-from tooldeck import Agent, FunctionTool, Message, ModelSettings, ToolSpec, resolve_model
+from tooldeck import (
+    Agent,
+    Approve,
+    FunctionTool,
+    Message,
+    ModelSettings,
+    Reject,
+    ToolSpec,
+    resolve_model,
+)
 from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
@@ -349,6 +358,60 @@ def test_the_readme_example_runs_against_the_loopback_server(
         "toolu_1",
         "toolu_2",
     ]
+
+
+def delete_file_tool() -> FunctionTool[..., str]:
+    return FunctionTool(
+        name="delete_file",
+        description="Delete a file.",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        handler=lambda path: f"deleted {path}",
+        requires_approval=True,
+    )
+
+
+async def test_a_paused_run_resumes_from_json_with_its_thinking_replayed(
+    server: LoopbackServer, stream: bool
+) -> None:
+    thought = thinking("Add, then two deletions that need approval.", "EqQBCgIYAhIM")
+    first = [
+        thought,
+        tool_use("toolu_a", "add_numbers", {"a": 2, "b": 3}),
+        tool_use("toolu_d", "delete_file", {"path": "old.log"}),
+        tool_use("toolu_e", "delete_file", {"path": "keep.txt"}),
+    ]
+    respond(server, message_body(first), stream)
+    respond(server, message_body([text("Added 5, deleted old.log, kept keep.txt.")]), stream)
+    tools = [add_numbers_tool(), delete_file_tool()]
+
+    paused = await Agent(make_model(server, stream), tools).run("Add 2 and 3, then clean up.")
+    assert paused.checkpoint is not None
+    saved = paused.checkpoint.to_json()
+    decisions = {"toolu_d": Approve(), "toolu_e": Reject(message="keep that one")}
+    done = await Agent(make_model(server, stream), tools).resume(saved, decisions)
+
+    assert done.answer == "Added 5, deleted old.log, kept keep.txt."
+    assistant, results = sent(server, 1, stream)["messages"][1:]
+    assert assistant["content"][0] == thought
+    assert [block["id"] for block in assistant["content"][1:]] == ["toolu_a", "toolu_d", "toolu_e"]
+    assert results == {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_a", "content": "5"},
+            {"type": "tool_result", "tool_use_id": "toolu_d", "content": "deleted old.log"},
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_e",
+                "content": "error[rejected]: keep that one",
+                "is_error": True,
+            },
+        ],
+    }
 
 
 # --- stop reasons --------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from _gemini_server import (
 from _loopback import LoopbackServer, Reply, running
 from _openai_server import ADD_SCHEMA, add_numbers_tool, weather_spec
 from test_docs import readme_blocks
-from tooldeck import Agent, FunctionTool, Message, ModelSettings, ToolSpec, resolve_model
+from tooldeck import Agent, FunctionTool, Message, ModelSettings, Reject, ToolSpec, resolve_model
 from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
@@ -430,6 +430,46 @@ def test_the_readme_example_runs_against_the_loopback_server(
     }
     assert second["contents"][1]["parts"][1]["thoughtSignature"] == "CiQBVKhc"
     assert second["contents"][2]["parts"][0]["functionResponse"]["response"] == {"output": "129.6"}
+
+
+async def test_a_paused_run_resumes_from_json_with_its_signed_parts_replayed(
+    server: LoopbackServer, stream: bool
+) -> None:
+    delete_file = FunctionTool(
+        name="delete_file",
+        description="Delete a file.",
+        parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+        handler=lambda path: f"deleted {path}",
+        requires_approval=True,
+    )
+    first = [
+        call_part("add_numbers", {"a": 2, "b": 3}, signature="CiQBVKhc"),
+        call_part("delete_file", {"path": "old.log"}),
+    ]
+    respond(server, response_body(first), stream)
+    respond(server, response_body([text_part("Added 5; old.log stays.")]), stream)
+    tools = [add_numbers_tool(), delete_file]
+
+    paused = await Agent(make_model(server, stream), tools).run("Add 2 and 3, then clean up.")
+    assert paused.checkpoint is not None
+    saved = paused.checkpoint.to_json()
+    decisions = {"call_1_1": Reject(message="keep it")}
+    done = await Agent(make_model(server, stream), tools).resume(saved, decisions)
+
+    assert done.answer == "Added 5; old.log stays."
+    model_turn, results = sent(server, 1, stream)["contents"][1:]
+    assert model_turn["parts"][0] == {
+        "functionCall": {"id": "call_1_0", "name": "add_numbers", "args": {"a": 2, "b": 3}},
+        "thoughtSignature": "CiQBVKhc",
+    }
+    assert [part["functionResponse"] for part in results["parts"]] == [
+        {"id": "call_1_0", "name": "add_numbers", "response": {"output": "5"}},
+        {
+            "id": "call_1_1",
+            "name": "delete_file",
+            "response": {"error": "error[rejected]: keep it"},
+        },
+    ]
 
 
 # --- finish reasons ------------------------------------------------------------------------
