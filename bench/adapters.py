@@ -11,6 +11,10 @@ parallel calls. Each figure is measured with the conversation at 1 and at 10 ear
 rounds (every request carries the whole conversation, so building grows with it). Not
 included: the SDK's own work (its request validation and serialization, HTTP, JSON
 decoding), which depends on the SDK, not on tooldeck.
+
+The clock is the process's CPU time (``time.process_time``): the work is synchronous and
+CPU-bound, so on a quiet machine it equals the wall time, and on a shared, loaded machine
+it leaves out the time the process waited for a core.
 """
 
 from __future__ import annotations
@@ -236,10 +240,10 @@ def median_us(run: Round, messages: Sequence[Message], iterations: int, repeats:
         run(messages)  # warm caches (pydantic, imports)
     samples = []
     for _ in range(repeats):
-        started = time.perf_counter()
+        started = time.process_time()
         for _ in range(iterations):
             run(messages)
-        samples.append((time.perf_counter() - started) / iterations)
+        samples.append((time.process_time() - started) / iterations)
     return statistics.median(samples) * 1e6
 
 

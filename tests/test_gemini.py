@@ -42,6 +42,7 @@ from tooldeck.errors import (
     ModelRequestFailed,
     ModelUnavailable,
 )
+from tooldeck.models._gemini_request import Declarations
 from tooldeck.models._gemini_response import to_output, turn_from_response
 from tooldeck.models.gemini import GeminiModel
 
@@ -275,6 +276,20 @@ async def test_schemas_are_converted_to_the_openapi_subset_on_the_wire(
         }
     ]
     assert body["generationConfig"] == {"temperature": 0.3, "maxOutputTokens": 50}
+
+
+def test_declarations_are_converted_once_per_tool_spec() -> None:
+    declarations = Declarations(capacity=2)
+    first = ToolSpec(name="forecast", parameters=RICH_SCHEMA)
+    same_name = ToolSpec(name="forecast", parameters={"type": "object", "properties": {}})
+
+    made = declarations(first)
+
+    assert declarations(first) is made
+    assert declarations(same_name) == {"name": "forecast"}
+    declarations(WEATHER)  # a third spec: the oldest entry makes room
+    assert declarations(first) is not made
+    assert declarations(first) == made
 
 
 async def test_json_schema_mode_sends_the_schema_unchanged(server: LoopbackServer) -> None:
