@@ -603,6 +603,20 @@ async def test_key_from_the_environment_and_a_base_url_server_without_one(
     assert second.headers["authorization"] == "Bearer no-key-needed"
 
 
+async def test_an_auth_token_from_the_environment_is_used_when_no_key_is_set(
+    server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "oauth-token")
+    respond(server, message_body([text("ok")]), stream=False)
+
+    await AnthropicModel(MODEL, base_url=server.root, max_retries=0).complete(
+        [Message.user("x")], [], ModelSettings()
+    )
+
+    assert server.requests[0].headers["authorization"] == "Bearer oauth-token"
+
+
 async def test_a_client_passed_in_is_used_as_is(server: LoopbackServer) -> None:
     from anthropic import AsyncAnthropic
 
