@@ -23,6 +23,32 @@ class ModelRequest:
 
 
 @dataclass(slots=True)
+class TextDelta:
+    """Text the model has just written in turn ``round`` (only with ``stream(deltas=True)``).
+
+    The pieces of a turn joined are its ``ModelResponse.output.content``.
+    """
+
+    round: int
+    text: str
+
+
+@dataclass(slots=True)
+class ToolCallDelta:
+    """A piece of a tool call the model is writing in turn ``round`` (``deltas=True`` only).
+
+    Every delta of a call carries its ``index`` in the turn and the ``call_id`` and ``name``
+    known so far; the ``arguments_delta`` pieces joined are the arguments' JSON text.
+    """
+
+    round: int
+    index: int
+    call_id: str
+    name: str
+    arguments_delta: str
+
+
+@dataclass(slots=True)
 class ModelResponse:
     """The model answered turn ``round``; ``output`` may hold tool calls."""
 
@@ -53,4 +79,12 @@ class FinalAnswer:
     result: RunResult[Any]
 
 
-Event = ModelRequest | ModelResponse | ToolCallStarted | ToolCallFinished | FinalAnswer
+Event = (
+    ModelRequest
+    | TextDelta
+    | ToolCallDelta
+    | ModelResponse
+    | ToolCallStarted
+    | ToolCallFinished
+    | FinalAnswer
+)

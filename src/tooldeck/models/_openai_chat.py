@@ -8,17 +8,18 @@ OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tooldeck.contracts import AssistantOutput, Message, ToolCall, ToolSpec, Usage
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused
-from tooldeck.models.base import ModelSettings
+from tooldeck.models.base import ModelSettings, TextChunk, ToolCallChunk
 
 if TYPE_CHECKING:
     from openai.types import CompletionUsage
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 InstructionsRole = Literal["system", "developer"]
 MaxTokensParam = Literal["max_completion_tokens", "max_tokens"]
@@ -156,31 +157,54 @@ def turn_from_completion(model: str, completion: ChatCompletion) -> ChatTurn:
     return turn
 
 
-async def turn_from_stream(chunks: AsyncIterator[ChatCompletionChunk]) -> ChatTurn:
-    """Assemble streamed chunks: text and refusal deltas, call fragments by index, usage."""
-    turn = ChatTurn()
-    content: list[str] = []
-    refusal: list[str] = []
-    calls: dict[int, _PendingCall] = {}
-    async for chunk in chunks:
+class ChunkAssembler:
+    """Assembles streamed chunks into a ChatTurn, and tells what each chunk added.
+
+    Text and refusal deltas are joined; call fragments are gathered by their index; the
+    usage chunk and the finish reason are kept.
+    """
+
+    def __init__(self) -> None:
+        self._turn = ChatTurn()
+        self._content: list[str] = []
+        self._refusal: list[str] = []
+        self._calls: dict[int, _PendingCall] = {}
+
+    def add(self, chunk: ChatCompletionChunk) -> list[TextChunk | ToolCallChunk]:
+        """Take one chunk; return the text and call pieces it carried."""
+        added: list[TextChunk | ToolCallChunk] = []
         if chunk.usage is not None:
-            turn.usage = _usage(chunk.usage)
+            self._turn.usage = _usage(chunk.usage)
         for choice in chunk.choices[:1] if chunk.choices else ():
             delta = choice.delta
-            content.append(delta.content or "")
-            refusal.append(delta.refusal or "")
+            if delta.content:
+                self._content.append(delta.content)
+                added.append(TextChunk(delta.content))
+            if delta.refusal:
+                self._refusal.append(delta.refusal)
             for fragment in delta.tool_calls or ():
-                pending = calls.setdefault(fragment.index, _PendingCall())
-                pending.id = pending.id or fragment.id or ""
-                if fragment.function is not None:
-                    # The first name wins: some servers repeat the whole name in every chunk.
-                    pending.name = pending.name or fragment.function.name or ""
-                    pending.arguments.append(fragment.function.arguments or "")
-            turn.finish_reason = choice.finish_reason or turn.finish_reason
-    turn.content = "".join(content)
-    turn.refusal = "".join(refusal)
-    turn.calls = [calls[index] for index in sorted(calls)]
-    return turn
+                added.append(self._add_fragment(fragment))
+            self._turn.finish_reason = choice.finish_reason or self._turn.finish_reason
+        return added
+
+    def _add_fragment(self, fragment: ChoiceDeltaToolCall) -> ToolCallChunk:
+        pending = self._calls.setdefault(fragment.index, _PendingCall())
+        pending.id = pending.id or fragment.id or ""
+        piece = ""
+        if fragment.function is not None:
+            # The first name wins: some servers repeat the whole name in every chunk.
+            pending.name = pending.name or fragment.function.name or ""
+            piece = fragment.function.arguments or ""
+            pending.arguments.append(piece)
+        return ToolCallChunk(fragment.index, pending.id, pending.name, piece)
+
+    def turn(self) -> ChatTurn:
+        """The turn the chunks so far make up."""
+        turn = self._turn
+        turn.content = "".join(self._content)
+        turn.refusal = "".join(self._refusal)
+        turn.calls = [self._calls[index] for index in sorted(self._calls)]
+        return turn
 
 
 def to_output(model: str, turn: ChatTurn) -> AssistantOutput:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.contracts import AssistantOutput, Message, ToolCall, ToolSpec, Usage
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ModelRequestFailed
 from tooldeck.models._openai_chat import json_schema_format
-from tooldeck.models.base import ModelSettings
+from tooldeck.models.base import ModelSettings, TextChunk, ToolCallChunk
 
 if TYPE_CHECKING:
     from openai.types.responses import Response, ResponseOutputItem, ResponseStreamEvent
@@ -204,29 +204,51 @@ def _usage(response: Response) -> Usage | None:
     return Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
 
-async def collect_stream(
-    model: str, events: AsyncIterator[ResponseStreamEvent]
-) -> tuple[Response, list[ResponseOutputItem]]:
-    """Read a stream to its terminal event: the final Response and its output items.
+class StreamCollector:
+    """Reads a response's event stream: what each event added, then the final Response.
 
     The items are the terminal response's own, or, when it carries none (as some gateways
     send it), the items the stream finished one by one.
     """
-    done: dict[int, ResponseOutputItem] = {}
-    final: Response | None = None
-    async for event in events:
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+        self._done: dict[int, ResponseOutputItem] = {}
+        self._final: Response | None = None
+        self._calls: dict[int, ToolCallChunk] = {}
+        """Output index -> the call's first chunk (its position among the turn's calls)."""
+
+    def add(self, event: ResponseStreamEvent) -> TextChunk | ToolCallChunk | None:
+        """Take one event; return the text or call piece it carried, if any."""
+        if event.type == "response.output_text.delta":
+            return TextChunk(event.delta)
+        if event.type == "response.function_call_arguments.delta":
+            call = self._calls.get(event.output_index)
+            if call is None:
+                return None
+            return ToolCallChunk(call.index, call.call_id, call.name, event.delta)
+        if event.type == "response.output_item.added" and event.item.type == "function_call":
+            item = event.item
+            call = ToolCallChunk(len(self._calls), item.call_id, item.name, item.arguments)
+            self._calls[event.output_index] = call
+            return call
         if event.type == "response.output_item.done":
-            done[event.output_index] = event.item
+            self._done[event.output_index] = event.item
         elif event.type in ("response.completed", "response.incomplete", "response.failed"):
-            final = event.response
+            self._final = event.response
         elif event.type == "error":
             code = f"{event.code}: " if event.code else ""
             raise ModelRequestFailed(
-                f"{model}: the stream reported an error: {code}{event.message}"
+                f"{self._model}: the stream reported an error: {code}{event.message}"
             )
-    if final is None:
-        raise ModelError(f"{model}: the stream ended before the response was complete")
-    return final, list(final.output) or [done[index] for index in sorted(done)]
+        return None
+
+    def result(self) -> tuple[Response, list[ResponseOutputItem]]:
+        """The final Response and its output items; an error if the stream stopped short."""
+        final = self._final
+        if final is None:
+            raise ModelError(f"{self._model}: the stream ended before the response was complete")
+        return final, list(final.output) or [self._done[index] for index in sorted(self._done)]
 
 
 class ResponseChain:

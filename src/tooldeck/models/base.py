@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from tooldeck.contracts import AssistantOutput, Message, ToolSpec
+from tooldeck.errors import ModelError
 
 ToolChoice = Literal["auto", "required", "none"] | str
 """``auto``: the model decides; ``required``: it must call some tool; ``none``: it must answer;
@@ -33,6 +34,31 @@ class ModelSettings:
     def forces_a_call(self) -> bool:
         """True when the model is not free to answer without calling a tool."""
         return self.tool_choice not in ("auto", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """Text the model has just written (the loop yields it as a ``TextDelta`` event)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """A piece of a tool call the model is writing (the loop yields it as ``ToolCallDelta``)."""
+
+    index: int
+    """The call's position in the turn: ``output.tool_calls[index]`` once the turn is whole."""
+    call_id: str
+    """The call's id, or ``""`` while the provider has not sent it yet."""
+    name: str
+    """The tool's name, or ``""`` while the provider has not sent it yet."""
+    arguments: str
+    """The next piece of the arguments' JSON text (``""`` when a chunk only names the call)."""
+
+
+StreamItem = TextChunk | ToolCallChunk | AssistantOutput
+"""What ``Model.stream()`` yields: chunks while the model writes, then the whole turn."""
 
 
 class Model(ABC):
@@ -61,5 +87,30 @@ class Model(ABC):
             instructions: The system prompt, sent where the provider expects it.
         """
 
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncIterator[StreamItem]:
+        """Ask for the next turn, yielding its text and call chunks as they are written.
+
+        The last item is the complete turn, the same AssistantOutput ``complete()`` returns.
+        Closing the iterator early (``aclose()``) ends the request. The default yields
+        no chunks: it awaits ``complete()``; adapters that can stream override it.
+        """
+        yield await self.complete(messages, tools, settings, instructions)
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to close by default
         """Release clients or weights the model holds."""
+
+
+async def final_output(model: str, items: AsyncIterator[StreamItem]) -> AssistantOutput:
+    """Read a ``Model.stream()`` to its end and return the turn it ends with."""
+    last: StreamItem | None = None
+    async for item in items:
+        last = item
+    if not isinstance(last, AssistantOutput):
+        raise ModelError(f"{model}: the stream ended before the model's turn was complete")
+    return last

@@ -13,7 +13,7 @@ responses with ``previous_response_id`` instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from tooldeck.models import _openai_chat as chat
 from tooldeck.models import _openai_responses as responses
 from tooldeck.models._openai_clients import Connection, azure_client, connect
 from tooldeck.models._openai_errors import ErrorContext, sdk_errors
-from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.base import Model, ModelSettings, StreamItem, final_output
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -184,23 +184,54 @@ class OpenAIResponsesModel(_SDKModel):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        if self._stream:
+            return await final_output(
+                self.name, self.stream(messages, tools, settings, instructions)
+            )
+        request = self._request(messages, tools, settings, instructions)
+        with self._sdk_errors():
+            response = await self.client.responses.create(**request)
+        output = responses.parse_response(self.name, response)
+        if self._chain is not None:
+            self._chain.remember(messages, output, response.id)
+        return output
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncIterator[StreamItem]:
+        """The turn as server-sent events: text and argument deltas, then the whole turn."""
+        request = self._request(messages, tools, settings, instructions)
+        collector = responses.StreamCollector(self.name)
+        with self._sdk_errors():
+            async with await self.client.responses.create(**request, stream=True) as events:
+                async for event in events:
+                    chunk = collector.add(event)
+                    if chunk is not None:
+                        yield chunk
+        response, items = collector.result()
+        output = responses.parse_response(self.name, response, items)
+        if self._chain is not None:
+            self._chain.remember(messages, output, response.id)
+        yield output
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str,
+    ) -> dict[str, Any]:
         previous_id, new = self._chain.split(messages) if self._chain else (None, messages)
         request = responses.build_request(
             self._parts, responses.input_items(new), tools, settings, instructions
         )
         if previous_id is not None:
             request["previous_response_id"] = previous_id
-        with self._sdk_errors():
-            if self._stream:
-                async with await self.client.responses.create(**request, stream=True) as events:
-                    response, items = await responses.collect_stream(self.name, events)
-            else:
-                response = await self.client.responses.create(**request)
-                items = None
-        output = responses.parse_response(self.name, response, items)
-        if self._chain is not None:
-            self._chain.remember(messages, output, response.id)
-        return output
+        return request
 
 
 class OpenAIChatModel(_SDKModel):
@@ -304,18 +335,32 @@ class OpenAIChatModel(_SDKModel):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        if self._stream:
+            return await final_output(
+                self.name, self.stream(messages, tools, settings, instructions)
+            )
         request = chat.build_request(self._parts, messages, tools, settings, instructions)
         with self._sdk_errors():
-            if self._stream:
-                request.setdefault("stream_options", {"include_usage": True})
-                async with await self.client.chat.completions.create(
-                    **request, stream=True
-                ) as chunks:
-                    turn = await chat.turn_from_stream(chunks)
-            else:
-                completion = await self.client.chat.completions.create(**request)
-                turn = chat.turn_from_completion(self.name, completion)
-        return chat.to_output(self.name, turn)
+            completion = await self.client.chat.completions.create(**request)
+        return chat.to_output(self.name, chat.turn_from_completion(self.name, completion))
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncIterator[StreamItem]:
+        """The completion as chunks: text and argument deltas, then the whole turn."""
+        request = chat.build_request(self._parts, messages, tools, settings, instructions)
+        request.setdefault("stream_options", {"include_usage": True})
+        assembler = chat.ChunkAssembler()
+        with self._sdk_errors():
+            async with await self.client.chat.completions.create(**request, stream=True) as chunks:
+                async for chunk in chunks:
+                    for piece in assembler.add(chunk):
+                        yield piece
+        yield chat.to_output(self.name, assembler.turn())
 
 
 def _require_name(provider: str, name: str) -> None:
