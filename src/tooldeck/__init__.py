@@ -51,6 +51,8 @@ if TYPE_CHECKING:
         FinalAnswer,
         ModelRequest,
         ModelResponse,
+        TextDelta,
+        ToolCallDelta,
         ToolCallFinished,
         ToolCallStarted,
     )
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from tooldeck.models.base import Model, ModelSettings
     from tooldeck.models.resolve import resolve_model
     from tooldeck.models.scripted import ModelRequestRecord, ScriptedModel
+    from tooldeck.observe import instrument
     from tooldeck.policy import Limits
     from tooldeck.tools.context import RunContext
     from tooldeck.tools.function import FunctionTool, external_tool, tool
@@ -108,7 +111,9 @@ _EXPORTS: dict[str, str] = {
     "RunStopped": "tooldeck.errors",
     "ScriptExhausted": "tooldeck.errors",
     "ScriptedModel": "tooldeck.models.scripted",
+    "TextDelta": "tooldeck.events",
     "ToolCall": "tooldeck.contracts",
+    "ToolCallDelta": "tooldeck.events",
     "ToolCallFinished": "tooldeck.events",
     "ToolCallStarted": "tooldeck.events",
     "ToolDeckError": "tooldeck.errors",
@@ -122,6 +127,7 @@ _EXPORTS: dict[str, str] = {
     "ToolTrace": "tooldeck.contracts",
     "ToolView": "tooldeck.tools.registry",
     "Usage": "tooldeck.contracts",
+    "instrument": "tooldeck.observe",
     "resolve_model": "tooldeck.models.resolve",
     "run_agent": "tooldeck.loop",
     "tool": "tooldeck.tools.function",
@@ -178,7 +184,9 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedModel",
     "StopReason",
+    "TextDelta",
     "ToolCall",
+    "ToolCallDelta",
     "ToolCallFinished",
     "ToolCallStarted",
     "ToolDeckError",
@@ -195,6 +203,7 @@ __all__ = [
     "Toolset",
     "Usage",
     "external_tool",
+    "instrument",
     "resolve_model",
     "run_agent",
     "tool",

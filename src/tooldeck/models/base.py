@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -93,12 +93,13 @@ class Model(ABC):
         tools: Sequence[ToolSpec],
         settings: ModelSettings,
         instructions: str = "",
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """Ask for the next turn, yielding its text and call chunks as they are written.
 
         The last item is the complete turn, the same AssistantOutput ``complete()`` returns.
-        Closing the iterator early (``aclose()``) ends the request. The default yields
-        no chunks: it awaits ``complete()``; adapters that can stream override it.
+        Closing the generator early (``aclose()``) ends the request. The default yields
+        no chunks: it awaits ``complete()``; adapters that can stream override it with an
+        async generator.
         """
         yield await self.complete(messages, tools, settings, instructions)
 

@@ -13,7 +13,7 @@ responses with ``previous_response_id`` instead.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -202,7 +202,7 @@ class OpenAIResponsesModel(_SDKModel):
         tools: Sequence[ToolSpec],
         settings: ModelSettings,
         instructions: str = "",
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """The turn as server-sent events: text and argument deltas, then the whole turn."""
         request = self._request(messages, tools, settings, instructions)
         collector = responses.StreamCollector(self.name)
@@ -350,7 +350,7 @@ class OpenAIChatModel(_SDKModel):
         tools: Sequence[ToolSpec],
         settings: ModelSettings,
         instructions: str = "",
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """The completion as chunks: text and argument deltas, then the whole turn."""
         request = chat.build_request(self._parts, messages, tools, settings, instructions)
         request.setdefault("stream_options", {"include_usage": True})

@@ -1,0 +1,77 @@
+"""The seam between the loop and what watches a run (``tooldeck.observe``'s spans).
+
+The loop knows only these protocols. ``Agent(instrument=...)``, or the process default that
+``tooldeck.instrument()`` installs, starts one RunObserver per run; with neither the loop
+holds None, and pays one ``is None`` check per tool call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Protocol
+
+from tooldeck.contracts import Message, RunResult, ToolCall, ToolTrace
+from tooldeck.events import Event, FinalAnswer
+from tooldeck.models.base import Model
+
+
+class RunObserver(Protocol):
+    """Told about one run as it happens."""
+
+    def model(self, model: Model) -> Model:
+        """``model`` as this run calls it (e.g. wrapped so each request is observed)."""
+        ...
+
+    async def tool_call(
+        self, call: ToolCall, execute: Callable[[], Awaitable[ToolTrace]]
+    ) -> ToolTrace:
+        """Run a call (``execute``) under observation and return its trace."""
+        ...
+
+    def refused(self, trace: ToolTrace) -> None:
+        """A call was answered without running (unknown tool, bad arguments, a limit)."""
+
+    def finished(self, result: RunResult) -> None:
+        """The run ended with a result (an answer, or a limit's last answer)."""
+
+    def failed(self, error: BaseException) -> None:
+        """The run ended with ``error``, or was closed or cancelled before it ended."""
+
+
+class Instrumenter(Protocol):
+    """What ``Agent(instrument=...)`` takes: it starts an observer for each run."""
+
+    def start_run(
+        self, model: Model, messages: Sequence[Message], instructions: str
+    ) -> RunObserver:
+        """A new run of ``model`` on ``messages`` begins."""
+        ...
+
+
+_default: Instrumenter | None = None
+
+
+def default_instrumenter() -> Instrumenter | None:
+    """What every agent without its own ``instrument=`` uses (None: nothing)."""
+    return _default
+
+
+def set_default_instrumenter(instrumenter: Instrumenter | None) -> None:
+    global _default
+    _default = instrumenter
+
+
+async def observed(
+    events: AsyncGenerator[Event, None], observer: RunObserver
+) -> AsyncIterator[Event]:
+    """``events`` as they come, telling ``observer`` how the run ended."""
+    try:
+        async for event in events:
+            if isinstance(event, FinalAnswer):
+                observer.finished(event.result)
+            yield event
+    except BaseException as error:  # told, then re-raised unchanged
+        observer.failed(error)
+        raise
+    finally:
+        await events.aclose()

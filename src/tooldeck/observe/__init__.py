@@ -1,0 +1,81 @@
+"""OpenTelemetry traces of agent runs, following the GenAI semantic conventions.
+
+Off until asked: ``tooldeck.instrument()`` traces every agent, ``Agent(instrument=
+Instrumentation(...))`` one. Only ``opentelemetry-api`` is needed (``pip install
+'tooldeck[otel]'``); spans go to the tracer provider given, or to the global one, whose
+exporter (OTLP, console, ...) the application sets up.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tooldeck._observer import RunObserver, set_default_instrumenter
+from tooldeck.contracts import Message
+from tooldeck.models.base import Model
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer, TracerProvider
+
+__all__ = ["Instrumentation", "instrument", "uninstrument"]
+
+_INSTALL_HINT = "pip install 'tooldeck[otel]' (or opentelemetry-api)"
+
+
+class Instrumentation:
+    """How runs become spans: where they go, and whether contents are recorded.
+
+    Args:
+        tracer_provider: The provider to get tooldeck's tracer from; None uses the global
+            one (``opentelemetry.trace.set_tracer_provider``), even if it is set later.
+        capture_content: Also record the prompt, the instructions, each request's messages,
+            the model's output, tool arguments and tool results. Off by default: they may
+            hold personal data.
+
+    Example:
+        >>> from tooldeck.observe import Instrumentation
+        >>> Instrumentation(capture_content=True).capture_content
+        True
+    """
+
+    def __init__(
+        self, tracer_provider: TracerProvider | None = None, *, capture_content: bool = False
+    ) -> None:
+        if importlib.util.find_spec("opentelemetry") is None:
+            raise ImportError(f"tooldeck's tracing needs opentelemetry-api: {_INSTALL_HINT}")
+        from opentelemetry import trace
+
+        from tooldeck import __version__
+
+        self.tracer_provider = tracer_provider
+        self.capture_content = capture_content
+        self._tracer: Tracer = trace.get_tracer(
+            "tooldeck", __version__, tracer_provider=tracer_provider
+        )
+
+    def start_run(
+        self, model: Model, messages: Sequence[Message], instructions: str
+    ) -> RunObserver:
+        """The spans of a run that starts now (its ``invoke_agent`` span opens here)."""
+        from tooldeck.observe._spans import RunSpans
+
+        return RunSpans(self._tracer, model, messages, instructions, self.capture_content)
+
+
+def instrument(
+    tracer_provider: TracerProvider | None = None, *, capture_content: bool = False
+) -> Instrumentation:
+    """Trace every agent's runs from now on (agents with ``instrument=False`` excepted).
+
+    Returns the Instrumentation installed; ``uninstrument()`` turns it off again.
+    """
+    instrumentation = Instrumentation(tracer_provider, capture_content=capture_content)
+    set_default_instrumenter(instrumentation)
+    return instrumentation
+
+
+def uninstrument() -> None:
+    """Stop tracing agents that were traced by ``instrument()``."""
+    set_default_instrumenter(None)

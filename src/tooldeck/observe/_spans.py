@@ -1,0 +1,245 @@
+"""A run as OpenTelemetry spans, following the GenAI semantic conventions.
+
+One ``invoke_agent`` span per run; under it a ``chat {model}`` span per model request (the
+only spans that carry token usage, so nothing is counted twice) and an ``execute_tool
+{name}`` span per call, current while the tool runs so the tool's own spans nest under it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from tooldeck.contracts import AssistantOutput, Message, RunResult, ToolCall, ToolSpec, ToolTrace
+from tooldeck.errors import ErrorCode, RunStopped
+from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.observe import _content as content
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span, Tracer
+
+_PROVIDERS = {
+    "openai": "openai",
+    "openai-chat": "openai",
+    "azure": "azure.ai.openai",
+    "local": "llama_cpp",
+}
+"""tooldeck's model-string prefixes -> ``gen_ai.provider.name``."""
+
+
+def model_identity(model: Model) -> tuple[str, str]:
+    """(provider, requested model) from a model's name such as ``openai:gpt-4.1-mini``."""
+    prefix, colon, rest = model.name.partition(":")
+    if not colon:
+        return model.name, model.name
+    return _PROVIDERS.get(prefix, prefix), rest
+
+
+class RunSpans:
+    """The spans of one run: an ``invoke_agent`` span and its children (a RunObserver)."""
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        model: Model,
+        messages: Sequence[Message],
+        instructions: str,
+        capture_content: bool,
+    ) -> None:
+        self._tracer = tracer
+        self._capture = capture_content
+        self._instructions = instructions
+        self._provider, self._model_name = model_identity(model)
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            **self._model_attributes(),
+        }
+        self._span = tracer.start_span(
+            "invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        self._context: Context = trace.set_span_in_context(self._span)
+        self._ended = False
+        if self._capture and self._span.is_recording():
+            self._span.set_attribute("gen_ai.input.messages", content.input_messages(messages))
+            if instructions:
+                self._span.set_attribute(
+                    "gen_ai.system_instructions", content.system_instructions(instructions)
+                )
+
+    def model(self, model: Model) -> Model:
+        return TracedModel(model, self)
+
+    async def tool_call(
+        self, call: ToolCall, execute: Callable[[], Awaitable[ToolTrace]]
+    ) -> ToolTrace:
+        span = self._tool_span(call)
+        with trace.use_span(span, record_exception=False, set_status_on_exception=False):
+            try:
+                done = await execute()
+            except BaseException as error:  # cancelled while it ran
+                _end_failed(span, error)
+                raise
+        self._end_tool(span, done)
+        return done
+
+    def refused(self, trace_: ToolTrace) -> None:
+        self._end_tool(self._tool_span(trace_.call), trace_)
+
+    def finished(self, result: RunResult) -> None:
+        if self._ended:
+            return
+        self._span.set_attribute("tooldeck.stop_reason", result.stop_reason)
+        if self._capture and self._span.is_recording():
+            self._span.set_attribute(
+                "gen_ai.output.messages", content.answer_messages(result.answer)
+            )
+        self._end(self._span)
+
+    def failed(self, error: BaseException) -> None:
+        if self._ended:
+            return
+        if isinstance(error, Exception):  # not GeneratorExit or CancelledError: closed early
+            reason = (
+                error.result.stop_reason if isinstance(error, RunStopped) and error.result else None
+            )
+            _record_error(self._span, error, reason or type(error).__name__)
+            if reason:
+                self._span.set_attribute("tooldeck.stop_reason", reason)
+        self._end(self._span)
+
+    def _end(self, span: Span) -> None:
+        self._ended = True
+        span.end()
+
+    def _model_attributes(self) -> dict[str, str]:
+        return {
+            "gen_ai.provider.name": self._provider,
+            "gen_ai.system": self._provider,
+            "gen_ai.request.model": self._model_name,
+        }
+
+    def chat_span(self, messages: Sequence[Message], settings: ModelSettings) -> Span:
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", **self._model_attributes()}
+        if settings.temperature is not None:
+            attributes["gen_ai.request.temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            attributes["gen_ai.request.max_tokens"] = settings.max_tokens
+        span = self._tracer.start_span(
+            f"chat {self._model_name}", self._context, SpanKind.CLIENT, attributes
+        )
+        if self._capture and span.is_recording():
+            span.set_attribute("gen_ai.input.messages", content.input_messages(messages))
+            if self._instructions:
+                span.set_attribute(
+                    "gen_ai.system_instructions", content.system_instructions(self._instructions)
+                )
+        return span
+
+    def end_chat(self, span: Span, output: AssistantOutput) -> None:
+        span.set_attribute("gen_ai.response.finish_reasons", (content.finish_reason(output),))
+        if output.usage is not None:
+            span.set_attribute("gen_ai.usage.input_tokens", output.usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", output.usage.output_tokens)
+        if self._capture and span.is_recording():
+            span.set_attribute("gen_ai.output.messages", content.output_messages(output))
+        span.end()
+
+    def _tool_span(self, call: ToolCall) -> Span:
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+        }
+        span = self._tracer.start_span(
+            f"execute_tool {call.name}", self._context, SpanKind.INTERNAL, attributes
+        )
+        if self._capture and span.is_recording():
+            arguments = content.arguments(call)
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments, default=repr)
+            span.set_attribute("gen_ai.tool.call.arguments", text)
+        return span
+
+    def _end_tool(self, span: Span, done: ToolTrace) -> None:
+        result = done.result
+        if result.error_code is not None:
+            if result.error_code == ErrorCode.TOOL_ERROR and done.error is not None:
+                span.record_exception(done.error)
+            span.set_attribute("error.type", result.error_code)
+            span.set_status(Status(StatusCode.ERROR, result.error_code))
+        if self._capture and span.is_recording():
+            span.set_attribute("gen_ai.tool.call.result", result.output)
+        span.end()
+
+
+class TracedModel(Model):
+    """A model whose every request is a ``chat`` span, current while the request runs."""
+
+    def __init__(self, model: Model, spans: RunSpans) -> None:
+        self.name = model.name
+        self._model = model
+        self._spans = spans
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AssistantOutput:
+        span = self._spans.chat_span(messages, settings)
+        with trace.use_span(span, record_exception=False, set_status_on_exception=False):
+            try:
+                output = await self._model.complete(messages, tools, settings, instructions)
+            except BaseException as error:
+                _end_failed(span, error)
+                raise
+        self._spans.end_chat(span, output)
+        return output
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        span = self._spans.chat_span(messages, settings)
+        items = self._model.stream(messages, tools, settings, instructions)
+        ended = False
+        try:
+            while True:
+                with trace.use_span(span, record_exception=False, set_status_on_exception=False):
+                    item = await anext(items, None)
+                if item is None:
+                    break
+                if isinstance(item, AssistantOutput):
+                    self._spans.end_chat(span, item)
+                    ended = True
+                yield item
+        except BaseException as error:
+            if not ended:
+                _end_failed(span, error)
+                ended = True
+            raise
+        finally:
+            if not ended:  # the model's stream ended without its turn
+                span.end()
+            await items.aclose()
+
+
+def _end_failed(span: Span, error: BaseException) -> None:
+    if isinstance(error, Exception):
+        _record_error(span, error, type(error).__name__)
+    span.end()
+
+
+def _record_error(span: Span, error: Exception, error_type: str) -> None:
+    span.record_exception(error)
+    span.set_attribute("error.type", error_type)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
