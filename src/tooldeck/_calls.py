@@ -14,10 +14,11 @@ import difflib
 import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tooldeck._observer import RunObserver
 from tooldeck._state import OpenTurn
 from tooldeck.checkpoint import Approve, Decision, Reject, call_digest
 from tooldeck.contracts import PendingCall, PendingKind, ToolCall, ToolResult, ToolTrace
@@ -46,6 +47,8 @@ class RoundContext:
     deps: Any
     round: int
     run_id: str
+    observer: RunObserver | None = None
+    """Told about each call when the run is observed (traced)."""
 
 
 @dataclass(slots=True)
@@ -75,7 +78,9 @@ class _Ready:
 RoundItem = Event | RoundOutcome
 
 
-async def run_new_calls(calls: Sequence[ToolCall], ctx: RoundContext) -> AsyncIterator[RoundItem]:
+async def run_new_calls(
+    calls: Sequence[ToolCall], ctx: RoundContext
+) -> AsyncGenerator[RoundItem, None]:
     """Check a new turn's calls, run those that may run now, and say which must wait."""
     traces: list[ToolTrace | None] = [None] * len(calls)
     signatures: list[CallSignature | None] = [None] * len(calls)
@@ -90,24 +95,29 @@ async def run_new_calls(calls: Sequence[ToolCall], ctx: RoundContext) -> AsyncIt
         trace, signatures[index] = checked
         traces[index] = trace
         over_limit = over_limit or trace.result.error_code is ErrorCode.CALL_LIMIT
-        yield ToolCallFinished(ctx.round, trace)
+        yield _not_run(trace, ctx)
     pending: list[PendingCall] = []
     if ctx.view.may_pause:
         ready = await _hold_back(ready, ctx, pending)
     if len(ready) == 1:  # the common case: no groups, no tasks, no extra generator
         item = ready[0]
         yield ToolCallStarted(ctx.round, item.call)
-        trace = traces[item.index] = await _bounded(item, ctx)
+        trace = traces[item.index] = await _execute(item, ctx)
         yield ToolCallFinished(ctx.round, trace)
     elif ready:
-        async for event in _execute_all(ready, traces, ctx):
-            yield event
+        running = _execute_all(ready, traces, ctx)
+        try:
+            async for event in running:
+                yield event
+        except BaseException:  # closed or cancelled: stop the calls now, not at finalization
+            await running.aclose()
+            raise
     yield _outcome(traces, signatures, ctx, tuple(pending), over_limit)
 
 
 async def run_decided_calls(
     turn: OpenTurn, decisions: Mapping[str, Decision], ctx: RoundContext
-) -> AsyncIterator[RoundItem]:
+) -> AsyncGenerator[RoundItem, None]:
     """Carry out the decisions on a paused turn's calls; the others stay pending."""
     waiting = turn.pending
     traces: list[ToolTrace | None] = [None] * len(waiting)
@@ -124,13 +134,25 @@ async def run_decided_calls(
                 ready.append(checked)
             else:
                 traces[index] = checked
-                yield ToolCallFinished(ctx.round, checked)
+                yield _not_run(checked, ctx)
         else:
             decided = traces[index] = _decided_trace(pending.call, decision)
-            yield ToolCallFinished(ctx.round, decided)
-    async for event in _execute_all(ready, traces, ctx):
-        yield event
+            yield _not_run(decided, ctx)
+    running = _execute_all(ready, traces, ctx)
+    try:
+        async for event in running:
+            yield event
+    except BaseException:  # closed or cancelled: stop the calls now, not at finalization
+        await running.aclose()
+        raise
     yield _outcome(traces, signatures, ctx, tuple(still), over_limit=False)
+
+
+def _not_run(trace: ToolTrace, ctx: RoundContext) -> ToolCallFinished:
+    """The event of a call answered without running (refused, rejected, or given a result)."""
+    if ctx.observer is not None:
+        ctx.observer.answered(trace)
+    return ToolCallFinished(ctx.round, trace)
 
 
 def _check(
@@ -237,19 +259,24 @@ def _outcome(
 
 async def _execute_all(
     ready: list[_Ready], traces: list[ToolTrace | None], ctx: RoundContext
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Run the ready calls group by group; fill ``traces`` at each call's index."""
     for group in _groups(ready):
         for item in group:
             yield ToolCallStarted(ctx.round, item.call)
         if len(group) == 1:
-            trace = await _bounded(group[0], ctx)
+            trace = await _execute(group[0], ctx)
             traces[group[0].index] = trace
             yield ToolCallFinished(ctx.round, trace)
             continue
-        async for index, trace in _run_concurrently(group, ctx):
-            traces[index] = trace
-            yield ToolCallFinished(ctx.round, trace)
+        running = _run_concurrently(group, ctx)
+        try:
+            async for index, trace in running:
+                traces[index] = trace
+                yield ToolCallFinished(ctx.round, trace)
+        except BaseException:  # closed or cancelled: cancel the calls now
+            await running.aclose()
+            raise
 
 
 def _groups(ready: list[_Ready]) -> list[list[_Ready]]:
@@ -271,7 +298,7 @@ def _groups(ready: list[_Ready]) -> list[list[_Ready]]:
 
 async def _run_concurrently(
     group: list[_Ready], ctx: RoundContext
-) -> AsyncIterator[tuple[int, ToolTrace]]:
+) -> AsyncGenerator[tuple[int, ToolTrace], None]:
     """Run a group's calls concurrently; yield each (index, trace) as it finishes."""
     limit = ctx.options.max_concurrency
     semaphore = asyncio.Semaphore(limit) if limit is not None and limit < len(group) else None
@@ -288,9 +315,16 @@ async def _run_one(
     item: _Ready, ctx: RoundContext, semaphore: asyncio.Semaphore | None
 ) -> tuple[int, ToolTrace]:
     if semaphore is None:
-        return item.index, await _bounded(item, ctx)
+        return item.index, await _execute(item, ctx)
     async with semaphore:
-        return item.index, await _bounded(item, ctx)
+        return item.index, await _execute(item, ctx)
+
+
+async def _execute(item: _Ready, ctx: RoundContext) -> ToolTrace:
+    """Run one call, under observation when the run is observed."""
+    if ctx.observer is None:
+        return await _bounded(item, ctx)
+    return await ctx.observer.tool_call(item.call, lambda: _bounded(item, ctx))
 
 
 async def _bounded(item: _Ready, ctx: RoundContext) -> ToolTrace:

@@ -7,7 +7,7 @@ holds None, and pays one ``is None`` check per tool call.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Protocol
 
 from tooldeck.contracts import Message, RunResult, ToolCall, ToolTrace
@@ -28,11 +28,12 @@ class RunObserver(Protocol):
         """Run a call (``execute``) under observation and return its trace."""
         ...
 
-    def refused(self, trace: ToolTrace) -> None:
-        """A call was answered without running (unknown tool, bad arguments, a limit)."""
+    def answered(self, trace: ToolTrace) -> None:
+        """A call was answered without running: refused (unknown tool, bad arguments, a
+        limit), rejected by a person, or given its result by the application."""
 
     def finished(self, result: RunResult) -> None:
-        """The run ended with a result (an answer, or a limit's last answer)."""
+        """The run ended with a result: an answer, a limit's last answer, or a pause."""
 
     def failed(self, error: BaseException) -> None:
         """The run ended with ``error``, or was closed or cancelled before it ended."""
@@ -42,9 +43,9 @@ class Instrumenter(Protocol):
     """What ``Agent(instrument=...)`` takes: it starts an observer for each run."""
 
     def start_run(
-        self, model: Model, messages: Sequence[Message], instructions: str
+        self, model: Model, messages: Sequence[Message], instructions: str, run_id: str
     ) -> RunObserver:
-        """A new run of ``model`` on ``messages`` begins."""
+        """A run of ``model`` on ``messages`` begins, or a paused run (``run_id``) goes on."""
         ...
 
 
@@ -62,9 +63,13 @@ def set_default_instrumenter(instrumenter: Instrumenter | None) -> None:
 
 
 async def observed(
-    events: AsyncGenerator[Event, None], observer: RunObserver
-) -> AsyncIterator[Event]:
-    """``events`` as they come, telling ``observer`` how the run ended."""
+    start: Callable[[], RunObserver],
+    drive: Callable[[RunObserver], AsyncGenerator[Event, None]],
+) -> AsyncGenerator[Event, None]:
+    """A run's events as they come, observed: ``start`` it on the first step, ``drive`` it
+    with the observer, and tell the observer how it ended."""
+    observer = start()
+    events = drive(observer)
     try:
         async for event in events:
             if isinstance(event, FinalAnswer):

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Literal
 
@@ -21,6 +21,7 @@ from tooldeck._calls import (
     run_decided_calls,
     run_new_calls,
 )
+from tooldeck._observer import Instrumenter, RunObserver, default_instrumenter, observed
 from tooldeck._state import OpenTurn, RunState
 from tooldeck._sync import run_sync
 from tooldeck.checkpoint import (
@@ -43,8 +44,15 @@ from tooldeck.contracts import (
     ToolTrace,
 )
 from tooldeck.errors import ErrorCode, LimitExceeded, ModelError, RunStopped, ToolExecutionError
-from tooldeck.events import Event, FinalAnswer, ModelRequest, ModelResponse
-from tooldeck.models.base import Model, ModelSettings
+from tooldeck.events import (
+    Event,
+    FinalAnswer,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ToolCallDelta,
+)
+from tooldeck.models.base import Model, ModelSettings, TextChunk
 from tooldeck.models.resolve import resolve_model
 from tooldeck.output import FINAL_ANSWER, Accepted, OutputMode, OutputPlan, OutputSchema
 from tooldeck.policy import Limits, RunPolicy
@@ -56,6 +64,7 @@ DepsT = TypeVar("DepsT", default=Any)
 OutputT = TypeVar("OutputT", default=str)
 """The type of ``RunResult.output``: ``output_type``, or the answer text without one."""
 OnLimit = Literal["raise", "final_answer"]
+T = TypeVar("T")
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -86,6 +95,8 @@ class Agent(Generic[DepsT, OutputT]):
             the validated answer in order; each may return a new value, or raise ModelRetry
             to ask the model again with its message.
         deps_type: The type of the ``deps`` runs pass to tools, for type checkers only.
+        instrument: Trace this agent's runs: a ``tooldeck.observe.Instrumentation``; False
+            never traces it; None (the default) follows ``tooldeck.instrument()``.
 
     Example:
         >>> from tooldeck import Agent, AssistantOutput, ScriptedModel
@@ -111,8 +122,14 @@ class Agent(Generic[DepsT, OutputT]):
         output_retries: int | None = None,
         output_validators: Sequence[Callable[..., Any]] = (),
         deps_type: type[DepsT] | None = None,
+        instrument: Instrumenter | bool | None = None,
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
+        if instrument is True:
+            raise ValueError(
+                "instrument=True is not a setting: pass tooldeck.observe.Instrumentation() "
+                "(the global tracer provider) or call tooldeck.instrument() for every agent"
+            )
         if on_limit not in ("raise", "final_answer"):
             raise ValueError(f"on_limit must be 'raise' or 'final_answer', got {on_limit!r}")
         if max_concurrency is not None and max_concurrency < 1:
@@ -127,6 +144,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.limits = limits or Limits()
         self.on_limit: OnLimit = on_limit
         self.checkpoint_key = checkpoint_key
+        self.instrument: Instrumenter | Literal[False] | None = instrument
         self._call_options = CallOptions(include_error_details, max_concurrency)
         self._output = _output_plan(self.model, output_type, output_mode, output_validators)
         self.output_retries = self.limits.tool_retries if output_retries is None else output_retries
@@ -151,14 +169,22 @@ class Agent(Generic[DepsT, OutputT]):
         return run_sync(self.run(prompt, deps=deps, history=history))
 
     def stream(
-        self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
-    ) -> AsyncIterator[Event]:
+        self,
+        prompt: str,
+        *,
+        deps: DepsT | None = None,
+        history: Sequence[Message] = (),
+        deltas: bool = False,
+    ) -> AsyncGenerator[Event, None]:
         """Run, yielding each step as it happens; the last event is FinalAnswer.
 
         ``history`` is an earlier conversation to continue (e.g. ``result.messages``).
+        ``deltas=True`` also yields the model's text and tool calls as it writes them
+        (TextDelta, ToolCallDelta), from models that can stream. Close the stream early
+        (``aclose()``, or leave an ``aclosing`` block) to stop the run and its request.
         """
         state = RunState(messages=[*history, Message.user(prompt)])
-        return self._drive(state, RunPolicy(self.limits), deps)
+        return self._start(state, RunPolicy(self.limits), deps, deltas)
 
     async def resume(
         self,
@@ -188,9 +214,11 @@ class Agent(Generic[DepsT, OutputT]):
         decisions: Mapping[str, Decision] | None = None,
         *,
         deps: DepsT | None = None,
-    ) -> AsyncIterator[Event]:
-        """``resume()`` as the event stream; raises CheckpointError at once, before anything
-        runs, for a changed or broken checkpoint or decisions that do not fit it."""
+        deltas: bool = False,
+    ) -> AsyncGenerator[Event, None]:
+        """``resume()`` as the event stream (``deltas`` as in ``stream()``); raises
+        CheckpointError at once, before anything runs, for a changed or broken checkpoint
+        or decisions that do not fit it."""
         if isinstance(checkpoint, str):
             checkpoint = Checkpoint.from_json(checkpoint)
         decided = dict(decisions or {})
@@ -199,7 +227,7 @@ class Agent(Generic[DepsT, OutputT]):
         if self._tools.fixed is not None:
             check_tools(checkpoint, self._tools.fixed.names)
         state, policy = restore(checkpoint, self.limits)
-        return self._drive(state, policy, deps, decided, checkpoint)
+        return self._start(state, policy, deps, deltas, decided, checkpoint)
 
     async def aclose(self) -> None:
         """Close the toolsets (MCP connections...) and a model the agent made from a string."""
@@ -213,31 +241,57 @@ class Agent(Generic[DepsT, OutputT]):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    def _start(
+        self,
+        state: RunState,
+        policy: RunPolicy,
+        deps: Any,
+        deltas: bool,
+        decisions: dict[str, Decision] | None = None,
+        resumed: Checkpoint | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """The run's event stream, observed when this agent or every agent is instrumented."""
+        instrumenter = self.instrument if self.instrument is not None else default_instrumenter()
+        observer = None
+        if instrumenter:
+            observer = instrumenter.start_run(
+                self.model, state.messages, self.instructions, state.run_id
+            )
+        events = self._drive(state, policy, deps, deltas, observer, decisions, resumed)
+        return events if observer is None else observed(observer, events)
+
     async def _drive(
         self,
         state: RunState,
         policy: RunPolicy,
         deps: Any,
+        deltas: bool,
+        observer: RunObserver | None,
         decisions: dict[str, Decision] | None = None,
         resumed: Checkpoint | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """The loop. It starts from a prompt or from a paused run (``decisions`` given)."""
-        source = self._tools
-        view = source.fixed or await source.view()
+        view = self._tools.fixed or await self._tools.view()
         if resumed is not None:
             check_tools(resumed, view.names)
-        ctx = RoundContext(view, policy, self._call_options, deps, 0, state.run_id)
+        ctx = RoundContext(view, policy, self._call_options, deps, 0, state.run_id, observer)
+        model = self.model if observer is None else observer.model(self.model)
         while True:
             turn = state.turn
             stop: RunStopped | None = None
             if turn is not None:
                 ctx.view, ctx.round = view, turn.round
                 outcome = None
-                async for item in _round(turn, ctx, decisions):
-                    if isinstance(item, RoundOutcome):
-                        outcome = item
-                    else:
-                        yield item
+                calls = _round(turn, ctx, decisions)
+                try:
+                    async for item in calls:
+                        if isinstance(item, RoundOutcome):
+                            outcome = item
+                        else:
+                            yield item
+                except BaseException:  # closed or cancelled mid-round: stop the calls now
+                    await calls.aclose()
+                    raise
                 decisions = None
                 assert outcome is not None  # the round runner always ends with its outcome
                 _apply(state, turn, outcome)
@@ -250,26 +304,63 @@ class Agent(Generic[DepsT, OutputT]):
                     view.dispatch, outcome.raised, outcome.over_call_limit
                 )
             stop = stop or policy.stop_before_request()
-            if stop is not None:
-                async for event in self._end_at_limit(state, policy, stop):
-                    yield event
-                return
-            view = source.fixed or await source.view()
+            if stop is None:
+                view = self._tools.fixed or await self._tools.view()
+                specs, reason = self._specs(view), StopReason.ANSWER
+                settings = self._requests[0] if policy.rounds == 0 else self._requests[1]
+            else:  # raise, or ask once more for an answer without tools
+                reason = self._last_request(state, stop)
+                specs, settings = self._specs(ToolView.of(())), self._requests[2]
             policy.rounds += 1
-            settings = self._requests[0] if policy.rounds == 1 else self._requests[1]
             yield ModelRequest(policy.rounds, len(state.messages), settings)
-            output = await self._ask(state, policy, self._specs(view), settings)
+            if deltas:
+                output = None
+                asking = self._ask_streaming(state, policy, specs, settings, model)
+                try:
+                    async for written in asking:
+                        if isinstance(written, AssistantOutput):
+                            output = written
+                        else:
+                            yield written
+                except BaseException:  # closed or cancelled mid-turn: end the request now
+                    await asking.aclose()
+                    raise
+                assert output is not None  # _ask_streaming ends with the turn or raises
+            else:
+                asked = model.complete(state.messages, specs, settings, self.instructions)
+                output = await _bounded(state, policy, asked)
             state.record_output(output, policy.rounds)
             yield ModelResponse(policy.rounds, output)
-            if self._output is not None:
-                answered = await self._take_answer(state, policy, output, deps)
-                if answered is not None:
-                    yield FinalAnswer(answered)
-                    return
-            elif not output.tool_calls:
-                answer = output.content
-                yield FinalAnswer(state.result(answer, StopReason.ANSWER, None, answer))
+            ended = await self._ended(state, policy, output, deps, stop, reason)
+            if ended is not None:
+                yield FinalAnswer(ended)
                 return
+
+    async def _ended(
+        self,
+        state: RunState,
+        policy: RunPolicy,
+        output: AssistantOutput,
+        deps: Any,
+        stop: RunStopped | None,
+        reason: StopReason,
+    ) -> RunResult[Any] | None:
+        """The run's result if this turn ends it: an answer (typed, when asked for), or the
+        last answer at a limit; None to go on with the turn's calls."""
+        if self._output is not None:
+            answered = await self._take_answer(state, policy, output, deps)
+            if answered is not None:
+                return (
+                    answered
+                    if stop is None
+                    else answered.model_copy(update={"stop_reason": reason})
+                )
+        elif stop is None and not output.tool_calls:
+            return state.result(output.content, StopReason.ANSWER, None, output.content)
+        if stop is None:
+            return None
+        state.turn = None  # calls made despite tool_choice="none" are not run
+        return state.result(output.content, reason, None, output.content)
 
     def _specs(self, view: ToolView) -> tuple[ToolSpec, ...]:
         """What the model is shown: the view's tools, and the final_answer tool if asked for."""
@@ -309,57 +400,66 @@ class Agent(Generic[DepsT, OutputT]):
             raise _attach(stop, state, StopReason.OUTPUT_RETRIES)
         return None
 
-    async def _ask(
+    async def _ask_streaming(
         self,
         state: RunState,
         policy: RunPolicy,
         specs: tuple[ToolSpec, ...],
         settings: ModelSettings,
-    ) -> AssistantOutput:
-        """One model call, bounded by the run's remaining time; failures keep the run."""
-        remaining = policy.remaining_s()
-        complete = self.model.complete(state.messages, specs, settings, self.instructions)
-        scope = None
+        model: Model,
+    ) -> AsyncGenerator[TextDelta | ToolCallDelta | AssistantOutput, None]:
+        """One model call as its chunks (as events), then its turn; bounded like any call."""
+        round_ = policy.rounds
+        items = model.stream(state.messages, specs, settings, self.instructions)
         try:
-            if remaining is None:
-                return await complete
-            async with asyncio.timeout(remaining) as scope:
-                return await complete
-        except ModelError as error:
-            raise _attach(error, state, StopReason.MODEL_ERROR) from None
-        except Exception as error:
-            if scope is not None and scope.expired():
-                raise _attach(policy.out_of_time(), state, StopReason.MAX_DURATION_S) from None
-            failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
-            raise _attach(failure, state, StopReason.MODEL_ERROR) from error
+            while True:
+                item = await _bounded(state, policy, anext(items, None))
+                if item is None:
+                    failure = ModelError(f"{model.name}: the stream ended without the turn")
+                    raise _attach(failure, state, StopReason.MODEL_ERROR)
+                if isinstance(item, AssistantOutput):
+                    yield item
+                    return
+                if isinstance(item, TextChunk):
+                    yield TextDelta(round_, item.text)
+                else:
+                    yield ToolCallDelta(round_, item.index, item.call_id, item.name, item.arguments)
+        finally:
+            await items.aclose()
 
-    async def _end_at_limit(
-        self, state: RunState, policy: RunPolicy, stop: RunStopped
-    ) -> AsyncIterator[Event]:
+    def _last_request(self, state: RunState, stop: RunStopped) -> StopReason:
+        """At a limit: raise it, or (``on_limit="final_answer"``) the reason the run ends with
+        after one last request without tools."""
         if isinstance(stop, ToolExecutionError):
             raise _attach(stop, state, StopReason.TOOL_RAISED) from stop.__cause__
         assert isinstance(stop, LimitExceeded)
         reason = StopReason(stop.limit)
         if self.on_limit == "raise":
             raise _attach(stop, state, reason)
-        settings = self._requests[2]
-        policy.rounds += 1
-        yield ModelRequest(policy.rounds, len(state.messages), settings)
-        output = await self._ask(state, policy, self._specs(ToolView.of(())), settings)
-        state.record_output(output, policy.rounds)
-        yield ModelResponse(policy.rounds, output)
-        if self._output is not None:
-            answered = await self._take_answer(state, policy, output, deps=None)
-            if answered is not None:
-                yield FinalAnswer(answered.model_copy(update={"stop_reason": reason}))
-                return
-        state.turn = None  # calls made despite tool_choice="none" are not run
-        yield FinalAnswer(state.result(output.content, reason, None, output.content))
+        return reason
+
+
+async def _bounded(state: RunState, policy: RunPolicy, step: Awaitable[T]) -> T:
+    """Await a model step within the run's remaining time; failures keep the run."""
+    remaining = policy.remaining_s()
+    scope = None
+    try:
+        if remaining is None:
+            return await step
+        async with asyncio.timeout(remaining) as scope:
+            return await step
+    except ModelError as error:
+        raise _attach(error, state, StopReason.MODEL_ERROR) from None
+    except Exception as error:
+        if scope is not None and scope.expired():
+            raise _attach(policy.out_of_time(), state, StopReason.MAX_DURATION_S) from None
+        failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
+        raise _attach(failure, state, StopReason.MODEL_ERROR) from error
 
 
 def _round(
     turn: OpenTurn, ctx: RoundContext, decisions: Mapping[str, Decision] | None
-) -> AsyncIterator[RoundItem]:
+) -> AsyncGenerator[RoundItem, None]:
     """A new turn's calls (but a final_answer already answered), or a resumed turn's
     decided calls."""
     if turn.started:

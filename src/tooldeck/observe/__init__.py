@@ -56,12 +56,12 @@ class Instrumentation:
         )
 
     def start_run(
-        self, model: Model, messages: Sequence[Message], instructions: str
+        self, model: Model, messages: Sequence[Message], instructions: str, run_id: str
     ) -> RunObserver:
-        """The spans of a run that starts now (its ``invoke_agent`` span opens here)."""
+        """The spans of a run that starts (or resumes) now: its ``invoke_agent`` span opens."""
         from tooldeck.observe._spans import RunSpans
 
-        return RunSpans(self._tracer, model, messages, instructions, self.capture_content)
+        return RunSpans(self._tracer, model, messages, instructions, run_id, self.capture_content)
 
 
 def instrument(

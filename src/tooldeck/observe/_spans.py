@@ -49,6 +49,7 @@ class RunSpans:
         model: Model,
         messages: Sequence[Message],
         instructions: str,
+        run_id: str,
         capture_content: bool,
     ) -> None:
         self._tracer = tracer
@@ -58,6 +59,7 @@ class RunSpans:
         attributes = {
             "gen_ai.operation.name": "invoke_agent",
             **self._model_attributes(),
+            "tooldeck.run_id": run_id,
         }
         self._span = tracer.start_span(
             "invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes
@@ -87,13 +89,22 @@ class RunSpans:
         self._end_tool(span, done)
         return done
 
-    def refused(self, trace_: ToolTrace) -> None:
+    def answered(self, trace_: ToolTrace) -> None:
         self._end_tool(self._tool_span(trace_.call), trace_)
 
     def finished(self, result: RunResult) -> None:
         if self._ended:
             return
-        self._span.set_attribute("tooldeck.stop_reason", result.stop_reason)
+        self._span.set_attribute("tooldeck.stop_reason", str(result.stop_reason))
+        for pending in result.pending:  # a pause is an event of the run, not an error
+            self._span.add_event(
+                "tooldeck.call_pending",
+                {
+                    "gen_ai.tool.name": pending.call.name,
+                    "gen_ai.tool.call.id": pending.call.id,
+                    "tooldeck.pending.kind": pending.kind,
+                },
+            )
         if self._capture and self._span.is_recording():
             self._span.set_attribute(
                 "gen_ai.output.messages", content.answer_messages(result.answer)
@@ -109,7 +120,7 @@ class RunSpans:
             )
             _record_error(self._span, error, reason or type(error).__name__)
             if reason:
-                self._span.set_attribute("tooldeck.stop_reason", reason)
+                self._span.set_attribute("tooldeck.stop_reason", str(reason))
         self._end(self._span)
 
     def _end(self, span: Span) -> None:
