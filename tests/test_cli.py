@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -10,6 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, completion_chunks
+from tooldeck import AssistantOutput, ModelSettings, ToolCall
+from tooldeck._cli_display import Console, RunDisplay
+from tooldeck.events import ModelRequest, ModelResponse, TextDelta, ToolCallDelta
 
 TOOLS_MODULE = textwrap.dedent(
     '''
@@ -41,9 +47,12 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def tooldeck(
-    *args: str, cwd: Path | None = None, timeout: float = 60
+    *args: str, cwd: Path | None = None, timeout: float = 60, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("OPENAI")},
+        **(env or {}),
+    }
     return subprocess.run(
         [sys.executable, "-m", "tooldeck.cli", *args],
         capture_output=True,
@@ -180,3 +189,56 @@ def test_run_a_prompt_on_tools_from_a_module(workdir: Path) -> None:
             subprocess.CompletedProcess(done.args, done.returncode, "", done.stderr),
             "the run stopped without an answer",
         )
+
+
+def test_run_shows_the_text_and_arguments_as_the_model_writes_them(
+    workdir: Path, server: FakeOpenAI
+) -> None:
+    first = completion_body("Doubling it.", [chat_call("call_1", "double", '{"number":21}')])
+    server.reply(
+        Reply(events=completion_chunks(first)),
+        Reply(events=completion_chunks(completion_body("It is 42."))),
+    )
+    model = ("--model", "openai-chat:gpt-4.1-mini", "--toolset", "math")
+    openai = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-test"}
+
+    done = tooldeck("run", "Double 21.", "--tools", "my_tools", *model, cwd=workdir, env=openai)
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # Not a terminal: the pieces are written as they come, one line per text or call.
+    assert lines[1:5] == [
+        "user: Double 21.",
+        "  … Doubling it.",
+        '  … double {"number":21}',
+        lines[4],
+    ]
+    assert lines[4].startswith("round 1: 1 tool call (")
+    assert lines[5:8] == ["  → double(number=21)", lines[6], "  … It is 42."]
+    assert lines[6].startswith("  ← 42  (")
+    assert lines[8].startswith("round 2: answer (")
+    assert lines[9] == "answer: It is 42."
+    assert all(body["stream"] is True for body in server.bodies)
+
+
+def test_on_a_terminal_the_writing_shows_in_a_region_that_gives_way_to_the_lines() -> None:
+    screen = io.StringIO()
+    display = RunDisplay(Console(screen, terminal=True), "openai:gpt-4.1-mini")
+    call = ToolCall(id="c1", name="double", arguments={"number": 21})
+
+    for event in (
+        ModelRequest(1, 1, ModelSettings()),
+        TextDelta(1, "Doubling "),
+        TextDelta(1, "it."),
+        ToolCallDelta(1, 0, "c1", "double", '{"number":'),
+        ToolCallDelta(1, 0, "c1", "double", "21}"),
+        ModelResponse(1, AssistantOutput(content="Doubling it.", tool_calls=(call,))),
+    ):
+        display.show(event)
+    display.close()
+
+    written = screen.getvalue()
+    region = written.index("  … Doubling it.")  # the live region's last drawing
+    assert written.index('  … double {"number":21}') > region
+    erased = written.index("\x1b[2K", region)  # the region erases itself when the turn is whole
+    assert erased < written.index("round 1: 1 tool call (")

@@ -1,6 +1,8 @@
 """How ``tooldeck`` shows a run as it happens: each call, its result, the answer, the timing.
 
-Uses rich when it is installed (the ``local`` and ``cli`` extras) and plain lines otherwise.
+While the model writes, its text and tool arguments show as they come: in a live region on
+a terminal with rich (the ``local`` and ``cli`` extras), else as plain text written piece by
+piece. Uses rich when it is installed and plain lines otherwise.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from tooldeck.events import (
     FinalAnswer,
     ModelRequest,
     ModelResponse,
+    TextDelta,
+    ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -28,14 +32,17 @@ _RESULT_CHARS = 300
 class Console:
     """Styled lines on stdout: rich when available, plain text otherwise."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, *, terminal: bool | None = None) -> None:
+        """``terminal`` overrides whether ``stream`` is taken for a terminal (rich only)."""
         self._stream = stream or sys.stdout
         self._rich: Any = None
         try:
             from rich.console import Console as RichConsole
         except ImportError:
             return
-        self._rich = RichConsole(file=self._stream, highlight=False, soft_wrap=True)
+        self._rich = RichConsole(
+            file=self._stream, highlight=False, soft_wrap=True, force_terminal=terminal
+        )
 
     def line(self, text: str, style: str = "") -> None:
         if self._rich is None:
@@ -45,11 +52,47 @@ class Console:
 
         self._rich.print(Text(text, style=style))
 
+    @property
+    def live(self) -> bool:
+        """Whether the console can redraw a region in place (rich on a terminal)."""
+        return self._rich is not None and bool(self._rich.is_terminal)
+
     def status(self, text: str) -> AbstractContextManager[Any]:
         """A spinner while something runs (on a terminal with rich); nothing otherwise."""
-        if self._rich is None or not self._rich.is_terminal:
+        if not self.live:
             return nullcontext()
         return self._rich.status(text, spinner="dots")  # type: ignore[no-any-return]
+
+    def write(self, text: str) -> None:
+        """Plain text as it is, no newline added, shown at once."""
+        self._stream.write(text)
+        self._stream.flush()
+
+    def live_region(self) -> LiveRegion:
+        """A region redrawn in place until closed, then erased (needs ``live``)."""
+        return LiveRegion(self._rich)
+
+
+class LiveRegion:
+    """Lines redrawn in place on a rich terminal while the model writes them."""
+
+    def __init__(self, rich_console: Any) -> None:
+        from rich.live import Live
+
+        self._live = Live(console=rich_console, transient=True, refresh_per_second=12)
+        self._live.start()
+
+    def show(self, lines: list[tuple[str, str]]) -> None:
+        """Replace the region's content with ``(text, style)`` lines."""
+        from rich.text import Text
+
+        text = Text()
+        for index, (line, style) in enumerate(lines):
+            text.append(("\n" if index else "") + line, style=style)
+        self._live.update(text)
+
+    def close(self) -> None:
+        self._live.stop()
 
 
 def call_text(call: ToolCall) -> str:
@@ -71,6 +114,48 @@ def _short(text: str) -> str:
     return flat if len(flat) <= _RESULT_CHARS else flat[: _RESULT_CHARS - 3] + "..."
 
 
+class _Writing:
+    """One turn while the model writes it: a live region, or plain text piece by piece."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._text: list[str] = []
+        self._calls: dict[int, tuple[str, list[str]]] = {}
+        self._region = console.live_region() if console.live else None
+        self._open: tuple[str, int] | None = None
+        """Plain text: what the line being written shows (the text, or call ``index``)."""
+
+    def add(self, event: TextDelta | ToolCallDelta) -> None:
+        if isinstance(event, TextDelta):
+            self._text.append(event.text)
+            where, head, piece = ("text", 0), "  … ", event.text
+        else:
+            name, pieces = self._calls.setdefault(event.index, (event.name, []))
+            pieces.append(event.arguments_delta)
+            where, head = ("call", event.index), f"  … {name or event.name} "
+            piece = event.arguments_delta
+        if self._region is not None:
+            self._region.show(self._lines())
+            return
+        if self._open != where:
+            self.console.write(("\n" if self._open else "") + head)
+            self._open = where
+        self.console.write(piece)
+
+    def _lines(self) -> list[tuple[str, str]]:
+        lines = [("  … " + "".join(self._text), "")] if self._text else []
+        lines.extend(
+            (f"  … {name} {''.join(pieces)}", "cyan") for name, pieces in self._calls.values()
+        )
+        return lines
+
+    def close(self) -> None:
+        if self._region is not None:
+            self._region.close()
+        elif self._open is not None:
+            self.console.write("\n")
+
+
 class RunDisplay:
     """Turns the events of ``Agent.stream()`` into lines as they come."""
 
@@ -80,10 +165,16 @@ class RunDisplay:
         self._asked_at = 0.0
         self._started: set[str] = set()
         self._status: AbstractContextManager[Any] | None = None
+        self._writing: _Writing | None = None
         self.model_s = 0.0
 
     def show(self, event: Event) -> None:
-        if isinstance(event, ModelRequest):
+        if isinstance(event, TextDelta | ToolCallDelta):
+            if self._writing is None:
+                self._spin(None)
+                self._writing = _Writing(self.console)
+            self._writing.add(event)
+        elif isinstance(event, ModelRequest):
             self._asked_at = time.perf_counter()
             self._spin(f"round {event.round}: {self.model_name} is thinking...")
         elif isinstance(event, ModelResponse):
@@ -104,6 +195,9 @@ class RunDisplay:
         self._spin(None)
 
     def _spin(self, text: str | None) -> None:
+        if self._writing is not None:
+            self._writing.close()
+            self._writing = None
         if self._status is not None:
             self._status.__exit__(None, None, None)
             self._status = None

@@ -185,13 +185,14 @@ def _stream(
     display = RunDisplay(console, agent.model.name)
     started = time.perf_counter()
     with asyncio.Runner() as runner:
-        result = runner.run(_show(agent.stream(prompt), display))
+        result = runner.run(_show(agent.stream(prompt, deltas=True), display))
         while result.stop_reason == "paused" and approver is not None:
             decisions = approver.decide(result.pending)
             if not decisions or result.checkpoint is None:
                 names = ", ".join(sorted({p.call.name for p in result.pending}))
                 raise CliError(f"the run waits for calls tooldeck run cannot answer: {names}")
-            result = runner.run(_show(agent.resume_stream(result.checkpoint, decisions), display))
+            resumed = agent.resume_stream(result.checkpoint, decisions, deltas=True)
+            result = runner.run(_show(resumed, display))
     display.summary(result, time.perf_counter() - started)
     return result
 
