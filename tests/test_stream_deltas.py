@@ -39,6 +39,7 @@ from tooldeck import (
     ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
+    tool,
 )
 from tooldeck.models.base import Model
 from tooldeck.models.openai import OpenAIChatModel, OpenAIResponsesModel
@@ -254,3 +255,28 @@ async def test_the_last_answer_at_a_limit_streams_too(server: FakeOpenAI) -> Non
     assert isinstance(final, FinalAnswer)
     assert (final.result.answer, final.result.stop_reason) == ("5 and 30.", "max_rounds")
     assert "tools" not in server.bodies[1]  # the last request offers no tools
+
+
+async def test_leaving_the_stream_while_a_tool_runs_cancels_it() -> None:
+    cancelled: list[str] = []
+
+    @tool
+    async def slow_lookup(key: str) -> str:
+        """Look a key up, slowly."""
+        try:
+            await asyncio.sleep(0 if key == "fast" else 30)
+        except asyncio.CancelledError:
+            cancelled.append(key)
+            raise
+        return key
+
+    turn = calls(call("slow_lookup", "c1", key="fast"), call("slow_lookup", "c2", key="slow"))
+    agent = Agent(ScriptedModel([turn, answer("done")]), [slow_lookup])
+
+    async with aclosing(agent.stream("Look both up", deltas=True)) as events:
+        async for event in events:
+            if isinstance(event, ToolCallFinished):  # the fast call is done, the slow one runs
+                break
+
+    assert await tasks_left() == set()
+    assert cancelled == ["slow"]
