@@ -14,7 +14,7 @@ import difflib
 import inspect
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -320,11 +320,11 @@ async def _run_one(
         return item.index, await _execute(item, ctx)
 
 
-async def _execute(item: _Ready, ctx: RoundContext) -> ToolTrace:
-    """Run one call, under observation when the run is observed."""
+def _execute(item: _Ready, ctx: RoundContext) -> Awaitable[ToolTrace]:
+    """Run one call: under the run's observer (as a span) when there is one."""
     if ctx.observer is None:
-        return await _bounded(item, ctx)
-    return await ctx.observer.tool_call(item.call, lambda: _bounded(item, ctx))
+        return _bounded(item, ctx)
+    return ctx.observer.tool_call(item.call, lambda: _bounded(item, ctx))
 
 
 async def _bounded(item: _Ready, ctx: RoundContext) -> ToolTrace:
