@@ -202,7 +202,9 @@ def test_run_shows_the_text_and_arguments_as_the_model_writes_them(
     model = ("--model", "openai-chat:gpt-4.1-mini", "--toolset", "math")
     openai = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-test"}
 
-    done = tooldeck("run", "Double 21.", "--tools", "my_tools", *model, cwd=workdir, env=openai)
+    done = tooldeck(
+        "run", "Double 21.", "--tools", "my_tools", *model, cwd=workdir, env=openai, timeout=180
+    )
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

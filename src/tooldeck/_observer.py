@@ -44,8 +44,11 @@ class Instrumenter(Protocol):
 
     def start_run(
         self, model: Model, messages: Sequence[Message], instructions: str, run_id: str
-    ) -> RunObserver:
-        """A run of ``model`` on ``messages`` begins, or a paused run (``run_id``) goes on."""
+    ) -> RunObserver | None:
+        """A run of ``model`` on ``messages`` begins, or a paused run (``run_id``) goes on.
+
+        None: this run is not observed after all (no tracing SDK, or not sampled).
+        """
         ...
 
 
@@ -63,13 +66,9 @@ def set_default_instrumenter(instrumenter: Instrumenter | None) -> None:
 
 
 async def observed(
-    start: Callable[[], RunObserver],
-    drive: Callable[[RunObserver], AsyncGenerator[Event, None]],
+    observer: RunObserver, events: AsyncGenerator[Event, None]
 ) -> AsyncGenerator[Event, None]:
-    """A run's events as they come, observed: ``start`` it on the first step, ``drive`` it
-    with the observer, and tell the observer how it ended."""
-    observer = start()
-    events = drive(observer)
+    """A run's events as they come, telling ``observer`` how the run ended."""
     try:
         async for event in events:
             if isinstance(event, FinalAnswer):

@@ -57,11 +57,19 @@ class Instrumentation:
 
     def start_run(
         self, model: Model, messages: Sequence[Message], instructions: str, run_id: str
-    ) -> RunObserver:
-        """The spans of a run that starts (or resumes) now: its ``invoke_agent`` span opens."""
+    ) -> RunObserver | None:
+        """The spans of a run that starts (or resumes) now: its ``invoke_agent`` span opens.
+
+        None when nothing would be recorded (no SDK configured, or the run not sampled): the
+        run then goes unobserved, at no cost.
+        """
         from tooldeck.observe._spans import RunSpans
 
-        return RunSpans(self._tracer, model, messages, instructions, run_id, self.capture_content)
+        root = RunSpans.root_span(self._tracer, model, run_id)
+        if not root.is_recording():
+            root.end()
+            return None
+        return RunSpans(self._tracer, root, model, messages, instructions, self.capture_content)
 
 
 def instrument(

@@ -46,32 +46,35 @@ class RunSpans:
     def __init__(
         self,
         tracer: Tracer,
+        root: Span,
         model: Model,
         messages: Sequence[Message],
         instructions: str,
-        run_id: str,
         capture_content: bool,
     ) -> None:
         self._tracer = tracer
+        self._span = root
         self._capture = capture_content
         self._instructions = instructions
         self._provider, self._model_name = model_identity(model)
-        attributes = {
-            "gen_ai.operation.name": "invoke_agent",
-            **self._model_attributes(),
-            "tooldeck.run_id": run_id,
-        }
-        self._span = tracer.start_span(
-            "invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes
-        )
-        self._context: Context = trace.set_span_in_context(self._span)
+        self._context: Context = trace.set_span_in_context(root)
         self._ended = False
-        if self._capture and self._span.is_recording():
-            self._span.set_attribute("gen_ai.input.messages", content.input_messages(messages))
+        if capture_content:
+            root.set_attribute("gen_ai.input.messages", content.input_messages(messages))
             if instructions:
-                self._span.set_attribute(
+                root.set_attribute(
                     "gen_ai.system_instructions", content.system_instructions(instructions)
                 )
+
+    @staticmethod
+    def root_span(tracer: Tracer, model: Model, run_id: str) -> Span:
+        """The run's ``invoke_agent`` span, started now under the current span."""
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            **_model_attributes(*model_identity(model)),
+            "tooldeck.run_id": run_id,
+        }
+        return tracer.start_span("invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes)
 
     def model(self, model: Model) -> Model:
         return TracedModel(model, self)
@@ -127,15 +130,11 @@ class RunSpans:
         self._ended = True
         span.end()
 
-    def _model_attributes(self) -> dict[str, str]:
-        return {
-            "gen_ai.provider.name": self._provider,
-            "gen_ai.system": self._provider,
-            "gen_ai.request.model": self._model_name,
-        }
-
     def chat_span(self, messages: Sequence[Message], settings: ModelSettings) -> Span:
-        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", **self._model_attributes()}
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            **_model_attributes(self._provider, self._model_name),
+        }
         if settings.temperature is not None:
             attributes["gen_ai.request.temperature"] = settings.temperature
         if settings.max_tokens is not None:
@@ -242,6 +241,14 @@ class TracedModel(Model):
             if not ended:  # the model's stream ended without its turn
                 span.end()
             await items.aclose()
+
+
+def _model_attributes(provider: str, model_name: str) -> dict[str, str]:
+    return {
+        "gen_ai.provider.name": provider,
+        "gen_ai.system": provider,
+        "gen_ai.request.model": model_name,
+    }
 
 
 def _end_failed(span: Span, error: BaseException) -> None:
