@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +85,8 @@ class TurnRequest:
     max_tokens: int
     stop: threading.Event
     """Set to end decoding at the next token (the request was cancelled)."""
+    on_piece: Callable[[bytes], None] | None = None
+    """Called (in the decoding thread) with each token's bytes as it is picked."""
 
 
 @dataclass(slots=True)
@@ -204,6 +206,8 @@ class LlamaSession:
             produced.append(token)
             pieces += piece
             ends.append(len(pieces))
+            if request.on_piece is not None:
+                request.on_piece(piece)
             if len(produced) >= budget or (b"\n" in piece and _repeated_call(pieces)):
                 break
         ended = time.perf_counter()

@@ -13,7 +13,7 @@ import asyncio
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -22,8 +22,9 @@ from tooldeck.errors import ModelNotConfigured
 from tooldeck.models._local_engine import EngineConfig, LlamaSession, TurnRequest, TurnStats
 from tooldeck.models._local_grammar import plan_turn
 from tooldeck.models._local_prompt import TemplateFormat
+from tooldeck.models._local_stream import TurnReader, first_call_number
 from tooldeck.models._local_weights import INSTALL_HINT, default_model_path
-from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.base import Model, ModelSettings, StreamItem
 
 ChatFormat = Literal["auto", "tooldeck", "template"]
 
@@ -118,7 +119,58 @@ class LocalModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
-        request = TurnRequest(
+        request = self._request(messages, tools, settings, instructions)
+        try:
+            return await asyncio.to_thread(self._run, request)
+        except asyncio.CancelledError:
+            request.stop.set()  # the worker ends at its next token
+            raise
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The turn's text and calls as llama.cpp picks each token, then the whole turn.
+
+        Closing the stream (or cancelling its task) stops decoding at the next token and
+        waits for the decoding thread to let go of the model.
+        """
+        loop = asyncio.get_running_loop()
+        pieces: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+        def hand_over(piece: bytes | None) -> None:  # in the decoding thread
+            loop.call_soon_threadsafe(pieces.put_nowait, piece)
+
+        request = self._request(messages, tools, settings, instructions, hand_over)
+        reader = TurnReader(first_call_number(messages))
+        worker = asyncio.ensure_future(asyncio.to_thread(self._run, request, hand_over))
+        try:
+            while (piece := await pieces.get()) is not None:
+                for chunk in reader.feed(piece):
+                    yield chunk
+            output = await worker
+            for chunk in reader.finish():
+                yield chunk
+            yield output
+        finally:
+            if not worker.done():
+                request.stop.set()  # the worker ends at its next token
+                await asyncio.wait({worker})
+                if not worker.cancelled():
+                    worker.exception()  # a turn cut short may not parse: nobody needs it
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str,
+        on_piece: Callable[[bytes], None] | None = None,
+    ) -> TurnRequest:
+        return TurnRequest(
             messages=tuple(messages),
             tools=tuple(tools),
             instructions=instructions,
@@ -126,12 +178,8 @@ class LocalModel(Model):
             temperature=self.temperature if settings.temperature is None else settings.temperature,
             max_tokens=settings.max_tokens or self.max_tokens,
             stop=threading.Event(),
+            on_piece=on_piece,
         )
-        try:
-            return await asyncio.to_thread(self._run, request)
-        except asyncio.CancelledError:
-            request.stop.set()  # the worker ends at its next token
-            raise
 
     async def aclose(self) -> None:
         with self._lock:
@@ -139,11 +187,17 @@ class LocalModel(Model):
                 self._session.close()
             self._session = None
 
-    def _run(self, request: TurnRequest) -> AssistantOutput:
-        with self._lock:
-            session = self._loaded_locked()
-            output, self.last_turn = session.turn(request)
-            return output
+    def _run(
+        self, request: TurnRequest, done: Callable[[None], None] | None = None
+    ) -> AssistantOutput:
+        try:
+            with self._lock:
+                session = self._loaded_locked()
+                output, self.last_turn = session.turn(request)
+                return output
+        finally:
+            if done is not None:  # a streaming caller waits for the end of the pieces
+                done(None)
 
     def _loaded(self) -> LlamaSession:
         with self._lock:
