@@ -1,7 +1,8 @@
 """``tooldeck run`` against a model server: approvals at the terminal, typed answers.
 
 The model is the loopback OpenAI-compatible server (tests/_openai_server.py) reached through
-``OPENAI_BASE_URL``; the command runs in a pseudo-terminal and is answered key by key.
+``OPENAI_BASE_URL``, answering as a stream (the command shows the model's writing as it
+comes); the command runs in a pseudo-terminal and is answered key by key.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, running
+from _openai_server import (
+    FakeOpenAI,
+    Reply,
+    chat_call,
+    completion_body,
+    completion_chunks,
+    running,
+)
 from _pty import Terminal
 
 APPROVAL_TOOLS = textwrap.dedent(
@@ -74,7 +82,10 @@ def script(server: FakeOpenAI, *paths: str) -> None:
     calls = [
         chat_call(f"call_{i}", "delete_file", json.dumps({"path": p})) for i, p in enumerate(paths)
     ]
-    server.reply(Reply(body=completion_body(None, calls)), Reply(body=completion_body("Done.")))
+    server.reply(
+        Reply(events=completion_chunks(completion_body(None, calls))),
+        Reply(events=completion_chunks(completion_body("Done."))),
+    )
 
 
 def environment(server: FakeOpenAI) -> dict[str, str]:
@@ -266,8 +277,8 @@ def test_output_schema_validates_the_answer_and_prints_its_json(
     model_server: FakeOpenAI, workdir: Path
 ) -> None:
     model_server.reply(
-        Reply(body=completion_body('{"files": "three", "note": "x"}')),
-        Reply(body=completion_body('{"files": 3, "note": "all there"}')),
+        Reply(events=completion_chunks(completion_body('{"files": "three", "note": "x"}'))),
+        Reply(events=completion_chunks(completion_body('{"files": 3, "note": "all there"}'))),
     )
     done = run_without_terminal(model_server, workdir, "--output-schema", "approval_tools:Report")
     assert done.returncode == 0, done.stderr

@@ -223,3 +223,10 @@ async def tasks_left() -> set[asyncio.Task[Any]]:
 def asyncio_workers() -> list[threading.Thread]:
     """The default executor's threads (``asyncio.to_thread`` above starts one)."""
     return [t for t in threading.enumerate() if t.name.startswith("asyncio_")]
+
+
+async def test_a_json_answer_to_a_streaming_request_is_a_model_error(server: FakeOpenAI) -> None:
+    server.reply(Reply(body=completion_body("It is sunny.")))
+
+    with pytest.raises(ModelError, match="the response to a streaming request carried no chunks"):
+        await collect(chat_model(server))

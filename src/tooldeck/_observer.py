@@ -8,7 +8,7 @@ holds None, and pays one ``is None`` check per tool call.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from tooldeck.contracts import Message, RunResult, ToolCall, ToolTrace
 from tooldeck.events import Event, FinalAnswer
@@ -32,7 +32,7 @@ class RunObserver(Protocol):
         """A call was answered without running: refused (unknown tool, bad arguments, a
         limit), rejected by a person, or given its result by the application."""
 
-    def finished(self, result: RunResult) -> None:
+    def finished(self, result: RunResult[Any]) -> None:
         """The run ended with a result: an answer, a limit's last answer, or a pause."""
 
     def failed(self, error: BaseException) -> None:

@@ -169,9 +169,12 @@ class ChunkAssembler:
         self._content: list[str] = []
         self._refusal: list[str] = []
         self._calls: dict[int, _PendingCall] = {}
+        self.chunks = 0
+        """Chunks received so far."""
 
     def add(self, chunk: ChatCompletionChunk) -> list[TextChunk | ToolCallChunk]:
         """Take one chunk; return the text and call pieces it carried."""
+        self.chunks += 1
         added: list[TextChunk | ToolCallChunk] = []
         if chunk.usage is not None:
             self._turn.usage = _usage(chunk.usage)

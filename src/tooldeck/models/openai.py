@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.contracts import AssistantOutput, Message, ToolSpec
-from tooldeck.errors import ModelNotConfigured
+from tooldeck.errors import ModelError, ModelNotConfigured
 from tooldeck.models import _openai_chat as chat
 from tooldeck.models import _openai_responses as responses
 from tooldeck.models._openai_clients import Connection, azure_client, connect
@@ -360,6 +360,11 @@ class OpenAIChatModel(_SDKModel):
                 async for chunk in chunks:
                     for piece in assembler.add(chunk):
                         yield piece
+        if not assembler.chunks:
+            raise ModelError(
+                f"{self.name}: the response to a streaming request carried no chunks; the "
+                "server may not stream (create the model with stream=False and read no deltas)"
+            )
         yield chat.to_output(self.name, assembler.turn())
 
 

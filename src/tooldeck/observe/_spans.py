@@ -95,7 +95,7 @@ class RunSpans:
     def answered(self, trace_: ToolTrace) -> None:
         self._end_tool(self._tool_span(trace_.call), trace_)
 
-    def finished(self, result: RunResult) -> None:
+    def finished(self, result: RunResult[Any]) -> None:
         if self._ended:
             return
         self._span.set_attribute("tooldeck.stop_reason", str(result.stop_reason))
