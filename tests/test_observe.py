@@ -40,6 +40,7 @@ from tooldeck import (
 )
 from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.observe import Instrumentation, uninstrument
+from tooldeck.observe._spans import model_identity
 
 SCRIPTED = {
     "gen_ai.provider.name": "scripted",
@@ -480,3 +481,23 @@ def test_without_an_sdk_a_run_goes_unobserved_and_unchanged() -> None:
     assert instrumentation.start_run(model, [], "", "run-1") is None
     agent = Agent(model, [add_numbers], instrument=instrumentation)
     assert agent.run_sync("1+2?").answer == "3"
+
+
+@pytest.mark.parametrize(
+    ("name", "identity"),
+    [
+        ("openai:gpt-4.1-mini", ("openai", "gpt-4.1-mini")),
+        ("openai-chat:qwen3", ("openai", "qwen3")),
+        ("azure:my-deployment", ("azure.ai.openai", "my-deployment")),
+        ("anthropic:claude-sonnet-4-5", ("anthropic", "claude-sonnet-4-5")),
+        ("gemini:gemini-2.5-flash", ("gcp.gemini", "gemini-2.5-flash")),
+        ("local:gemma-3-270m-q4_k_m.gguf", ("llama_cpp", "gemma-3-270m-q4_k_m.gguf")),
+        ("scripted", ("scripted", "scripted")),
+    ],
+)
+def test_a_models_name_gives_the_provider_and_model_the_spans_carry(
+    name: str, identity: tuple[str, str]
+) -> None:
+    model = ScriptedModel([])
+    model.name = name
+    assert model_identity(model) == identity

@@ -27,6 +27,8 @@ _PROVIDERS = {
     "openai": "openai",
     "openai-chat": "openai",
     "azure": "azure.ai.openai",
+    "anthropic": "anthropic",
+    "gemini": "gcp.gemini",
     "local": "llama_cpp",
 }
 """tooldeck's model-string prefixes -> ``gen_ai.provider.name``."""
