@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Literal
 
@@ -21,6 +21,7 @@ from tooldeck._calls import (
     run_decided_calls,
     run_new_calls,
 )
+from tooldeck._nested import agent_tool, check_nested
 from tooldeck._state import OpenTurn, RunState
 from tooldeck._sync import run_sync
 from tooldeck.checkpoint import (
@@ -42,8 +43,16 @@ from tooldeck.contracts import (
     ToolSpec,
     ToolTrace,
 )
-from tooldeck.errors import ErrorCode, LimitExceeded, ModelError, RunStopped, ToolExecutionError
-from tooldeck.events import Event, FinalAnswer, ModelRequest, ModelResponse
+from tooldeck.errors import (
+    ErrorCode,
+    LimitExceeded,
+    MiddlewareError,
+    ModelError,
+    RunStopped,
+    ToolExecutionError,
+)
+from tooldeck.events import Event, FinalAnswer, ModelRequest, ModelResponse, NestedEvent
+from tooldeck.middleware import Middleware, MiddlewareStack, ModelCall, RequestContext
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.output import FINAL_ANSWER, Accepted, OutputMode, OutputPlan, OutputSchema
@@ -63,8 +72,9 @@ class Agent(Generic[DepsT, OutputT]):
 
     Args:
         model: A Model, or a model string such as ``"local"`` or ``"openai:gpt-4.1-mini"``.
-        tools: A ToolView, a ToolRegistry (read again before each model turn, so tools
-            added or removed apply from the next turn), or a list of tools and Toolsets.
+        tools: A ToolRegistry or a list of tools and Toolsets (read again before each model
+            turn, so tools added or removed, also by tools through ``ctx.tools``, apply from
+            the next turn), or a fixed ToolView.
         instructions: The system prompt.
         settings: Tool choice and sampling for every request. A forced tool choice
             (``"required"`` or a tool name) applies to the first turn only.
@@ -76,6 +86,8 @@ class Agent(Generic[DepsT, OutputT]):
         max_concurrency: At most this many calls of one turn run at once.
         checkpoint_key: Sign the checkpoints of paused runs (HMAC-SHA256) and refuse to
             resume one that was changed or signed with another key.
+        middleware: Hooks around each model request and each tool call
+            (``tooldeck.middleware.Middleware``), in order going in, reverse coming out.
         output_type: The type of the answer (a pydantic model, dataclass, TypedDict,
             ``list[...]``, ``Literal``, a scalar): ``result.output`` holds it, validated.
         output_mode: ``"auto"`` (the model's own structured output when it has one, else a
@@ -110,6 +122,7 @@ class Agent(Generic[DepsT, OutputT]):
         output_mode: OutputMode = "auto",
         output_retries: int | None = None,
         output_validators: Sequence[Callable[..., Any]] = (),
+        middleware: Sequence[Middleware] = (),
         deps_type: type[DepsT] | None = None,
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
@@ -127,7 +140,10 @@ class Agent(Generic[DepsT, OutputT]):
         self.limits = limits or Limits()
         self.on_limit: OnLimit = on_limit
         self.checkpoint_key = checkpoint_key
-        self._call_options = CallOptions(include_error_details, max_concurrency)
+        self._middleware = MiddlewareStack(middleware) if middleware else None
+        self._call_options = CallOptions(
+            include_error_details, max_concurrency, self._middleware, self._tools.registry
+        )
         self._output = _output_plan(self.model, output_type, output_mode, output_validators)
         self.output_retries = self.limits.tool_retries if output_retries is None else output_retries
         self._requests = _request_settings(self.settings, self._output)
@@ -136,6 +152,9 @@ class Agent(Generic[DepsT, OutputT]):
     def tools(self) -> ToolView:
         """The tools of the latest model turn (a registry's tools can change between turns)."""
         return self._tools.current
+
+    as_tool = agent_tool
+    """This agent as a tool of another agent (see ``tooldeck._nested.agent_tool``)."""
 
     async def run(
         self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
@@ -193,13 +212,21 @@ class Agent(Generic[DepsT, OutputT]):
         runs, for a changed or broken checkpoint or decisions that do not fit it."""
         if isinstance(checkpoint, str):
             checkpoint = Checkpoint.from_json(checkpoint)
-        decided = dict(decisions or {})
-        verify(checkpoint, self.checkpoint_key)
-        check_decisions(checkpoint, decided)
-        if self._tools.fixed is not None:
-            check_tools(checkpoint, self._tools.fixed.names)
+        self._check_paused(checkpoint)
+        decided = check_decisions(checkpoint, decisions or {})
         state, policy = restore(checkpoint, self.limits)
         return self._drive(state, policy, deps, decided, checkpoint)
+
+    def _check_paused(self, checkpoint: Checkpoint, view: ToolView | None = None) -> None:
+        """Refuse a checkpoint this agent cannot go on from (changed, or a pending call's tool
+        gone, in paused agent tools' runs too); the tools are checked when known without
+        loading (else by the loop, before anything runs)."""
+        if view is None:
+            verify(checkpoint, self.checkpoint_key)
+            view = self._tools.unchanged()
+        if view is not None:
+            check_tools(checkpoint, view.names)
+            check_nested(checkpoint, view)
 
     async def aclose(self) -> None:
         """Close the toolsets (MCP connections...) and a model the agent made from a string."""
@@ -223,21 +250,26 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> AsyncIterator[Event]:
         """The loop. It starts from a prompt or from a paused run (``decisions`` given)."""
         source = self._tools
-        view = source.fixed or await source.view()
+        view = source.unchanged() or await source.view()
         if resumed is not None:
-            check_tools(resumed, view.names)
-        ctx = RoundContext(view, policy, self._call_options, deps, 0, state.run_id)
+            self._check_paused(resumed, view)
+        ctx = RoundContext(view, policy, self._call_options, deps, 0, state.run_id, state.messages)
         while True:
             turn = state.turn
             stop: RunStopped | None = None
             if turn is not None:
                 ctx.view, ctx.round = view, turn.round
                 outcome = None
-                async for item in _round(turn, ctx, decisions):
-                    if isinstance(item, RoundOutcome):
-                        outcome = item
-                    else:
+                try:
+                    async for item in _round(turn, ctx, decisions):
+                        if isinstance(item, _ROUND_SPECIAL):
+                            if isinstance(item, RoundOutcome):
+                                outcome = item
+                                continue
+                            state.count_nested(item.event)
                         yield item
+                except MiddlewareError as error:
+                    raise _attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
                 decisions = None
                 assert outcome is not None  # the round runner always ends with its outcome
                 _apply(state, turn, outcome)
@@ -251,14 +283,15 @@ class Agent(Generic[DepsT, OutputT]):
                 )
             stop = stop or policy.stop_before_request()
             if stop is not None:
-                async for event in self._end_at_limit(state, policy, stop):
+                async for event in self._end_at_limit(state, policy, stop, deps):
                     yield event
                 return
-            view = source.fixed or await source.view()
+            view = source.unchanged() or await source.view()
             policy.rounds += 1
             settings = self._requests[0] if policy.rounds == 1 else self._requests[1]
-            yield ModelRequest(policy.rounds, len(state.messages), settings)
-            output = await self._ask(state, policy, self._specs(view), settings)
+            specs = self._specs(view)
+            yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
+            output = await self._ask(state, policy, specs, settings, deps)
             state.record_output(output, policy.rounds)
             yield ModelResponse(policy.rounds, output)
             if self._output is not None:
@@ -315,10 +348,22 @@ class Agent(Generic[DepsT, OutputT]):
         policy: RunPolicy,
         specs: tuple[ToolSpec, ...],
         settings: ModelSettings,
+        deps: Any,
+        sent: ModelCall | None = None,
     ) -> AssistantOutput:
-        """One model call, bounded by the run's remaining time; failures keep the run."""
+        """One model call, bounded by the run's remaining time; failures keep the run.
+
+        With middleware the request goes through it first; ``sent`` is what it sends.
+        """
+        messages: Sequence[Message]
+        if sent is not None:
+            messages, settings, instructions = sent.messages, sent.settings, sent.instructions
+        elif self._middleware is not None:
+            return await self._ask_through_middleware(state, policy, specs, settings, deps)
+        else:
+            messages, instructions = state.messages, self.instructions
         remaining = policy.remaining_s()
-        complete = self.model.complete(state.messages, specs, settings, self.instructions)
+        complete = self.model.complete(messages, specs, settings, instructions)
         scope = None
         try:
             if remaining is None:
@@ -333,8 +378,28 @@ class Agent(Generic[DepsT, OutputT]):
             failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
             raise _attach(failure, state, StopReason.MODEL_ERROR) from error
 
+    async def _ask_through_middleware(
+        self,
+        state: RunState,
+        policy: RunPolicy,
+        specs: tuple[ToolSpec, ...],
+        settings: ModelSettings,
+        deps: Any,
+    ) -> AssistantOutput:
+        assert self._middleware is not None
+        request = ModelCall(tuple(state.messages), settings, self.instructions)
+        context = RequestContext(policy.rounds, state.run_id, deps, specs)
+
+        def complete(sent: ModelCall) -> Awaitable[AssistantOutput]:
+            return self._ask(state, policy, specs, sent.settings, deps, sent)
+
+        try:
+            return await self._middleware.ask(request, context, complete)
+        except MiddlewareError as error:
+            raise _attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
+
     async def _end_at_limit(
-        self, state: RunState, policy: RunPolicy, stop: RunStopped
+        self, state: RunState, policy: RunPolicy, stop: RunStopped, deps: Any
     ) -> AsyncIterator[Event]:
         if isinstance(stop, ToolExecutionError):
             raise _attach(stop, state, StopReason.TOOL_RAISED) from stop.__cause__
@@ -344,17 +409,22 @@ class Agent(Generic[DepsT, OutputT]):
             raise _attach(stop, state, reason)
         settings = self._requests[2]
         policy.rounds += 1
-        yield ModelRequest(policy.rounds, len(state.messages), settings)
-        output = await self._ask(state, policy, self._specs(ToolView.of(())), settings)
+        specs = self._specs(ToolView.of(()))
+        yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
+        output = await self._ask(state, policy, specs, settings, deps)
         state.record_output(output, policy.rounds)
         yield ModelResponse(policy.rounds, output)
         if self._output is not None:
-            answered = await self._take_answer(state, policy, output, deps=None)
+            answered = await self._take_answer(state, policy, output, deps)
             if answered is not None:
                 yield FinalAnswer(answered.model_copy(update={"stop_reason": reason}))
                 return
         state.turn = None  # calls made despite tool_choice="none" are not run
         yield FinalAnswer(state.result(output.content, reason, None, output.content))
+
+
+_ROUND_SPECIAL = (RoundOutcome, NestedEvent)
+"""What the round runner yields besides the events the stream passes on as they are."""
 
 
 def _round(
