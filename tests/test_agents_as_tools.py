@@ -570,3 +570,22 @@ def test_inner_requests_name_the_inner_tools_and_one_final_answer_ends_the_strea
         (("planner", "researcher"), ("word_count", "delete_file")),
         (("planner",), ("researcher",)),
     ]
+
+
+def test_the_cli_asks_about_a_nested_call_naming_its_agent_and_keys_it_by_its_full_id() -> None:
+    from tooldeck._cli_approve import Approver
+
+    inner = Agent(ScriptedModel([asked(call("delete_file", "c1", path="a"))]), [delete_file])
+    outer_model = ScriptedModel([asked(call("cleaner", "o1", input="delete a"))])
+    paused = Agent(outer_model, [inner.as_tool(name="cleaner", description=".")]).run_sync("go")
+    questions: list[str] = []
+
+    def read(question: str) -> str:
+        questions.append(question)
+        return "y"
+
+    decisions = Approver(interactive=True, read=read).decide(paused.pending)
+    assert decisions == {"o1/c1": Approve(by="cli")}
+    assert questions == [
+        'approve cleaner: delete_file(path="a")? [y]es / [n]o / [a]lways this tool / [e]dit '
+    ]
