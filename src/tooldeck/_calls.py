@@ -291,12 +291,7 @@ async def _execute_all(
         for item in group:
             yield ToolCallStarted(ctx.round, item.call)
         if len(group) == 1 and not isinstance(group[0].entry.handler, AgentTool):
-            item = group[0]  # the common case: no tasks, no queue
-            middleware = ctx.options.middleware
-            ran = await (
-                _bounded(item, ctx) if middleware is None else _layered(middleware, item, ctx)
-            )
-            slots[item.index] = ran
+            ran = slots[group[0].index] = await _start(group[0], ctx)  # no tasks, no queue
             if isinstance(ran, ToolTrace):
                 yield ToolCallFinished(ctx.round, ran)
             continue
@@ -338,13 +333,9 @@ async def _run_together(
 
     async def run(item: _Ready) -> None:
         emit = queue.put_nowait if isinstance(item.entry.handler, AgentTool) else None
-        middleware = ctx.options.middleware
         try:
             async with semaphore or contextlib.nullcontext():
-                if middleware is None:
-                    ran = await _bounded(item, ctx, emit)
-                else:
-                    ran = await _layered(middleware, item, ctx, emit)
+                ran = await _start(item, ctx, emit)
             queue.put_nowait((item.index, ran))
         except Exception as error:  # a middleware's failure: the round ends with it
             queue.put_nowait(error)
@@ -361,6 +352,15 @@ async def _run_together(
     finally:
         for task in tasks:
             task.cancel()
+
+
+def _start(item: _Ready, ctx: RoundContext, emit: Emit | None = None) -> Awaitable[Ran]:
+    """Run one call, through the agent's middleware if it has any (``run_new_calls`` does
+    the same inline for the one-call turn, the hot path)."""
+    middleware = ctx.options.middleware
+    if middleware is None:
+        return _bounded(item, ctx, emit)
+    return _layered(middleware, item, ctx, emit)
 
 
 def _layered(
