@@ -10,23 +10,42 @@ ends with a ``RoundOutcome``, the last item the runner yields.
 from __future__ import annotations
 
 import asyncio
-import difflib
+import contextlib
 import inspect
-import json
 import time
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from contextlib import aclosing
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
+from tooldeck._call_texts import (
+    error_result,
+    invalid_arguments_text,
+    invalid_json_text,
+    run_time_text,
+    timeout_text,
+    unknown_tool_text,
+    with_edit_note,
+)
+from tooldeck._nested import AgentTool, Emit, NestedOutcome, NestedResume, decisions_inside
 from tooldeck._observer import RunObserver
 from tooldeck._state import OpenTurn
 from tooldeck.checkpoint import Approve, Decision, Reject, call_digest
-from tooldeck.contracts import PendingCall, PendingKind, ToolCall, ToolResult, ToolTrace
-from tooldeck.errors import ErrorCode, InvalidArguments, ModelRetry
-from tooldeck.events import Event, ToolCallFinished, ToolCallStarted
+from tooldeck.contracts import (
+    Checkpoint,
+    Message,
+    PendingCall,
+    PendingKind,
+    ToolCall,
+    ToolResult,
+    ToolTrace,
+)
+from tooldeck.errors import ErrorCode, InvalidArguments
+from tooldeck.events import Event, NestedEvent, ToolCallFinished, ToolCallStarted
+from tooldeck.middleware import MiddlewareStack
 from tooldeck.policy import CallSignature, RunPolicy
 from tooldeck.tools.context import RunContext
-from tooldeck.tools.registry import ToolEntry, ToolView
+from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +54,9 @@ class CallOptions:
 
     include_error_details: bool = False
     max_concurrency: int | None = None
+    middleware: MiddlewareStack | None = None
+    registry: ToolRegistry | None = None
+    """The agent's registry, which tools may change (``ctx.tools``)."""
 
 
 @dataclass(slots=True)
@@ -49,6 +71,7 @@ class RoundContext:
     run_id: str
     observer: RunObserver | None = None
     """Told about each call when the run is observed (traced)."""
+    messages: Sequence[Message] = ()
 
 
 @dataclass(slots=True)
@@ -73,16 +96,23 @@ class _Ready:
     signature: CallSignature | None
     edited: bool = False
     """The arguments are a person's edit (the model is told, before the result)."""
+    resume: NestedResume | None = None
+    """For a paused agent tool's call: its inner run, to go on with."""
 
 
+T = TypeVar("T")
 RoundItem = Event | RoundOutcome
+Slot = ToolTrace | PendingCall | None
+"""One call of a round: its trace once answered, its PendingCall while it waits."""
+Ran = ToolTrace | PendingCall
+"""What running a call gives: its trace, or (an agent tool whose run paused) its PendingCall."""
 
 
 async def run_new_calls(
     calls: Sequence[ToolCall], ctx: RoundContext
 ) -> AsyncGenerator[RoundItem, None]:
     """Check a new turn's calls, run those that may run now, and say which must wait."""
-    traces: list[ToolTrace | None] = [None] * len(calls)
+    slots: list[Slot] = [None] * len(calls)
     signatures: list[CallSignature | None] = [None] * len(calls)
     ready: list[_Ready] = []
     over_limit = False
@@ -93,26 +123,22 @@ async def run_new_calls(
             signatures[index] = checked.signature
             continue
         trace, signatures[index] = checked
-        traces[index] = trace
+        slots[index] = trace
         over_limit = over_limit or trace.result.error_code is ErrorCode.CALL_LIMIT
         yield _not_run(trace, ctx)
-    pending: list[PendingCall] = []
     if ctx.view.may_pause:
-        ready = await _hold_back(ready, ctx, pending)
-    if len(ready) == 1:  # the common case: no groups, no tasks, no extra generator
-        item = ready[0]
+        ready = await _hold_back(ready, ctx, slots)
+    if len(ready) == 1 and not isinstance(ready[0].entry.handler, AgentTool):
+        item = ready[0]  # the common case: no groups, no tasks, no extra generator
         yield ToolCallStarted(ctx.round, item.call)
-        trace = traces[item.index] = await _execute(item, ctx)
-        yield ToolCallFinished(ctx.round, trace)
+        ran = slots[item.index] = await _start(item, ctx)
+        if isinstance(ran, ToolTrace):
+            yield ToolCallFinished(ctx.round, ran)
     elif ready:
-        running = _execute_all(ready, traces, ctx)
-        try:
+        async with aclosing(_execute_all(ready, slots, ctx)) as running:
             async for event in running:
                 yield event
-        except BaseException:  # closed or cancelled: stop the calls now, not at finalization
-            await running.aclose()
-            raise
-    yield _outcome(traces, signatures, ctx, tuple(pending), over_limit)
+    yield _outcome(slots, signatures, ctx, over_limit)
 
 
 async def run_decided_calls(
@@ -120,32 +146,32 @@ async def run_decided_calls(
 ) -> AsyncGenerator[RoundItem, None]:
     """Carry out the decisions on a paused turn's calls; the others stay pending."""
     waiting = turn.pending
-    traces: list[ToolTrace | None] = [None] * len(waiting)
-    signatures: list[CallSignature | None] = [None] * len(waiting)
+    slots: list[Slot] = [None] * len(waiting)
     ready: list[_Ready] = []
-    still: list[PendingCall] = []
     for index, pending in enumerate(waiting):
         decision = decisions.get(pending.call.id)
-        if decision is None:
-            still.append(pending)
+        if pending.nested is not None:
+            inner = decisions_inside(pending.call.id, decisions)
+            if inner:
+                ready.append(_going_on(index, pending, pending.nested, inner, ctx))
+            else:
+                slots[index] = pending
+        elif decision is None:
+            slots[index] = pending
         elif isinstance(decision, Approve):
             checked = _approved(index, pending.call, decision, ctx)
             if isinstance(checked, _Ready):
                 ready.append(checked)
             else:
-                traces[index] = checked
+                slots[index] = checked
                 yield _not_run(checked, ctx)
         else:
-            decided = traces[index] = _decided_trace(pending.call, decision)
+            decided = slots[index] = _decided_trace(pending.call, decision)
             yield _not_run(decided, ctx)
-    running = _execute_all(ready, traces, ctx)
-    try:
+    async with aclosing(_execute_all(ready, slots, ctx)) as running:
         async for event in running:
             yield event
-    except BaseException:  # closed or cancelled: stop the calls now, not at finalization
-        await running.aclose()
-        raise
-    yield _outcome(traces, signatures, ctx, tuple(still), over_limit=False)
+    yield _outcome(slots, [None] * len(waiting), ctx, over_limit=False)
 
 
 def _not_run(trace: ToolTrace, ctx: RoundContext) -> ToolCallFinished:
@@ -164,10 +190,10 @@ def _check(
         return _trace(call, over_budget, 0.0, None), None
     entry = ctx.view.dispatch.get(call.name)
     if entry is None:
-        text = _unknown_tool_text(call.name, ctx.view)
+        text = unknown_tool_text(call.name, ctx.view)
         return _refused(call, ErrorCode.UNKNOWN_TOOL, text), None
     if call.raw_arguments is not None:
-        return _refused(call, ErrorCode.INVALID_JSON, _invalid_json_text(call)), None
+        return _refused(call, ErrorCode.INVALID_JSON, invalid_json_text(call)), None
     repeated, signature = ctx.policy.check_repeat(call)
     if repeated is not None:
         return _trace(call, repeated, 0.0, None), signature
@@ -190,9 +216,22 @@ def _approved(
     except InvalidArguments as error:
         refused = _invalid_arguments(call, error)
         if edited:
-            return refused.model_copy(update={"result": _with_edit_note(refused.result, call)})
+            return refused.model_copy(update={"result": with_edit_note(refused.result, call)})
         return refused
     return _Ready(index, call, entry, arguments, None, edited)
+
+
+def _going_on(
+    index: int,
+    pending: PendingCall,
+    nested: Checkpoint,
+    decisions: dict[str, Decision],
+    ctx: RoundContext,
+) -> _Ready:
+    """A paused agent tool's call, ready to go on with its inner run."""
+    entry = ctx.view.dispatch[pending.call.name]
+    resume = NestedResume(nested, decisions)
+    return _Ready(index, pending.call, entry, pending.call.arguments, None, resume=resume)
 
 
 def _decided_trace(call: ToolCall, decision: Reject | ToolResult) -> ToolTrace:
@@ -202,10 +241,8 @@ def _decided_trace(call: ToolCall, decision: Reject | ToolResult) -> ToolTrace:
     return _trace(call, decision, 0.0, None)
 
 
-async def _hold_back(
-    ready: list[_Ready], ctx: RoundContext, pending: list[PendingCall]
-) -> list[_Ready]:
-    """Keep the calls that may run now; the others become pending (in the model's order)."""
+async def _hold_back(ready: list[_Ready], ctx: RoundContext, slots: list[Slot]) -> list[_Ready]:
+    """Keep the calls that may run now; the others become pending (in their slots)."""
     runnable = []
     for item in ready:
         kind: PendingKind | None = "external" if item.entry.external else None
@@ -215,7 +252,7 @@ async def _hold_back(
             runnable.append(item)
         else:
             digest = call_digest(ctx.run_id, item.call)
-            pending.append(PendingCall(call=item.call, kind=kind, digest=digest))
+            slots[item.index] = PendingCall(call=item.call, kind=kind, digest=digest)
     return runnable
 
 
@@ -224,7 +261,7 @@ async def _needs_approval(item: _Ready, ctx: RoundContext) -> bool:
     rule = item.entry.options.requires_approval
     if isinstance(rule, bool):
         return rule
-    context = RunContext(item.call.id, item.call.name, ctx.deps, ctx.round)
+    context = _context(item.call, ctx)
     try:
         verdict = rule(context, item.arguments)
         if inspect.isawaitable(verdict):
@@ -235,17 +272,19 @@ async def _needs_approval(item: _Ready, ctx: RoundContext) -> bool:
 
 
 def _outcome(
-    traces: list[ToolTrace | None],
+    slots: list[Slot],
     signatures: list[CallSignature | None],
     ctx: RoundContext,
-    pending: tuple[PendingCall, ...],
     over_limit: bool,
 ) -> RoundOutcome:
     """Record the answered calls with the policy, in order, and sum up the round."""
     done: list[ToolTrace] = []
+    pending: list[PendingCall] = []
     raised: list[tuple[str, BaseException]] = []
-    for index, trace in enumerate(traces):
-        if trace is None:  # still pending
+    for index, trace in enumerate(slots):
+        if not isinstance(trace, ToolTrace):
+            if trace is not None:
+                pending.append(trace)
             continue
         done.append(trace)
         name = trace.call.name
@@ -254,29 +293,30 @@ def _outcome(
             entry = ctx.view.dispatch.get(name)
             if entry is not None and entry.options.on_error == "raise":
                 raised.append((name, trace.error))
-    return RoundOutcome(tuple(done), pending, tuple(raised), over_limit)
+    return RoundOutcome(tuple(done), tuple(pending), tuple(raised), over_limit)
 
 
 async def _execute_all(
-    ready: list[_Ready], traces: list[ToolTrace | None], ctx: RoundContext
+    ready: list[_Ready], slots: list[Slot], ctx: RoundContext
 ) -> AsyncGenerator[Event, None]:
-    """Run the ready calls group by group; fill ``traces`` at each call's index."""
+    """Run the ready calls group by group; fill each call's slot."""
     for group in _groups(ready):
         for item in group:
             yield ToolCallStarted(ctx.round, item.call)
-        if len(group) == 1:
-            trace = await _execute(group[0], ctx)
-            traces[group[0].index] = trace
-            yield ToolCallFinished(ctx.round, trace)
+        if len(group) == 1 and not isinstance(group[0].entry.handler, AgentTool):
+            ran = slots[group[0].index] = await _start(group[0], ctx)  # no tasks, no queue
+            if isinstance(ran, ToolTrace):
+                yield ToolCallFinished(ctx.round, ran)
             continue
-        running = _run_concurrently(group, ctx)
-        try:
-            async for index, trace in running:
-                traces[index] = trace
-                yield ToolCallFinished(ctx.round, trace)
-        except BaseException:  # closed or cancelled: cancel the calls now
-            await running.aclose()
-            raise
+        async with aclosing(_run_together(group, ctx)) as together:
+            async for got in together:
+                if isinstance(got, NestedEvent):
+                    yield got
+                    continue
+                index, ran = got
+                slots[index] = ran
+                if isinstance(ran, ToolTrace):
+                    yield ToolCallFinished(ctx.round, ran)
 
 
 def _groups(ready: list[_Ready]) -> list[list[_Ready]]:
@@ -296,38 +336,83 @@ def _groups(ready: list[_Ready]) -> list[list[_Ready]]:
     return groups
 
 
-async def _run_concurrently(
+async def _run_together(
     group: list[_Ready], ctx: RoundContext
-) -> AsyncGenerator[tuple[int, ToolTrace], None]:
-    """Run a group's calls concurrently; yield each (index, trace) as it finishes."""
+) -> AsyncGenerator[NestedEvent | tuple[int, Ran], None]:
+    """Run a group's calls concurrently; yield agent tools' inner events as they happen and
+    each (index, outcome) as a call finishes."""
+    queue: asyncio.Queue[NestedEvent | tuple[int, Ran] | Exception] = asyncio.Queue()
     limit = ctx.options.max_concurrency
     semaphore = asyncio.Semaphore(limit) if limit is not None and limit < len(group) else None
-    tasks = [asyncio.ensure_future(_run_one(item, ctx, semaphore)) for item in group]
+
+    async def run(item: _Ready) -> None:
+        emit = queue.put_nowait if isinstance(item.entry.handler, AgentTool) else None
+        try:
+            async with semaphore or contextlib.nullcontext():
+                ran = await _start(item, ctx, emit)
+            queue.put_nowait((item.index, ran))
+        except Exception as error:  # a middleware's failure: the round ends with it
+            queue.put_nowait(error)
+
+    tasks = [asyncio.ensure_future(run(item)) for item in group]
     try:
-        for finished in asyncio.as_completed(tasks):
-            yield await finished
+        left = len(tasks)
+        while left:
+            got = await queue.get()
+            if isinstance(got, Exception):
+                raise got
+            left -= not isinstance(got, NestedEvent)
+            yield got
     finally:
         for task in tasks:
             task.cancel()
 
 
-async def _run_one(
-    item: _Ready, ctx: RoundContext, semaphore: asyncio.Semaphore | None
-) -> tuple[int, ToolTrace]:
-    if semaphore is None:
-        return item.index, await _execute(item, ctx)
-    async with semaphore:
-        return item.index, await _execute(item, ctx)
+def _start(item: _Ready, ctx: RoundContext, emit: Emit | None = None) -> Awaitable[Ran]:
+    """Run one call: through the agent's middleware if it has any, and as a span of the
+    run's observer when it is traced."""
+    middleware = ctx.options.middleware
+    if middleware is None and ctx.observer is None:
+        return _bounded(item, ctx, emit)
+
+    def execute() -> Awaitable[Ran]:
+        if middleware is None:
+            return _bounded(item, ctx, emit)
+        return _layered(middleware, item, ctx, emit)
+
+    return execute() if ctx.observer is None else ctx.observer.tool_call(item.call, execute)
 
 
-def _execute(item: _Ready, ctx: RoundContext) -> Awaitable[ToolTrace]:
-    """Run one call: under the run's observer (as a span) when there is one."""
-    if ctx.observer is None:
-        return _bounded(item, ctx)
-    return ctx.observer.tool_call(item.call, lambda: _bounded(item, ctx))
+def _layered(
+    middleware: MiddlewareStack, item: _Ready, ctx: RoundContext, emit: Emit | None = None
+) -> Awaitable[Ran]:
+    """Run one call through the agent's middleware."""
+
+    async def run(call: ToolCall) -> Ran:
+        changed = item
+        if call is not item.call:  # a middleware changed the arguments: validate them again
+            arguments = item.entry.handler.validate(call.arguments)
+            changed = replace(item, call=call, arguments=arguments)
+        return await _bounded(changed, ctx, emit)
+
+    before = item.resume is None  # a paused agent tool's call saw them when it started
+    return middleware.call_tool(item.call, _context(item.call, ctx), run, before=before)
 
 
-async def _bounded(item: _Ready, ctx: RoundContext) -> ToolTrace:
+def _context(call: ToolCall, ctx: RoundContext) -> RunContext[Any]:
+    return RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.options.registry)
+
+
+def _leg(
+    item: _Ready, ctx: RoundContext, context: RunContext[Any], emit: Emit
+) -> Awaitable[object]:
+    """An agent tool's call: a leg of its inner run, whose events go to ``emit``."""
+    handler = item.entry.handler
+    assert isinstance(handler, AgentTool)  # only agent tools' calls get an ``emit``
+    return handler.leg(item.arguments, context, emit, item.resume, ctx.messages)
+
+
+async def _bounded(item: _Ready, ctx: RoundContext, emit: Emit | None = None) -> Ran:
     """Run one call within its own timeout and the run's remaining time."""
     limit = item.entry.options.timeout
     run_limited = False
@@ -337,93 +422,47 @@ async def _bounded(item: _Ready, ctx: RoundContext) -> ToolTrace:
         if run_limited:
             limit = remaining
     call, entry = item.call, item.entry
-    context = RunContext(call.id, call.name, ctx.deps, ctx.round)
+    context = RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.options.registry)
     started = time.perf_counter()
     scope = None
-    error: Exception | None = None
+    error: BaseException | None = None
+    inner: tuple[ToolTrace, ...] | None = None
     try:
+        running: Awaitable[object]
+        if emit is None:
+            running = entry.handler.run(item.arguments, context)
+        else:
+            running = _leg(item, ctx, context, emit)
         if limit is None:
-            output = await entry.handler.run(item.arguments, context)
+            output = await running
         else:
             async with asyncio.timeout(limit) as scope:
-                output = await entry.handler.run(item.arguments, context)
-        result = output if isinstance(output, ToolResult) else ToolResult.success(output)
+                output = await running
+        if isinstance(output, str):
+            result = ToolResult.success(output)
+        elif isinstance(output, ToolResult):  # the handler decided the outcome itself
+            result = output
+        elif isinstance(output, Checkpoint):  # the inner run paused: so does this call
+            digest = call_digest(ctx.run_id, call)
+            return PendingCall(call=call, kind="agent", digest=digest, nested=output)
+        else:
+            assert isinstance(output, NestedOutcome)
+            result, error, inner = output.result, output.error, output.trace
     except Exception as raised:  # the tool's own failure, kept whole for the host
         error = raised
         if scope is not None and scope.expired():
-            text = _run_time_text(ctx) if run_limited else _timeout_text(entry)
+            text = run_time_text(ctx.policy.limits) if run_limited else timeout_text(entry)
             result = ToolResult.failure(ErrorCode.TOOL_TIMEOUT, text)
         else:
-            result = _error_result(entry, raised, ctx.options)
+            result = error_result(entry, raised, ctx.options.include_error_details)
     if item.edited:
-        result = _with_edit_note(result, call)
-    return _trace(call, result, time.perf_counter() - started, error)
-
-
-def _with_edit_note(result: ToolResult, call: ToolCall) -> ToolResult:
-    note = f"\n(run with arguments edited by a person: {call.arguments_json})"
-    return result.model_copy(update={"output": result.output + note})
-
-
-def _timeout_text(entry: ToolEntry) -> str:
-    return (
-        f"{entry.name!r} did not finish within {entry.options.timeout:g} s and was stopped; "
-        "try smaller inputs or another approach"
-    )
-
-
-def _run_time_text(ctx: RoundContext) -> str:
-    limit = ctx.policy.limits.max_duration_s
-    return f"not finished: the run reached its time limit (max_duration_s={limit:g})"
-
-
-def _error_result(entry: ToolEntry, error: Exception, options: CallOptions) -> ToolResult:
-    if isinstance(error, ModelRetry):  # the tool asks the model to try again, saying why
-        return ToolResult.failure(ErrorCode.TOOL_ERROR, str(error))
-    handler = entry.options.on_error
-    if callable(handler):
-        try:
-            return ToolResult.failure(ErrorCode.TOOL_ERROR, handler(error))
-        except Exception:  # a broken on_error must not hide the tool's failure
-            pass
-    if options.include_error_details:
-        text = f"{type(error).__name__}: {error}"
-    else:
-        text = f"the tool {entry.name!r} failed while running; try other arguments or another way"
-    return ToolResult.failure(ErrorCode.TOOL_ERROR, text)
-
-
-def _unknown_tool_text(name: str, view: ToolView) -> str:
-    names = view.names
-    if not names:
-        return f"there is no tool named {name!r}; no tools are available, answer directly"
-    text = f"there is no tool named {name!r}; available tools: {', '.join(names)}"
-    close = difflib.get_close_matches(name, names, n=1)
-    return text + (f" (did you mean {close[0]!r}?)" if close else "")
-
-
-def _invalid_json_text(call: ToolCall) -> str:
-    raw = call.raw_arguments or ""
-    try:
-        parsed = json.loads(raw)
-    except ValueError as error:
-        return (
-            f"the arguments for {call.name!r} are not valid JSON ({error}); "
-            "send them as one JSON object"
-        )
-    kind = type(parsed).__name__ if parsed is not None else "null"
-    return f"the arguments for {call.name!r} must be a JSON object, got {_json_kind(kind)}"
-
-
-def _json_kind(python_type: str) -> str:
-    kinds = {"list": "an array", "str": "a string", "int": "a number", "float": "a number"}
-    return kinds.get(python_type, "a boolean" if python_type == "bool" else python_type)
+        result = with_edit_note(result, call)
+    trace = _trace(call, result, time.perf_counter() - started, error)
+    return trace if inner is None else trace.model_copy(update={"inner_trace": inner})
 
 
 def _invalid_arguments(call: ToolCall, error: InvalidArguments) -> ToolTrace:
-    problems = "\n".join(f"- {problem}" for problem in error.problems)
-    text = f"the arguments for {call.name!r} do not match its schema:\n{problems}"
-    return _refused(call, ErrorCode.INVALID_ARGUMENTS, text, error)
+    return _refused(call, ErrorCode.INVALID_ARGUMENTS, invalid_arguments_text(call, error), error)
 
 
 def _refused(

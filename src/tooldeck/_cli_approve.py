@@ -44,7 +44,7 @@ class Approver:
         decisions: dict[str, Decision] = {}
         for waiting in pending:
             if waiting.kind == "approval":
-                decisions[waiting.call.id] = self._decide_one(waiting)
+                decisions[waiting.id] = self._decide_one(waiting)  # unique in nested runs too
         return decisions
 
     def _decide_one(self, waiting: PendingCall) -> Decision:
@@ -63,8 +63,10 @@ class Approver:
 
     def _ask(self, waiting: PendingCall) -> Decision:
         call = waiting.call
+        inside = f"{' > '.join(waiting.path)}: " if waiting.path else ""  # a call in an agent tool
         while True:
-            answer = self._read(f"approve {call_text(call)}? {_CHOICES} ").strip().lower()
+            question = f"approve {inside}{call_text(call)}? {_CHOICES} "
+            answer = self._read(question).strip().lower()
             if answer in ("y", "yes"):
                 return Approve(by="cli")
             if answer in ("n", "no"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-from tooldeck.contracts import Message, RunResult, ToolCall, ToolTrace
+from tooldeck.contracts import Message, PendingCall, RunResult, ToolCall, ToolTrace
 from tooldeck.events import Event, FinalAnswer
 from tooldeck.models.base import Model
 
@@ -23,9 +23,10 @@ class RunObserver(Protocol):
         ...
 
     async def tool_call(
-        self, call: ToolCall, execute: Callable[[], Awaitable[ToolTrace]]
-    ) -> ToolTrace:
-        """Run a call (``execute``) under observation and return its trace."""
+        self, call: ToolCall, execute: Callable[[], Awaitable[ToolTrace | PendingCall]]
+    ) -> ToolTrace | PendingCall:
+        """Run a call (``execute``) under observation and return its trace (or, for an agent
+        tool whose inner run paused, its PendingCall)."""
         ...
 
     def answered(self, trace: ToolTrace) -> None:

@@ -18,6 +18,8 @@ from tooldeck.contracts import (
     ToolTrace,
     Usage,
 )
+from tooldeck.errors import RunStopped
+from tooldeck.events import AgentEvent, ModelResponse
 
 
 @dataclass(slots=True)
@@ -62,12 +64,25 @@ class RunState:
 
     def record_output(self, output: AssistantOutput, round_: int) -> None:
         """Append the model's turn; its calls, if any, become the open turn."""
-        self.requests += 1
+        self.requests += 1  # as in count_response, without a call on the hot path
         if output.usage is not None:
             self.input_tokens += output.usage.input_tokens
             self.output_tokens += output.usage.output_tokens
         self.messages.append(Message.assistant(output))
         self.turn = OpenTurn(round_, output.tool_calls) if output.tool_calls else None
+
+    def count_nested(self, event: AgentEvent) -> None:
+        """Count the usage of an agent tool's inner run, one model response at a time (a
+        resumed inner run streams only its new responses: nothing is counted twice)."""
+        if isinstance(event, ModelResponse):
+            self.count_response(event.output)
+
+    def count_response(self, output: AssistantOutput) -> None:
+        """One model response's usage."""
+        self.requests += 1
+        if output.usage is not None:
+            self.input_tokens += output.usage.input_tokens
+            self.output_tokens += output.usage.output_tokens
 
     def close_turn(self) -> None:
         """Every call is answered: append one tool message per call, in the model's order."""
@@ -96,3 +111,10 @@ class RunState:
             pending=checkpoint.pending if checkpoint is not None else (),
             checkpoint=checkpoint,
         )
+
+
+def attach(error: RunStopped, state: RunState, reason: StopReason) -> RunStopped:
+    """``error`` with the run so far as its ``.result`` (kept if it already has one)."""
+    if error.result is None:
+        error.result = state.result("", reason)
+    return error

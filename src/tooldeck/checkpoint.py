@@ -99,12 +99,24 @@ def verify(checkpoint: Checkpoint, key: bytes | None) -> None:
                 "the checkpoint's signature does not match: it was changed after it was made, "
                 "or made with another checkpoint_key"
             )
-    for pending in checkpoint.pending:
+    _check_calls(checkpoint)
+
+
+def _check_calls(checkpoint: Checkpoint) -> None:
+    """Each pending call matches its digest and the paused turn, in nested checkpoints too."""
+    for pending in checkpoint.turn.pending:
         if not hmac.compare_digest(pending.digest, call_digest(checkpoint.run_id, pending.call)):
             raise CheckpointError(
                 f"pending call {pending.call.id!r} ({pending.call.name}) was changed after the "
                 "checkpoint was made (its digest does not match): refusing to run it"
             )
+        if (pending.kind == "agent") != (pending.nested is not None):
+            raise CheckpointError(
+                f"pending call {pending.call.id!r} ({pending.call.name}) is broken: a call of "
+                "kind 'agent' holds the checkpoint of its inner run, and no other call does"
+            )
+        if pending.nested is not None:
+            _check_calls(pending.nested)
     _check_turn(checkpoint)
 
 
@@ -112,13 +124,13 @@ def _check_turn(checkpoint: Checkpoint) -> None:
     """Every call of the paused turn is either answered or pending, exactly once."""
     last = checkpoint.messages[-1] if checkpoint.messages else None
     made = {call.id: call for call in last.tool_calls} if last is not None else {}
-    for pending in checkpoint.pending:
+    for pending in checkpoint.turn.pending:
         if made.get(pending.call.id) != pending.call:
             raise CheckpointError(
                 f"pending call {pending.call.id!r} is not the call the model made in the "
                 "checkpoint's last turn: refusing to run it"
             )
-    pending_ids = [pending.call.id for pending in checkpoint.pending]
+    pending_ids = [pending.call.id for pending in checkpoint.turn.pending]
     accounted = sorted([*checkpoint.turn.answered, *pending_ids])
     if not pending_ids or accounted != sorted(made):
         raise CheckpointError(
@@ -128,20 +140,42 @@ def _check_turn(checkpoint: Checkpoint) -> None:
         )
 
 
-def check_decisions(checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> None:
-    """Refuse decisions for calls that are not pending, or of the wrong kind."""
-    kinds = {pending.call.id: pending for pending in checkpoint.pending}
+def check_decisions(
+    checkpoint: Checkpoint, decisions: Mapping[str, Decision]
+) -> dict[str, Decision]:
+    """Refuse decisions for calls that are not pending, or of the wrong kind.
+
+    Returns the decisions keyed by ``PendingCall.id``: a bare call id (accepted when exactly
+    one pending call has it) becomes the full id of a call made inside an agent tool.
+    """
+    pending_calls = checkpoint.pending
+    by_id = {pending.id: pending for pending in pending_calls}
+    keyed: dict[str, Decision] = {}
     for call_id, decision in decisions.items():
-        pending = kinds.get(call_id)
-        if pending is None:
-            raise CheckpointError(
-                f"no pending call with id {call_id!r}; pending: {_describe(kinds.values())}"
-            )
+        pending = by_id.get(call_id) or _by_call_id(call_id, pending_calls)
         problem = _wrong_kind(pending, decision)
         if problem:
             raise CheckpointError(f"call {call_id!r} ({pending.call.name}): {problem}")
         if isinstance(decision, Approve) and decision.arguments is not None:
             _check_json(call_id, decision.arguments)
+        if pending.id in keyed:
+            raise CheckpointError(f"two decisions for pending call {pending.id!r}: send one")
+        keyed[pending.id] = decision
+    return keyed
+
+
+def _by_call_id(call_id: str, pending_calls: tuple[PendingCall, ...]) -> PendingCall:
+    found = [pending for pending in pending_calls if pending.call.id == call_id]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CheckpointError(
+            f"no pending call with id {call_id!r}; pending: {_describe(pending_calls)}"
+        )
+    raise CheckpointError(
+        f"call id {call_id!r} is ambiguous: pending calls {', '.join(repr(p.id) for p in found)} "
+        "have it (made inside agent tools); key the decision by PendingCall.id"
+    )
 
 
 def _wrong_kind(pending: PendingCall, decision: object) -> str:
@@ -176,7 +210,8 @@ def _check_json(call_id: str, arguments: object) -> None:
 def check_tools(checkpoint: Checkpoint, names: Iterable[str]) -> None:
     """Refuse to go on when a pending call's tool is no longer among the agent's tools."""
     known = set(names)
-    missing = sorted({p.call.name for p in checkpoint.pending if p.call.name not in known})
+    pending_calls = checkpoint.turn.pending
+    missing = sorted({p.call.name for p in pending_calls if p.call.name not in known})
     if missing:
         raise CheckpointError(
             f"cannot resume: the agent has no tool named {', '.join(map(repr, missing))} "
@@ -207,5 +242,5 @@ def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy
 
 
 def _describe(pending: Iterable[PendingCall]) -> str:
-    shown = [f"{p.call.id!r} ({p.call.name}, {p.kind})" for p in pending]
+    shown = [f"{p.id!r} ({p.call.name}, {p.kind})" for p in pending]
     return ", ".join(shown) or "none"

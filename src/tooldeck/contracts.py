@@ -7,6 +7,7 @@ and the loop only ever sees them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
@@ -15,6 +16,9 @@ from pydantic import (
     ConfigDict,
     GetCoreSchemaHandler,
     GetPydanticSchema,
+    PlainSerializer,
+    PlainValidator,
+    SerializationInfo,
     ValidationError,
     model_validator,
 )
@@ -42,6 +46,8 @@ class StopReason(StrEnum):
     """A tool with ``on_error="raise"`` raised."""
     OUTPUT_RETRIES = "output_retries"
     """The model's typed answer did not validate too many times."""
+    MIDDLEWARE_ERROR = "middleware_error"
+    """A middleware hook raised (``MiddlewareError``)."""
 
 
 class Usage(BaseModel):
@@ -261,9 +267,35 @@ class ToolTrace(BaseModel):
 
     In JSON it is ``{"type": ..., "message": ...}``, read back as a RecordedError.
     """
+    inner_trace: InnerTrace = None
+    """For a call of an agent tool (``agent.as_tool``): every call of the inner run."""
 
 
-PendingKind = Literal["approval", "external"]
+def _inner_from_python(value: Any) -> tuple[ToolTrace, ...] | None:
+    if value is None:
+        return None
+    return tuple(t if isinstance(t, ToolTrace) else ToolTrace.model_validate(t) for t in value)
+
+
+def _inner_to_python(
+    value: tuple[ToolTrace, ...] | None, info: SerializationInfo
+) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    return [trace.model_dump(mode=info.mode) for trace in value]
+
+
+InnerTrace = Annotated[
+    tuple["ToolTrace", ...] | None,
+    PlainValidator(_inner_from_python),
+    PlainSerializer(_inner_to_python),
+]
+"""Traces of an inner run. Validated and serialized by functions, so that ToolTrace is not a
+recursive schema: pydantic validates recursive models through an indirection that costs
+every ToolTrace, nested or not, about 15% more to build."""
+
+
+PendingKind = Literal["approval", "external", "agent"]
 
 
 class PendingCall(BaseModel):
@@ -274,9 +306,26 @@ class PendingCall(BaseModel):
     call: ToolCall
     """The call exactly as stored; a decision approves this call and no other."""
     kind: PendingKind
-    """``approval``: Approve or Reject it; ``external``: send back its ToolResult."""
+    """``approval``: Approve or Reject it; ``external``: send back its ToolResult; ``agent``:
+    a call of an agent tool whose run paused (stored only: ``Checkpoint.pending`` shows the
+    inner run's pending calls in its place)."""
     digest: str
     """SHA-256 of (run id, call id, tool name, canonical JSON of the arguments)."""
+    nested: Checkpoint | None = None
+    """For an ``agent`` call: the checkpoint of the inner run, which goes on when this one does."""
+    path: tuple[str, ...] = ()
+    """For a call made inside agent tools: their names, outermost first (``("planner",
+    "researcher")``); empty for the run's own calls."""
+    call_ids: tuple[str, ...] = ()
+    """The ids of those agent-tool calls, in the same order as ``path``."""
+
+    @property
+    def id(self) -> str:
+        """The key of this call's decision: its call id, after those of the agent-tool calls
+        it runs inside (``"c1/c7"``). A bare call id is accepted too when it is unique."""
+        if not self.call_ids:
+            return self.call.id
+        return "/".join((*self.call_ids, self.call.id))
 
 
 class RunCounters(BaseModel):
@@ -342,7 +391,11 @@ class Checkpoint(BaseModel):
 
     @property
     def pending(self) -> tuple[PendingCall, ...]:
-        return self.turn.pending
+        """The calls that wait for a decision, in the model's order; a paused agent tool's
+        call is replaced by the pending calls of its inner run (with ``path`` and ``call_ids``)."""
+        if not any(pending.nested is not None for pending in self.turn.pending):
+            return self.turn.pending
+        return tuple(_leaves(self.turn.pending, (), ()))
 
     def to_json(self) -> str:
         """The checkpoint as JSON text (``Checkpoint.from_json`` reads it back)."""
@@ -378,6 +431,19 @@ class Checkpoint(BaseModel):
                 for e in error.errors()[:5]
             )
             raise CheckpointError(f"the checkpoint is broken: {problems}") from None
+
+
+def _leaves(
+    pending: tuple[PendingCall, ...], path: tuple[str, ...], call_ids: tuple[str, ...]
+) -> Iterator[PendingCall]:
+    for item in pending:
+        if item.nested is not None:
+            inner = item.nested.turn.pending
+            yield from _leaves(inner, (*path, item.call.name), (*call_ids, item.call.id))
+        elif path:
+            yield item.model_copy(update={"path": path, "call_ids": call_ids})
+        else:
+            yield item
 
 
 OutputT = TypeVar("OutputT")

@@ -78,6 +78,20 @@ class ModelRetry(ToolDeckError):
     """
 
 
+class MiddlewareError(RunStopped):
+    """A middleware hook raised or returned something unusable; the cause is ``__cause__``."""
+
+    def __init__(
+        self, message: str, middleware: str, hook: str, result: RunResult[Any] | None = None
+    ) -> None:
+        super().__init__(message, result)
+        self.middleware = middleware
+        """The middleware's class name."""
+        self.hook = hook
+        """Which hook: ``before_request``, ``after_response``, ``before_tool_call``,
+        ``after_tool_call``."""
+
+
 class CheckpointError(ToolDeckError, ValueError):
     """A paused run cannot be resumed as asked: a broken, changed or unknown checkpoint, or
     decisions that do not fit its pending calls. Nothing has run when it is raised."""

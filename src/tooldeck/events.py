@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tooldeck.contracts import AssistantOutput, RunResult, ToolCall, ToolTrace
+from tooldeck.contracts import AssistantOutput, RunResult, ToolCall, ToolSpec, ToolTrace
 from tooldeck.models.base import ModelSettings
 
 
@@ -20,6 +20,12 @@ class ModelRequest:
     round: int
     message_count: int
     settings: ModelSettings
+    tools: tuple[ToolSpec, ...] = ()
+    """The tools the model is shown in this request (a registry's tools change between turns)."""
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self.tools)
 
 
 @dataclass(slots=True)
@@ -79,7 +85,7 @@ class FinalAnswer:
     result: RunResult[Any]
 
 
-Event = (
+AgentEvent = (
     ModelRequest
     | TextDelta
     | ToolCallDelta
@@ -88,3 +94,28 @@ Event = (
     | ToolCallFinished
     | FinalAnswer
 )
+"""What one agent's own loop yields."""
+
+
+@dataclass(slots=True)
+class NestedEvent:
+    """An event of an agent run inside an agent tool (``agent.as_tool``), in the outer stream.
+
+    Nesting is flat: an event two agent tools deep is one NestedEvent whose ``path`` has two
+    names. The inner run's usage is counted in the outer run's from these events.
+    """
+
+    path: tuple[str, ...]
+    """The agent tools the event comes from, outermost first: ``("planner", "researcher")``."""
+    call_ids: tuple[str, ...]
+    """The ids of those agent-tool calls, in the same order as ``path``."""
+    event: AgentEvent
+    """What the innermost agent's loop yielded."""
+
+    @property
+    def call_id(self) -> str:
+        """The id of the call, in this run, of the agent tool the event comes from."""
+        return self.call_ids[0]
+
+
+Event = AgentEvent | NestedEvent

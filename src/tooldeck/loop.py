@@ -6,13 +6,15 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import replace
 from typing import Any, Generic, Literal
 
 from typing_extensions import TypeVar
 
+from tooldeck._answers import output_plan, request_settings, shown_specs, take_answer
+from tooldeck._asking import Request, ask, bounded, with_deltas
 from tooldeck._calls import (
     CallOptions,
     RoundContext,
@@ -21,8 +23,9 @@ from tooldeck._calls import (
     run_decided_calls,
     run_new_calls,
 )
+from tooldeck._nested import agent_tool, check_nested
 from tooldeck._observer import Instrumenter, RunObserver, default_instrumenter, observed
-from tooldeck._state import OpenTurn, RunState
+from tooldeck._state import OpenTurn, RunState, attach
 from tooldeck._sync import run_sync
 from tooldeck.checkpoint import (
     Decision,
@@ -32,31 +35,14 @@ from tooldeck.checkpoint import (
     restore,
     verify,
 )
-from tooldeck.contracts import (
-    AssistantOutput,
-    Checkpoint,
-    Message,
-    RunResult,
-    StopReason,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-    ToolTrace,
-)
-from tooldeck.errors import ErrorCode, LimitExceeded, ModelError, RunStopped, ToolExecutionError
-from tooldeck.events import (
-    Event,
-    FinalAnswer,
-    ModelRequest,
-    ModelResponse,
-    TextDelta,
-    ToolCallDelta,
-)
-from tooldeck.models.base import Model, ModelSettings, TextChunk
+from tooldeck.contracts import AssistantOutput, Checkpoint, Message, RunResult, StopReason
+from tooldeck.errors import LimitExceeded, MiddlewareError, RunStopped, ToolExecutionError
+from tooldeck.events import Event, FinalAnswer, ModelRequest, ModelResponse, NestedEvent
+from tooldeck.middleware import Middleware, MiddlewareStack
+from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
-from tooldeck.output import FINAL_ANSWER, Accepted, OutputMode, OutputPlan, OutputSchema
+from tooldeck.output import OutputMode
 from tooldeck.policy import Limits, RunPolicy
-from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import ToolsLike, ToolSource, ToolView
 
 DepsT = TypeVar("DepsT", default=Any)
@@ -64,7 +50,7 @@ DepsT = TypeVar("DepsT", default=Any)
 OutputT = TypeVar("OutputT", default=str)
 """The type of ``RunResult.output``: ``output_type``, or the answer text without one."""
 OnLimit = Literal["raise", "final_answer"]
-T = TypeVar("T")
+_ROUND_SPECIAL = (RoundOutcome, NestedEvent)
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -72,8 +58,9 @@ class Agent(Generic[DepsT, OutputT]):
 
     Args:
         model: A Model, or a model string such as ``"local"`` or ``"openai:gpt-4.1-mini"``.
-        tools: A ToolView, a ToolRegistry (read again before each model turn, so tools
-            added or removed apply from the next turn), or a list of tools and Toolsets.
+        tools: A ToolRegistry or a list of tools and Toolsets (read again before each model
+            turn, so tools added or removed, also by tools through ``ctx.tools``, apply from
+            the next turn), or a fixed ToolView.
         instructions: The system prompt.
         settings: Tool choice and sampling for every request. A forced tool choice
             (``"required"`` or a tool name) applies to the first turn only.
@@ -85,6 +72,8 @@ class Agent(Generic[DepsT, OutputT]):
         max_concurrency: At most this many calls of one turn run at once.
         checkpoint_key: Sign the checkpoints of paused runs (HMAC-SHA256) and refuse to
             resume one that was changed or signed with another key.
+        middleware: Hooks around each model request and each tool call
+            (``tooldeck.middleware.Middleware``), in order going in, reverse coming out.
         output_type: The type of the answer (a pydantic model, dataclass, TypedDict,
             ``list[...]``, ``Literal``, a scalar): ``result.output`` holds it, validated.
         output_mode: ``"auto"`` (the model's own structured output when it has one, else a
@@ -121,6 +110,7 @@ class Agent(Generic[DepsT, OutputT]):
         output_mode: OutputMode = "auto",
         output_retries: int | None = None,
         output_validators: Sequence[Callable[..., Any]] = (),
+        middleware: Sequence[Middleware] = (),
         deps_type: type[DepsT] | None = None,
         instrument: Instrumenter | bool | None = None,
     ) -> None:
@@ -145,15 +135,21 @@ class Agent(Generic[DepsT, OutputT]):
         self.on_limit: OnLimit = on_limit
         self.checkpoint_key = checkpoint_key
         self.instrument: Instrumenter | Literal[False] | None = instrument
-        self._call_options = CallOptions(include_error_details, max_concurrency)
-        self._output = _output_plan(self.model, output_type, output_mode, output_validators)
+        self._middleware = MiddlewareStack(middleware) if middleware else None
+        self._call_options = CallOptions(
+            include_error_details, max_concurrency, self._middleware, self._tools.registry
+        )
+        self._output = output_plan(self.model, output_type, output_mode, output_validators)
         self.output_retries = self.limits.tool_retries if output_retries is None else output_retries
-        self._requests = _request_settings(self.settings, self._output)
+        self._requests = request_settings(self.settings, self._output)
 
     @property
     def tools(self) -> ToolView:
         """The tools of the latest model turn (a registry's tools can change between turns)."""
         return self._tools.current
+
+    as_tool = agent_tool
+    """This agent as a tool of another agent (see ``tooldeck._nested.agent_tool``)."""
 
     async def run(
         self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
@@ -221,13 +217,21 @@ class Agent(Generic[DepsT, OutputT]):
         or decisions that do not fit it."""
         if isinstance(checkpoint, str):
             checkpoint = Checkpoint.from_json(checkpoint)
-        decided = dict(decisions or {})
-        verify(checkpoint, self.checkpoint_key)
-        check_decisions(checkpoint, decided)
-        if self._tools.fixed is not None:
-            check_tools(checkpoint, self._tools.fixed.names)
+        self._check_paused(checkpoint)
+        decided = check_decisions(checkpoint, decisions or {})
         state, policy = restore(checkpoint, self.limits)
         return self._start(state, policy, deps, deltas, decided, checkpoint)
+
+    def _check_paused(self, checkpoint: Checkpoint, view: ToolView | None = None) -> None:
+        """Refuse a checkpoint this agent cannot go on from (changed, or a pending call's tool
+        gone, in paused agent tools' runs too); the tools are checked when known without
+        loading (else by the loop, before anything runs)."""
+        if view is None:
+            verify(checkpoint, self.checkpoint_key)
+            view = self._tools.unchanged()
+        if view is not None:
+            check_tools(checkpoint, view.names)
+            check_nested(checkpoint, view)
 
     async def aclose(self) -> None:
         """Close the toolsets (MCP connections...) and a model the agent made from a string."""
@@ -271,10 +275,13 @@ class Agent(Generic[DepsT, OutputT]):
         resumed: Checkpoint | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The loop. It starts from a prompt or from a paused run (``decisions`` given)."""
-        view = self._tools.fixed or await self._tools.view()
+        source = self._tools
+        view = source.unchanged() or await source.view()
         if resumed is not None:
-            check_tools(resumed, view.names)
-        ctx = RoundContext(view, policy, self._call_options, deps, 0, state.run_id, observer)
+            self._check_paused(resumed, view)
+        ctx = RoundContext(
+            view, policy, self._call_options, deps, 0, state.run_id, observer, state.messages
+        )
         model = self.model if observer is None else observer.model(self.model)
         while True:
             turn = state.turn
@@ -282,16 +289,17 @@ class Agent(Generic[DepsT, OutputT]):
             if turn is not None:
                 ctx.view, ctx.round = view, turn.round
                 outcome = None
-                calls = _round(turn, ctx, decisions)
-                try:
-                    async for item in calls:
-                        if isinstance(item, RoundOutcome):
-                            outcome = item
-                        else:
+                try:  # closed or cancelled mid-round: aclosing stops the calls now
+                    async with aclosing(_round(turn, ctx, decisions)) as calls:
+                        async for item in calls:
+                            if isinstance(item, _ROUND_SPECIAL):
+                                if isinstance(item, RoundOutcome):
+                                    outcome = item
+                                    continue
+                                state.count_nested(item.event)
                             yield item
-                except BaseException:  # closed or cancelled mid-round: stop the calls now
-                    await calls.aclose()
-                    raise
+                except MiddlewareError as error:
+                    raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
                 decisions = None
                 assert outcome is not None  # the round runner always ends with its outcome
                 _apply(state, turn, outcome)
@@ -305,36 +313,45 @@ class Agent(Generic[DepsT, OutputT]):
                 )
             stop = stop or policy.stop_before_request()
             if stop is None:
-                view = self._tools.fixed or await self._tools.view()
-                specs, reason = self._specs(view), StopReason.ANSWER
+                view = source.unchanged() or await source.view()
+                specs, reason = shown_specs(self._output, view), StopReason.ANSWER
                 settings = self._requests[0] if policy.rounds == 0 else self._requests[1]
             else:  # raise, or ask once more for an answer without tools
                 reason = self._last_request(state, stop)
-                specs, settings = self._specs(ToolView.of(())), self._requests[2]
+                specs, settings = shown_specs(self._output, ToolView.of(())), self._requests[2]
             policy.rounds += 1
-            yield ModelRequest(policy.rounds, len(state.messages), settings)
-            if deltas:
+            yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
+            if deltas or self._middleware is not None:
+                request = Request(state, policy, model, specs, settings, self.instructions, deps)
                 output = None
-                asking = self._ask_streaming(state, policy, specs, settings, model)
-                try:
-                    async for written in asking:
+                async with aclosing(self._asked(request, deltas)) as asked_for:
+                    async for written in asked_for:
                         if isinstance(written, AssistantOutput):
                             output = written
                         else:
                             yield written
-                except BaseException:  # closed or cancelled mid-turn: end the request now
-                    await asking.aclose()
-                    raise
-                assert output is not None  # _ask_streaming ends with the turn or raises
+                assert output is not None  # the request ends with its turn or raises
             else:
                 asked = model.complete(state.messages, specs, settings, self.instructions)
-                output = await _bounded(state, policy, asked)
+                output = await bounded(state, policy, asked)
             state.record_output(output, policy.rounds)
             yield ModelResponse(policy.rounds, output)
             ended = await self._ended(state, policy, output, deps, stop, reason)
             if ended is not None:
                 yield FinalAnswer(ended)
                 return
+
+    async def _asked(
+        self, request: Request, deltas: bool
+    ) -> AsyncGenerator[Event | AssistantOutput, None]:
+        """A request through middleware and/or with its deltas as events, then its turn."""
+        if not deltas:
+            yield await ask(request, self._middleware, None)
+            return
+        written = with_deltas(lambda emit: ask(request, self._middleware, emit))
+        async with aclosing(written):  # closed or cancelled mid-turn: end the request now
+            async for item in written:
+                yield item
 
     async def _ended(
         self,
@@ -348,13 +365,13 @@ class Agent(Generic[DepsT, OutputT]):
         """The run's result if this turn ends it: an answer (typed, when asked for), or the
         last answer at a limit; None to go on with the turn's calls."""
         if self._output is not None:
-            answered = await self._take_answer(state, policy, output, deps)
+            answered = await take_answer(
+                self._output, self.output_retries, state, policy, output, deps
+            )
             if answered is not None:
-                return (
-                    answered
-                    if stop is None
-                    else answered.model_copy(update={"stop_reason": reason})
-                )
+                if stop is None:
+                    return answered
+                return answered.model_copy(update={"stop_reason": reason})
         elif stop is None and not output.tool_calls:
             return state.result(output.content, StopReason.ANSWER, None, output.content)
         if stop is None:
@@ -362,99 +379,16 @@ class Agent(Generic[DepsT, OutputT]):
         state.turn = None  # calls made despite tool_choice="none" are not run
         return state.result(output.content, reason, None, output.content)
 
-    def _specs(self, view: ToolView) -> tuple[ToolSpec, ...]:
-        """What the model is shown: the view's tools, and the final_answer tool if asked for."""
-        plan = self._output
-        if plan is None or plan.mode == "native":
-            return view.specs
-        return (*view.specs, plan.spec)
-
-    async def _take_answer(
-        self, state: RunState, policy: RunPolicy, output: AssistantOutput, deps: Any
-    ) -> RunResult[Any] | None:
-        """The typed answer in this turn: the run's result, or None to go on (a refused answer
-        is answered with ``error[invalid_output]`` and the turn's other calls still run)."""
-        plan = self._output
-        assert plan is not None
-        verdict, call = plan.judge(output)
-        if verdict is None:
-            return None
-        if isinstance(verdict, Accepted):
-            context = RunContext(call.id if call else "", FINAL_ANSWER, deps, policy.rounds)
-            verdict = await plan.check(verdict, context)
-        if isinstance(verdict, Accepted):
-            _answer_final_call(state, call, ToolResult.success("final answer accepted"))
-            return state.result(verdict.raw, StopReason.ANSWER, None, verdict.value)
-        stop = policy.refuse_output(self.output_retries, verdict.text)
-        refusal = ToolResult.failure(ErrorCode.INVALID_OUTPUT, verdict.text)
-        if call is None:
-            state.turn = None
-            state.messages.append(Message.user(refusal.output))
-        else:
-            state.trace.append(ToolTrace(call=call, result=refusal, duration_s=0.0))
-            assert state.turn is not None
-            state.turn.answered[call.id] = refusal
-        if stop is not None:
-            if state.turn is not None and state.turn.complete:
-                state.close_turn()
-            raise _attach(stop, state, StopReason.OUTPUT_RETRIES)
-        return None
-
-    async def _ask_streaming(
-        self,
-        state: RunState,
-        policy: RunPolicy,
-        specs: tuple[ToolSpec, ...],
-        settings: ModelSettings,
-        model: Model,
-    ) -> AsyncGenerator[TextDelta | ToolCallDelta | AssistantOutput, None]:
-        """One model call as its chunks (as events), then its turn; bounded like any call."""
-        round_ = policy.rounds
-        items = model.stream(state.messages, specs, settings, self.instructions)
-        try:
-            while True:
-                item = await _bounded(state, policy, anext(items, None))
-                if item is None:
-                    failure = ModelError(f"{model.name}: the stream ended without the turn")
-                    raise _attach(failure, state, StopReason.MODEL_ERROR)
-                if isinstance(item, AssistantOutput):
-                    yield item
-                    return
-                if isinstance(item, TextChunk):
-                    yield TextDelta(round_, item.text)
-                else:
-                    yield ToolCallDelta(round_, item.index, item.call_id, item.name, item.arguments)
-        finally:
-            await items.aclose()
-
     def _last_request(self, state: RunState, stop: RunStopped) -> StopReason:
         """At a limit: raise it, or (``on_limit="final_answer"``) the reason the run ends with
         after one last request without tools."""
         if isinstance(stop, ToolExecutionError):
-            raise _attach(stop, state, StopReason.TOOL_RAISED) from stop.__cause__
+            raise attach(stop, state, StopReason.TOOL_RAISED) from stop.__cause__
         assert isinstance(stop, LimitExceeded)
         reason = StopReason(stop.limit)
         if self.on_limit == "raise":
-            raise _attach(stop, state, reason)
+            raise attach(stop, state, reason)
         return reason
-
-
-async def _bounded(state: RunState, policy: RunPolicy, step: Awaitable[T]) -> T:
-    """Await a model step within the run's remaining time; failures keep the run."""
-    remaining = policy.remaining_s()
-    scope = None
-    try:
-        if remaining is None:
-            return await step
-        async with asyncio.timeout(remaining) as scope:
-            return await step
-    except ModelError as error:
-        raise _attach(error, state, StopReason.MODEL_ERROR) from None
-    except Exception as error:
-        if scope is not None and scope.expired():
-            raise _attach(policy.out_of_time(), state, StopReason.MAX_DURATION_S) from None
-        failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
-        raise _attach(failure, state, StopReason.MODEL_ERROR) from error
 
 
 def _round(
@@ -470,80 +404,12 @@ def _round(
     return run_new_calls(turn.calls, ctx)
 
 
-def _answer_final_call(state: RunState, call: ToolCall | None, accepted: ToolResult) -> None:
-    """Close the turn of an accepted answer: the final_answer call and the calls beside it
-    (not run: the answer ended the run) each get their result, so the transcript stays whole."""
-    turn = state.turn
-    if turn is None or call is None:
-        state.turn = None
-        return
-    not_run = ToolResult.success("not run: the final answer ended the run")
-    for made in turn.calls:
-        result = accepted if made.id == call.id else not_run
-        state.trace.append(ToolTrace(call=made, result=result, duration_s=0.0))
-        turn.answered[made.id] = result
-    state.close_turn()
-
-
-def _output_plan(
-    model: Model, output_type: Any, mode: OutputMode, validators: Sequence[Callable[..., Any]]
-) -> OutputPlan | None:
-    if output_type is None:
-        if validators:
-            raise ValueError("output_validators need an output_type")
-        return None
-    if mode not in ("auto", "native", "tool"):
-        raise ValueError(f"output_mode must be 'auto', 'native' or 'tool', got {mode!r}")
-    if mode == "native" and not model.native_output:
-        raise ValueError(
-            f"output_mode='native' needs a model with structured output; {model.name} has "
-            "none: use output_mode='tool' (or 'auto')"
-        )
-    chosen: Literal["native", "tool"] = "tool" if mode == "tool" else "native"
-    if mode == "auto" and not model.native_output:
-        chosen = "tool"
-    return OutputPlan(OutputSchema(output_type), chosen, validators)
-
-
-def _request_settings(
-    settings: ModelSettings, plan: OutputPlan | None
-) -> tuple[ModelSettings, ModelSettings, ModelSettings]:
-    """Settings for the first request, the later ones, and a last answer without tools.
-
-    A forced tool choice applies to the first request only. A typed answer asked for with a
-    final_answer tool needs a tool call in every turn; a native one sends its schema.
-    """
-    first = settings
-    later = settings.with_tool_choice("auto") if settings.forces_a_call else settings
-    last = settings.with_tool_choice("none")
-    if plan is None:
-        return first, later, last
-    if plan.mode == "native":
-        spec = plan.spec
-        return (
-            replace(first, output_schema=spec),
-            replace(later, output_schema=spec),
-            replace(last, output_schema=spec),
-        )
-
-    def must_call(s: ModelSettings) -> ModelSettings:
-        return s.with_tool_choice("required") if s.tool_choice == "auto" else s
-
-    return must_call(first), must_call(later), last.with_tool_choice(FINAL_ANSWER)
-
-
 def _apply(state: RunState, turn: OpenTurn, outcome: RoundOutcome) -> None:
     """Keep the round's answered calls in the trace and the open turn."""
     for trace in outcome.traces:
         state.trace.append(trace)
         turn.answered[trace.call.id] = trace.result
     turn.pending = outcome.pending
-
-
-def _attach(error: RunStopped, state: RunState, reason: StopReason) -> RunStopped:
-    if error.result is None:
-        error.result = state.result("", reason)
-    return error
 
 
 async def _last_result(stream: AsyncIterator[Event]) -> RunResult[Any]:

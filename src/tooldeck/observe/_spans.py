@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from tooldeck.contracts import AssistantOutput, Message, RunResult, ToolCall, ToolSpec, ToolTrace
+from tooldeck.contracts import (
+    AssistantOutput,
+    Message,
+    PendingCall,
+    RunResult,
+    ToolCall,
+    ToolSpec,
+    ToolTrace,
+)
 from tooldeck.errors import ErrorCode, RunStopped
 from tooldeck.models.base import Model, ModelSettings, StreamItem
 from tooldeck.observe import _content as content
@@ -82,8 +90,8 @@ class RunSpans:
         return TracedModel(model, self)
 
     async def tool_call(
-        self, call: ToolCall, execute: Callable[[], Awaitable[ToolTrace]]
-    ) -> ToolTrace:
+        self, call: ToolCall, execute: Callable[[], Awaitable[ToolTrace | PendingCall]]
+    ) -> ToolTrace | PendingCall:
         span = self._tool_span(call)
         with trace.use_span(span, record_exception=False, set_status_on_exception=False):
             try:
@@ -91,7 +99,11 @@ class RunSpans:
             except BaseException as error:  # cancelled while it ran
                 _end_failed(span, error)
                 raise
-        self._end_tool(span, done)
+        if isinstance(done, PendingCall):  # an agent tool whose inner run paused
+            span.add_event("tooldeck.call_pending", {"tooldeck.pending.kind": done.kind})
+            span.end()
+        else:
+            self._end_tool(span, done)
         return done
 
     def answered(self, trace_: ToolTrace) -> None:

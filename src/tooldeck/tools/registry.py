@@ -247,50 +247,59 @@ def _filtered(
 class ToolSource:
     """Where an agent reads its tools from, before each model turn.
 
-    A fixed set (a ToolView, or a list of plain tools) is read once; a ToolRegistry (or a
-    list holding a Toolset) is read again whenever its ``stamp`` changed.
+    A ToolView is fixed: read once. A ToolRegistry, or a list of tools (which becomes the
+    agent's own registry), is read again whenever its ``stamp`` changed, so tools added or
+    removed during a run (``ctx.tools``) apply from the next turn.
     """
 
     def __init__(self, tools: ToolsLike | None) -> None:
-        self._registry: ToolRegistry | None = None
-        self.fixed: ToolView | None = None
-        """The view when it can never change: the loop uses it without asking."""
+        self.registry: ToolRegistry | None = None
+        """The registry tools may change during a run; None for a fixed ToolView."""
         self.current: ToolView = ToolView.of(())
         """The view the latest turn used."""
         self._seen: tuple[int, ...] = ()
         if tools is None:
-            self.fixed = self.current
+            pass
         elif isinstance(tools, ToolView):
-            self.fixed = self.current = tools
+            self.current = tools
         elif isinstance(tools, ToolRegistry):
-            self._registry = tools
+            self.registry = tools
         elif isinstance(tools, ModuleType | str | bytes) or not isinstance(tools, Iterable):
             kind = "a module" if isinstance(tools, ModuleType) else type(tools).__name__
             shown = tools.__name__ if isinstance(tools, ModuleType) else tools
             raise TypeError(_NOT_TOOLS.format(kind=kind, value=shown))
         else:
-            registry = ToolRegistry(tools)
-            if registry.toolsets_registered:
-                self._registry = registry
-            else:
-                self.fixed = self.current = registry.view()
-        if self._registry is not None and not self._registry.toolsets_registered:
-            self.current = self._registry.view()
-            self._seen = self._registry.stamp
+            self.registry = ToolRegistry(tools)
+        if self.registry is not None and not self.registry.toolsets_registered:
+            self.current = self.registry.view()
+            self._seen = self.registry.stamp
+
+    @property
+    def fixed(self) -> ToolView | None:
+        """The view when it can never change (a ToolView was given), else None."""
+        return self.current if self.registry is None else None
+
+    def unchanged(self) -> ToolView | None:
+        """The latest view if nothing changed since it was read (no await needed), else None."""
+        registry = self.registry
+        if registry is None or registry.stamp == self._seen:
+            return self.current
+        return None
 
     async def view(self) -> ToolView:
         """The tools for the next model turn."""
-        registry = self._registry
+        registry = self.registry
         if registry is None:
             return self.current
-        if registry.stamp != self._seen:
+        stamp = registry.stamp
+        if stamp != self._seen:
             self.current = await registry.load_view()
-            self._seen = registry.stamp
+            self._seen = stamp  # read before loading: a change made meanwhile shows next turn
         return self.current
 
     async def aclose(self) -> None:
-        if self._registry is not None:
-            await self._registry.aclose()
+        if self.registry is not None:
+            await self.registry.aclose()
 
 
 def as_view(tools: ToolsLike | None) -> ToolView:

@@ -1,0 +1,75 @@
+"""What the model reads when a call fails or is changed: the texts of the observations."""
+
+from __future__ import annotations
+
+import difflib
+import json
+
+from tooldeck.contracts import ToolCall, ToolResult
+from tooldeck.errors import ErrorCode, InvalidArguments, ModelRetry
+from tooldeck.policy import Limits
+from tooldeck.tools.registry import ToolEntry, ToolView
+
+
+def with_edit_note(result: ToolResult, call: ToolCall) -> ToolResult:
+    note = f"\n(run with arguments edited by a person: {call.arguments_json})"
+    return result.model_copy(update={"output": result.output + note})
+
+
+def timeout_text(entry: ToolEntry) -> str:
+    return (
+        f"{entry.name!r} did not finish within {entry.options.timeout:g} s and was stopped; "
+        "try smaller inputs or another approach"
+    )
+
+
+def run_time_text(limits: Limits) -> str:
+    return f"not finished: the run reached its time limit (max_duration_s={limits.max_duration_s})"
+
+
+def error_result(entry: ToolEntry, error: Exception, include_details: bool) -> ToolResult:
+    if isinstance(error, ModelRetry):  # the tool asks the model to try again, saying why
+        return ToolResult.failure(ErrorCode.TOOL_ERROR, str(error))
+    handler = entry.options.on_error
+    if callable(handler):
+        try:
+            return ToolResult.failure(ErrorCode.TOOL_ERROR, handler(error))
+        except Exception:  # a broken on_error must not hide the tool's failure
+            pass
+    if include_details:
+        text = f"{type(error).__name__}: {error}"
+    else:
+        text = f"the tool {entry.name!r} failed while running; try other arguments or another way"
+    return ToolResult.failure(ErrorCode.TOOL_ERROR, text)
+
+
+def unknown_tool_text(name: str, view: ToolView) -> str:
+    names = view.names
+    if not names:
+        return f"there is no tool named {name!r}; no tools are available, answer directly"
+    text = f"there is no tool named {name!r}; available tools: {', '.join(names)}"
+    close = difflib.get_close_matches(name, names, n=1)
+    return text + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
+def invalid_json_text(call: ToolCall) -> str:
+    raw = call.raw_arguments or ""
+    try:
+        parsed = json.loads(raw)
+    except ValueError as error:
+        return (
+            f"the arguments for {call.name!r} are not valid JSON ({error}); "
+            "send them as one JSON object"
+        )
+    kind = type(parsed).__name__ if parsed is not None else "null"
+    return f"the arguments for {call.name!r} must be a JSON object, got {_json_kind(kind)}"
+
+
+def _json_kind(python_type: str) -> str:
+    kinds = {"list": "an array", "str": "a string", "int": "a number", "float": "a number"}
+    return kinds.get(python_type, "a boolean" if python_type == "bool" else python_type)
+
+
+def invalid_arguments_text(call: ToolCall, error: InvalidArguments) -> str:
+    problems = "\n".join(f"- {problem}" for problem in error.problems)
+    return f"the arguments for {call.name!r} do not match its schema:\n{problems}"
