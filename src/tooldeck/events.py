@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tooldeck.contracts import AssistantOutput, RunResult, ToolCall, ToolTrace
+from tooldeck.contracts import AssistantOutput, RunResult, ToolCall, ToolSpec, ToolTrace
 from tooldeck.models.base import ModelSettings
 
 
@@ -20,6 +20,9 @@ class ModelRequest:
     round: int
     message_count: int
     settings: ModelSettings
+    tools: tuple[ToolSpec, ...] = ()
+    """The tool list the model is shown in this request (it may change between turns when
+    the tools come from a registry or a toolset, e.g. after an MCP server's list changed)."""
 
 
 @dataclass(slots=True)

@@ -312,7 +312,7 @@ class Agent(Generic[DepsT, OutputT]):
                 reason = self._last_request(state, stop)
                 specs, settings = self._specs(ToolView.of(())), self._requests[2]
             policy.rounds += 1
-            yield ModelRequest(policy.rounds, len(state.messages), settings)
+            yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
             if deltas:
                 output = None
                 asking = self._ask_streaming(state, policy, specs, settings, model)

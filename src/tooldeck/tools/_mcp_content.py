@@ -1,0 +1,75 @@
+"""What an MCP server sends -> what the model reads: tool results as observation text.
+
+Text blocks are kept as they are; ``structuredContent`` becomes JSON text (it replaces the
+text blocks, which by the protocol's advice repeat it); images, audio and resources are
+described (kind, MIME type, size), never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult, ContentBlock
+
+
+def result_text(result: CallToolResult) -> str:
+    """The observation for a ``tools/call`` result (``isError`` is the caller's concern)."""
+    blocks = result.content
+    if result.structured_content is not None:
+        structured = json.dumps(result.structured_content, ensure_ascii=False)
+        others = [describe(block) for block in blocks if block.type != "text"]
+        return "\n".join([structured, *others])
+    return "\n".join(describe(block) for block in blocks)
+
+
+def describe(block: ContentBlock) -> str:
+    """One content block as text: text as is, anything else described in one line."""
+    from mcp_types import (
+        AudioContent,
+        ImageContent,
+        ResourceLink,
+        TextContent,
+        TextResourceContents,
+    )
+
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent | AudioContent):
+        return f"[{block.type}: {block.mime_type}, {_bytes(_decoded_size(block.data))}]"
+    if isinstance(block, ResourceLink):
+        kind = f", {block.mime_type}" if block.mime_type else ""
+        return f"[resource link: {block.name} <{block.uri}>{kind}]"
+    contents = block.resource
+    mime = contents.mime_type or "unknown type"
+    if isinstance(contents, TextResourceContents):
+        size = len(contents.text.encode("utf-8"))
+        return f"[resource <{contents.uri}>: {mime}, {_bytes(size)}]\n{contents.text}"
+    return f"[resource <{contents.uri}>: {mime}, {_bytes(_decoded_size(contents.blob))}]"
+
+
+def _decoded_size(base64_text: str) -> int:
+    """Bytes that base64 text decodes to, without decoding it."""
+    text = base64_text.strip()
+    return len(text) * 3 // 4 - text[-2:].count("=")
+
+
+def _bytes(size: int) -> str:
+    return f"{size} byte" if size == 1 else f"{size} bytes"
+
+
+def error_text(result: CallToolResult) -> str:
+    """The server's words for a failed call (``isError``), or a line saying it gave none."""
+    text = result_text(result).strip()
+    return text or "the MCP tool reported an error without a message"
+
+
+def schema_of(input_schema: dict[str, Any]) -> dict[str, Any]:
+    """The arguments schema a model is shown for an MCP tool: the server's, as it is.
+
+    Only a missing ``type`` is filled in (``object``, which the protocol requires anyway).
+    """
+    if "type" in input_schema:
+        return input_schema
+    return {"type": "object", **input_schema}
