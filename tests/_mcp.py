@@ -9,10 +9,12 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -71,8 +73,9 @@ def children() -> list[int]:
     return found
 
 
-def kill_children() -> list[int]:
-    killed = children()
+def kill_children(keep: Iterable[int] = ()) -> list[int]:
+    """Kill this process's children except ``keep``; the ids killed."""
+    killed = [pid for pid in children() if pid not in set(keep)]
     for pid in killed:
         os.kill(pid, signal.SIGKILL)
     return killed
@@ -94,33 +97,28 @@ def stray_tasks() -> list[asyncio.Task[object]]:
 @contextmanager
 def http_server(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
     """Run an HTTP MCP server on ``port`` (loopback) for the block; its URL."""
-    process = subprocess.Popen(
-        command,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(
+            command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=log
+        )
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
+            _wait_for_port(port, process, log)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[str]) -> None:
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: IO[str]) -> None:
     deadline = time.monotonic() + SLOW
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            output = process.stderr.read() if process.stderr else ""
-            pytest.fail(f"the server exited with {process.returncode}: {output[-2000:]}")
+            log.seek(0)
+            pytest.fail(f"the server exited with {process.returncode}: {log.read()[-2000:]}")
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 return
