@@ -121,11 +121,16 @@ async def test_calls_are_validated_and_fail_with_tooldeck_observations() -> None
             "error[tool_timeout]: 'slow' did not finish within 0.2 s and was stopped; try "
             "smaller inputs or another approach",
         )
-        failed, text = await call_text(client, "who", {})
-    assert not failed
-    request_id, _, deps = text.partition(" for ")
-    assert deps == "ops"
-    assert request_id and request_id not in ("", "None")
+        first = await call_text(client, "who", {})
+        second = await call_text(client, "who", {})
+    ids = []
+    for failed, text in (first, second):
+        assert not failed
+        request_id, _, deps = text.partition(" for ")
+        assert deps == "ops"
+        assert request_id.isdigit()  # the JSON-RPC request id
+        ids.append(int(request_id))
+    assert ids[0] < ids[1]
 
 
 async def test_exception_text_only_with_include_error_details() -> None:
