@@ -4,6 +4,7 @@ and a hand-written one that misbehaves on purpose (tests/mcp_fixtures/raw_server
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from typing import Any
 
@@ -212,3 +213,13 @@ def test_results_keep_every_content_kind() -> None:
         "[resource <memo://1>: text/plain, 2 bytes]\né"
     )
     assert json.loads(result_text(CallToolResult(content=[], structured_content=[1, 2]))) == [1, 2]
+
+
+def test_the_sdk_loads_only_when_a_toolset_connects() -> None:
+    code = (
+        "import sys; from tooldeck.tools.mcp import MCPToolset; "
+        "MCPToolset.stdio('server'); MCPToolset.http('http://127.0.0.1:1/mcp'); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'anyio')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -1,4 +1,4 @@
-"""What an MCP server sends -> what the model reads: tool results as observation text.
+"""What an MCP server sends -> what the model reads: tools as specs, results as text.
 
 Text blocks are kept as they are; ``structuredContent`` becomes JSON text (it replaces the
 text blocks, which by the protocol's advice repeat it); images, audio and resources are
@@ -8,10 +8,20 @@ described (kind, MIME type, size), never dropped silently.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from mcp_types import CallToolResult, ContentBlock
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    ContentBlock,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    Tool,
+)
+
+from tooldeck.contracts import ToolSpec
 
 
 def result_text(result: CallToolResult) -> str:
@@ -26,13 +36,6 @@ def result_text(result: CallToolResult) -> str:
 
 def describe(block: ContentBlock) -> str:
     """One content block as text: text as is, anything else described in one line."""
-    from mcp_types import (
-        AudioContent,
-        ImageContent,
-        ResourceLink,
-        TextContent,
-        TextResourceContents,
-    )
 
     if isinstance(block, TextContent):
         return block.text
@@ -65,11 +68,16 @@ def error_text(result: CallToolResult) -> str:
     return text or "the MCP tool reported an error without a message"
 
 
-def schema_of(input_schema: dict[str, Any]) -> dict[str, Any]:
-    """The arguments schema a model is shown for an MCP tool: the server's, as it is.
-
-    Only a missing ``type`` is filled in (``object``, which the protocol requires anyway).
-    """
-    if "type" in input_schema:
-        return input_schema
-    return {"type": "object", **input_schema}
+def tool_spec(tool: Tool) -> ToolSpec:
+    """What a model is shown for an MCP tool (under the server's name): its description and
+    its ``inputSchema`` as the server wrote it (a missing ``type`` is filled in as
+    ``object``, which the protocol requires anyway)."""
+    schema: dict[str, Any] = tool.input_schema
+    if "type" not in schema:
+        schema = {"type": "object", **schema}
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description or tool.title or "",
+        parameters=schema,
+        strict=False,
+    )

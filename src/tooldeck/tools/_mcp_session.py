@@ -1,4 +1,5 @@
-"""One session with an MCP server, held by a task of its own.
+"""One session with an MCP server, held by a task of its own (loaded with the SDK, when a
+toolset first connects).
 
 anyio's rule is that a cancel scope (the SDK's task groups, the server process, the HTTP
 client) must be left by the task that entered it. A ``Session`` therefore opens, holds and
@@ -11,98 +12,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from tooldeck.errors import ToolDeckError
+from anyio import BrokenResourceError, ClosedResourceError
+from mcp import Client, MCPError
+from mcp.client.session import IncomingMessage
+from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool, ToolListChangedNotification
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
-if TYPE_CHECKING:
-    from mcp import Client
-    from mcp.client.session import IncomingMessage, MessageHandlerFnT
-    from mcp_types import CallToolResult, Tool
-
-_MAX_PAGES = 100
-"""tools/list pages read at most (a server whose cursor never ends cannot hang a listing)."""
-
-
-class MCPConnectionError(ToolDeckError, ConnectionError):
-    """An MCP server could not be started or reached; the message names the command or URL."""
-
-
-class MCPCallFailed(ToolDeckError):
-    """A call to an MCP tool ended without a result; the message is what the model reads."""
-
-
-class SessionLost(MCPCallFailed):
-    """The session ended during a call: the server exited or the connection was closed."""
-
+from tooldeck.contracts import ToolSpec
+from tooldeck.tools._mcp_content import error_text, result_text, tool_spec
+from tooldeck.tools._mcp_targets import (
+    MCPCallFailed,
+    MCPConnectionError,
+    SessionLost,
+    Target,
+    lost_text,
+    start_error,
+)
 
 T = TypeVar("T")
 
-
-class Target(Protocol):
-    """Where an MCP server is and how to open a client session with it."""
-
-    def describe(self) -> str:
-        """The command line or URL, for messages."""
-        ...
-
-    async def enter(self, stack: AsyncExitStack, on_message: MessageHandlerFnT) -> Client:
-        """Open the SDK client on ``stack`` (in the session's own task)."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class StdioTarget:
-    """A server started as a subprocess, spoken to over its stdin and stdout."""
-
-    command: str
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] | None = None
-    cwd: str | None = None
-
-    def describe(self) -> str:
-        return shlex.join((self.command, *self.args))
-
-    async def enter(self, stack: AsyncExitStack, on_message: MessageHandlerFnT) -> Client:
-        from mcp import Client, StdioServerParameters
-
-        env = dict(self.env) if self.env is not None else None
-        server = StdioServerParameters(
-            command=self.command, args=[*self.args], env=env, cwd=self.cwd
-        )
-        return await stack.enter_async_context(
-            Client(server, message_handler=on_message, cache=None)
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class HttpTarget:
-    """A server reached over streamable HTTP."""
-
-    url: str
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        return self.url
-
-    async def enter(self, stack: AsyncExitStack, on_message: MessageHandlerFnT) -> Client:
-        import httpx2
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
-
-        # The SDK's recommended timeouts: a response stream may stay open for minutes.
-        timeout = httpx2.Timeout(30.0, read=300.0)
-        http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=dict(self.headers), timeout=timeout)
-        )
-        transport = streamable_http_client(self.url, http_client=http)
-        return await stack.enter_async_context(
-            Client(transport, message_handler=on_message, cache=None)
-        )
+_MAX_PAGES = 100
+"""tools/list pages read at most (a server whose cursor never ends cannot hang a listing)."""
 
 
 class Session:
@@ -146,35 +81,53 @@ class Session:
         if holder is not None and holder is not asyncio.current_task():
             await asyncio.shield(holder)
 
-    async def list_tools(self) -> list[Tool]:
-        """Every tool the server lists, across pages."""
+    async def list_tools(self) -> list[ToolSpec]:
+        """Every tool the server lists, across pages, as specs with the server's names.
+
+        Raises:
+            MCPCallFailed: The listing failed (SessionLost if the session ended).
+        """
         client = self._require()
         tools: list[Tool] = []
         cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await self._send(client.list_tools(cursor=cursor))
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return tools
+        try:
+            for _ in range(_MAX_PAGES):
+                page = await self._send(client.list_tools(cursor=cursor))
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except MCPCallFailed:
+            raise
+        except Exception as error:
+            raise MCPCallFailed(call_error_text(error)) from error
+        return [tool_spec(tool) for tool in tools]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Send tools/call; SessionLost if the session ends first."""
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        """Send tools/call; the result as the model's text.
+
+        Raises:
+            MCPCallFailed: An ``isError`` result (with the server's text), an error answer,
+                a reply that is not a result, or the session ended (SessionLost).
+        """
         client = self._require()
-        return await self._send(client.call_tool(name, arguments))
+        try:
+            result: CallToolResult = await self._send(client.call_tool(name, arguments))
+        except MCPCallFailed:
+            raise
+        except Exception as error:
+            raise MCPCallFailed(call_error_text(error)) from error
+        if result.is_error:
+            raise MCPCallFailed(error_text(result))
+        return result_text(result)
 
     def _require(self) -> Client:
         client = self._client
         if client is None or self._stop.is_set():
-            raise SessionLost(_lost_text(self.ended))
+            raise SessionLost(lost_text(self.ended))
         return client
 
     async def _send(self, request: Awaitable[T]) -> T:
-        from anyio import BrokenResourceError, ClosedResourceError
-        from mcp import MCPError
-        from mcp_types import CONNECTION_CLOSED
-
         try:
             return await request
         except MCPError as error:
@@ -185,7 +138,7 @@ class Session:
             lost = error
         self.ended = self.ended or lost
         self._stop.set()  # the holder task reaps the dead session
-        raise SessionLost(_lost_text(self.ended)) from lost
+        raise SessionLost(lost_text(self.ended)) from lost
 
     async def _hold(self, ready: asyncio.Future[None]) -> None:
         try:
@@ -214,8 +167,6 @@ class Session:
             ready.exception()  # retrieved: no "exception was never retrieved" at shutdown
 
     async def _on_message(self, message: IncomingMessage) -> None:
-        from mcp_types import ToolListChangedNotification
-
         if isinstance(message, ToolListChangedNotification):
             self._on_tools_changed()
 
@@ -226,9 +177,6 @@ async def _follow_tool_changes(stack: AsyncExitStack, client: Client) -> None:
     The notifications reach the message handler; the subscription itself is never read
     (it keeps at most one pending event of each kind).
     """
-    from mcp import MCPError
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
     tools = client.server_capabilities.tools
     if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (
         tools and tools.list_changed
@@ -238,43 +186,10 @@ async def _follow_tool_changes(stack: AsyncExitStack, client: Client) -> None:
         await stack.enter_async_context(client.listen(tools_list_changed=True))
 
 
-def start_error(target: Target, error: BaseException) -> MCPConnectionError:
-    """The clear exception for a server that could not be started or reached."""
-    cause = _innermost(error)
-    where = target.describe()
-    if isinstance(target, StdioTarget) and isinstance(cause, OSError):
-        reason = cause.strerror or str(cause)
-        text = f"cannot start the MCP server {where!r}: {reason} (command {target.command!r})"
-    elif isinstance(target, StdioTarget):
-        text = (
-            f"the MCP server {where!r} stopped before it was ready ({_describe(cause)}); "
-            "its error output above may say why"
-        )
-    else:
-        text = f"cannot connect to the MCP server at {where!r}: {_describe(cause)}"
-    failure = MCPConnectionError(text)
-    failure.__cause__ = error
-    return failure
-
-
-def _innermost(error: BaseException) -> BaseException:
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    return error
-
-
-def _describe(error: BaseException) -> str:
-    from mcp import MCPError
-
+def call_error_text(error: Exception) -> str:
+    """A request with no result: an MCP error answer, or a reply that is not one."""
     if isinstance(error, MCPError):
-        return f"{error.message} (MCP error {error.code})"
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _lost_text(reason: BaseException | None) -> str:
-    why = f" ({_describe(reason)})" if reason is not None else ""
-    return (
-        f"the MCP server's connection closed{why}; the server may have crashed, and the "
-        "call may or may not have run"
-    )
+        return f"the MCP server refused the call: {error.message} (MCP error {error.code})"
+    if isinstance(error, ValidationError):
+        return "the MCP server's reply is not a valid MCP result; the call may or may not have run"
+    return f"the MCP call failed ({type(error).__name__})"

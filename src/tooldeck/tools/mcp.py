@@ -23,12 +23,10 @@ from typing_extensions import Unpack
 from tooldeck.contracts import ToolSpec
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.tools._arguments import JsonSchemaArguments
-from tooldeck.tools._mcp_content import error_text, result_text, schema_of
-from tooldeck.tools._mcp_session import (
+from tooldeck.tools._mcp_targets import (
     HttpTarget,
     MCPCallFailed,
     MCPConnectionError,
-    Session,
     StdioTarget,
     Target,
 )
@@ -37,7 +35,7 @@ from tooldeck.tools.options import RequiresApproval, ToolOptions
 from tooldeck.tools.registry import ToolEntry, Toolset
 
 if TYPE_CHECKING:
-    from mcp_types import Tool
+    from tooldeck.tools._mcp_session import Session
 
 __all__ = ["MCPCallFailed", "MCPConnectionError", "MCPToolset", "MCPToolsetOptions"]
 
@@ -199,17 +197,16 @@ class MCPToolset(Toolset):
         session = self._session
         if session is None or not session.usable:
             session = await self._reconnect(session)
-        try:
-            result = await session.call_tool(name, arguments)
-        except MCPCallFailed:
-            raise
-        except Exception as error:
-            raise MCPCallFailed(_call_error_text(error)) from error
-        if result.is_error:
-            raise MCPCallFailed(error_text(result))
-        return result_text(result)
+        return await session.call_tool(name, arguments)
 
     async def _connect(self) -> Session:
+        try:
+            from tooldeck.tools._mcp_session import Session  # the SDK loads here, once
+        except ImportError as error:
+            raise ImportError(
+                f"MCPToolset needs the MCP SDK ({error}): pip install 'tooldeck[mcp]'"
+            ) from error
+
         session = Session(self.target, self._tools_changed)
         await session.start(self._connect_timeout)
         self._session = session
@@ -241,34 +238,22 @@ class MCPToolset(Toolset):
         """List the tools; again if the server announced a change while it answered."""
         for _ in range(_REFRESHES):
             mark = self._announced
-            try:
-                tools = await session.list_tools()
-            except MCPCallFailed:
-                raise
-            except Exception as error:
-                raise MCPCallFailed(_call_error_text(error)) from error
-            self._store(tools)
+            self._store(await session.list_tools())
             self._listed_at = mark
             if self._announced == mark:
                 return
 
-    def _store(self, tools: list[Tool]) -> None:
+    def _store(self, specs: list[ToolSpec]) -> None:
         entries: list[ToolEntry] = []
         skipped: dict[str, str] = {}
         names: set[str] = set()
-        for tool in tools:
-            spec = ToolSpec(
-                name=tool.name,
-                description=tool.description or tool.title or "",
-                parameters=schema_of(tool.input_schema),
-                strict=False,
-            )
+        for spec in specs:
             if not self._wanted(spec):
                 continue
             try:
                 entry = self._entry(spec, names)
             except ToolDefinitionError as error:
-                skipped[tool.name] = str(error)
+                skipped[spec.name] = str(error)
                 continue
             names.add(entry.name)
             entries.append(entry)
@@ -354,16 +339,4 @@ def _failure_text(error: Exception) -> str:
     """What the model reads for a failed MCP call (the tool's ``on_error``)."""
     if isinstance(error, MCPCallFailed):
         return str(error)
-    return f"the MCP call failed ({type(error).__name__})"
-
-
-def _call_error_text(error: Exception) -> str:
-    """A failure with no tool result: an MCP error answer, or a reply that is not one."""
-    from mcp import MCPError
-    from pydantic import ValidationError
-
-    if isinstance(error, MCPError):
-        return f"the MCP server refused the call: {error.message} (MCP error {error.code})"
-    if isinstance(error, ValidationError):
-        return "the MCP server's reply is not a valid MCP result; the call may or may not have run"
     return f"the MCP call failed ({type(error).__name__})"
