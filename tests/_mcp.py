@@ -99,7 +99,11 @@ def http_server(command: list[str], port: int, env: dict[str, str] | None = None
     """Run an HTTP MCP server on ``port`` (loopback) for the block; its URL."""
     with tempfile.TemporaryFile("w+") as log:
         process = subprocess.Popen(
-            command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=log
+            command,
+            env={**os.environ, **(env or {})},
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
         )
         try:
             _wait_for_port(port, process, log)

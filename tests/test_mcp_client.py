@@ -12,11 +12,17 @@ import pytest
 
 from _mcp import EXAMPLE_SERVER, GROWING_SERVER, RAW_SERVER, SLOW, example_registry
 from helpers import answer, call, calls, tool_messages
-from tooldeck import Agent, ScriptedModel
+from tooldeck import Agent, ScriptedModel, ToolRegistry, tool
 from tooldeck.events import ModelRequest
 from tooldeck.tools.mcp import MCPConnectionError, MCPToolset
 
 pytestmark = pytest.mark.filterwarnings("error")
+
+
+@tool(toolsets=["local"])
+def double(n: int) -> int:
+    """Double a number."""
+    return 2 * n
 
 
 def raw(**options: Any) -> MCPToolset:
@@ -61,12 +67,16 @@ async def test_invalid_call_is_refused_before_it_reaches_the_server() -> None:
     assert count == "0"  # the server got no tools/call before this one
 
 
-async def test_prefix_and_filters_pick_and_rename_tools() -> None:
-    by_name = raw(prefix="raw", tools=["echo", "count"])
+async def test_prefix_filters_and_toolsets_pick_and_rename_tools() -> None:
+    by_name = raw(prefix="raw", tools=["echo", "count"], toolsets=["remote"])
     by_rule = raw(tools=lambda spec: spec.name.startswith("c"))
+    registry = ToolRegistry([double])
+    registry.register(by_name)
     async with by_name, by_rule:
         assert [entry.name for entry in await by_name.entries()] == ["raw_echo", "raw_count"]
         assert [entry.name for entry in await by_rule.entries()] == ["count", "crash"]
+        assert (await registry.load_view(["remote"])).names == ("raw_echo", "raw_count")
+        assert (await registry.load_view()).names == ("double", "raw_echo", "raw_count")
         assert await by_name.call("echo", {"text": "hi"}) == "hi"
 
 
