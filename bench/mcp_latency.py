@@ -6,7 +6,7 @@ bare ``mcp`` SDK client, on the same server, in one run.
 The server is bench/mcp_add_server.py (the SDK's MCPServer with one ``add`` tool), a
 process of its own for each client, over stdio and over streamable HTTP on 127.0.0.1.
 After connecting and listing, each client makes warm sequential calls ``add(a, b)``. The
-clients take turns in blocks of ``--calls`` calls, ``--rounds`` times, in alternating order,
+clients take turns call by call (``--calls`` x ``--rounds`` calls each, the order rotating),
 so load on the (shared) machine falls on all of them alike; each figure is the median of
 all its calls. MCPToolset's figure is what the agent loop runs for a call: the handler's
 ``validate`` (against the server's inputSchema) and ``run`` (tools/call, result to text).
@@ -49,6 +49,21 @@ async def toolset_call(toolset: MCPToolset) -> Call:
 
     async def call(i: int) -> str:
         return await handler.run(handler.validate({"a": i, "b": 2}), CONTEXT)
+
+    return call
+
+
+def own_work(toolset: MCPToolset, entry_handler: Any) -> Call:
+    """What MCPToolset adds to a call, without the I/O: validation and result to text."""
+    from mcp_types import CallToolResult, TextContent
+
+    from tooldeck.tools._mcp_content import result_text
+
+    reply = CallToolResult(content=[TextContent(text="3")], structured_content={"result": 3})
+
+    async def call(i: int) -> str:
+        entry_handler.validate({"a": i, "b": 2})
+        return result_text(reply)
 
     return call
 
@@ -118,6 +133,9 @@ async def connect(stack: AsyncExitStack, seconds: dict[str, float]) -> dict[str,
         entered = await stack.enter_async_context(client)
         if isinstance(entered, MCPToolset):
             calls[name] = await toolset_call(entered)
+            if name == "stdio MCPToolset":
+                (entry,) = await entered.entries()
+                calls["MCPToolset's own work (no I/O)"] = own_work(entered, entry.handler)
         else:
             await entered.list_tools()
             calls[name] = bare_call(entered)
@@ -134,9 +152,12 @@ async def measure(count: int, rounds: int) -> dict[str, Any]:
             await timed(call, 50)  # warm up
         samples: dict[str, list[float]] = {name: [] for name in calls}
         names = list(calls)
-        for round_ in range(rounds):
-            for name in names if round_ % 2 == 0 else reversed(names):
-                samples[name].extend(await timed(calls[name], count))
+        for i in range(count * rounds):  # one call of each client in turn, order rotating
+            shift = i % len(names)
+            for name in names[shift:] + names[:shift]:
+                started = time.perf_counter()
+                await calls[name](i)
+                samples[name].append(time.perf_counter() - started)
     return {
         "median_ms": {n: round(statistics.median(s) * 1e3, 4) for n, s in samples.items()},
         "p90_ms": {
@@ -152,11 +173,11 @@ async def measure(count: int, rounds: int) -> dict[str, Any]:
 
 def report(figures: dict[str, Any]) -> str:
     median = figures["median_ms"]
-    lines = [f"{'client':<30} {'median ms':>10} {'p90 ms':>10} {'connect s':>10}"]
+    lines = [f"{'client':<31} {'median ms':>10} {'p90 ms':>10} {'connect s':>10}"]
     for name, value in median.items():
         connect = figures["connect_and_list_s"].get(name)
         shown = f"{connect:>10.2f}" if connect is not None else f"{'-':>10}"
-        lines.append(f"{name:<30} {value:>10.3f} {figures['p90_ms'][name]:>10.3f} {shown}")
+        lines.append(f"{name:<31} {value:>10.3f} {figures['p90_ms'][name]:>10.3f} {shown}")
     for transport in ("stdio", "http"):
         bare, ours = median[f"{transport} bare"], median[f"{transport} MCPToolset"]
         lines.append(f"{transport}: MCPToolset / bare client = {ours / bare:.3f}")
