@@ -4,8 +4,10 @@ and a hand-written one that misbehaves on purpose (tests/mcp_fixtures/raw_server
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -129,6 +131,35 @@ async def test_a_server_that_dies_mid_call_is_an_observation_and_is_restarted() 
     assert crashed.startswith("error[tool_error]: the MCP server's connection closed")
     assert crashed.endswith("the server may have crashed, and the call may or may not have run")
     assert count == "0"  # a new server process answered
+
+
+async def test_a_server_that_cannot_be_restarted_is_an_observation(tmp_path: Path) -> None:
+    toolset = raw(env={"RAW_START_ONCE": str(tmp_path / "started")})
+    model = ScriptedModel([calls(call("crash", "c1")), calls(call("count", "c2")), answer("ok")])
+    async with Agent(model, [toolset]) as agent:
+        result = await agent.run("Crash it.")
+    crashed, restart = tool_messages(result.messages)
+    assert crashed.startswith("error[tool_error]: the MCP server's connection closed")
+    assert restart.startswith(
+        "error[tool_error]: the MCP server is not running and could not be restarted: the MCP "
+        f"server '{shlex.join(RAW_SERVER)}' stopped before it was ready"
+    )
+
+
+async def test_tools_a_model_cannot_take_are_mapped_or_left_out_with_the_reason() -> None:
+    async with raw(
+        env={"RAW_ODD_TOOLS": "1"}, tools=lambda spec: "echo" not in spec.name
+    ) as toolset:
+        names = [entry.name for entry in await toolset.entries()]
+        skipped = toolset.skipped
+        assert await toolset.call("odd.name", {}) == "odd.name"
+    assert "odd_name" in names  # from "odd.name"
+    assert "x" * 70 not in names
+    assert skipped["odd_name"] == "the tool name 'odd_name' is taken by another tool"
+    assert skipped["x" * 70] == f"the tool name {'x' * 70!r} is longer than 64 characters"
+    assert skipped["bad_schema"].startswith(
+        "its inputSchema is not a valid JSON Schema: 'nonsense' is not valid"
+    )
 
 
 async def test_list_changed_notification_refreshes_tools_for_the_next_turn() -> None:

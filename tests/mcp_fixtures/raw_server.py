@@ -7,6 +7,10 @@ Tools: ``echo(text)``, ``count()`` (how many tools/call requests came before),
 ``fail()`` (an isError result), ``bad_result()`` (a result whose content is not a list),
 ``silent()`` (never answered),
 ``crash()`` (the process exits while the call waits).
+
+Environment: ``RAW_ODD_TOOLS=1`` adds tools a model cannot take as they are (a dotted name,
+a name that collides once mapped, a 70-character name, a broken schema);
+``RAW_START_ONCE=<path>`` makes every start after the first fail (the file marks it).
 """
 
 from __future__ import annotations
@@ -30,6 +34,14 @@ tools: dict[str, dict[str, Any]] = {
         ("crash", _NONE),
     ]
 }
+if os.environ.get("RAW_ODD_TOOLS"):
+    for name, schema in [
+        ("odd.name", _NONE),
+        ("odd_name", _NONE),
+        ("x" * 70, _NONE),
+        ("bad_schema", {"type": "object", "properties": {"a": {"type": "nonsense"}}}),
+    ]:
+        tools[name] = {"name": name, "inputSchema": schema}
 calls = 0
 
 
@@ -61,6 +73,8 @@ def call_tool(request_id: Any, params: dict[str, Any]) -> None:
         send({"id": request_id, "result": {"content": "not a list of content blocks"}})
     elif name in tools and str(name).startswith("extra_"):
         send({"id": request_id, "result": text("extra")})
+    elif name in ("odd.name", "odd_name"):
+        send({"id": request_id, "result": text(str(name))})
     elif name == "crash":
         os._exit(3)
     elif name != "silent":
@@ -68,6 +82,11 @@ def call_tool(request_id: Any, params: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    once = os.environ.get("RAW_START_ONCE")
+    if once:
+        if os.path.exists(once):
+            sys.exit("raw_server: started once already")
+        open(once, "w").close()
     for line in sys.stdin:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
