@@ -5,6 +5,8 @@ here), no task behind and no server process; MCP calls pause for approval like a
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +18,15 @@ from tooldeck.events import ToolCallStarted
 from tooldeck.tools.mcp import MCPToolset
 
 pytestmark = pytest.mark.filterwarnings("error")
+
+
+@pytest.fixture(autouse=True)
+def no_errors_logged(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """asyncio logs a task destroyed while pending, or an exception nobody retrieved."""
+    caplog.set_level(logging.WARNING)
+    yield
+    problems = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert problems == []
 
 
 def raw(**options: Any) -> MCPToolset:
