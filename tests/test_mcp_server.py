@@ -133,13 +133,19 @@ async def test_calls_are_validated_and_fail_with_tooldeck_observations() -> None
     assert ids[0] < ids[1]
 
 
-async def test_exception_text_only_with_include_error_details() -> None:
+async def test_exception_text_only_with_include_error_details(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     server = registry.to_mcp_server(name="tests", include_error_details=True)
     async with Client(server) as client:
         assert await call_text(client, "broken", {}) == (
             True,
             "error[tool_error]: ValueError: the secret detail",
         )
+    (record,) = [r for r in caplog.records if r.name == "tooldeck.serve.mcp"]
+    assert record.getMessage().startswith("tool 'broken' failed (MCP request ")
+    assert record.exc_info is not None
+    assert str(record.exc_info[1]) == "the secret detail"  # the server's log keeps it
 
 
 async def test_a_sync_tool_does_not_block_the_server() -> None:

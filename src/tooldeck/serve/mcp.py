@@ -5,11 +5,13 @@ goes through tooldeck's own call runner: the same validation, timeout and error 
 an agent run, with ``RunContext.call_id`` set to the MCP request's id. A failure answers
 with ``isError`` and the observation text a model would read. Tools that need a person's
 approval are served only when allowed (an MCP client cannot be trusted to ask one);
-external tools never. Needs the ``mcp`` extra: ``pip install 'tooldeck[mcp]'``.
+external tools never. A tool's exception is logged (logger ``tooldeck.serve.mcp``) with its
+traceback. Needs the ``mcp`` extra: ``pip install 'tooldeck[mcp]'``.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -19,6 +21,7 @@ from pydantic import PrivateAttr
 
 from tooldeck._calls import CallOptions, RoundContext, RoundOutcome, run_new_calls
 from tooldeck.contracts import ToolCall, ToolResult, ToolSpec
+from tooldeck.errors import InvalidArguments
 from tooldeck.policy import Limits, RunPolicy
 from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView
 
@@ -33,6 +36,9 @@ except ImportError as error:  # pragma: no cover - the message is the point
     ) from error
 
 __all__ = ["ServedTools", "mcp_server", "parse_address", "run_server", "serve_tools"]
+
+logger = logging.getLogger(__name__)
+"""Where a served tool's exception goes (the client reads only the observation)."""
 
 _ONE_CALL = Limits(repeat_limit=None)
 """Each MCP request is a run of one call: no repeat or budget rules across requests."""
@@ -163,7 +169,10 @@ class _CallRunner:
             if isinstance(item, RoundOutcome):
                 outcome = item
         assert outcome is not None  # the runner always ends with its outcome
-        return outcome.traces[0].result
+        trace = outcome.traces[0]
+        if trace.error is not None and not isinstance(trace.error, InvalidArguments):
+            logger.error("tool %r failed (MCP request %s)", name, request_id, exc_info=trace.error)
+        return trace.result
 
 
 def _not_called() -> None:
