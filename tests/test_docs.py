@@ -27,7 +27,8 @@ def test_readme_has_python_examples() -> None:
 
 
 @pytest.mark.parametrize("index", range(len(readme_blocks())))
-def test_readme_example_runs(index: int) -> None:
+def test_readme_example_runs(index: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(README.parent)  # examples name files from the repository's root
     source = readme_blocks()[index]
     namespace: dict[str, object] = {"__name__": f"readme_example_{index}"}
     exec(compile(source, f"README.md block {index + 1}", "exec"), namespace)
@@ -64,7 +65,8 @@ def test_import_does_not_load_provider_sdks() -> None:
     code = (
         "import sys, tooldeck; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('openai', 'llama_cpp', 'httpx', 'griffe', 'jsonschema', 'rich')))"
+        "('openai', 'llama_cpp', 'httpx', 'griffe', 'jsonschema', 'rich', 'mcp', 'mcp_types', "
+        "'httpx2', 'anyio')))"
     )
     output = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -5,6 +5,8 @@
         [--tool-choice auto|required|none|NAME] [--max-rounds N] [--instructions TEXT]
         [--approve TOOL]... [--yes]
     tooldeck tools package.module[:attr] [--toolset NAME] [--json]
+    tooldeck mcp serve package.module[:attr] [--toolset NAME] [--http HOST:PORT]
+        [--allow-approval-tools] [--include-error-details] [--name NAME]
 
 Errors (a module that does not import, a model file that is missing, a hosted model with
 no key) are one line on stderr and exit status 1; usage errors exit with 2.
@@ -106,6 +108,29 @@ def _parser() -> argparse.ArgumentParser:
     tools.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
     tools.add_argument("--json", action="store_true", help="print the specs as JSON")
     tools.set_defaults(handler=_tools)
+
+    mcp = commands.add_parser("mcp", help="Model Context Protocol: serve tools to MCP clients")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="COMMAND", required=True)
+    serve = mcp_commands.add_parser(
+        "serve", help="serve a module's tools as an MCP server (stdio, or HTTP with --http)"
+    )
+    serve.add_argument("module", metavar="MODULE[:ATTR]", help=_TOOLS_HELP)
+    serve.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
+    serve.add_argument(
+        "--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp"
+    )
+    serve.add_argument(
+        "--allow-approval-tools",
+        action="store_true",
+        help="also serve tools that require approval (the MCP client must ask a person)",
+    )
+    serve.add_argument(
+        "--include-error-details",
+        action="store_true",
+        help="tell clients a failing tool's exception text",
+    )
+    serve.add_argument("--name", help="the server name clients see (default: the module)")
+    serve.set_defaults(handler=_mcp_serve)
     return parser
 
 
@@ -174,6 +199,22 @@ def _how_it_runs(entry: ToolEntry) -> dict[str, object]:
     rule = entry.options.requires_approval
     approval = rule if isinstance(rule, bool) else "per call"
     return {"external": entry.external, "requires_approval": approval}
+
+
+def _mcp_serve(args: argparse.Namespace) -> int:
+    view = load_tools(args.module, args.toolset)
+    try:
+        from tooldeck.serve.mcp import serve_tools
+    except ImportError as error:
+        raise CliError(str(error)) from error
+    serve_tools(
+        view,
+        name=args.name or args.module.partition(":")[0],
+        http=args.http,
+        allow_approval_tools=args.allow_approval_tools,
+        include_error_details=args.include_error_details,
+    )
+    return 0
 
 
 def _stream(

@@ -21,7 +21,8 @@ class ModelRequest:
     message_count: int
     settings: ModelSettings
     tools: tuple[ToolSpec, ...] = ()
-    """The tools the model is shown in this request (a registry's tools change between turns)."""
+    """The tool list the model is shown in this request (it may change between turns when
+    the tools come from a registry or a toolset, e.g. after an MCP server's list changed)."""
 
     @property
     def tool_names(self) -> tuple[str, ...]:

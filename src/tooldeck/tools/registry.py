@@ -12,13 +12,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tooldeck.contracts import ToolResult, ToolSpec
 from tooldeck.errors import DuplicateToolError
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import FunctionTool, tool
 from tooldeck.tools.options import DEFAULT_OPTIONS, ToolOptions
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 
 class ToolHandler(Protocol):
@@ -203,6 +206,32 @@ class ToolRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
+
+    def to_mcp_server(
+        self,
+        *,
+        name: str,
+        toolsets: Iterable[str] | None = None,
+        allow_approval_tools: bool = False,
+        include_error_details: bool = False,
+        deps: Any = None,
+    ) -> MCPServer[Any]:
+        """These tools (those in ``toolsets``, if given) as an MCP server: the official SDK's
+        ``MCPServer``, ready to ``.run()`` (stdio) or to mount. Needs the ``mcp`` extra.
+
+        Tools that require approval are served only with ``allow_approval_tools=True``;
+        external tools and the tools of registered Toolsets never (see
+        ``tooldeck.serve.mcp.mcp_server`` for the rest).
+        """
+        from tooldeck.serve.mcp import mcp_server  # the serving layer, loaded only when used
+
+        return mcp_server(
+            self.view(toolsets),
+            name=name,
+            allow_approval_tools=allow_approval_tools,
+            include_error_details=include_error_details,
+            deps=deps,
+        )
 
     async def aclose(self) -> None:
         """Close every registered toolset."""
