@@ -28,7 +28,7 @@ Emit = Callable[[Delta], None]
 
 async def bounded(state: RunState, policy: RunPolicy, step: Awaitable[T]) -> T:
     """Await a model step within the run's remaining time; failures keep the run."""
-    remaining = policy.remaining_s()
+    remaining = None if policy.limits.max_duration_s is None else policy.remaining_s()
     scope = None
     try:
         if remaining is None:

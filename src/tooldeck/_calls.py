@@ -3,8 +3,8 @@
 Each call is first checked (known tool, JSON object, within the run's budget, not a runaway
 repeat, valid arguments); a valid call that needs a person's decision or belongs to the
 application waits (it becomes pending); the others run — concurrently by default, a
-``sequential`` tool alone — and the results are recorded in the model's order. A round
-ends with a ``RoundOutcome``, the last item the runner yields.
+``sequential`` tool alone — and the results are recorded in the model's order. The runner
+yields the round's events; as it ends it leaves the ``RoundOutcome`` on the RoundContext.
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ class RoundContext:
     observer: RunObserver | None = None
     """Told about each call when the run is observed (traced)."""
     messages: Sequence[Message] = ()
+    outcome: RoundOutcome | None = None
+    """What the last round of calls ended with (set by the round runner as it ends)."""
 
 
 @dataclass(slots=True)
@@ -101,7 +103,7 @@ class _Ready:
 
 
 T = TypeVar("T")
-RoundItem = Event | RoundOutcome
+
 Slot = ToolTrace | PendingCall | None
 """One call of a round: its trace once answered, its PendingCall while it waits."""
 Ran = ToolTrace | PendingCall
@@ -110,7 +112,7 @@ Ran = ToolTrace | PendingCall
 
 async def run_new_calls(
     calls: Sequence[ToolCall], ctx: RoundContext
-) -> AsyncGenerator[RoundItem, None]:
+) -> AsyncGenerator[Event, None]:
     """Check a new turn's calls, run those that may run now, and say which must wait."""
     slots: list[Slot] = [None] * len(calls)
     signatures: list[CallSignature | None] = [None] * len(calls)
@@ -138,12 +140,12 @@ async def run_new_calls(
         async with aclosing(_execute_all(ready, slots, ctx)) as running:
             async for event in running:
                 yield event
-    yield _outcome(slots, signatures, ctx, over_limit)
+    ctx.outcome = _outcome(slots, signatures, ctx, over_limit)
 
 
 async def run_decided_calls(
     turn: OpenTurn, decisions: Mapping[str, Decision], ctx: RoundContext
-) -> AsyncGenerator[RoundItem, None]:
+) -> AsyncGenerator[Event, None]:
     """Carry out the decisions on a paused turn's calls; the others stay pending."""
     waiting = turn.pending
     slots: list[Slot] = [None] * len(waiting)
@@ -171,7 +173,7 @@ async def run_decided_calls(
     async with aclosing(_execute_all(ready, slots, ctx)) as running:
         async for event in running:
             yield event
-    yield _outcome(slots, [None] * len(waiting), ctx, over_limit=False)
+    ctx.outcome = _outcome(slots, [None] * len(waiting), ctx, over_limit=False)
 
 
 def _not_run(trace: ToolTrace, ctx: RoundContext) -> ToolCallFinished:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,13 +85,31 @@ class RunState:
             self.input_tokens += output.usage.input_tokens
             self.output_tokens += output.usage.output_tokens
 
+    def close_round(
+        self,
+        turn: OpenTurn,
+        traces: Sequence[ToolTrace],
+        pending: tuple[PendingCall, ...],
+    ) -> bool:
+        """Keep a round's answered calls; close the turn unless some wait. True if some wait."""
+        answered = turn.answered
+        for trace in traces:
+            self.trace.append(trace)
+            answered[trace.call.id] = trace.result
+        turn.pending = pending
+        if pending:
+            return True
+        self.close_turn()
+        return False
+
     def close_turn(self) -> None:
         """Every call is answered: append one tool message per call, in the model's order."""
         turn = self.turn
         if turn is None:
             return
         answered = turn.answered
-        self.messages.extend(Message.tool(call.id, answered[call.id].output) for call in turn.calls)
+        for call in turn.calls:
+            self.messages.append(Message.tool(call.id, answered[call.id].output))
         self.turn = None
 
     def result(

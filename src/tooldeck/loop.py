@@ -18,8 +18,6 @@ from tooldeck._asking import Request, ask, bounded, with_deltas
 from tooldeck._calls import (
     CallOptions,
     RoundContext,
-    RoundItem,
-    RoundOutcome,
     run_decided_calls,
     run_new_calls,
 )
@@ -50,7 +48,6 @@ DepsT = TypeVar("DepsT", default=Any)
 OutputT = TypeVar("OutputT", default=str)
 """The type of ``RunResult.output``: ``output_type``, or the answer text without one."""
 OnLimit = Literal["raise", "final_answer"]
-_ROUND_SPECIAL = (RoundOutcome, NestedEvent)
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -288,33 +285,32 @@ class Agent(Generic[DepsT, OutputT]):
             stop: RunStopped | None = None
             if turn is not None:
                 ctx.view, ctx.round = view, turn.round
-                outcome = None
-                try:  # closed or cancelled mid-round: aclosing stops the calls now
-                    async with aclosing(_round(turn, ctx, decisions)) as calls:
-                        async for item in calls:
-                            if isinstance(item, _ROUND_SPECIAL):
-                                if isinstance(item, RoundOutcome):
-                                    outcome = item
-                                    continue
-                                state.count_nested(item.event)
-                            yield item
+                ctx.outcome = None
+                calls = _round(turn, ctx, decisions)
+                try:
+                    async for item in calls:
+                        if isinstance(item, NestedEvent):
+                            state.count_nested(item.event)
+                        yield item
                 except MiddlewareError as error:
                     raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
+                finally:  # closed or cancelled mid-round: the calls stop now
+                    await calls.aclose()
                 decisions = None
+                outcome = ctx.outcome
                 assert outcome is not None  # the round runner always ends with its outcome
-                _apply(state, turn, outcome)
-                if turn.pending:
+                if state.close_round(turn, outcome.traces, outcome.pending):
                     checkpoint = make_checkpoint(state, policy, self.checkpoint_key)
                     yield FinalAnswer(state.result("", StopReason.PAUSED, checkpoint))
                     return
-                state.close_turn()
                 stop = policy.stop_after_round(
                     view.dispatch, outcome.raised, outcome.over_call_limit
                 )
             stop = stop or policy.stop_before_request()
             if stop is None:
                 view = source.unchanged() or await source.view()
-                specs, reason = shown_specs(self._output, view), StopReason.ANSWER
+                specs = view.specs if self._output is None else shown_specs(self._output, view)
+                reason = StopReason.ANSWER
                 settings = self._requests[0] if policy.rounds == 0 else self._requests[1]
             else:  # raise, or ask once more for an answer without tools
                 reason = self._last_request(state, stop)
@@ -336,6 +332,8 @@ class Agent(Generic[DepsT, OutputT]):
                 output = await bounded(state, policy, asked)
             state.record_output(output, policy.rounds)
             yield ModelResponse(policy.rounds, output)
+            if stop is None and self._output is None and output.tool_calls:
+                continue  # the usual round: run the calls (no coroutine for _ended)
             ended = await self._ended(state, policy, output, deps, stop, reason)
             if ended is not None:
                 yield FinalAnswer(ended)
@@ -393,7 +391,7 @@ class Agent(Generic[DepsT, OutputT]):
 
 def _round(
     turn: OpenTurn, ctx: RoundContext, decisions: Mapping[str, Decision] | None
-) -> AsyncGenerator[RoundItem, None]:
+) -> AsyncGenerator[Event, None]:
     """A new turn's calls (but a final_answer already answered), or a resumed turn's
     decided calls."""
     if turn.started:
@@ -402,14 +400,6 @@ def _round(
     if turn.answered:
         return run_new_calls([c for c in turn.calls if c.id not in turn.answered], ctx)
     return run_new_calls(turn.calls, ctx)
-
-
-def _apply(state: RunState, turn: OpenTurn, outcome: RoundOutcome) -> None:
-    """Keep the round's answered calls in the trace and the open turn."""
-    for trace in outcome.traces:
-        state.trace.append(trace)
-        turn.answered[trace.call.id] = trace.result
-    turn.pending = outcome.pending
 
 
 async def _last_result(stream: AsyncIterator[Event]) -> RunResult[Any]:

@@ -131,8 +131,7 @@ class RunPolicy:
                 f"(max_rounds={self.limits.max_rounds})",
                 StopReason.MAX_ROUNDS,
             )
-        remaining = self.remaining_s()
-        if remaining is not None and remaining <= 0:
+        if self.limits.max_duration_s is not None and self.remaining_s() == 0:
             return self.out_of_time()
         return None
 

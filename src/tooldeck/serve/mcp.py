@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from pydantic import PrivateAttr
 
-from tooldeck._calls import CallOptions, RoundContext, RoundOutcome, run_new_calls
+from tooldeck._calls import CallOptions, RoundContext, run_new_calls
 from tooldeck.contracts import ToolCall, ToolResult, ToolSpec
 from tooldeck.errors import InvalidArguments
 from tooldeck.policy import Limits, RunPolicy
@@ -164,11 +164,10 @@ class _CallRunner:
     async def call(self, name: str, arguments: dict[str, Any], request_id: str) -> ToolResult:
         call = ToolCall(id=request_id, name=name, arguments=arguments)
         context = RoundContext(self._view, RunPolicy(_ONE_CALL), self._options, self._deps, 0, "")
-        outcome: RoundOutcome | None = None
-        async for item in run_new_calls((call,), context):
-            if isinstance(item, RoundOutcome):
-                outcome = item
-        assert outcome is not None  # the runner always ends with its outcome
+        async for _event in run_new_calls((call,), context):
+            pass  # the served call's events have no reader: its outcome is what counts
+        outcome = context.outcome
+        assert outcome is not None  # the runner always leaves its outcome
         trace = outcome.traces[0]
         if trace.error is not None and not isinstance(trace.error, InvalidArguments):
             logger.error("tool %r failed (MCP request %s)", name, request_id, exc_info=trace.error)

@@ -162,6 +162,11 @@ class ToolRegistry:
             )
         self._changes += 1
 
+    def _stamp_is(self, seen: tuple[int, ...]) -> bool:
+        if not self._toolsets:  # the usual case, without building a tuple
+            return len(seen) == 1 and seen[0] == self._changes
+        return self.stamp == seen
+
     @property
     def stamp(self) -> tuple[int, ...]:
         """Differs whenever a tool or toolset was added or removed, or a toolset changed."""
@@ -311,7 +316,7 @@ class ToolSource:
     def unchanged(self) -> ToolView | None:
         """The latest view if nothing changed since it was read (no await needed), else None."""
         registry = self.registry
-        if registry is None or registry.stamp == self._seen:
+        if registry is None or registry._stamp_is(self._seen):
             return self.current
         return None
 
