@@ -636,8 +636,13 @@ async def test_an_error_inside_the_stream_is_mapped_by_its_code(server: Loopback
     chunk = response_chunks(response_body([text_part("Hi")]))[0]
     server.reply(Reply(events=[chunk, (None, error)]))
 
-    with pytest.raises(ModelUnavailable, match=r"HTTP 503 .*The model is overloaded\."):
+    with pytest.raises(
+        ModelUnavailable,
+        match=r"the stream reported an error: 503 The model is overloaded\. \(UNAVAILABLE\)$",
+    ) as raised:
         await make_model(server, stream=True).complete([Message.user("x")], [], ModelSettings())
+    assert raised.value.status_code == 503
+    assert len(server.requests) == 1  # an error after the stream began is not retried
 
 
 async def test_unreachable_server_is_unavailable() -> None:
