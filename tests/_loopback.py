@@ -31,6 +31,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     """Seconds to wait before answering (to make a client time out)."""
+    line_end: str = "\n"
+    """What ends each line of an event stream (Gemini's API sends ``\r\n``)."""
     hold_after: int | None = None
     """Send this many events, then keep the response open until the client goes away."""
 
@@ -127,8 +129,9 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                     self._hold_until_client_leaves()
                     return
                 text = data if isinstance(data, str) else json.dumps(data)
-                prefix = f"event: {event}\n" if event else ""
-                self.wfile.write(f"{prefix}data: {text}\n\n".encode())
+                prefix = f"event: {event}{reply.line_end}" if event else ""
+                end = reply.line_end
+                self.wfile.write(f"{prefix}data: {text}{end}{end}".encode())
                 self.wfile.flush()
             self.close_connection = True
 
