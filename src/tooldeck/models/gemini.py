@@ -15,7 +15,8 @@ the full schema itself) or, with ``tool_schema="json_schema"``, sent unchanged a
 call's name (and id), in the calls' order. A model turn with thoughts or thought
 signatures is kept whole in the assistant message's ``provider_items`` and sent back
 exactly as it came. The SDK's automatic function calling is switched off: tooldeck runs
-the tools.
+the tools. ``stream()`` yields the text as chunks arrive and each function call whole (Gemini
+never sends a call's arguments piece by piece), then the same turn ``complete()`` gives.
 """
 
 from __future__ import annotations
@@ -67,8 +68,9 @@ class GeminiModel(Model):
             order).
         base_url: Another endpoint of the same API.
         api_version: The API version, e.g. ``"v1beta"``; defaults to the SDK's.
-        stream: Receive the response as server-sent events (``streamGenerateContent``)
-            and assemble it.
+        stream: Make ``complete()`` receive the response as server-sent events
+            (``streamGenerateContent``) and assemble it (``stream()``, which a run with
+            ``deltas=True`` calls, always streams).
         tool_schema: ``"openapi"`` converts tool schemas to the OpenAPI subset
             (``parameters``); ``"json_schema"`` sends them unchanged
             (``parameters_json_schema``).
