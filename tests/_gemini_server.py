@@ -107,9 +107,7 @@ def response_chunks(final: dict[str, Any]) -> list[tuple[str | None, Any]]:
     return [(None, chunk) for chunk in [*chunks, last]]
 
 
-def stream_reply(
-    events: list[tuple[str | None, Any]], hold_after: int | None = None
-) -> Reply:
+def stream_reply(events: list[tuple[str | None, Any]], hold_after: int | None = None) -> Reply:
     """Chunks as ``streamGenerateContent?alt=sse`` sends them: ``data:`` lines ended by CRLF."""
     return Reply(events=events, line_end="\r\n", hold_after=hold_after)
 
