@@ -97,7 +97,7 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
             text(""),
             [{"type": "text_delta", "text": p} for p in _halves(block["text"])],
         )
-    elif kind == "tool_use":
+    elif kind in ("tool_use", "server_tool_use"):
         raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
         start = {**block, "input": {}}
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in ["", *_halves(raw)]]

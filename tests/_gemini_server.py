@@ -2,8 +2,8 @@
 
 The bodies follow the API reference: a GenerateContentResponse from
 ``POST /{version}/models/{model}:generateContent``, the same response cut into chunks as
-``:streamGenerateContent?alt=sse`` sends them (text split across chunks, the finish reason
-and usage on the last), and error bodies ``{"error": {"code", "message", "status"}}``.
+``:streamGenerateContent?alt=sse`` sends them (``data:`` lines ended by CRLF, text split
+across chunks, the finish reason and usage on the last), and error bodies ``{"error": {"code", "message", "status"}}``.
 """
 
 from __future__ import annotations
@@ -105,6 +105,11 @@ def response_chunks(final: dict[str, Any]) -> list[tuple[str | None, Any]]:
         last["candidates"][0]["finishMessage"] = candidate["finishMessage"]
     last["usageMetadata"] = final["usageMetadata"]
     return [(None, chunk) for chunk in [*chunks, last]]
+
+
+def stream_reply(events: list[tuple[str | None, Any]], hold_after: int | None = None) -> Reply:
+    """Chunks as ``streamGenerateContent?alt=sse`` sends them: ``data:`` lines ended by CRLF."""
+    return Reply(events=events, line_end="\r\n", hold_after=hold_after)
 
 
 def _chunk(parts: list[dict[str, Any]]) -> dict[str, Any]:

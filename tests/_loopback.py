@@ -9,6 +9,7 @@ its path, headers and JSON body. The provider helpers (``_anthropic_server``,
 from __future__ import annotations
 
 import json
+import select
 import threading
 import time
 from collections import deque
@@ -30,6 +31,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     """Seconds to wait before answering (to make a client time out)."""
+    line_end: str = "\n"
+    """What ends each line of an event stream (Gemini's API sends ``\r\n``)."""
+    hold_after: int | None = None
+    """Send this many events, then keep the response open until the client goes away."""
 
 
 @dataclass
@@ -51,6 +56,8 @@ class LoopbackServer:
         self.replies: deque[Reply] = deque()
         self.requests: list[Recorded] = []
         self.unscripted = unscripted
+        self.client_left = threading.Event()
+        """Set when a client closed a held response (see ``Reply.hold_after``)."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
@@ -117,12 +124,26 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("content-type", "text/event-stream")
             self.send_header("connection", "close")
             self.end_headers()
-            for event, data in reply.events or []:
+            for sent, (event, data) in enumerate(reply.events or []):
+                if sent == reply.hold_after:
+                    self._hold_until_client_leaves()
+                    return
                 text = data if isinstance(data, str) else json.dumps(data)
-                prefix = f"event: {event}\n" if event else ""
-                self.wfile.write(f"{prefix}data: {text}\n\n".encode())
+                prefix = f"event: {event}{reply.line_end}" if event else ""
+                end = reply.line_end
+                self.wfile.write(f"{prefix}data: {text}{end}{end}".encode())
                 self.wfile.flush()
             self.close_connection = True
+
+        def _hold_until_client_leaves(self, limit_s: float = 30.0) -> None:
+            """Wait (bounded) until the client closes the connection, then record it."""
+            self.close_connection = True
+            deadline = time.monotonic() + limit_s
+            while time.monotonic() < deadline:
+                readable, _, _ = select.select([self.connection], [], [], 0.05)
+                if readable and not self.connection.recv(1024):
+                    server.client_left.set()
+                    return
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the tests read the recorded requests instead."""

@@ -229,7 +229,7 @@ async def test_schema_goes_unchanged_and_settings_and_options_are_sent(
 
 
 async def test_server_tool_blocks_are_kept_for_the_host_but_not_sent_back(
-    server: LoopbackServer,
+    server: LoopbackServer, stream: bool
 ) -> None:
     search = {
         "type": "server_tool_use",
@@ -237,15 +237,15 @@ async def test_server_tool_blocks_are_kept_for_the_host_but_not_sent_back(
         "name": "web_search",
         "input": {"query": "tooldeck release"},
     }
-    respond(server, message_body([search, text("It shipped.")]), stream=False)
-    respond(server, message_body([text("You asked about tooldeck.")]), stream=False)
-    agent: Agent[None] = Agent(make_model(server))
+    respond(server, message_body([search, text("It shipped.")]), stream)
+    respond(server, message_body([text("You asked about tooldeck.")]), stream)
+    agent: Agent[None] = Agent(make_model(server, stream))
 
     first = await agent.run("Did tooldeck ship?")
     await agent.run("What did I ask?", history=first.messages)
 
-    assert first.messages[-1].provider_items == (search,)
-    assert server.bodies[1]["messages"][1] == {
+    assert first.messages[-1].provider_items == (search,)  # streamed input parsed as sent
+    assert sent(server, 1, stream)["messages"][1] == {
         "role": "assistant",
         "content": [{"type": "text", "text": "It shipped."}],
     }

@@ -24,6 +24,7 @@ from _gemini_server import (
     gemini_server,
     response_body,
     response_chunks,
+    stream_reply,
     text_part,
     thought_part,
 )
@@ -70,7 +71,7 @@ def make_model(server: LoopbackServer, stream: bool = False, **options: Any) -> 
 
 
 def respond(server: LoopbackServer, body: dict[str, Any], stream: bool) -> None:
-    server.reply(Reply(events=response_chunks(body)) if stream else Reply(body=body))
+    server.reply(stream_reply(response_chunks(body)) if stream else Reply(body=body))
 
 
 def sent(server: LoopbackServer, index: int, stream: bool) -> dict[str, Any]:
@@ -359,7 +360,7 @@ async def test_a_streamed_answer_keeps_its_signature_part_apart(server: Loopback
             "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2},
         },
     ]
-    server.reply(Reply(events=[(None, chunk) for chunk in chunks]))
+    server.reply(stream_reply([(None, chunk) for chunk in chunks]))
     respond(server, response_body([text_part("Bye")]), stream=True)
     agent: Agent[None] = Agent(make_model(server, stream=True))
 
@@ -634,10 +635,15 @@ async def test_a_client_passed_in_is_used_as_is_with_its_own_retries(
 async def test_an_error_inside_the_stream_is_mapped_by_its_code(server: LoopbackServer) -> None:
     error = {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}
     chunk = response_chunks(response_body([text_part("Hi")]))[0]
-    server.reply(Reply(events=[chunk, (None, error)]))
+    server.reply(stream_reply([chunk, (None, error)]))
 
-    with pytest.raises(ModelUnavailable, match=r"HTTP 503 .*The model is overloaded\."):
+    with pytest.raises(
+        ModelUnavailable,
+        match=r"the stream reported an error: 503 The model is overloaded\. \(UNAVAILABLE\)$",
+    ) as raised:
         await make_model(server, stream=True).complete([Message.user("x")], [], ModelSettings())
+    assert raised.value.status_code == 503
+    assert len(server.requests) == 1  # an error after the stream began is not retried
 
 
 async def test_unreachable_server_is_unavailable() -> None:

@@ -2,7 +2,8 @@
 
 The SDK has already retried (429, 5xx including 529 overloaded, connection errors) by the
 time an exception reaches here. An ``error`` event inside a stream arrives after the HTTP
-200, so it is mapped by the error's type instead of a status.
+200, so it is mapped by the error's type instead of a status; a stream that stalls past the
+timeout or breaks off raises the HTTP client's own error, which is mapped as a connection's.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ _STREAM_ERRORS: dict[str, type[ModelRequestFailed]] = {
 def sdk_errors(context: ErrorContext) -> Iterator[None]:
     """Re-raise the SDK's errors inside the block as tooldeck ModelRequestFailed errors."""
     import anthropic
+    import httpx2
 
     try:
         yield
@@ -48,6 +50,10 @@ def sdk_errors(context: ErrorContext) -> Iterator[None]:
     except anthropic.APIConnectionError as error:
         timed_out = isinstance(error, anthropic.APITimeoutError)
         raise unreachable(context, error, timed_out) from error
+    except httpx2.TimeoutException as error:  # while reading a stream
+        raise unreachable(context, error, timed_out=True) from error
+    except httpx2.TransportError as error:
+        raise unreachable(context, error, timed_out=False) from error
     except anthropic.APIError as error:
         raise ModelRequestFailed(
             f"{context.model}: the provider reported an error: {error.message}"

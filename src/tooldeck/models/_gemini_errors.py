@@ -2,16 +2,24 @@
 
 The SDK has already retried (``HttpRetryOptions``: 408, 429, 5xx, connection errors) by
 the time an exception reaches here. Gemini answers an invalid key with HTTP 400 and the
-reason ``API_KEY_INVALID``, which is reported as the refused key it is.
+reason ``API_KEY_INVALID``, which is reported as the refused key it is. An error inside a
+stream (``data: {"error": {...}}`` after chunks have come, with the HTTP status already 200)
+is mapped by its code to the same kinds, and said to come from the stream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from tooldeck.errors import ModelRequestFailed
+from tooldeck.errors import (
+    ModelAuthError,
+    ModelBadRequest,
+    ModelRateLimited,
+    ModelRequestFailed,
+    ModelUnavailable,
+)
 from tooldeck.models._http_status import ErrorContext, status_error, unreachable
 
 if TYPE_CHECKING:
@@ -19,8 +27,13 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def sdk_errors(context: ErrorContext) -> Iterator[None]:
-    """Re-raise the SDK's errors inside the block as tooldeck ModelRequestFailed errors."""
+def sdk_errors(
+    context: ErrorContext, streaming: Callable[[], bool] = lambda: False
+) -> Iterator[None]:
+    """Re-raise the SDK's errors inside the block as tooldeck ModelRequestFailed errors.
+
+    ``streaming`` says whether a stream has delivered chunks (its errors come in the stream).
+    """
     import httpx2
     import pydantic
     from google.genai import errors
@@ -28,6 +41,8 @@ def sdk_errors(context: ErrorContext) -> Iterator[None]:
     try:
         yield
     except errors.APIError as error:
+        if streaming():
+            raise _stream_error(context, error) from error
         refused = _key_refused(error.details)
         raise status_error(context, error.code, _detail(error), key_refused=refused) from error
     except (httpx2.TimeoutException, TimeoutError) as error:
@@ -40,6 +55,20 @@ def sdk_errors(context: ErrorContext) -> Iterator[None]:
             f"{error.error_count()} problem(s), first: {error.errors()[0]['msg']} at "
             f"{'.'.join(str(part) for part in error.errors()[0]['loc'])}"
         ) from error
+
+
+def _stream_error(context: ErrorContext, error: APIError) -> ModelRequestFailed:
+    code = error.code
+    message = f"{context.model}: the stream reported an error: {code} {_detail(error)}"
+    if code in (401, 403) or _key_refused(error.details):
+        return ModelAuthError(message, code)
+    if code == 429:
+        return ModelRateLimited(message, code)
+    if code >= 500:
+        return ModelUnavailable(message, code)
+    if code >= 400:
+        return ModelBadRequest(message, code)
+    return ModelRequestFailed(message, code)
 
 
 def _detail(error: APIError) -> str:

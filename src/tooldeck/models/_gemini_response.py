@@ -3,19 +3,21 @@
 Only this module knows how Gemini spells an answer: the first candidate's parts (text,
 ``functionCall``, thought parts, thought signatures), its ``finishReason``, the prompt's
 ``blockReason`` and ``usageMetadata``. A streamed response is assembled chunk by chunk
-into the same turn; adjacent plain text pieces are joined, and a part that carries a
-thought signature is never merged with another.
+into the same turn (each chunk's answer text and calls handed back as they come: Gemini
+sends a call whole, never its arguments piece by piece); adjacent plain text pieces are
+joined, and a part that carries a thought signature is never merged with another.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.contracts import AssistantOutput, ToolCall, Usage
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused
 from tooldeck.models._gemini_request import PARTS_ITEM
+from tooldeck.models.base import TextChunk, ToolCallChunk
 
 if TYPE_CHECKING:
     from google.genai.types import (
@@ -41,6 +43,8 @@ _REFUSED = frozenset(
 )
 _MERGEABLE_KEYS = frozenset({"text", "thought"})
 
+StreamChunk = TextChunk | ToolCallChunk
+
 
 @dataclass(slots=True)
 class GeminiTurn:
@@ -54,6 +58,8 @@ class GeminiTurn:
     calls: list[ToolCall] = field(default_factory=list)
     verbatim: bool = False
     """A part must go back exactly as it came: a thought, a signature, another kind."""
+    chunks_read: int = 0
+    """Responses taken in: one for ``generateContent``, one per chunk of a stream."""
     answered: bool = False
     """A candidate came (a response can have none: a blocked prompt, a broken gateway)."""
     finish_reason: str | None = None
@@ -62,17 +68,23 @@ class GeminiTurn:
     block_message: str = ""
     usage: Usage | None = None
 
-    def add(self, part: Part) -> None:
+    def add(self, part: Part) -> StreamChunk | None:
+        """Take one part in; returns it as a chunk when it is answer text or a call."""
         call = part.function_call
         id = None
+        chunk: StreamChunk | None = None
         if call is not None:
             id = call.id or f"{self.id_prefix}{len(self.calls)}"
-            self.calls.append(ToolCall(id=id, name=call.name or "", arguments=call.args or {}))
+            made = ToolCall(id=id, name=call.name or "", arguments=call.args or {})
+            chunk = ToolCallChunk(len(self.calls), id, made.name, made.arguments_json)
+            self.calls.append(made)
         elif part.text is not None and not part.thought:
             self.text.append(part.text)
+            chunk = TextChunk(part.text) if part.text else None
         if part.thought or part.thought_signature or (call is None and part.text is None):
             self.verbatim = True
         self.received.append((part, id))
+        return chunk
 
     def kept_parts(self) -> list[dict[str, Any]]:
         """The parts as the API's JSON, call ids filled in, adjacent plain text joined."""
@@ -91,8 +103,9 @@ class GeminiTurn:
                 kept.append(data)
         return kept
 
-    def read(self, response: GenerateContentResponse) -> None:
-        """Take in one response (or one chunk of a stream)."""
+    def read(self, response: GenerateContentResponse) -> list[StreamChunk]:
+        """Take in one response (or one chunk of a stream); returns its text and calls."""
+        self.chunks_read += 1
         if response.usage_metadata is not None:
             self.usage = _usage(response.usage_metadata)
         feedback = response.prompt_feedback
@@ -100,15 +113,15 @@ class GeminiTurn:
             self.block_reason = feedback.block_reason.value
             self.block_message = feedback.block_reason_message or ""
         if not response.candidates:
-            return
+            return []
         self.answered = True
         candidate = response.candidates[0]
         if candidate.finish_reason is not None:
             self.finish_reason = candidate.finish_reason.value
             self.finish_message = candidate.finish_message or ""
         parts = candidate.content.parts if candidate.content is not None else None
-        for part in parts or ():
-            self.add(part)
+        chunks = (self.add(part) for part in parts or ())
+        return [chunk for chunk in chunks if chunk is not None]
 
 
 def _same_kind(last: dict[str, Any], part: dict[str, Any]) -> bool:
@@ -122,13 +135,10 @@ def turn_from_response(response: GenerateContentResponse, id_prefix: str) -> Gem
     return turn
 
 
-async def turn_from_stream(
-    chunks: AsyncIterator[GenerateContentResponse], id_prefix: str
-) -> GeminiTurn:
-    turn = GeminiTurn(id_prefix)
-    async for chunk in chunks:
-        turn.read(chunk)
-    return turn
+def check_stream_ended(model: str, turn: GeminiTurn) -> None:
+    """A stream's last chunk carries the finish reason; without it the stream was cut short."""
+    if turn.answered and turn.finish_reason is None and turn.block_reason is None:
+        raise ModelError(f"{model}: the stream ended before the response was complete")
 
 
 def to_output(model: str, turn: GeminiTurn, callable_names: Sequence[str]) -> AssistantOutput:

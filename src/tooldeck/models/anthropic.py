@@ -10,13 +10,14 @@ schema itself); ``tool_choice`` ``auto`` / ``required`` / ``none`` / a tool's na
 ``auto`` / ``any`` / ``none`` / ``tool``, and ``parallel_tool_calls=False`` sets
 ``disable_parallel_tool_use``. Thinking blocks (``thinking``, ``redacted_thinking``) are
 kept in the assistant message's ``provider_items`` and sent back unchanged, with their
-signatures, before the text and calls of their turn.
+signatures, before the text and calls of their turn. ``stream()`` yields text and tool
+input pieces as the server-sent events bring them, then the same turn ``complete()`` gives.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,8 +27,9 @@ from tooldeck.errors import ModelNotConfigured
 from tooldeck.models import _anthropic_request as request_format
 from tooldeck.models import _anthropic_response as response_format
 from tooldeck.models._anthropic_errors import refused_by_sdk, sdk_errors
+from tooldeck.models._anthropic_stream import EventReader
 from tooldeck.models._http_status import ErrorContext
-from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.base import Model, ModelSettings, StreamItem, final_output
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -62,7 +64,8 @@ class AnthropicModel(Model):
             Anthropic. It gets a placeholder key when none is set.
         max_tokens: Sent when ``ModelSettings.max_tokens`` is not set (the API requires a
             limit). Above ~21,000 the SDK insists on ``stream=True``.
-        stream: Receive the message as server-sent events and assemble it.
+        stream: Make ``complete()`` receive the message as server-sent events and assemble
+            it (``stream()``, which a run with ``deltas=True`` calls, always streams).
         max_retries: The SDK's retries for 429, 5xx (529 overloaded too) and connection
             errors (SDK default 2). Only when tooldeck builds the client.
         timeout: Seconds per request. Only when tooldeck builds the client.
@@ -114,22 +117,45 @@ class AnthropicModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        if self._stream:
+            return await final_output(
+                self.name, self.stream(messages, tools, settings, instructions)
+            )
         request = request_format.build_request(self._parts, messages, tools, settings, instructions)
         named, extra = request_format.split_request(request)
         with self._sdk_errors() as context:
-            if self._stream:
-                events = await self.client.messages.create(
-                    **named, extra_body=extra or None, stream=True
-                )
-                async with events:
-                    turn = await response_format.turn_from_stream(events)
-            else:
-                try:
-                    message = await self.client.messages.create(**named, extra_body=extra or None)
-                except ValueError as error:  # raised before sending, e.g. max_tokens too large
-                    raise refused_by_sdk(context, error) from error
-                turn = response_format.turn_from_message(self.name, message)
+            try:
+                message = await self.client.messages.create(**named, extra_body=extra or None)
+            except ValueError as error:  # raised before sending, e.g. max_tokens too large
+                raise refused_by_sdk(context, error) from error
+            turn = response_format.turn_from_message(self.name, message)
         return response_format.to_output(self.name, turn)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The message as server-sent events: text and tool input pieces, then the whole turn.
+
+        Thinking is assembled into the turn (signatures kept for replay) without pieces.
+        Closing the generator closes the HTTP response.
+        """
+        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
+        named, extra = request_format.split_request(request)
+        reader = EventReader(self.name)
+        with self._sdk_errors():
+            events = await self.client.messages.create(
+                **named, extra_body=extra or None, stream=True
+            )
+            async with events:
+                async for event in events:
+                    chunk = reader.add(event)
+                    if chunk is not None:
+                        yield chunk
+        yield response_format.to_output(self.name, reader.turn())
 
     @contextmanager
     def _sdk_errors(self) -> Iterator[ErrorContext]:

@@ -15,14 +15,15 @@ the full schema itself) or, with ``tool_schema="json_schema"``, sent unchanged a
 call's name (and id), in the calls' order. A model turn with thoughts or thought
 signatures is kept whole in the assistant message's ``provider_items`` and sent back
 exactly as it came. The SDK's automatic function calling is switched off: tooldeck runs
-the tools.
+the tools. ``stream()`` yields the text as chunks arrive and each function call whole (Gemini
+never sends a call's arguments piece by piece), then the same turn ``complete()`` gives.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ from tooldeck.models import _gemini_request as request_format
 from tooldeck.models import _gemini_response as response_format
 from tooldeck.models._gemini_errors import sdk_errors
 from tooldeck.models._http_status import ErrorContext
-from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.base import Model, ModelSettings, StreamItem, ToolCallChunk, final_output
 
 if TYPE_CHECKING:
     from google.genai import Client
@@ -67,8 +68,9 @@ class GeminiModel(Model):
             order).
         base_url: Another endpoint of the same API.
         api_version: The API version, e.g. ``"v1beta"``; defaults to the SDK's.
-        stream: Receive the response as server-sent events (``streamGenerateContent``)
-            and assemble it.
+        stream: Make ``complete()`` receive the response as server-sent events
+            (``streamGenerateContent``) and assemble it (``stream()``, which a run with
+            ``deltas=True`` calls, always streams).
         tool_schema: ``"openapi"`` converts tool schemas to the OpenAPI subset
             (``parameters``); ``"json_schema"`` sends them unchanged
             (``parameters_json_schema``).
@@ -124,30 +126,68 @@ class GeminiModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        if self._stream:
+            return await final_output(
+                self.name, self.stream(messages, tools, settings, instructions)
+            )
         request = request_format.build_request(self._parts, messages, tools, settings, instructions)
-        turn_number = 1 + sum(message.role == "assistant" for message in messages)
-        id_prefix = f"call_{turn_number}_"
-        models = self.client.aio.models
         with self._sdk_errors():
-            if self._stream:
-                chunks = await models.generate_content_stream(**request)
-                turn = await response_format.turn_from_stream(chunks, id_prefix)
-            else:
-                response = await models.generate_content(**request)
-                turn = response_format.turn_from_response(response, id_prefix)
+            response = await self.client.aio.models.generate_content(**request)
+            turn = response_format.turn_from_response(response, _id_prefix(messages))
         allowed = request_format.callable_names(tools, settings)
         return response_format.to_output(self.name, turn, allowed)
 
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The response as server-sent events: its text as it comes, each call whole, then
+        the whole turn. Closing the generator closes the HTTP response."""
+        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
+        turn = response_format.GeminiTurn(_id_prefix(messages))
+        with self._sdk_errors(lambda: turn.chunks_read > 0):
+            chunks = await self.client.aio.models.generate_content_stream(**request)
+            async with _closing(chunks):
+                async for chunk in chunks:
+                    for piece in turn.read(chunk):
+                        yield piece
+        response_format.check_stream_ended(self.name, turn)
+        output = response_format.to_output(
+            self.name, turn, request_format.callable_names(tools, settings)
+        )
+        for index, call in enumerate(output.tool_calls[len(turn.calls) :], len(turn.calls)):
+            yield ToolCallChunk(index, call.id, call.name, call.arguments_json)  # a malformed call
+        yield output
+
     @contextmanager
-    def _sdk_errors(self) -> Iterator[None]:
+    def _sdk_errors(self, streaming: Callable[[], bool] = lambda: False) -> Iterator[None]:
         connection = self._connection
         context = ErrorContext(self.name, connection.endpoint, _KEY_HINT, connection.max_retries)
-        with sdk_errors(context):
+        with sdk_errors(context, streaming):
             yield
 
     async def aclose(self) -> None:
         if self._connection.owns_client:
             await self._connection.client.aio.aclose()
+
+
+def _id_prefix(messages: Sequence[Message]) -> str:
+    """Ids for calls the API sends without one: ``call_<turn>_<index>``."""
+    turn_number = 1 + sum(message.role == "assistant" for message in messages)
+    return f"call_{turn_number}_"
+
+
+@asynccontextmanager
+async def _closing(chunks: AsyncIterator[object]) -> AsyncIterator[None]:
+    """Close the SDK's chunk generator on the way out, so an early exit ends the response."""
+    try:
+        yield
+    finally:
+        if isinstance(chunks, AsyncGenerator):
+            await chunks.aclose()
 
 
 @dataclass(frozen=True, slots=True)
