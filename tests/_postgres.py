@@ -13,18 +13,22 @@ Fixtures (registered in conftest.py):
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 _START_FAILURE: list[str] = []
 
 
-def start_postgres(root: Path) -> str:
-    """Start PostgreSQL with its data in ``root`` and return its connection string."""
+def start_postgres(root: Path) -> Any:
+    """Start PostgreSQL with its data in ``root``; return pgserver's server (``get_uri()``,
+    ``cleanup()`` stops it and deletes the data)."""
     try:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
             warnings.simplefilter("ignore")
@@ -36,8 +40,7 @@ def start_postgres(root: Path) -> str:
         ) from error
     data = root / "pgdata"
     try:
-        server = pgserver.get_server(data, cleanup_mode="delete")
-        return server.get_uri()
+        return pgserver.get_server(data, cleanup_mode="delete")
     except Exception as error:
         log = data / "log"
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log written)"
@@ -48,14 +51,23 @@ def start_postgres(root: Path) -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> str:
+def postgres_server() -> Iterator[str]:
     if _START_FAILURE:  # one attempt per test session; every test that needs it says why
         pytest.fail(_START_FAILURE[0], pytrace=False)
+    # Not under pytest's temporary directory: the server runs as another user (pgserver's,
+    # when root) that must reach its data directory until it has stopped.
+    root = Path(tempfile.mkdtemp(prefix="tooldeck-postgres-"))
     try:
-        return start_postgres(tmp_path_factory.mktemp("postgres"))
+        server = start_postgres(root)
     except RuntimeError as error:
         _START_FAILURE.append(str(error))
+        shutil.rmtree(root, ignore_errors=True)
         pytest.fail(str(error), pytrace=False)
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

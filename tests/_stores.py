@@ -34,3 +34,17 @@ class Store:
     async def aclose(self) -> None:
         for session in self.opened:
             await session.aclose()
+
+
+def execute(store: Store, sql: str, parameters: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run SQL on the store's database directly (``?`` placeholders), as another program would."""
+    if store.kind == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(store.where) as db:
+            return db.execute(sql, parameters).fetchall()
+    import psycopg
+
+    with psycopg.connect(store.where, autocommit=True) as db:
+        cursor = db.execute(sql.replace("?", "%s"), parameters)
+        return cursor.fetchall() if cursor.description else []

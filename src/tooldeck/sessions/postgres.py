@@ -129,6 +129,12 @@ class PostgresSession:
             pool, self._pool = self._pool, None
             await pool.close()
 
+    async def __aenter__(self) -> PostgresSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     async def _write(self, work: Callable[[Connection, T], Awaitable[bool]], argument: T) -> bool:
         """``work`` in one transaction, rolled back on any error (psycopg's transaction block)."""
         async with self._connection() as db:

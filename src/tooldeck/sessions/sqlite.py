@@ -116,6 +116,12 @@ class SQLiteSession:
         """Let go of the shared connection (closed with the file's last session)."""
         self._release()
 
+    async def __aenter__(self) -> SQLiteSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         try:
             return await self._database.run(work)
