@@ -93,7 +93,10 @@ async def test_messages_are_stored_as_the_contracts_json(store: Store) -> None:
     result = await Agent(ScriptedModel([answer("hi")])).run("hello", session=session)
     (row,) = execute(store, "SELECT run_id, kind, schema_version, body FROM tooldeck_session_log")
     assert row[:3] == (result.run_id, "turn", 1)
-    assert json.loads(row[3]) == [m.model_dump(mode="json") for m in result.messages]
+    assert json.loads(row[3]) == [
+        m.model_dump(mode="json", exclude_defaults=True) for m in result.messages
+    ]
+    assert json.loads(row[3])[0] == {"role": "user", "content": "hello"}
 
 
 async def test_a_database_of_schema_0_is_migrated_when_opened(store: Store) -> None:
@@ -163,3 +166,31 @@ async def test_an_entry_written_by_a_newer_tooldeck_is_refused(store: Store) -> 
 
     with pytest.raises(SessionError, match="schema version 3, newer than this tooldeck reads"):
         await session.load()
+
+
+async def test_a_session_object_loads_what_others_wrote_and_cleared_since(store: Store) -> None:
+    reader, writer = store.session(), store.session()
+    await writer.append(Turn("r1", (Message.user("one"),)), after=0)
+    assert [m.content for m in (await reader.load()).messages] == ["one"]
+    await writer.append(Turn("r2", (Message.user("two"),)), after=1)
+    assert [m.content for m in (await reader.load()).messages] == ["one", "two"]
+    await writer.clear()
+    assert (await reader.load()).messages == ()
+
+
+async def test_a_log_rewritten_by_hand_is_read_again_in_full(store: Store) -> None:
+    session = store.session()
+    await session.append(Turn("r1", (Message.user("before"),)), after=0)
+    await session.load()
+    execute(store, "DELETE FROM tooldeck_session_log")
+    execute(
+        store,
+        "INSERT INTO tooldeck_session_log VALUES ('chat', 1, 'r9', 'turn', ?, 1, 0)",
+        (json.dumps([{"role": "user", "content": "edited"}]),),
+    )
+    execute(
+        store,
+        "INSERT INTO tooldeck_session_log VALUES ('chat', 2, 'r9', 'turn', ?, 1, 0)",
+        (json.dumps([{"role": "user", "content": "added"}]),),
+    )
+    assert [m.content for m in (await session.load()).messages] == ["edited", "added"]

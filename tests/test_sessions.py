@@ -274,3 +274,22 @@ def test_resume_without_a_checkpoint_or_a_session_says_what_it_needs() -> None:
 
 async def test_both_stores_implement_the_session_protocol(store: Store) -> None:
     assert isinstance(store.session(), Session)
+
+
+async def test_a_resume_that_pauses_again_stores_the_new_pause(store: Store) -> None:
+    session = store.session()
+    both = calls(call("delete_file", "d1", path="a"), call("delete_file", "d2", path="b"))
+    agent = Agent(ScriptedModel([both, answer("Both handled.")]), [delete_file])
+    await agent.run("delete a and b", session=session)
+
+    again = await agent.resume(session=session, decisions={"d1": Approve()})
+
+    assert again.stop_reason == "paused"
+    assert [p.call.id for p in again.pending] == ["d2"]
+    assert await session.pending() == again.checkpoint
+    done = await agent.resume(session=session, decisions={"d2": Reject("not b")})
+    history = await session.load()
+    assert history.messages == done.messages
+    assert [m.content for m in history.messages if m.role == "tool"] == [
+        "deleted a", "error[rejected]: not b"
+    ]  # fmt: skip

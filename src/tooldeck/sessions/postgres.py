@@ -81,6 +81,7 @@ class PostgresSession:
             self._dsn, self._pool, self._owns_pool = None, dsn, False
             self._where = f"PostgreSQL pool {dsn.name!r}"
         self._max_connections = max_connections
+        self._turns = _log.TurnCache()
 
     @property
     def session_id(self) -> str:
@@ -91,10 +92,16 @@ class PostgresSession:
 
     async def load(self) -> History:
         """The committed messages, the head, and a paused run's checkpoint if any."""
+        try:
+            return await self._read()
+        except _log.StaleCache:
+            return await self._read()
+
+    async def _read(self) -> History:
         async with self._connection() as db:
-            cursor = await db.execute(_LOAD, (self._session_id, self._session_id))
+            cursor = await db.execute(_LOAD, self._turns.load_parameters(self._session_id))
             rows = await cursor.fetchall()
-        return _log.read_history(rows, self._where)
+        return _log.read_history(rows, self._where, self._turns)
 
     async def append(self, turn: Turn, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
@@ -122,6 +129,7 @@ class PostgresSession:
         """Delete every entry of this session (numbering goes on after the old head)."""
         while not await self._write(_clear, self._session_id):
             pass  # a writer appended meanwhile: clear again, after it
+        self._turns = _log.TurnCache()
 
     async def aclose(self) -> None:
         """Close the pool the session made (a pool that was given stays open)."""

@@ -67,6 +67,7 @@ class SQLiteSession:
         self._session_id = session_id
         self._where = f"SQLite database {str(self.path)!r}"
         self._busy_timeout_s = busy_timeout_s
+        self._turns = _log.TurnCache()
         key = (str(self.path.resolve()), synchronous, busy_timeout_s)
         self._database = _shared.take(key)
         self._release = weakref.finalize(self, _shared.give_back, key, self._database)
@@ -80,11 +81,15 @@ class SQLiteSession:
 
     async def load(self) -> History:
         """The committed messages, the head, and a paused run's checkpoint if any."""
-        session_id, where = self._session_id, self._where
-        rows = await self._run(
-            lambda db: db.execute(_log.LOAD, (session_id, session_id)).fetchall()
-        )
-        return _log.read_history(rows, where)
+        try:
+            return await self._run(self._read)
+        except _log.StaleCache:
+            return await self._run(self._read)
+
+    def _read(self, db: sqlite3.Connection) -> History:
+        """LOAD, read and decoded in the database's thread."""
+        rows = db.execute(_log.LOAD, self._turns.load_parameters(self._session_id)).fetchall()
+        return _log.read_history(rows, self._where, self._turns)
 
     async def append(self, turn: Turn, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
@@ -111,6 +116,7 @@ class SQLiteSession:
         """Delete every entry of this session (numbering goes on after the old head)."""
         session_id = self._session_id
         await self._run(lambda db: _write(db, _clear, session_id))
+        self._turns = _log.TurnCache()
 
     async def aclose(self) -> None:
         """Let go of the shared connection (closed with the file's last session)."""

@@ -1,0 +1,274 @@
+"""Session storage: tooldeck's sessions beside the OpenAI Agents SDK's, in one harness.
+
+    .venv/bin/python bench/sessions.py              # alternating rounds, prints the table
+    .venv/bin/python bench/sessions.py --rounds 1   # a quick look
+
+Figures per store, all from the application's side of an ``await``:
+- append: commit one 4-item turn (user prompt, tool call, tool result, answer) to a session
+  that already holds turns; the median of 300 appends, microseconds;
+- load: read a session of 1,000 such turns (4,000 items) back; the median of 15 loads, ms.
+  tooldeck's sessions keep the turns they decoded (a stored turn never changes), so for them
+  "first load" is a new session object's (connection open, nothing decoded yet) and "load
+  again" the same object's next load; the other library decodes everything every time.
+
+Stores: tooldeck's SQLiteSession (synchronous NORMAL, the default, and FULL) and
+PostgresSession; the OpenAI Agents SDK 0.24.0's SQLiteSession (WAL, synchronous FULL, its
+defaults) and SQLAlchemySession (on SQLite through aiosqlite, and on PostgreSQL through
+asyncpg). PostgreSQL is pgserver's 16 on a Unix socket, started here. The other library runs
+from its own virtual environment ($BENCH_VENVS/openai_agents, made by bench/setup_venvs.sh,
+with `pip install "openai-agents[sqlalchemy]==0.24.0" aiosqlite`); each round runs both
+libraries, one after the other, in fresh processes. The script is stdlib-only at import so
+the same file runs in both environments (``--worker``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+VENVS = Path(os.environ.get("BENCH_VENVS", Path.home() / ".cache/tooldeck-bench/venvs"))
+APPENDS, LOAD_TURNS, LOADS = 300, 1000, 15
+
+
+class Store:
+    """One session store of one library: how to open it, append a turn, load it all."""
+
+    async def open(self, session_id: str) -> None:
+        raise NotImplementedError
+
+    async def append(self) -> None:
+        raise NotImplementedError
+
+    async def load(self) -> int:
+        """Read the whole session; return how many items came back (to check the work)."""
+        raise NotImplementedError
+
+    async def first_load(self) -> int:
+        """A load by a new session object (a store with no cache: the same as load)."""
+        return await self.load()
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+
+class ToolDeckStore(Store):
+    def __init__(self, kind: str, where: str, synchronous: str = "NORMAL") -> None:
+        from tooldeck import AssistantOutput, Message, ToolCall
+
+        self.kind, self.where, self.synchronous = kind, where, synchronous
+        call = ToolCall(id="call_1", name="add_numbers", arguments={"left": 2, "right": 3})
+        self.turn = (
+            Message.user("What is 2 + 3? Please use the tool."),
+            Message.assistant(AssistantOutput(tool_calls=(call,))),
+            Message.tool("call_1", "5"),
+            Message.assistant(AssistantOutput(content="2 + 3 = 5")),
+        )
+
+    async def open(self, session_id: str) -> None:
+        self.pool: Any = None
+        if self.kind == "postgres":  # one pool, so a new session object reuses a connection
+            from psycopg_pool import AsyncConnectionPool
+
+            self.pool = AsyncConnectionPool(self.where, kwargs={"autocommit": True}, open=False)
+            await self.pool.open()
+        self.session_id = session_id
+        self.session = self._new_session()
+        self.head = (await self.session.load()).head
+
+    def _new_session(self) -> Any:
+        from tooldeck.sessions import PostgresSession, SQLiteSession
+
+        if self.kind == "sqlite":
+            synchronous: Any = self.synchronous
+            return SQLiteSession(self.where, self.session_id, synchronous=synchronous)
+        return PostgresSession(self.pool, self.session_id)
+
+    async def first_load(self) -> int:
+        fresh = self._new_session()
+        loaded = len((await fresh.load()).messages)
+        await fresh.aclose()
+        return loaded
+
+    async def append(self) -> None:
+        from tooldeck.sessions import Turn
+
+        turn = Turn(uuid.uuid4().hex, self.turn)
+        self.head = await self.session.append(turn, after=self.head)
+
+    async def load(self) -> int:
+        return len((await self.session.load()).messages)
+
+    async def close(self) -> None:
+        await self.session.aclose()
+        if self.pool is not None:
+            await self.pool.close()
+
+
+OPENAI_TURN: list[dict[str, Any]] = [
+    {"role": "user", "content": "What is 2 + 3? Please use the tool."},
+    {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "add_numbers",
+        "arguments": '{"left": 2, "right": 3}',
+    },
+    {"type": "function_call_output", "call_id": "call_1", "output": "5"},
+    {
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "2 + 3 = 5", "annotations": []}],
+    },
+]
+
+
+class OpenAIStore(Store):
+    def __init__(self, kind: str, where: str) -> None:
+        self.kind, self.where = kind, where
+
+    async def open(self, session_id: str) -> None:
+        if self.kind == "sqlite":
+            from agents import SQLiteSession
+
+            self.session: Any = SQLiteSession(session_id, self.where)
+        else:
+            from agents.extensions.memory import SQLAlchemySession
+
+            self.session = SQLAlchemySession.from_url(
+                session_id, url=self.where, create_tables=True
+            )
+
+    async def append(self) -> None:
+        await self.session.add_items(OPENAI_TURN)
+
+    async def load(self) -> int:
+        return len(await self.session.get_items())
+
+    async def close(self) -> None:
+        if self.kind == "sqlite":
+            self.session.close()
+        else:
+            await self.session.engine.dispose()
+
+
+async def measure(store: Store) -> dict[str, float]:
+    """The append and load medians of one store."""
+    await store.open(f"append-{uuid.uuid4().hex}")
+    for _ in range(30):  # warm up: connections, prepared statements, caches
+        await store.append()
+    appends = [await _timed(store.append) for _ in range(APPENDS)]
+    await store.close()
+    await store.open(f"load-{uuid.uuid4().hex}")
+    for _ in range(LOAD_TURNS):
+        await store.append()
+    first_loads = [await _timed(store.first_load) for _ in range(LOADS)]
+    assert await store.load() == await store.first_load() == 4 * LOAD_TURNS
+    loads = [await _timed(store.load) for _ in range(LOADS)]
+    await store.close()
+    return {
+        "append_us": statistics.median(appends) * 1e6,
+        "first_load_ms": statistics.median(first_loads) * 1e3,
+        "load_ms": statistics.median(loads) * 1e3,
+    }
+
+
+async def _timed(step: Callable[[], Awaitable[Any]]) -> float:
+    started = time.perf_counter()
+    await step()
+    return time.perf_counter() - started
+
+
+def worker(library: str, workdir: Path, postgres: str) -> dict[str, dict[str, float]]:
+    """Every store of one library, in this process."""
+    stores: dict[str, Store]
+    if library == "tooldeck":
+        stores = {
+            "SQLite (NORMAL)": ToolDeckStore("sqlite", str(workdir / "td-normal.db")),
+            "SQLite (FULL)": ToolDeckStore("sqlite", str(workdir / "td-full.db"), "FULL"),
+            "PostgreSQL": ToolDeckStore("postgres", postgres),
+        }
+    else:
+        asyncpg_url = postgres.replace("postgresql://", "postgresql+asyncpg://", 1)
+        stores = {
+            "SQLiteSession (FULL)": OpenAIStore("sqlite", str(workdir / "oa.db")),
+            "SQLAlchemySession, SQLite": OpenAIStore(
+                "sqlalchemy", f"sqlite+aiosqlite:///{workdir / 'oa-sqlalchemy.db'}"
+            ),
+            "SQLAlchemySession, PostgreSQL": OpenAIStore("sqlalchemy", asyncpg_url),
+        }
+    return {name: asyncio.run(measure(store)) for name, store in stores.items()}
+
+
+def start_postgres(root: Path) -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+    return pgserver.get_server(root / "pgdata", cleanup_mode="delete")
+
+
+def drive(rounds: int) -> None:
+    other = VENVS / "openai_agents" / "bin" / "python"
+    if not other.exists():
+        sys.exit(f"{other} is missing: run bench/setup_venvs.sh (see this script's docstring)")
+    pythons = {"tooldeck": Path(sys.executable), "openai_agents": other}
+    with tempfile.TemporaryDirectory(prefix="tooldeck-bench-sessions-") as tmp:
+        server = start_postgres(Path(tmp))
+        postgres = server.get_uri()
+        results: dict[str, list[dict[str, dict[str, float]]]] = {name: [] for name in pythons}
+        loads = []
+        for round_ in range(rounds):
+            for library, python in pythons.items():
+                workdir = Path(tmp) / f"{library}-{round_}"
+                workdir.mkdir()
+                loads.append(os.getloadavg()[0])
+                command = [str(python), __file__, "--worker", library, str(workdir), postgres]
+                done = subprocess.run(command, capture_output=True, text=True, check=True)
+                results[library].append(json.loads(done.stdout))
+                print(f"round {round_ + 1} {library}: {done.stdout.strip()}", file=sys.stderr)
+        server.cleanup()
+    print_table(results, loads)
+
+
+def print_table(results: dict[str, list[dict[str, dict[str, float]]]], loads: list[float]) -> None:
+    print("| library | store | append a 4-item turn (µs) | load 1,000 turns (ms) | again (ms) |")
+    print("|---|---|---:|---:|---:|")
+    for library, rounds in results.items():
+        for store in rounds[0]:
+            append, first, again = (
+                statistics.median(r[store][key] for r in rounds)
+                for key in ("append_us", "first_load_ms", "load_ms")
+            )
+            print(f"| {library} | {store} | {append:.0f} | {first:.1f} | {again:.1f} |")
+    print(f"\n1-minute load average during the runs: {min(loads):.1f} to {max(loads):.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--worker", nargs=3, metavar=("LIBRARY", "WORKDIR", "POSTGRES"))
+    options = parser.parse_args()
+    if options.worker:
+        library, workdir, postgres = options.worker
+        print(json.dumps(worker(library, Path(workdir), postgres)))
+    else:
+        drive(options.rounds)
+
+
+if __name__ == "__main__":
+    main()
