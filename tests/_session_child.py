@@ -13,7 +13,9 @@ overlap meet at a barrier of files in WORKDIR: each writes ``ready-NAME`` and wa
   the tool appends a line to WORKDIR/executed; prints ``resumed`` or ``refused``.
 - ``hang-in-tool``: a run whose tool writes WORKDIR/in-tool and sleeps (to be killed).
 - ``hang-in-write``: a run whose commit writes WORKDIR/in-write after its INSERT, before
-  its COMMIT, and sleeps (to be killed with the transaction open).
+  its COMMIT, and sleeps (to be killed with the transaction open). On PostgreSQL the
+  session gets a pool without autocommit, so its append is BEGIN, INSERT, COMMIT (with
+  autocommit the append is one INSERT statement: atomic at the server, with no window).
 - ``big-writes``: appends large turns forever (to be killed at a random moment).
 """
 
@@ -76,9 +78,15 @@ def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
-def open_session() -> Session:
+async def open_session() -> Session:
     if kind == "sqlite":
         return SQLiteSession(where, session_id)
+    if scenario == "hang-in-write":
+        from psycopg_pool import AsyncConnectionPool
+
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(where, open=False)
+        await pool.open()
+        return PostgresSession(pool, session_id)
     return PostgresSession(where, session_id)
 
 
@@ -175,7 +183,7 @@ SCENARIOS = {
 
 
 async def main() -> None:
-    session = open_session()
+    session = await open_session()
     try:
         outcome = await SCENARIOS[scenario](session)
     finally:

@@ -8,6 +8,7 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,26 @@ async def test_sqlite_sessions_use_wal_at_the_stated_durability(tmp_path: Path) 
         assert await pragma(normal, "busy_timeout") == 5000
     async with SQLiteSession(tmp_path / "b.db", "chat", synchronous="FULL") as full:
         assert await pragma(full, "synchronous") == 2
+
+
+def sqlite_threads() -> set[threading.Thread]:
+    return {thread for thread in threading.enumerate() if thread.name == "tooldeck-sqlite"}
+
+
+async def test_sessions_of_one_file_share_one_connection_closed_with_the_last(
+    tmp_path: Path,
+) -> None:
+    before = sqlite_threads()
+    sessions = [SQLiteSession(tmp_path / "s.db", f"user-{i}") for i in range(20)]
+    for session in sessions:
+        await session.append(HELLO, after=0)
+    (thread,) = sqlite_threads() - before
+    for session in sessions:
+        await session.aclose()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert len((await sessions[0].load()).messages) == 1  # usable again after aclose
+    await sessions[0].aclose()
 
 
 async def test_the_event_loop_runs_while_a_write_waits_for_another_writer(tmp_path: Path) -> None:

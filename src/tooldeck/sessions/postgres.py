@@ -106,7 +106,7 @@ class PostgresSession:
     async def append(self, turn: Turn, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
         parameters = _log.append_parameters(self._session_id, turn, after)
-        if not await self._write(_insert_if_head, (_APPEND, parameters)):
+        if not await self._write(_insert_if_head, (_APPEND, parameters), one_statement=True):
             raise _log.conflict(self._session_id, after)
         return after + 1
 
@@ -121,7 +121,7 @@ class PostgresSession:
         """Claim paused run ``run_id`` (entry ``after``) for one resume; CheckpointError if
         it was claimed or cleared first."""
         parameters = _log.claim_parameters(self._session_id, run_id, after)
-        if not await self._write(_insert_if_head, (_CLAIM, parameters)):
+        if not await self._write(_insert_if_head, (_CLAIM, parameters), one_statement=True):
             raise _log.already_claimed(self._session_id, run_id)
         return after + 1
 
@@ -143,10 +143,19 @@ class PostgresSession:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _write(self, work: Callable[[Connection, T], Awaitable[bool]], argument: T) -> bool:
-        """``work`` in one transaction, rolled back on any error (psycopg's transaction block)."""
+    async def _write(
+        self,
+        work: Callable[[Connection, T], Awaitable[bool]],
+        argument: T,
+        *,
+        one_statement: bool = False,
+    ) -> bool:
+        """``work`` in one transaction, rolled back on any error; False if it hit a taken
+        entry number. With autocommit, one statement is a transaction of its own."""
         async with self._connection() as db:
             try:
+                if one_statement and db.autocommit:
+                    return await work(db, argument)
                 async with db.transaction():
                     return await work(db, argument)
             except UniqueViolation:

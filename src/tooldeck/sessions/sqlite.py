@@ -68,9 +68,13 @@ class SQLiteSession:
         self._where = f"SQLite database {str(self.path)!r}"
         self._busy_timeout_s = busy_timeout_s
         self._turns = _log.TurnCache()
-        key = (str(self.path.resolve()), synchronous, busy_timeout_s)
-        self._database = _shared.take(key)
-        self._release = weakref.finalize(self, _shared.give_back, key, self._database)
+        self._key = (os.path.abspath(self.path), synchronous, busy_timeout_s)
+        self._attach()
+
+    def _attach(self) -> None:
+        """Use the file's shared connection thread, until ``aclose()`` or garbage collection."""
+        self._database = _shared.take(self._key)
+        self._release = weakref.finalize(self, _shared.give_back, self._key, self._database)
 
     @property
     def session_id(self) -> str:
@@ -119,7 +123,8 @@ class SQLiteSession:
         self._turns = _log.TurnCache()
 
     async def aclose(self) -> None:
-        """Let go of the shared connection (closed with the file's last session)."""
+        """Let go of the shared connection (closed with the file's last session); using the
+        session again takes it again."""
         self._release()
 
     async def __aenter__(self) -> SQLiteSession:
@@ -129,6 +134,8 @@ class SQLiteSession:
         await self.aclose()
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if not self._release.alive:
+            self._attach()
         try:
             return await self._database.run(work)
         except sqlite3.Error as error:
