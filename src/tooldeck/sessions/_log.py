@@ -85,11 +85,11 @@ class StaleCache(Exception):
 
 
 class TurnCache:
-    """The turns one session object has read, by entry number.
+    """The turns one session object has read or written, by entry number.
 
     An entry never changes once written (the log is append-only and its numbers are never
     reused, not even by a clear), so loading again reads and decodes only the turns added
-    since. An entry is known by its number and run id: if the log was rewritten by hand
+    since by others. An entry is known by its number and run id: if the log was rewritten by hand
     under a session object, it reads everything again. Turns cleared by another process
     stay here, unused, until this session object clears.
     """
@@ -105,6 +105,13 @@ class TurnCache:
     def forget(self) -> None:
         self.seen = 0
         self.turns = {}
+
+    def wrote(self, seq: int, turn: Turn | None) -> None:
+        """This session object committed entry ``seq`` (a turn, or another kind: None)."""
+        if turn is not None and turn.checkpoint is None:
+            self.turns[seq, turn.run_id] = turn.messages
+        if self.seen == seq - 1:
+            self.seen = seq
 
     def load_parameters(self, session_id: str) -> tuple[Any, ...]:
         """The parameters of LOAD for this session and what this cache holds."""

@@ -108,6 +108,7 @@ class PostgresSession:
         parameters = _log.append_parameters(self._session_id, turn, after)
         if not await self._write(_insert_if_head, (_APPEND, parameters), one_statement=True):
             raise _log.conflict(self._session_id, after)
+        self._turns.wrote(after + 1, turn)
         return after + 1
 
     async def pending(self) -> Checkpoint | None:
@@ -123,6 +124,7 @@ class PostgresSession:
         parameters = _log.claim_parameters(self._session_id, run_id, after)
         if not await self._write(_insert_if_head, (_CLAIM, parameters), one_statement=True):
             raise _log.already_claimed(self._session_id, run_id)
+        self._turns.wrote(after + 1, None)
         return after + 1
 
     async def clear(self) -> None:

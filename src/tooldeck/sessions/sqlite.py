@@ -98,7 +98,7 @@ class SQLiteSession:
     async def append(self, turn: Turn, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
         parameters = _log.append_parameters(self._session_id, turn, after)
-        if not await self._run(lambda db: _write(db, _append, parameters)):
+        if not await self._run(lambda db: self._commit(db, _append, parameters, turn)):
             raise _log.conflict(self._session_id, after)
         return after + 1
 
@@ -112,9 +112,22 @@ class SQLiteSession:
         """Claim paused run ``run_id`` (entry ``after``) for one resume; CheckpointError if
         it was claimed or cleared first."""
         parameters = _log.claim_parameters(self._session_id, run_id, after)
-        if not await self._run(lambda db: _write(db, _claim, parameters)):
+        if not await self._run(lambda db: self._commit(db, _claim, parameters, None)):
             raise _log.already_claimed(self._session_id, run_id)
         return after + 1
+
+    def _commit(
+        self,
+        db: sqlite3.Connection,
+        insert: Callable[[sqlite3.Connection, tuple[Any, ...]], bool],
+        parameters: tuple[Any, ...],
+        turn: Turn | None,
+    ) -> bool:
+        """Write one entry, in the database's thread; remember a turn it wrote."""
+        written = _write(db, insert, parameters)
+        if written:
+            self._turns.wrote(parameters[1], turn)
+        return written
 
     async def clear(self) -> None:
         """Delete every entry of this session (numbering goes on after the old head)."""
