@@ -229,21 +229,39 @@ def drive(rounds: int) -> None:
         server = start_postgres(Path(tmp))
         postgres = server.get_uri()
         results: dict[str, list[dict[str, dict[str, float]]]] = {name: [] for name in pythons}
-        loads = []
+        loads, fsyncs = [], []
         for round_ in range(rounds):
             for library, python in pythons.items():
                 workdir = Path(tmp) / f"{library}-{round_}"
                 workdir.mkdir()
                 loads.append(os.getloadavg()[0])
+                fsyncs.append(fsync_us(workdir))
                 command = [str(python), __file__, "--worker", library, str(workdir), postgres]
                 done = subprocess.run(command, capture_output=True, text=True, check=True)
                 results[library].append(json.loads(done.stdout))
                 print(f"round {round_ + 1} {library}: {done.stdout.strip()}", file=sys.stderr)
         server.cleanup()
-    print_table(results, loads)
+    print_table(results, loads, fsyncs)
 
 
-def print_table(results: dict[str, list[dict[str, dict[str, float]]]], loads: list[float]) -> None:
+def fsync_us(folder: Path) -> float:
+    """The median time of an fsync after a 4 KiB write here: what synchronous FULL pays."""
+    probe = folder / "fsync-probe"
+    times = []
+    with probe.open("wb") as handle:
+        for _ in range(20):
+            handle.write(b"x" * 4096)
+            handle.flush()
+            started = time.perf_counter()
+            os.fsync(handle.fileno())
+            times.append(time.perf_counter() - started)
+    probe.unlink()
+    return statistics.median(times) * 1e6
+
+
+def print_table(
+    results: dict[str, list[dict[str, dict[str, float]]]], loads: list[float], fsyncs: list[float]
+) -> None:
     print("| library | store | append a 4-item turn (µs) | load 1,000 turns (ms) | again (ms) |")
     print("|---|---|---:|---:|---:|")
     for library, rounds in results.items():
@@ -254,6 +272,7 @@ def print_table(results: dict[str, list[dict[str, dict[str, float]]]], loads: li
             )
             print(f"| {library} | {store} | {append:.0f} | {first:.1f} | {again:.1f} |")
     print(f"\n1-minute load average during the runs: {min(loads):.1f} to {max(loads):.1f}")
+    print(f"fsync of a 4 KiB write, median per round: {min(fsyncs):.0f} to {max(fsyncs):.0f} µs")
 
 
 def main() -> None:
