@@ -39,7 +39,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 VENVS = Path(os.environ.get("BENCH_VENVS", Path.home() / ".cache/tooldeck-bench/venvs"))
-APPENDS, LOAD_TURNS, LOADS = 300, 1000, 15
+COUNTS = {"appends": 300, "turns": 1000, "loads": 15}
+"""Timed appends, turns in the loaded session, timed loads (``--quick``: a few of each)."""
 
 
 class Store:
@@ -168,14 +169,14 @@ async def measure(store: Store) -> dict[str, float]:
     await store.open(f"append-{uuid.uuid4().hex}")
     for _ in range(30):  # warm up: connections, prepared statements, caches
         await store.append()
-    appends = [await _timed(store.append) for _ in range(APPENDS)]
+    appends = [await _timed(store.append) for _ in range(COUNTS["appends"])]
     await store.close()
     await store.open(f"load-{uuid.uuid4().hex}")
-    for _ in range(LOAD_TURNS):
+    for _ in range(COUNTS["turns"]):
         await store.append()
-    first_loads = [await _timed(store.first_load) for _ in range(LOADS)]
-    assert await store.load() == await store.first_load() == 4 * LOAD_TURNS
-    loads = [await _timed(store.load) for _ in range(LOADS)]
+    first_loads = [await _timed(store.first_load) for _ in range(COUNTS["loads"])]
+    assert await store.load() == await store.first_load() == 4 * COUNTS["turns"]
+    loads = [await _timed(store.load) for _ in range(COUNTS["loads"])]
     await store.close()
     return {
         "append_us": statistics.median(appends) * 1e6,
@@ -281,7 +282,10 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--worker", nargs=3, metavar=("LIBRARY", "WORKDIR", "POSTGRES"))
+    parser.add_argument("--quick", action="store_true", help="a few of each (a smoke test)")
     options = parser.parse_args()
+    if options.quick:
+        COUNTS.update(appends=5, turns=20, loads=2)
     if options.worker:
         library, workdir, postgres = options.worker
         print(json.dumps(worker(library, Path(workdir), postgres)))
