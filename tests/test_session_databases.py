@@ -149,3 +149,13 @@ def test_a_run_without_a_session_loads_nothing_of_sessions() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_postgres_server_that_cannot_start_fails_the_tests_saying_why(tmp_path: Path) -> None:
+    from _postgres import start_postgres
+
+    with pytest.raises(RuntimeError) as failed:
+        start_postgres(tmp_path / "no-such-folder")
+    message = str(failed.value)
+    assert message.startswith(f"could not start PostgreSQL with pgserver in {tmp_path}")
+    assert "no-such-folder" in message
