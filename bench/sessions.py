@@ -166,6 +166,9 @@ class OpenAIStore(Store):
 
 async def measure(store: Store) -> dict[str, float]:
     """The append and load medians of one store."""
+    # Start with no dirty pages waiting: on ext4 an fsync also flushes other files' data,
+    # so a store measured after another's writes would pay for them (synchronous FULL).
+    os.sync()
     await store.open(f"append-{uuid.uuid4().hex}")
     for _ in range(30):  # warm up: connections, prepared statements, caches
         await store.append()

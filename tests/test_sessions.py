@@ -192,8 +192,8 @@ async def test_a_pause_is_resumed_exactly_once(store: Store) -> None:
 
     assert str(again.value) == (
         f"session 'chat' holds no paused run to resume: run {paused.run_id!r} was resumed "
-        "already (a checkpoint is resumed exactly once), or never paused here, or the session "
-        "was cleared"
+        "already (a checkpoint is resumed exactly once), or did not pause in this session, or "
+        "the session was cleared"
     )
     assert len(model.requests) == 2
 

@@ -70,11 +70,11 @@ def _paused_run(
     if isinstance(given, str):
         given = Checkpoint.from_json(given)
     if pending is None:
-        which = f"run {given.run_id!r}" if given is not None else "a paused run"
+        which = f"run {given.run_id!r}" if given is not None else "its last pause"
         raise CheckpointError(
             f"session {session.session_id!r} holds no paused run to resume: {which} was "
-            "resumed already (a checkpoint is resumed exactly once), or never paused here, "
-            "or the session was cleared"
+            "resumed already (a checkpoint is resumed exactly once), or did not pause in "
+            "this session, or the session was cleared"
         )
     if given is not None and given != pending:
         raise CheckpointError(
