@@ -3,7 +3,10 @@
     .venv/bin/python bench/sessions.py              # alternating rounds, prints the table
     .venv/bin/python bench/sessions.py --rounds 1   # a quick look
 
-Figures per store, all from the application's side of an ``await``:
+Figures per store, all from the application's side of an ``await``, as wall time and as
+the process's CPU time (every thread; not the PostgreSQL server's) — on a shared, loaded
+machine the CPU time is the steadier figure, since wall time also counts the waits for a
+core and for the disk:
 - append: commit one 4-item turn (user prompt, tool call, tool result, answer) to a session
   that already holds turns; the median of 300 appends, microseconds;
 - load: read a session of 1,000 such turns (4,000 items) back; the median of 15 loads, ms.
@@ -182,16 +185,24 @@ async def measure(store: Store) -> dict[str, float]:
     loads = [await _timed(store.load) for _ in range(COUNTS["loads"])]
     await store.close()
     return {
-        "append_us": statistics.median(appends) * 1e6,
-        "first_load_ms": statistics.median(first_loads) * 1e3,
-        "load_ms": statistics.median(loads) * 1e3,
+        "append_us": _median(appends, 0) * 1e6,
+        "append_cpu_us": _median(appends, 1) * 1e6,
+        "first_load_ms": _median(first_loads, 0) * 1e3,
+        "first_load_cpu_ms": _median(first_loads, 1) * 1e3,
+        "load_ms": _median(loads, 0) * 1e3,
+        "load_cpu_ms": _median(loads, 1) * 1e3,
     }
 
 
-async def _timed(step: Callable[[], Awaitable[Any]]) -> float:
-    started = time.perf_counter()
+async def _timed(step: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
+    """Wall time, and CPU time of this process (every thread: the database's too)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     await step()
-    return time.perf_counter() - started
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _median(samples: list[tuple[float, float]], which: int) -> float:
+    return statistics.median(sample[which] for sample in samples)
 
 
 def worker(library: str, workdir: Path, postgres: str) -> dict[str, dict[str, float]]:
@@ -266,17 +277,30 @@ def fsync_us(folder: Path) -> float:
 def print_table(
     results: dict[str, list[dict[str, dict[str, float]]]], loads: list[float], fsyncs: list[float]
 ) -> None:
-    print("| library | store | append a 4-item turn (µs) | load 1,000 turns (ms) | again (ms) |")
+    print(
+        "| library | store | append a 4-item turn: wall / CPU (µs) "
+        "| load 1,000 turns: wall / CPU (ms) | load again: wall / CPU (ms) |"
+    )
     print("|---|---|---:|---:|---:|")
     for library, rounds in results.items():
         for store in rounds[0]:
-            append, first, again = (
-                statistics.median(r[store][key] for r in rounds)
-                for key in ("append_us", "first_load_ms", "load_ms")
-            )
-            print(f"| {library} | {store} | {append:.0f} | {first:.1f} | {again:.1f} |")
+            cells = [_cell(rounds, store, *figure) for figure in FIGURES]
+            print(f"| {library} | {store} | {' | '.join(cells)} |")
     print(f"\n1-minute load average during the runs: {min(loads):.1f} to {max(loads):.1f}")
     print(f"fsync of a 4 KiB write, median per round: {min(fsyncs):.0f} to {max(fsyncs):.0f} µs")
+
+
+FIGURES = (("append", "us", 0), ("first_load", "ms", 1), ("load", "ms", 1))
+"""(figure, unit, decimals): the table's columns."""
+
+
+def _cell(
+    rounds: list[dict[str, dict[str, float]]], store: str, name: str, unit: str, digits: int
+) -> str:
+    """The median over rounds of one figure: wall / CPU."""
+    wall = statistics.median(r[store][f"{name}_{unit}"] for r in rounds)
+    cpu = statistics.median(r[store][f"{name}_cpu_{unit}"] for r in rounds)
+    return f"{wall:.{digits}f} / {cpu:.{digits}f}"
 
 
 def main() -> None:
