@@ -18,8 +18,8 @@ Stores: tooldeck's SQLiteSession (synchronous NORMAL, the default, and FULL) and
 PostgresSession; the OpenAI Agents SDK 0.24.0's SQLiteSession (WAL, synchronous FULL, its
 defaults) and SQLAlchemySession (on SQLite through aiosqlite, and on PostgreSQL through
 asyncpg). PostgreSQL is pgserver's 16 on a Unix socket, started here. The other library runs
-from its own virtual environment ($BENCH_VENVS/openai_agents, made by bench/setup_venvs.sh,
-with `pip install "openai-agents[sqlalchemy]==0.24.0" aiosqlite`); each round runs both
+from its own virtual environment ($BENCH_VENVS/openai_agents, made by bench/setup_venvs.sh
+with the SDK's sqlalchemy extra and aiosqlite); each round runs both
 libraries, one after the other, in fresh processes. The script is stdlib-only at import so
 the same file runs in both environments (``--worker``).
 """
