@@ -104,7 +104,7 @@ class SessionError(ToolDeckError):
     """A session's database could not be read or written (locked, unreachable, a schema this
     tooldeck does not know). ``result`` keeps the run whose turn could not be stored."""
 
-    def __init__(self, message: str, result: RunResult | None = None) -> None:
+    def __init__(self, message: str, result: RunResult[Any] | None = None) -> None:
         super().__init__(message)
         self.result = result
         """The run whose turn was not stored, when a commit failed; None otherwise."""

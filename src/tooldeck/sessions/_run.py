@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 async def stream_in_session(
-    agent: Agent[Any], session: Session, prompt: str, deps: Any
+    agent: Agent[Any, Any], session: Session, prompt: str, deps: Any
 ) -> AsyncIterator[Event]:
     """``agent.stream(prompt, session=...)``: the run continues the session's conversation."""
     history = await session.load()
@@ -38,7 +38,7 @@ async def stream_in_session(
 
 
 async def resume_in_session(
-    agent: Agent[Any],
+    agent: Agent[Any, Any],
     session: Session,
     checkpoint: Checkpoint | str | None,
     decisions: Mapping[str, Decision] | None,
@@ -99,7 +99,7 @@ async def _committing(
         raise
 
 
-async def _commit(session: Session, result: RunResult, start: int, head: int) -> None:
+async def _commit(session: Session, result: RunResult[Any], start: int, head: int) -> None:
     if result.checkpoint is not None:
         turn = Turn(result.run_id, checkpoint=result.checkpoint)
     else:
