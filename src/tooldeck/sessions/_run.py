@@ -6,7 +6,8 @@ started from the stored history; nothing here runs a model or a tool.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.contracts import Checkpoint, RunResult
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
 
 
 async def stream_in_session(
-    agent: Agent[Any, Any], session: Session, prompt: str, deps: Any
-) -> AsyncIterator[Event]:
+    agent: Agent[Any, Any], session: Session, prompt: str, deps: Any, deltas: bool
+) -> AsyncGenerator[Event, None]:
     """``agent.stream(prompt, session=...)``: the run continues the session's conversation."""
     history = await session.load()
     if history.pending is not None:
@@ -32,9 +33,10 @@ async def stream_in_session(
             "or clear the session, before starting another run"
         )
     messages = repair(history.messages)
-    events = agent.stream(prompt, deps=deps, history=messages)
-    async for event in _committing(events, session, len(messages), history.head):
-        yield event
+    events = agent.stream(prompt, deps=deps, history=messages, deltas=deltas)
+    async with aclosing(_committing(events, session, len(messages), history.head)) as run:
+        async for event in run:
+            yield event
 
 
 async def resume_in_session(
@@ -43,7 +45,8 @@ async def resume_in_session(
     checkpoint: Checkpoint | str | None,
     decisions: Mapping[str, Decision] | None,
     deps: Any,
-) -> AsyncIterator[Event]:
+    deltas: bool,
+) -> AsyncGenerator[Event, None]:
     """``agent.resume(session=...)``: claim the stored paused run, go on, commit the turn.
 
     The checkpoint and decisions are checked before the claim, so a refused resume leaves
@@ -57,10 +60,11 @@ async def resume_in_session(
             f"session {session.session_id!r}'s history is not the one paused run "
             f"{stored.run_id!r} started from: refusing to resume it"
         )
-    events = agent.resume_stream(stored, decisions, deps=deps)
+    events = agent.resume_stream(stored, decisions, deps=deps, deltas=deltas)
     head = await session.consume(stored.run_id, after=history.head)
-    async for event in _committing(events, session, len(messages), head):
-        yield event
+    async with aclosing(_committing(events, session, len(messages), head)) as run:
+        async for event in run:
+            yield event
 
 
 def _paused_run(
@@ -86,14 +90,16 @@ def _paused_run(
 
 
 async def _committing(
-    events: AsyncIterator[Event], session: Session, start: int, head: int
-) -> AsyncIterator[Event]:
-    """Pass the run's events on; commit its turn before its FinalAnswer is handed over."""
+    events: AsyncGenerator[Event, None], session: Session, start: int, head: int
+) -> AsyncGenerator[Event, None]:
+    """Pass the run's events on; commit its turn before its FinalAnswer is handed over.
+    Closing this stream closes the run's at once (its request and calls stop)."""
     try:
-        async for event in events:
-            if isinstance(event, FinalAnswer):
-                await _commit(session, event.result, start, head)
-            yield event
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, FinalAnswer):
+                    await _commit(session, event.result, start, head)
+                yield event
     except RunStopped as stop:
         stop.add_note(f"session {session.session_id!r} is unchanged: a stopped run commits nothing")
         raise
