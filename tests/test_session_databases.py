@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from _stores import Store
-from tooldeck import Message
+from _stores import Store, execute
+from helpers import answer
+from tooldeck import Agent, Message, ScriptedModel
 from tooldeck.errors import SessionConflict, SessionError
 from tooldeck.sessions import PostgresSession, SQLiteSession, Turn
 
@@ -110,6 +111,69 @@ async def test_a_failed_write_leaves_no_lock_behind(store: Store) -> None:
     assert await session.append(HELLO, after=1) == 2
 
 
+def refuse_inserts(store: Store) -> None:
+    """Make every insert into the log fail from now on, as a full disk or a lost server would."""
+    if store.kind == "sqlite":
+        execute(
+            store,
+            "CREATE TRIGGER refuse BEFORE INSERT ON tooldeck_session_log "
+            "BEGIN SELECT RAISE(ABORT, 'the disk is full'); END",
+        )
+    else:
+        execute(
+            store,
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'the disk is full'; END $$",
+        )
+        execute(
+            store,
+            "CREATE TRIGGER refuse BEFORE INSERT ON tooldeck_session_log "
+            "FOR EACH ROW EXECUTE FUNCTION refuse()",
+        )
+
+
+async def test_a_commit_that_fails_keeps_the_run_and_leaves_the_session_as_it_was(
+    store: Store,
+) -> None:
+    session = store.session()
+    await Agent(ScriptedModel([answer("kept")])).run("first", session=session)
+    before = await session.load()
+    refuse_inserts(store)
+
+    with pytest.raises(SessionError) as failed:
+        await Agent(ScriptedModel([answer("not stored")])).run("second", session=session)
+
+    assert type(failed.value) is SessionError  # a write error, not a conflict
+    assert "the disk is full" in str(failed.value)
+    assert failed.value.result is not None  # nothing is lost: the run is in the error
+    assert failed.value.result.answer == "not stored"
+    assert await store.session().load() == before
+    execute(store, "DROP TRIGGER refuse" + (" ON tooldeck_session_log" * (store.kind != "sqlite")))
+    assert await session.append(HELLO, after=before.head) == before.head + 1  # no lock left
+
+
+async def test_a_clear_that_fails_halfway_is_rolled_back_whole(store: Store) -> None:
+    session = store.session()
+    await Agent(ScriptedModel([answer("kept")])).run("first", session=session)
+    before = await session.load()
+    refuse_inserts(store)  # the clear deletes the entries, then fails to insert its marker
+
+    with pytest.raises(SessionError, match="the disk is full"):
+        await session.clear()
+
+    assert await store.session().load() == before  # the delete was rolled back with it
+
+
+async def test_a_file_that_is_not_a_database_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("these are my notes, not a database\n" * 100)
+    with pytest.raises(SessionError) as failed:
+        await SQLiteSession(path, "chat").load()
+    assert str(failed.value) == (
+        f"SQLite database {str(path)!r}: DatabaseError: file is not a database"
+    )
+
+
 async def test_a_sqlite_file_that_cannot_be_opened_says_where(tmp_path: Path) -> None:
     path = tmp_path / "missing-dir" / "s.db"
     with pytest.raises(SessionError) as failed:
@@ -129,6 +193,35 @@ async def test_an_unreachable_postgres_says_where_and_how_long_it_waited(tmp_pat
         f"could not connect to the PostgreSQL database sessions at {tmp_path} within 0.5 s"
     )
     assert "secret" not in message
+    assert "failed: No such file or directory" in message, message  # libpq's reason
+
+
+async def test_a_postgres_database_that_refuses_the_connection_says_why(
+    postgres_server: str,
+) -> None:
+    from psycopg.conninfo import make_conninfo
+
+    dsn = make_conninfo(postgres_server, dbname="no_such_db")
+    async with PostgresSession(dsn, "chat", connect_timeout_s=0.5) as session:
+        with pytest.raises(SessionError) as failed:
+            await session.load()
+    message = str(failed.value)
+    assert message.startswith("could not connect to the PostgreSQL database no_such_db at "), (
+        message
+    )
+    assert 'database "no_such_db" does not exist' in message, message  # the server's reason
+
+
+async def test_a_postgres_pool_with_every_connection_in_use_says_so(postgres_dsn: str) -> None:
+    async with PostgresSession(postgres_dsn, "chat", max_connections=1, connect_timeout_s=0.3) as s:
+        await s.load()
+        async with s._connection():  # another task of this process holds the only connection
+            with pytest.raises(SessionError) as failed:
+                await s.load()
+    assert str(failed.value).endswith(
+        "within 0.3 s: every connection of the session's pool (max_connections=1) stayed in use; "
+        "give the session more, or hold them for shorter"
+    )
 
 
 def test_bad_session_arguments_are_refused_with_the_value(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ PostgreSQL's default ``synchronous_commit=on`` a committed turn is flushed to it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -171,10 +172,28 @@ class PostgresSession:
                 yield db
         except PoolTimeout as error:
             raise SessionError(
-                f"could not connect to the {self._where} within {self._timeout} s: {error}"
+                f"could not connect to the {self._where} within {self._timeout} s: "
+                f"{await self._why_no_connection(error)}"
             ) from error
         except psycopg.Error as error:
             raise SessionError(f"{self._where}: {type(error).__name__}: {error}") from error
+
+    async def _why_no_connection(self, timeout: PoolTimeout) -> str:
+        """Why the pool had no connection to give: the server's refusal, which the pool only
+        logs, read from one connection of our own (a pool that was given keeps its reasons)."""
+        if self._dsn is None:
+            return f"{timeout} (the pool's log says why)"
+        try:
+            probe = await asyncio.wait_for(psycopg.AsyncConnection.connect(self._dsn), 5.0)
+        except psycopg.Error as refused:
+            return str(refused).strip()
+        except TimeoutError:
+            return f"{timeout} (the server did not answer)"
+        await probe.close()
+        return (
+            f"every connection of the session's pool (max_connections={self._max_connections}) "
+            "stayed in use; give the session more, or hold them for shorter"
+        )
 
     async def _ready_pool(self) -> Pool:
         pool = self._pool

@@ -157,17 +157,22 @@ class SQLiteSession:
 
 def _append(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> bool:
     """Insert the entry if its ``after`` is still the head; False when another came first."""
-    try:
-        return db.execute(_log.APPEND, parameters).rowcount == 1
-    except sqlite3.IntegrityError:
-        return False
+    return _insert_if_head(db, _log.APPEND, parameters)
 
 
 def _claim(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> bool:
+    return _insert_if_head(db, _log.CLAIM, parameters)
+
+
+def _insert_if_head(db: sqlite3.Connection, statement: str, parameters: tuple[Any, ...]) -> bool:
+    """One conditional insert; False if it inserted nothing or its entry number was taken.
+    Any other failure (a constraint or trigger of the host's, a full disk) is raised."""
     try:
-        return db.execute(_log.CLAIM, parameters).rowcount == 1
-    except sqlite3.IntegrityError:
-        return False
+        return db.execute(statement, parameters).rowcount == 1
+    except sqlite3.IntegrityError as error:
+        if error.sqlite_errorname == "SQLITE_CONSTRAINT_PRIMARYKEY":
+            return False
+        raise
 
 
 def _clear(db: sqlite3.Connection, session_id: str) -> None:
