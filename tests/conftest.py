@@ -1,12 +1,17 @@
-"""Fixtures shared by the OpenAI adapter tests (a loopback server; JSON or SSE replies)."""
+"""Fixtures shared by the tests: the OpenAI loopback server, and the session stores."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
 from _openai_server import FakeOpenAI, running
+from _postgres import postgres_dsn, postgres_server
+from _stores import Store
+
+__all__ = ["postgres_dsn", "postgres_server"]  # fixtures defined in _postgres.py
 
 
 @pytest.fixture
@@ -18,3 +23,14 @@ def server() -> Iterator[FakeOpenAI]:
 @pytest.fixture(params=[False, True], ids=["json", "sse"])
 def stream(request: pytest.FixtureRequest) -> bool:
     return bool(request.param)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """An empty database of each kind: every session behaviour runs against both."""
+    if request.param == "sqlite":
+        made = Store("sqlite", str(tmp_path / "sessions.db"))
+    else:
+        made = Store("postgres", request.getfixturevalue("postgres_dsn"))
+    yield made
+    await made.aclose()

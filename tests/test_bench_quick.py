@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,16 @@ def test_hop_reports_both_thread_round_trips() -> None:
     figures = json.loads(run("hop.py").strip().splitlines()[-1])
     assert set(figures) == {"asyncio_to_thread_us", "tooldeck_run_in_thread_us"}
     assert all(value > 0 for value in figures.values())
+
+
+def test_session_bench_worker_measures_every_tooldeck_store(
+    tmp_path: Path, postgres_dsn: str
+) -> None:
+    output = run("sessions.py", "--quick", "--worker", "tooldeck", str(tmp_path), postgres_dsn)
+    figures = json.loads(output)
+    assert sorted(figures) == ["PostgreSQL", "SQLite (FULL)", "SQLite (NORMAL)"]
+    for store in figures.values():
+        assert sorted(store) == [
+            "append_cpu_us", "append_us", "first_load_cpu_ms", "first_load_ms",
+            "load_cpu_ms", "load_ms",
+        ]  # fmt: skip

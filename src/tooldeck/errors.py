@@ -25,6 +25,9 @@ class ErrorCode(StrEnum):
     """Not run: a person rejected the call (``Reject(message=...)`` on resume)."""
     INVALID_OUTPUT = "invalid_output"
     """The model's typed answer does not fit ``output_type`` (or an output validator said no)."""
+    INTERRUPTED = "interrupted"
+    """The call's result was lost: a stored conversation had no answer for it (a session's
+    history is repaired with this observation before the model reads it again)."""
 
 
 class ToolDeckError(Exception):
@@ -95,6 +98,25 @@ class MiddlewareError(RunStopped):
 class CheckpointError(ToolDeckError, ValueError):
     """A paused run cannot be resumed as asked: a broken, changed or unknown checkpoint, or
     decisions that do not fit its pending calls. Nothing has run when it is raised."""
+
+
+class SessionError(ToolDeckError):
+    """A session's database could not be read or written (locked, unreachable, a schema this
+    tooldeck does not know). ``result`` keeps the run whose turn could not be stored."""
+
+    def __init__(self, message: str, result: RunResult[Any] | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        """The run whose turn was not stored, when a commit failed; None otherwise."""
+
+
+class SessionConflict(SessionError):
+    """Another run or resume changed the session first, so this run's turn was not stored.
+
+    Runs on one session never interleave: a run appends its turn only if the session is
+    still where it was when the run started; the second writer gets this error (it does not
+    wait), with its finished run in ``result``. Load the session again and run again.
+    """
 
 
 class ModelNotConfigured(ToolDeckError, ValueError):

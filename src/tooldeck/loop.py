@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import replace
-from typing import Any, Generic, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from typing_extensions import TypeVar
 
@@ -42,6 +42,9 @@ from tooldeck.models.resolve import resolve_model
 from tooldeck.output import OutputMode
 from tooldeck.policy import Limits, RunPolicy
 from tooldeck.tools.registry import ToolsLike, ToolSource, ToolView
+
+if TYPE_CHECKING:
+    from tooldeck.sessions.base import Session
 
 DepsT = TypeVar("DepsT", default=Any)
 """The type of ``deps`` a run passes to its tools; ``Any`` unless ``deps_type=`` says."""
@@ -149,17 +152,27 @@ class Agent(Generic[DepsT, OutputT]):
     """This agent as a tool of another agent (see ``tooldeck._nested.agent_tool``)."""
 
     async def run(
-        self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
+        self,
+        prompt: str,
+        *,
+        deps: DepsT | None = None,
+        history: Sequence[Message] = (),
+        session: Session | None = None,
     ) -> RunResult[OutputT]:
         """Run until the model answers or the run pauses; raise a RunStopped (with
         ``.result``) if it cannot go on."""
-        return await _last_result(self.stream(prompt, deps=deps, history=history))
+        return await _last_result(self.stream(prompt, deps=deps, history=history, session=session))
 
     def run_sync(
-        self, prompt: str, *, deps: DepsT | None = None, history: Sequence[Message] = ()
+        self,
+        prompt: str,
+        *,
+        deps: DepsT | None = None,
+        history: Sequence[Message] = (),
+        session: Session | None = None,
     ) -> RunResult[OutputT]:
         """``run()`` for synchronous code (not from inside a running event loop)."""
-        return run_sync(self.run(prompt, deps=deps, history=history))
+        return run_sync(self.run(prompt, deps=deps, history=history, session=session))
 
     def stream(
         self,
@@ -168,6 +181,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         history: Sequence[Message] = (),
         deltas: bool = False,
+        session: Session | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run, yielding each step as it happens; the last event is FinalAnswer.
 
@@ -175,43 +189,65 @@ class Agent(Generic[DepsT, OutputT]):
         ``deltas=True`` also yields the model's text and tool calls as it writes them
         (TextDelta, ToolCallDelta), from models that can stream. Close the stream early
         (``aclose()``, or leave an ``aclosing`` block) to stop the run and its request.
+        ``session`` (``tooldeck.sessions``) keeps the conversation instead of ``history``:
+        the run starts from its history, and its turn is committed before FinalAnswer.
         """
+        if session is not None:
+            if history:
+                raise ValueError("pass history= or session=, not both: a session has its history")
+            from tooldeck.sessions._run import stream_in_session  # sessions sit above the loop
+
+            return stream_in_session(self, session, prompt, deps, deltas)
         state = RunState(messages=[*history, Message.user(prompt)])
         return self._start(state, RunPolicy(self.limits), deps, deltas)
 
     async def resume(
         self,
-        checkpoint: Checkpoint | str,
+        checkpoint: Checkpoint | str | None = None,
         decisions: Mapping[str, Decision] | None = None,
         *,
         deps: DepsT | None = None,
+        session: Session | None = None,
     ) -> RunResult[OutputT]:
         """Go on with a paused run; ``decisions`` maps pending call ids to Approve(),
         Reject(...) or, for an external call, its ToolResult. Calls without a decision stay
-        pending: the run pauses again at once, without asking the model."""
-        return await _last_result(self.resume_stream(checkpoint, decisions, deps=deps))
+        pending: the run pauses again at once, without asking the model.
+
+        With ``session=``, the session's paused run is resumed (the checkpoint may be left
+        out) and claimed: a second resume of the same pause is refused with CheckpointError.
+        """
+        events = self.resume_stream(checkpoint, decisions, deps=deps, session=session)
+        return await _last_result(events)
 
     def resume_sync(
         self,
-        checkpoint: Checkpoint | str,
+        checkpoint: Checkpoint | str | None = None,
         decisions: Mapping[str, Decision] | None = None,
         *,
         deps: DepsT | None = None,
+        session: Session | None = None,
     ) -> RunResult[OutputT]:
         """``resume()`` for synchronous code."""
-        return run_sync(self.resume(checkpoint, decisions, deps=deps))
+        return run_sync(self.resume(checkpoint, decisions, deps=deps, session=session))
 
     def resume_stream(
         self,
-        checkpoint: Checkpoint | str,
+        checkpoint: Checkpoint | str | None = None,
         decisions: Mapping[str, Decision] | None = None,
         *,
         deps: DepsT | None = None,
         deltas: bool = False,
+        session: Session | None = None,
     ) -> AsyncGenerator[Event, None]:
         """``resume()`` as the event stream (``deltas`` as in ``stream()``); raises
-        CheckpointError at once, before anything runs, for a changed or broken checkpoint
-        or decisions that do not fit it."""
+        CheckpointError before anything runs for a changed or broken checkpoint or decisions
+        that do not fit it (at once, or, with a session, on the first step)."""
+        if session is not None:
+            from tooldeck.sessions._run import resume_in_session  # sessions sit above the loop
+
+            return resume_in_session(self, session, checkpoint, decisions, deps, deltas)
+        if checkpoint is None:
+            raise TypeError("resume() needs the paused run's checkpoint, or session= holding it")
         if isinstance(checkpoint, str):
             checkpoint = Checkpoint.from_json(checkpoint)
         self._check_paused(checkpoint)

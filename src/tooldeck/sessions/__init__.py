@@ -1,0 +1,42 @@
+"""Sessions: conversations kept between runs, in SQLite or PostgreSQL.
+
+``agent.run(prompt, session=SQLiteSession("chat.db", "user-42"))`` starts from the session's
+history and, when the run ends, appends its turn: every message of the run, from the prompt
+to the answer, as one entry of an append-only log, committed whole or not at all.
+
+The rules:
+
+- A run that ends with an answer commits its turn. A run that pauses commits its
+  checkpoint; ``agent.resume(session=..., decisions=...)`` claims it (exactly once: a
+  second resume, from any process, is refused with CheckpointError) and commits the whole
+  turn when it ends. A run that raises (RunStopped: a limit, a model error; or any other
+  exception, or a cancellation) commits nothing: the session stays as it was.
+- Runs on one session never interleave: a run commits only if the session is still where
+  it was when the run started. Otherwise the second writer gets ``SessionConflict`` at
+  once (it does not wait), with its finished run in ``error.result``; nothing is lost and
+  nothing is mixed. A session with a paused run refuses new runs the same way until the
+  run is resumed (or the session cleared).
+- The history is repaired when it is loaded: a tool call with no result gets an
+  ``error[interrupted]`` observation and a result that answers no call is dropped, so a
+  provider never refuses a stored conversation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tooldeck.sessions.base import History, Session, Turn
+from tooldeck.sessions.sqlite import SQLiteSession
+
+if TYPE_CHECKING:
+    from tooldeck.sessions.postgres import PostgresSession
+
+__all__ = ["History", "PostgresSession", "SQLiteSession", "Session", "Turn"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresSession":  # psycopg loads only when PostgreSQL is used
+        from tooldeck.sessions.postgres import PostgresSession
+
+        return PostgresSession
+    raise AttributeError(f"module 'tooldeck.sessions' has no attribute {name!r}")

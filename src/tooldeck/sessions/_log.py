@@ -1,0 +1,258 @@
+"""The session log as both databases store it: its SQL, its rows, and their versions.
+
+One table, ``tooldeck_session_log``, keyed by (session id, entry number); each row carries
+the run id, its kind, a JSON body and the schema version it was written in. The SQL is
+written once, with ``?`` placeholders and types both SQLite and PostgreSQL read the same.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from itertools import chain, groupby
+from operator import itemgetter
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from tooldeck.contracts import Checkpoint, Message
+from tooldeck.errors import CheckpointError, SessionConflict, SessionError
+from tooldeck.sessions.base import History, Turn
+
+SCHEMA_VERSION = 1
+"""The layout and row format this tooldeck writes (0: one row per message, before turns)."""
+
+TURN, PAUSED, RESUMED, CLEARED = "turn", "paused", "resumed", "cleared"
+
+CREATE = (
+    """CREATE TABLE IF NOT EXISTS tooldeck_session_log (
+    session_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    run_id TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('turn', 'paused', 'resumed', 'cleared')),
+    body TEXT,
+    schema_version INTEGER NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (session_id, seq)
+)""",
+    "CREATE TABLE IF NOT EXISTS tooldeck_session_schema (version INTEGER NOT NULL)",
+)
+SCHEMA_TABLE = "tooldeck_session_schema"
+GET_VERSION = "SELECT max(version) FROM tooldeck_session_schema"
+SET_VERSION = (
+    "DELETE FROM tooldeck_session_schema",
+    "INSERT INTO tooldeck_session_schema VALUES (?)",
+)
+V0_TABLE = "tooldeck_session_messages"
+"""Schema 0's table: (session_id, position, run_id, message) — one row per message."""
+READ_V0 = (
+    "SELECT session_id, position, run_id, message FROM tooldeck_session_messages "
+    "ORDER BY session_id, position"
+)
+LOAD = (
+    "SELECT seq, run_id, kind, schema_version, CASE WHEN seq > ? OR kind <> 'turn' THEN body END "
+    "FROM tooldeck_session_log WHERE session_id = ? AND (kind = 'turn' OR seq = ("
+    "SELECT max(seq) FROM tooldeck_session_log WHERE session_id = ?)) ORDER BY seq"
+)
+"""Every turn entry and the head entry; the bodies of turns the reader has not seen yet."""
+HEAD = (
+    "SELECT seq, run_id, kind, schema_version, body FROM tooldeck_session_log WHERE session_id = ? "
+    "ORDER BY seq DESC LIMIT 1"
+)
+MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM tooldeck_session_log WHERE session_id = ?"
+INSERT = "INSERT INTO tooldeck_session_log VALUES (?, ?, ?, ?, ?, ?, ?)"
+APPEND = (
+    "INSERT INTO tooldeck_session_log SELECT ?, ?, ?, ?, ?, ?, ? WHERE coalesce(("
+    "SELECT max(seq) FROM tooldeck_session_log WHERE session_id = ?), 0) = ?"
+)
+"""Insert entry ``after + 1`` only if ``after`` is still the head (one statement: atomic)."""
+CLAIM = APPEND + (
+    " AND EXISTS (SELECT 1 FROM tooldeck_session_log WHERE session_id = ? AND seq = ? "
+    "AND kind = 'paused' AND run_id = ?)"
+)
+"""Insert the ``resumed`` entry after a paused run's entry, if that entry is still the head."""
+DELETE = "DELETE FROM tooldeck_session_log WHERE session_id = ?"
+
+Row = tuple[int, str, str, int, str | None]
+"""seq, run_id, kind, schema_version, body."""
+
+_TURN_MESSAGES = TypeAdapter(tuple[Message, ...])
+_TURNS = TypeAdapter(list[tuple[Message, ...]])
+
+
+class StaleCache(Exception):
+    """The session's entries changed under a TurnCache (a hand edit): load again, in full."""
+
+
+class TurnCache:
+    """The turns one session object has read or written, by entry number.
+
+    An entry never changes once written (the log is append-only and its numbers are never
+    reused, not even by a clear), so loading again reads and decodes only the turns added
+    since by others. An entry is known by its number and run id: if the log was rewritten by hand
+    under a session object, it reads everything again. Turns cleared by another process
+    stay here, unused, until this session object clears.
+    """
+
+    __slots__ = ("seen", "turns")
+
+    def __init__(self) -> None:
+        self.seen = 0
+        """Every turn entry up to this number is in ``turns``."""
+        self.turns: dict[tuple[int, str], tuple[Message, ...]] = {}
+        """(entry number, run id) -> the turn's messages."""
+
+    def forget(self) -> None:
+        self.seen = 0
+        self.turns = {}
+
+    def wrote(self, seq: int, turn: Turn | None) -> None:
+        """This session object committed entry ``seq`` (a turn, or another kind: None)."""
+        if turn is not None and turn.checkpoint is None:
+            self.turns[seq, turn.run_id] = turn.messages
+        if self.seen == seq - 1:
+            self.seen = seq
+
+    def load_parameters(self, session_id: str) -> tuple[Any, ...]:
+        """The parameters of LOAD for this session and what this cache holds."""
+        return (self.seen, session_id, session_id)
+
+
+def encode_messages(messages: tuple[Message, ...]) -> str:
+    """A turn's messages as a JSON array of ``Message.model_dump(mode="json")``, leaving out
+    fields at their defaults (empty tool calls, no call id...): a third less to read back."""
+    return _TURN_MESSAGES.dump_json(messages, exclude_defaults=True).decode()
+
+
+def append_parameters(session_id: str, turn: Turn, after: int) -> tuple[Any, ...]:
+    """The parameters of APPEND for ``turn`` as entry ``after + 1``."""
+    if turn.checkpoint is not None:
+        kind, body = PAUSED, turn.checkpoint.to_json()
+    else:
+        kind, body = TURN, encode_messages(turn.messages)
+    row = (session_id, after + 1, turn.run_id, kind, body, SCHEMA_VERSION, time.time())
+    return (*row, session_id, after)
+
+
+def claim_parameters(session_id: str, run_id: str, after: int) -> tuple[Any, ...]:
+    """The parameters of CLAIM: the ``resumed`` entry of ``run_id`` after its paused entry."""
+    row = (session_id, after + 1, run_id, RESUMED, None, SCHEMA_VERSION, time.time())
+    return (*row, session_id, after, session_id, after, run_id)
+
+
+def cleared_row(session_id: str, head: int) -> tuple[Any, ...]:
+    """The entry that marks a clear: entry numbers go on from the old head, never reused."""
+    return (session_id, head + 1, "", CLEARED, None, SCHEMA_VERSION, time.time())
+
+
+def read_history(rows: Sequence[Row], where: str, cache: TurnCache) -> History:
+    """The History of LOAD's rows: every turn's messages, the head, a paused run."""
+    _check_versions(rows, where)
+    fresh = [row for row in rows if row[2] == TURN and row[0] > cache.seen]
+    if fresh:
+        bodies = ",".join(body or "[]" for *_, body in fresh)
+        try:
+            decoded = _TURNS.validate_json(f"[{bodies}]")
+        except ValidationError as error:
+            raise SessionError(
+                f"a stored turn in {where} cannot be read: {_first(error)}"
+            ) from None
+        cache.turns.update(zip([(seq, run) for seq, run, *_ in fresh], decoded, strict=True))
+    if not rows:
+        return History((), 0)
+    turns = cache.turns
+    try:
+        found = [turns[seq, run] for seq, run, kind, *_ in rows if kind == TURN]
+    except KeyError:  # the log was rewritten by hand under this session object
+        cache.forget()
+        raise StaleCache from None
+    head = rows[-1]
+    cache.seen = head[0]
+    return History(tuple(chain.from_iterable(found)), head[0], _pending(head, where))
+
+
+def read_pending(row: Row | None, where: str) -> Checkpoint | None:
+    """The paused run's checkpoint, if the head row (HEAD's row) is one."""
+    if row is None:
+        return None
+    _check_versions([row], where)
+    return _pending(row, where)
+
+
+def _pending(head: Row, where: str) -> Checkpoint | None:
+    _, _, kind, _, body = head
+    if kind != PAUSED or body is None:
+        return None
+    try:
+        return Checkpoint.from_json(body)
+    except CheckpointError as error:
+        raise SessionError(f"the paused run stored in {where} cannot be read: {error}") from None
+
+
+def _check_versions(rows: Iterable[Row], where: str) -> None:
+    newest = max((row[3] for row in rows), default=0)
+    if newest > SCHEMA_VERSION:
+        raise SessionError(newer_schema(where, newest))
+
+
+def check_schema(where: str, version: int | None) -> None:
+    """Refuse a database whose session schema is newer than this tooldeck's."""
+    if version is not None and version > SCHEMA_VERSION:
+        raise SessionError(newer_schema(where, version))
+
+
+def newer_schema(where: str, version: int) -> str:
+    return (
+        f"{where} holds sessions in schema version {version}, newer than this tooldeck reads "
+        f"({SCHEMA_VERSION}): it was written by a newer tooldeck. Upgrade tooldeck to read "
+        "it, or use another database."
+    )
+
+
+def conflict(session_id: str, after: int) -> SessionConflict:
+    return SessionConflict(
+        f"session {session_id!r} changed while this run ran: the run started after entry "
+        f"{after}, but another run or resume stored entry {after + 1} first. This run's turn "
+        "was not stored (it is in this error's .result): run the prompt again to continue from "
+        "the session as it is now."
+    )
+
+
+def already_claimed(session_id: str, run_id: str) -> CheckpointError:
+    return CheckpointError(
+        f"the paused run {run_id!r} of session {session_id!r} was already resumed (or the "
+        "session was cleared): a checkpoint is resumed exactly once"
+    )
+
+
+def turns_from_v0(rows: Iterable[tuple[str, int, str, str]], where: str) -> list[tuple[Any, ...]]:
+    """Schema 0's message rows grouped into schema 1's turn rows: a run's messages, one turn.
+
+    Rows come ordered by session and position. Each message is read and written again as
+    this tooldeck's Message, so a row that does not parse stops the migration (nothing is
+    changed: the migration is one transaction).
+    """
+    turns: list[tuple[Any, ...]] = []
+    now = time.time()
+    for session_id, session_rows in groupby(rows, key=itemgetter(0)):
+        runs = groupby(session_rows, key=itemgetter(2))
+        for seq, (run_id, run_rows) in enumerate(runs, start=1):
+            messages = tuple(_v0_message(row, where) for row in run_rows)
+            body = encode_messages(messages)
+            turns.append((session_id, seq, run_id, TURN, body, SCHEMA_VERSION, now))
+    return turns
+
+
+def _v0_message(row: tuple[str, int, str, str], where: str) -> Message:
+    try:
+        return Message.model_validate_json(row[3])
+    except ValidationError as error:
+        raise SessionError(
+            f"cannot migrate {where} from schema 0: the message at position {row[1]} of "
+            f"session {row[0]!r} cannot be read ({_first(error)}); nothing was changed"
+        ) from None
+
+
+def _first(error: ValidationError) -> str:
+    detail = error.errors()[0]
+    return f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}"

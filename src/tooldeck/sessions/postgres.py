@@ -1,0 +1,278 @@
+"""Sessions in PostgreSQL (psycopg 3, async, with a connection pool), for many processes or
+machines sharing conversations.
+
+The schema and the rules are SQLiteSession's: one ``tooldeck_session_log`` table (in the
+connection's ``search_path``), an append that succeeds only if the session's head is the
+one the run started from, every write one transaction. Durability is the server's: with
+PostgreSQL's default ``synchronous_commit=on`` a committed turn is flushed to its WAL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+from weakref import WeakSet
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.errors import UniqueViolation
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from tooldeck.contracts import Checkpoint
+from tooldeck.errors import SessionError
+from tooldeck.sessions import _log
+from tooldeck.sessions.base import History, Turn
+
+T = TypeVar("T")
+Connection = psycopg.AsyncConnection[TupleRow]
+Pool = AsyncConnectionPool[Connection]
+
+_SCHEMA_LOCK = 0x7D5E5510
+"""The advisory lock that serializes creating or migrating the schema across processes."""
+_prepared: WeakSet[Pool] = WeakSet()
+"""Pools whose database has the current schema (checked once per pool)."""
+
+
+def _pg(sql: str) -> str:
+    return sql.replace("?", "%s")
+
+
+_LOAD, _HEAD, _APPEND, _CLAIM = map(_pg, (_log.LOAD, _log.HEAD, _log.APPEND, _log.CLAIM))
+_MAX_SEQ, _INSERT, _DELETE = map(_pg, (_log.MAX_SEQ, _log.INSERT, _log.DELETE))
+
+
+class PostgresSession:
+    """One conversation kept in a PostgreSQL database (schema created, or migrated from an
+    older tooldeck, on first use).
+
+    Args:
+        dsn: A connection string (``postgresql://user@host/db``), or an open
+            ``psycopg_pool.AsyncConnectionPool`` to share between sessions.
+        session_id: Which conversation of the database this is.
+        max_connections: The size of the pool the session makes from a connection string.
+        connect_timeout_s: How long to wait for a connection before SessionError.
+
+    Runs on one session never interleave: a run that finds the session changed when it
+    commits gets ``SessionConflict`` (it does not wait); see ``tooldeck.sessions``.
+    """
+
+    def __init__(
+        self,
+        dsn: str | Pool,
+        session_id: str,
+        *,
+        max_connections: int = 4,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {max_connections!r}")
+        self._session_id = session_id
+        self._timeout = connect_timeout_s
+        if isinstance(dsn, str):
+            self._dsn: str | None = dsn
+            self._pool: Pool | None = None
+            self._owns_pool = True
+            self._where = f"PostgreSQL database {_describe(dsn)}"
+        else:
+            self._dsn, self._pool, self._owns_pool = None, dsn, False
+            self._where = f"PostgreSQL pool {dsn.name!r}"
+        self._max_connections = max_connections
+        self._turns = _log.TurnCache()
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    def __repr__(self) -> str:
+        return f"PostgresSession({self._where!r}, {self._session_id!r})"
+
+    async def load(self) -> History:
+        """The committed messages, the head, and a paused run's checkpoint if any."""
+        try:
+            return await self._read()
+        except _log.StaleCache:
+            return await self._read()
+
+    async def _read(self) -> History:
+        async with self._connection() as db:
+            cursor = await db.execute(_LOAD, self._turns.load_parameters(self._session_id))
+            rows = await cursor.fetchall()
+        return _log.read_history(rows, self._where, self._turns)
+
+    async def append(self, turn: Turn, *, after: int) -> int:
+        """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
+        parameters = _log.append_parameters(self._session_id, turn, after)
+        if not await self._write(_insert_if_head, (_APPEND, parameters), one_statement=True):
+            raise _log.conflict(self._session_id, after)
+        self._turns.wrote(after + 1, turn)
+        return after + 1
+
+    async def pending(self) -> Checkpoint | None:
+        """The checkpoint of the paused run that waits for decisions, if any."""
+        async with self._connection() as db:
+            cursor = await db.execute(_HEAD, (self._session_id,))
+            row = await cursor.fetchone()
+        return _log.read_pending(row, self._where)
+
+    async def consume(self, run_id: str, *, after: int) -> int:
+        """Claim paused run ``run_id`` (entry ``after``) for one resume; CheckpointError if
+        it was claimed or cleared first."""
+        parameters = _log.claim_parameters(self._session_id, run_id, after)
+        if not await self._write(_insert_if_head, (_CLAIM, parameters), one_statement=True):
+            raise _log.already_claimed(self._session_id, run_id)
+        self._turns.wrote(after + 1, None)
+        return after + 1
+
+    async def clear(self) -> None:
+        """Delete every entry of this session (numbering goes on after the old head)."""
+        while not await self._write(_clear, self._session_id):
+            pass  # a writer appended meanwhile: clear again, after it
+        self._turns = _log.TurnCache()
+
+    async def aclose(self) -> None:
+        """Close the pool the session made (a pool that was given stays open)."""
+        if self._owns_pool and self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    async def __aenter__(self) -> PostgresSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _write(
+        self,
+        work: Callable[[Connection, T], Awaitable[bool]],
+        argument: T,
+        *,
+        one_statement: bool = False,
+    ) -> bool:
+        """``work`` in one transaction, rolled back on any error; False if it hit a taken
+        entry number. With autocommit, one statement is a transaction of its own."""
+        async with self._connection() as db:
+            try:
+                if one_statement and db.autocommit:
+                    return await work(db, argument)
+                async with db.transaction():
+                    return await work(db, argument)
+            except UniqueViolation:
+                return False
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Connection]:
+        try:
+            pool = await self._ready_pool()
+            async with pool.connection(timeout=self._timeout) as db:
+                yield db
+        except PoolTimeout as error:
+            raise SessionError(
+                f"could not connect to the {self._where} within {self._timeout} s: "
+                f"{await self._why_no_connection(error)}"
+            ) from error
+        except psycopg.Error as error:
+            raise SessionError(f"{self._where}: {type(error).__name__}: {error}") from error
+
+    async def _why_no_connection(self, timeout: PoolTimeout) -> str:
+        """Why the pool had no connection to give: the server's refusal, which the pool only
+        logs, read from one connection of our own (a pool that was given keeps its reasons)."""
+        if self._dsn is None:
+            return f"{timeout} (the pool's log says why)"
+        try:
+            probe = await asyncio.wait_for(psycopg.AsyncConnection.connect(self._dsn), 5.0)
+        except psycopg.Error as refused:
+            return str(refused).strip()
+        except TimeoutError:
+            return f"{timeout} (the server did not answer)"
+        await probe.close()
+        return (
+            f"every connection of the session's pool (max_connections={self._max_connections}) "
+            "stayed in use; give the session more, or hold them for shorter"
+        )
+
+    async def _ready_pool(self) -> Pool:
+        pool = self._pool
+        if pool is None:
+            assert self._dsn is not None  # a session without a pool was given a dsn
+            pool = AsyncConnectionPool(
+                self._dsn,
+                min_size=1,
+                max_size=self._max_connections,
+                kwargs={"autocommit": True},
+                open=False,
+                name=f"tooldeck-session-{self._session_id}",
+            )
+            await pool.open()
+            self._pool = pool
+        if pool not in _prepared:
+            async with pool.connection(timeout=self._timeout) as db:
+                await _prepare_schema(db, self._where)
+            _prepared.add(pool)
+        return pool
+
+
+async def _insert_if_head(db: Connection, statement: tuple[str, tuple[Any, ...]]) -> bool:
+    cursor = await db.execute(*statement)
+    return cursor.rowcount == 1
+
+
+async def _clear(db: Connection, session_id: str) -> bool:
+    cursor = await db.execute(_MAX_SEQ, (session_id,))
+    row = await cursor.fetchone()
+    head = row[0] if row is not None else 0
+    if head:
+        await db.execute(_DELETE, (session_id,))
+        await db.execute(_INSERT, _log.cleared_row(session_id, head))
+    return True
+
+
+async def _prepare_schema(db: Connection, where: str) -> None:
+    """Create the schema, or migrate it, once, under a lock other processes wait for."""
+    async with db.transaction():
+        await db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        version = await _schema_version(db)
+        _log.check_schema(where, version)
+        if version == _log.SCHEMA_VERSION:
+            return
+        for statement in _log.CREATE:
+            await db.execute(statement)
+        if version == 0:
+            old_rows = await (await db.execute(_log.READ_V0)).fetchall()
+            async with db.cursor() as cursor:
+                await cursor.executemany(_INSERT, _log.turns_from_v0(old_rows, where))
+            await db.execute(f"DROP TABLE {_log.V0_TABLE}")
+        await db.execute(_log.SET_VERSION[0])
+        await db.execute(_pg(_log.SET_VERSION[1]), (_log.SCHEMA_VERSION,))
+
+
+async def _schema_version(db: Connection) -> int | None:
+    """The database's session schema: None for a database without sessions."""
+    cursor = await db.execute(
+        "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL",
+        (_log.SCHEMA_TABLE, _log.V0_TABLE),
+    )
+    found = await cursor.fetchone()
+    has_schema, has_v0 = found if found is not None else (False, False)
+    if has_schema:
+        row = await (await db.execute(_log.GET_VERSION)).fetchone()
+        return int(row[0]) if row is not None and row[0] is not None else 0
+    return 0 if has_v0 else None
+
+
+def _describe(dsn: str) -> str:
+    """Where a connection string points, without its password."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "(an unreadable connection string)"
+    name, host, port = (
+        parts.get("dbname") or "(default)",
+        parts.get("host") or "localhost",
+        parts.get("port"),
+    )
+    return f"{name} at {host}:{port}" if port else f"{name} at {host}"

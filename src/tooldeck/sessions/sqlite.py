@@ -1,0 +1,301 @@
+"""Sessions in a SQLite file: the embedded default (standard-library ``sqlite3``).
+
+Every SQLiteSession of one file in a process shares one connection, owned by one thread
+(the event loop never waits on the database). The file is in WAL mode (readers never wait
+for the writer) with a busy timeout for writers of other processes, and every write is one
+``BEGIN IMMEDIATE`` transaction, rolled back on any error so no lock outlives it.
+
+Durability: ``synchronous=NORMAL`` by default. A committed turn survives the process being
+killed at any point (SIGKILL included); a power cut or an operating-system crash may lose
+the turns committed since the last WAL checkpoint, but never leaves half a turn or a damaged
+file. ``synchronous="FULL"`` adds an fsync to every commit (power-cut safe), which on this
+machine's disk costs more than the whole commit otherwise does.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from tooldeck.contracts import Checkpoint
+from tooldeck.errors import SessionError
+from tooldeck.sessions import _log
+from tooldeck.sessions._thread import ConnectionThread
+from tooldeck.sessions.base import History, Turn
+
+T = TypeVar("T")
+Synchronous = Literal["NORMAL", "FULL"]
+
+
+class SQLiteSession:
+    """One conversation kept in a SQLite file (created, or migrated from an older tooldeck,
+    on first use).
+
+    Args:
+        path: The database file; several sessions (and processes) may share it.
+        session_id: Which conversation of the file this is.
+        synchronous: ``"NORMAL"`` (default: survives a killed process, may lose the latest
+            turns on a power cut) or ``"FULL"`` (an fsync per commit: survives a power cut).
+        busy_timeout_s: How long a write waits for another process's write to finish
+            before it fails with SessionError.
+
+    Runs on one session never interleave: a run that finds the session changed when it
+    commits gets ``SessionConflict`` (it does not wait); see ``tooldeck.sessions``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        session_id: str,
+        *,
+        synchronous: Synchronous = "NORMAL",
+        busy_timeout_s: float = 5.0,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        if busy_timeout_s < 0:
+            raise ValueError(f"busy_timeout_s must be >= 0, got {busy_timeout_s!r}")
+        self.path = Path(path)
+        self._session_id = session_id
+        self._where = f"SQLite database {str(self.path)!r}"
+        self._busy_timeout_s = busy_timeout_s
+        self._turns = _log.TurnCache()
+        self._key = (os.path.abspath(self.path), synchronous, busy_timeout_s)
+        self._attach()
+
+    def _attach(self) -> None:
+        """Use the file's shared connection thread, until ``aclose()`` or garbage collection."""
+        self._database = _shared.take(self._key)
+        self._release = weakref.finalize(self, _shared.give_back, self._key, self._database)
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    def __repr__(self) -> str:
+        return f"SQLiteSession({str(self.path)!r}, {self._session_id!r})"
+
+    async def load(self) -> History:
+        """The committed messages, the head, and a paused run's checkpoint if any."""
+        try:
+            return await self._run(self._read)
+        except _log.StaleCache:
+            return await self._run(self._read)
+
+    def _read(self, db: sqlite3.Connection) -> History:
+        """LOAD, read and decoded in the database's thread."""
+        rows = db.execute(_log.LOAD, self._turns.load_parameters(self._session_id)).fetchall()
+        return _log.read_history(rows, self._where, self._turns)
+
+    async def append(self, turn: Turn, *, after: int) -> int:
+        """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
+        parameters = _log.append_parameters(self._session_id, turn, after)
+        if not await self._run(lambda db: self._commit(db, _append, parameters, turn)):
+            raise _log.conflict(self._session_id, after)
+        return after + 1
+
+    async def pending(self) -> Checkpoint | None:
+        """The checkpoint of the paused run that waits for decisions, if any."""
+        session_id = self._session_id
+        row = await self._run(lambda db: db.execute(_log.HEAD, (session_id,)).fetchone())
+        return _log.read_pending(row, self._where)
+
+    async def consume(self, run_id: str, *, after: int) -> int:
+        """Claim paused run ``run_id`` (entry ``after``) for one resume; CheckpointError if
+        it was claimed or cleared first."""
+        parameters = _log.claim_parameters(self._session_id, run_id, after)
+        if not await self._run(lambda db: self._commit(db, _claim, parameters, None)):
+            raise _log.already_claimed(self._session_id, run_id)
+        return after + 1
+
+    def _commit(
+        self,
+        db: sqlite3.Connection,
+        insert: Callable[[sqlite3.Connection, tuple[Any, ...]], bool],
+        parameters: tuple[Any, ...],
+        turn: Turn | None,
+    ) -> bool:
+        """Write one entry, in the database's thread; remember a turn it wrote."""
+        written = _write(db, insert, parameters)
+        if written:
+            self._turns.wrote(parameters[1], turn)
+        return written
+
+    async def clear(self) -> None:
+        """Delete every entry of this session (numbering goes on after the old head)."""
+        session_id = self._session_id
+        await self._run(lambda db: _write(db, _clear, session_id))
+        self._turns = _log.TurnCache()
+
+    async def aclose(self) -> None:
+        """Let go of the shared connection (closed with the file's last session); using the
+        session again takes it again."""
+        self._release()
+
+    async def __aenter__(self) -> SQLiteSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if not self._release.alive:
+            self._attach()
+        try:
+            return await self._database.run(work)
+        except sqlite3.Error as error:
+            raise _database_error(error, self._where, self._busy_timeout_s) from error
+
+
+def _append(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> bool:
+    """Insert the entry if its ``after`` is still the head; False when another came first."""
+    return _insert_if_head(db, _log.APPEND, parameters)
+
+
+def _claim(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> bool:
+    return _insert_if_head(db, _log.CLAIM, parameters)
+
+
+def _insert_if_head(db: sqlite3.Connection, statement: str, parameters: tuple[Any, ...]) -> bool:
+    """One conditional insert; False if it inserted nothing or its entry number was taken.
+    Any other failure (a constraint or trigger of the host's, a full disk) is raised."""
+    try:
+        return db.execute(statement, parameters).rowcount == 1
+    except sqlite3.IntegrityError as error:
+        if error.sqlite_errorname == "SQLITE_CONSTRAINT_PRIMARYKEY":
+            return False
+        raise
+
+
+def _clear(db: sqlite3.Connection, session_id: str) -> None:
+    (head,) = db.execute(_log.MAX_SEQ, (session_id,)).fetchone()
+    if head:
+        db.execute(_log.DELETE, (session_id,))
+        db.execute(_log.INSERT, _log.cleared_row(session_id, head))
+
+
+def _write(
+    db: sqlite3.Connection, work: Callable[[sqlite3.Connection, Any], T], argument: Any
+) -> T:
+    """``work`` in one write transaction: committed whole, or rolled back on any error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(db, argument)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _database_error(error: sqlite3.Error, where: str, busy_timeout_s: float) -> SessionError:
+    text = str(error)
+    if isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return SessionError(
+            f"{where} stayed locked by another writer for longer than busy_timeout_s="
+            f"{busy_timeout_s} ({text}); nothing was written. Try again, or give the session a "
+            "longer busy_timeout_s."
+        )
+    return SessionError(f"{where}: {type(error).__name__}: {text}")
+
+
+_Key = tuple[str, str, float]
+"""The resolved file path, the synchronous level, the busy timeout."""
+
+
+def _connect(key: _Key) -> sqlite3.Connection:
+    """A connection in WAL mode with the schema ready (created, or migrated, in one write)."""
+    path, synchronous, busy_timeout_s = key
+    db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
+    try:
+        _use_wal(db, busy_timeout_s)
+        db.execute(f"PRAGMA synchronous = {synchronous}")
+        _write(db, _prepare_schema, f"SQLite database {path!r}")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _use_wal(db: sqlite3.Connection, busy_timeout_s: float) -> None:
+    """Switch to WAL; the switch can find the file locked by another connection's setup."""
+    deadline = time.monotonic() + busy_timeout_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _prepare_schema(db: sqlite3.Connection, where: str) -> None:
+    version = _schema_version(db)
+    _log.check_schema(where, version)
+    if version == _log.SCHEMA_VERSION:
+        return
+    for statement in _log.CREATE:
+        db.execute(statement)
+    if version == 0:
+        old_rows = db.execute(_log.READ_V0).fetchall()
+        db.executemany(_log.INSERT, _log.turns_from_v0(old_rows, where))
+        db.execute(f"DROP TABLE {_log.V0_TABLE}")
+    db.execute(_log.SET_VERSION[0])
+    db.execute(_log.SET_VERSION[1], (_log.SCHEMA_VERSION,))
+
+
+def _schema_version(db: sqlite3.Connection) -> int | None:
+    """The file's session schema: None for a file without sessions."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if _log.SCHEMA_TABLE in tables:
+        (version,) = db.execute(_log.GET_VERSION).fetchone()
+        return int(version) if version is not None else 0
+    return 0 if _log.V0_TABLE in tables else None
+
+
+class _SharedThreads:
+    """One connection thread per (file, settings) in this process, while a session uses it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._threads: dict[_Key, tuple[ConnectionThread[sqlite3.Connection], int]] = {}
+
+    def take(self, key: _Key) -> ConnectionThread[sqlite3.Connection]:
+        with self._lock:
+            thread, users = self._threads.get(key) or (_new_thread(key), 0)
+            self._threads[key] = (thread, users + 1)
+            return thread
+
+    def give_back(self, key: _Key, thread: ConnectionThread[sqlite3.Connection]) -> None:
+        with self._lock:
+            taken, users = self._threads.get(key) or (None, 0)
+            if taken is not thread:
+                return
+            if users > 1:
+                self._threads[key] = (thread, users - 1)
+            else:
+                del self._threads[key]
+                thread.stop()
+
+    def after_fork(self) -> None:
+        """In a forked child: the lock may have been held by a thread that is not there."""
+        self._lock = threading.Lock()
+
+
+def _new_thread(key: _Key) -> ConnectionThread[sqlite3.Connection]:
+    return ConnectionThread(lambda: _connect(key), sqlite3.Connection.close, "tooldeck-sqlite")
+
+
+_shared = _SharedThreads()
+# A forked child has none of its parent's threads: each ConnectionThread starts its own.
+os.register_at_fork(after_in_child=_shared.after_fork)

@@ -1,0 +1,196 @@
+"""How sessions are stored, on SQLite and PostgreSQL: the schema and its versions, the
+migration from schema 0, messages as the contract's JSON, and the history repaired on load
+so a provider never refuses it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _stores import Store, execute
+from helpers import answer, call, calls
+from tooldeck import Agent, AssistantOutput, Limits, Message, ScriptedModel, ToolCall, tool
+from tooldeck.errors import SessionError
+from tooldeck.sessions import Turn
+from tooldeck.sessions._repair import repair
+
+INTERRUPTED = (
+    "error[interrupted]: the result of this call was lost: the run stopped before it was "
+    "answered and stored. Call the tool again if you still need its result."
+)
+V0_LAYOUT = (
+    "CREATE TABLE tooldeck_session_messages (session_id TEXT NOT NULL, position INTEGER NOT NULL, "
+    "run_id TEXT NOT NULL, message TEXT NOT NULL, PRIMARY KEY (session_id, position))"
+)
+
+
+@tool
+def add_numbers(left: int, right: int) -> int:
+    """Add two integers."""
+    return left + right
+
+
+def asks(*call_ids: str) -> Message:
+    return Message.assistant(
+        AssistantOutput(tool_calls=tuple(ToolCall(id=i, name="add_numbers") for i in call_ids))
+    )
+
+
+def test_a_well_formed_history_is_left_as_it_is() -> None:
+    history = (Message.user("hi"), asks("a", "b"), Message.tool("b", "2"), Message.tool("a", "1"))
+    assert repair(history) == history
+
+
+def test_a_call_without_a_result_gets_an_interrupted_observation() -> None:
+    history = (Message.user("hi"), asks("a", "b"), Message.tool("a", "1"), Message.user("next"))
+    assert repair(history) == (
+        Message.user("hi"), asks("a", "b"), Message.tool("a", "1"),
+        Message.tool("b", INTERRUPTED), Message.user("next"),
+    )  # fmt: skip
+
+
+def test_a_history_ending_with_unanswered_calls_is_closed() -> None:
+    assert repair((Message.user("hi"), asks("a"))) == (
+        Message.user("hi"), asks("a"), Message.tool("a", INTERRUPTED)
+    )  # fmt: skip
+
+
+def test_orphan_and_duplicate_results_are_dropped() -> None:
+    history = (
+        Message.tool("x", "orphan before any call"),
+        asks("a"), Message.tool("a", "1"), Message.tool("a", "1 again"),
+        Message.user("u"), Message.tool("a", "late, after the user spoke"),
+    )  # fmt: skip
+    assert repair(history) == (asks("a"), Message.tool("a", "1"), Message.user("u"))
+
+
+async def test_a_stored_turn_with_an_unanswered_call_is_repaired_before_the_model_reads_it(
+    store: Store,
+) -> None:
+    session = store.session()
+    # on_limit="final_answer": the last answer's calls are never run, so the turn ends open
+    closing = AssistantOutput(
+        content="out of turns", tool_calls=(ToolCall(id="z", name="add_numbers"),)
+    )
+    first = ScriptedModel([calls(call("add_numbers", "c1", left=1, right=1)), closing])
+    agent = Agent(first, [add_numbers], limits=Limits(max_rounds=1), on_limit="final_answer")
+    await agent.run("add", session=session)
+    second = ScriptedModel([answer("ok")])
+
+    await Agent(second, [add_numbers]).run("again", session=session)
+
+    sent = second.requests[0].messages
+    assert [(m.role, m.tool_call_id, m.content) for m in sent[-3:]] == [
+        ("assistant", None, "out of turns"), ("tool", "z", INTERRUPTED), ("user", None, "again")
+    ]  # fmt: skip
+    stored = await session.load()
+    assert [m.content for m in stored.messages].count(INTERRUPTED) == 0  # stored as it was
+
+
+async def test_messages_are_stored_as_the_contracts_json(store: Store) -> None:
+    session = store.session()
+    result = await Agent(ScriptedModel([answer("hi")])).run("hello", session=session)
+    (row,) = execute(store, "SELECT run_id, kind, schema_version, body FROM tooldeck_session_log")
+    assert row[:3] == (result.run_id, "turn", 1)
+    assert json.loads(row[3]) == [
+        m.model_dump(mode="json", exclude_defaults=True) for m in result.messages
+    ]
+    assert json.loads(row[3])[0] == {"role": "user", "content": "hello"}
+
+
+async def test_a_database_of_schema_0_is_migrated_when_opened(store: Store) -> None:
+    said = [Message.user("hi"), Message.assistant(AssistantOutput(content="hello"))]
+    rows = [
+        ("alice", 1, "run-1", said[0]), ("alice", 2, "run-1", said[1]),
+        ("alice", 3, "run-2", Message.user("bye")), ("bob", 1, "run-3", said[0]),
+    ]  # fmt: skip
+    execute(store, V0_LAYOUT)
+    for session_id, position, run_id, message in rows:
+        execute(
+            store,
+            "INSERT INTO tooldeck_session_messages VALUES (?, ?, ?, ?)",
+            (session_id, position, run_id, message.model_dump_json()),
+        )
+
+    alice = await store.session("alice").load()
+
+    assert alice.messages == (*said, Message.user("bye"))
+    assert alice.head == 2
+    migrated = execute(
+        store, "SELECT session_id, seq, run_id, kind, schema_version FROM tooldeck_session_log "
+        "ORDER BY session_id, seq",
+    )  # fmt: skip
+    assert migrated == [
+        ("alice", 1, "run-1", "turn", 1), ("alice", 2, "run-2", "turn", 1),
+        ("bob", 1, "run-3", "turn", 1),
+    ]  # fmt: skip
+    assert execute(store, "SELECT version FROM tooldeck_session_schema") == [(1,)]
+    with pytest.raises(Exception, match="tooldeck_session_messages"):
+        execute(store, "SELECT * FROM tooldeck_session_messages")
+
+
+async def test_a_schema_0_row_that_does_not_parse_stops_the_migration(store: Store) -> None:
+    execute(store, V0_LAYOUT)
+    execute(store, "INSERT INTO tooldeck_session_messages VALUES ('s', 7, 'r', '{\"role\": 5}')")
+
+    with pytest.raises(SessionError) as refused:
+        await store.session("s").load()
+
+    assert "from schema 0: the message at position 7 of session 's' cannot be read (role:" in str(
+        refused.value
+    )
+    assert str(refused.value).endswith("; nothing was changed")
+    assert execute(store, "SELECT count(*) FROM tooldeck_session_messages") == [(1,)]
+
+
+async def test_a_database_from_a_newer_tooldeck_is_refused(store: Store) -> None:
+    setup = store.session("setup")
+    await setup.load()  # creates schema 1
+    await setup.aclose()  # the schema is checked when a connection opens
+    execute(store, "UPDATE tooldeck_session_schema SET version = 2")
+
+    with pytest.raises(SessionError) as refused:
+        await store.session("later").load()
+
+    assert "holds sessions in schema version 2, newer than this tooldeck reads (1): it was " in (
+        str(refused.value)
+    )
+    assert str(refused.value).endswith("Upgrade tooldeck to read it, or use another database.")
+
+
+async def test_an_entry_written_by_a_newer_tooldeck_is_refused(store: Store) -> None:
+    session = store.session()
+    await session.append(Turn("r1", (Message.user("hi"),)), after=0)
+    execute(store, "UPDATE tooldeck_session_log SET schema_version = 3")
+
+    with pytest.raises(SessionError, match="schema version 3, newer than this tooldeck reads"):
+        await session.load()
+
+
+async def test_a_session_object_loads_what_others_wrote_and_cleared_since(store: Store) -> None:
+    reader, writer = store.session(), store.session()
+    await writer.append(Turn("r1", (Message.user("one"),)), after=0)
+    assert [m.content for m in (await reader.load()).messages] == ["one"]
+    await writer.append(Turn("r2", (Message.user("two"),)), after=1)
+    assert [m.content for m in (await reader.load()).messages] == ["one", "two"]
+    await writer.clear()
+    assert (await reader.load()).messages == ()
+
+
+async def test_a_log_rewritten_by_hand_is_read_again_in_full(store: Store) -> None:
+    session = store.session()
+    await session.append(Turn("r1", (Message.user("before"),)), after=0)
+    await session.load()
+    execute(store, "DELETE FROM tooldeck_session_log")
+    execute(
+        store,
+        "INSERT INTO tooldeck_session_log VALUES ('chat', 1, 'r9', 'turn', ?, 1, 0)",
+        (json.dumps([{"role": "user", "content": "edited"}]),),
+    )
+    execute(
+        store,
+        "INSERT INTO tooldeck_session_log VALUES ('chat', 2, 'r9', 'turn', ?, 1, 0)",
+        (json.dumps([{"role": "user", "content": "added"}]),),
+    )
+    assert [m.content for m in (await session.load()).messages] == ["edited", "added"]
