@@ -45,7 +45,7 @@ def integer_range(minimum: int, maximum: int) -> str:
     """GBNF for the JSON integers from ``minimum`` to ``maximum`` (both included).
 
     >>> integer_range(1, 50)
-    '([1-9] | [1-4] [0-9] | "5" "0")'
+    '([1-9] | [1-4] [0-9]{1} | "5" ("0"))'
     >>> integer_range(-3, 3)
     '"-" ([1-3]) | ([0-3])'
     """

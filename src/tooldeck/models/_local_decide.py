@@ -40,7 +40,7 @@ class CallRule:
     (0: whichever the model finds likelier)."""
 
 
-DEFAULT_WEIGHTS_RULE = CallRule(min_fit=0.7, min_score=0.0)
+DEFAULT_WEIGHTS_RULE = CallRule(min_fit=0.75, min_score=0.0)
 """The rule for the default weights (Gemma 3 270M, tooldeck's transcript format)."""
 
 

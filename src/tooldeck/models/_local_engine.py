@@ -82,7 +82,8 @@ class TurnRequest:
     stop: threading.Event
     """Set to end decoding at the next token (the request was cancelled)."""
     on_piece: Callable[[bytes], None] | None = None
-    """Called (in the decoding thread) with each token's bytes as it is picked."""
+    """Called (in the decoding thread) with each token's bytes as it is picked (after the
+    turn's lead, which the grammar writes before ``call``/``answer``)."""
 
 
 @dataclass(slots=True)
@@ -225,6 +226,7 @@ class LlamaSession:
         ends: list[int] = []
         pieces = bytearray()
         lead = self.format.syntax.lead
+        lead_bytes = lead.encode()  # the grammar writes it; streamed pieces start after it
         for token in _closing(self._steps(tokens, grammar, request.temperature)):
             first_at = first_at or time.perf_counter()
             if llama_cpp.llama_vocab_is_eog(vocab, token) or request.stop.is_set():
@@ -233,8 +235,8 @@ class LlamaSession:
             produced.append(token)
             pieces += piece
             ends.append(len(pieces))
-            if request.on_piece is not None:
-                request.on_piece(piece)
+            if request.on_piece is not None and len(pieces) > len(lead_bytes):
+                request.on_piece(bytes(pieces[max(len(lead_bytes), len(pieces) - len(piece)) :]))
             if len(produced) >= budget or (b"\n" in piece and _repeated_call(pieces, lead)):
                 break
         ended = time.perf_counter()
