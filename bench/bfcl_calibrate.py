@@ -125,7 +125,9 @@ async def run_split(model: LocalModel, max_tokens: int, sink: Sink) -> list[Case
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sweep", type=Path, help="only sweep the cases of this JSON-lines file")
+    parser.add_argument(
+        "--sweep", type=Path, nargs="+", help="only sweep the cases of these JSON-lines files"
+    )
     parser.add_argument("--out", type=Path, help="write the forced cases here (JSON lines)")
     parser.add_argument("--model", default=None, help="a GGUF file (default: the default weights)")
     parser.add_argument("--max-tokens", type=int, default=1024)
@@ -134,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.sweep:
-        results = read(args.sweep)
+        results = [result for path in args.sweep for result in read(path)]
     else:
         sink = Sink(args.out)
         model = LocalModel(args.model, n_threads=args.threads)
