@@ -127,6 +127,7 @@ def test_a_run_through_the_loop_ends_with_an_answer_and_reuses_the_cache(
     result = demo_agent(model).run_sync("What's the weather like in Tokyo?")
     assert result.stop_reason == "answer"
     assert result.answer.strip()
+    assert not borrowed_words(result.answer), result.answer
     assert result.tool_trace
     assert result.tool_trace[0].call.name == "get_weather"
     assert result.tool_trace[0].result.ok
@@ -137,6 +138,22 @@ def test_a_run_through_the_loop_ends_with_an_answer_and_reuses_the_cache(
     assert last.evaluated_tokens < 40, last
     assert last.cached_tokens == last.prompt_tokens - last.evaluated_tokens
     assert result.usage.input_tokens >= last.prompt_tokens
+
+
+EXAMPLE_ONLY_WORDS = ("banana", "letters", "euros", "dollars", "21.60")
+"""Words of the prompt's worked example (``_local_prompt.EXAMPLES``) that no demo answer needs."""
+
+
+def borrowed_words(answer: str) -> list[str]:
+    return [word for word in EXAMPLE_ONLY_WORDS if word in answer.lower()]
+
+
+@pytest.mark.slow
+def test_the_demo_sum_is_answered_without_words_of_the_worked_example(model: LocalModel) -> None:
+    result = demo_agent(model).run_sync("What is 17 plus 25?")
+    assert result.tool_trace[0].call.arguments == {"left": 17, "right": 25}
+    assert "42" in result.answer
+    assert not borrowed_words(result.answer), result.answer
 
 
 @pytest.mark.slow
