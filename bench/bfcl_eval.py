@@ -4,15 +4,19 @@ Each case is one BFCL record (Berkeley Function Calling Leaderboard, Apache-2.0;
 is in tests/data/bfcl). Its functions become tools (``tooldeck.tools.dialects``), the model
 gets one turn through ``tooldeck.Agent`` (``max_rounds=1``: the calls of the first turn
 are validated and run against stub handlers, then the run stops), and those calls are
-scored with BFCL's AST rules (``bfcl_scoring``). Reported per category: accuracy, the
-share of calls that passed tooldeck's schema validation, and seconds per case.
+scored with BFCL's AST rules (``bfcl_scoring``). Reported per category: accuracy by BFCL's
+rule (a turn with a call whose arguments do not parse made no call) and by the stricter
+rule (every call made counts), the share of calls that passed tooldeck's schema
+validation, and seconds per case.
 
 ``--baseline`` runs the same cases on the same GGUF through llama-cpp-python's own
-tool-calling chat handler (``chatml-function-calling``), without tooldeck, scored the same.
+tool-calling chat handler (``chatml-function-calling``, ``bfcl_baseline``), without
+tooldeck, scored the same.
 
 Settings: temperature 0, ``tool_choice="auto"``, ``parallel_tool_calls=True`` in the
-``parallel*`` categories (tooldeck's local model makes one call per turn otherwise), and
-``--max-tokens`` per turn. Calls are scored on the arguments the tool receives:
+``parallel*`` categories (the model's default otherwise), and ``--max-tokens`` per turn
+(1024: enough that the budget does not cut a call short). Calls are scored on the
+arguments the tool receives:
 tooldeck's strict schema form makes the model write ``null`` for an optional parameter it
 leaves out, and validation turns that ``null`` back into "absent" (the same is applied to
 the baseline's calls).
@@ -53,6 +57,7 @@ from tooldeck import (
     resolve_model,
 )
 from tooldeck.errors import InvalidArguments, RunStopped
+from tooldeck.models.local import CallRule, LocalModel
 from tooldeck.tools.dialects import BfclToolset, bfcl_tools
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "bfcl"
@@ -68,6 +73,7 @@ class CaseResult:
     category: str
     system: str
     correct: bool
+    """Right by BFCL's rule: a turn with a call whose arguments do not parse made no call."""
     reason: str
     calls: int
     valid_calls: int
@@ -76,6 +82,17 @@ class CaseResult:
     """The calls as made: BFCL name and arguments (or the raw text that did not parse)."""
     text: str = ""
     """What the model wrote besides its calls (its answer when it made none)."""
+    strict: bool | None = None
+    """Right by the stricter rule: every call made counts, and one that does not parse is
+    wrong (None: the same as ``correct``)."""
+    call_score: float | None = None
+    """A local model's log-odds of calling over answering at the start of its turn."""
+    fit: float | None = None
+    """How well the question fits the best-matching tool, by a local model's embeddings."""
+
+    @property
+    def strictly_correct(self) -> bool:
+        return self.correct if self.strict is None else self.strict
 
 
 def load_cases(data: Path, categories: Sequence[str], start: int, limit: int | None) -> list[Any]:
@@ -122,13 +139,16 @@ def judge(
     calls = [scored_call(toolset, name, arguments) for name, arguments in made]
     verdict = score(case, [call for call, _ in calls])
     unparsed = any(not isinstance(arguments, dict) for _, arguments in made)
-    correct = verdict.correct and not error and not unparsed
+    strict = verdict.correct and not error and not unparsed
+    # BFCL decodes a turn as a whole: when a call in it does not parse, it made no call.
+    correct = strict if not unparsed else score(case, []).correct and not error
     reason = error or ("arguments did not parse" if unparsed else verdict.reason)
     return CaseResult(
         id=case["id"],
         category=case["category"],
         system=system,
         correct=correct,
+        strict=None if strict == correct else strict,
         reason=reason,
         calls=len(made),
         valid_calls=sum(valid for _, valid in calls),
@@ -145,7 +165,25 @@ def _stub(**arguments: Any) -> str:
     return "ok"
 
 
-async def run_tooldeck(model: Model, case: dict[str, Any], max_tokens: int | None) -> CaseResult:
+PARALLEL_MODES = ("category", "model", "on", "off")
+
+
+def parallel_setting(mode: str, category: str) -> bool | None:
+    """``ModelSettings.parallel_tool_calls`` for a case: ``category`` asks for parallel calls
+    in the ``parallel*`` categories and leaves the model's default elsewhere."""
+    if mode == "category":
+        return True if "parallel" in category else None
+    return {"model": None, "on": True, "off": False}[mode]
+
+
+async def run_tooldeck(
+    model: Model,
+    case: dict[str, Any],
+    max_tokens: int | None,
+    tool_choice: str = "auto",
+    parallel: str = "category",
+) -> CaseResult:
+    """One case through tooldeck; ``parallel`` is a ``--parallel-tool-calls`` mode."""
     toolset = bfcl_tools(case["functions"], {f["name"]: _stub for f in case["functions"]})
     system, earlier, prompt = conversation(case)
     history = [
@@ -157,8 +195,8 @@ async def run_tooldeck(model: Model, case: dict[str, Any], max_tokens: int | Non
         list(toolset.tools),
         instructions=system,
         settings=ModelSettings(
-            tool_choice="auto",
-            parallel_tool_calls=True if "parallel" in case["category"] else None,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_setting(parallel, case["category"]),
             temperature=0.0,
             max_tokens=max_tokens,
         ),
@@ -181,101 +219,11 @@ async def run_tooldeck(model: Model, case: dict[str, Any], max_tokens: int | Non
         (c.name, c.arguments if c.raw_arguments is None else c.raw_arguments)
         for c in (assistant.tool_calls if assistant else ())
     ]
-    return judge(case, "tooldeck", made, seconds, error, assistant.content if assistant else "")
-
-
-# -- llama-cpp-python's own tool calling (the baseline) ---------------------------------------
-
-
-class LlamaCppBaseline:
-    """The GGUF through ``Llama(chat_format="chatml-function-calling")``, no tooldeck."""
-
-    def __init__(self, gguf: Path, n_ctx: int, n_threads: int | None, max_tokens: int) -> None:
-        self.llm = _bounded_llama(max_tokens)(
-            model_path=str(gguf),
-            chat_format="chatml-function-calling",
-            n_ctx=n_ctx,
-            n_threads=n_threads or os.cpu_count(),
-            seed=0,
-            verbose=False,
-        )
-
-    def run(self, case: dict[str, Any], max_tokens: int | None) -> CaseResult:
-        toolset = bfcl_tools(case["functions"])
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.arguments.json_schema,
-                },
-            }
-            for tool in toolset.tools
-        ]
-        system, earlier, prompt = conversation(case)
-        # The handler lists the tools inside the system message: without one the model
-        # would never see them, so there always is one.
-        messages = [{"role": "system", "content": system}, *earlier]
-        messages.append({"role": "user", "content": prompt})
-        started = time.perf_counter()
-        error = text = ""
-        made: list[tuple[str, Any]] = []
-        try:
-            response: Any = self.llm.create_chat_completion(
-                messages=messages,
-                tools=tools,
-                tool_choice="auto",
-                temperature=0.0,
-                max_tokens=max_tokens,
-            )
-            message = response["choices"][0]["message"]
-            made = [_parsed(c["function"]) for c in message.get("tool_calls") or ()]
-            text = message.get("content") or ""
-        except Exception as failed:  # a context overflow or a handler failure: that case fails
-            error = f"{type(failed).__name__}: {failed}"
-        return judge(case, "llama-cpp", made, time.perf_counter() - started, error, text)
-
-
-MAX_BASELINE_CALLS = 8
-"""Calls the baseline may make in one turn (tooldeck's local model allows at most 8, too)."""
-
-
-def _bounded_llama(max_tokens: int) -> Any:
-    """``Llama`` with bounds on what llama-cpp-python's handler generates in one turn.
-
-    The handler generates each call and each message with ``max_tokens=None`` (up to the
-    context size) whatever the request says, and after each call lets the model choose
-    another one without limit; a small model repeating itself runs for many minutes. Here
-    each generation stops at ``max_tokens`` and the turn after MAX_BASELINE_CALLS calls.
-    """
-    from llama_cpp import Llama
-
-    class BoundedLlama(Llama):
-        calls_left = MAX_BASELINE_CALLS
-
-        def create_chat_completion(self, *args: Any, **kwargs: Any) -> Any:
-            self.calls_left = MAX_BASELINE_CALLS
-            return super().create_chat_completion(*args, **kwargs)
-
-        def create_completion(self, *args: Any, **kwargs: Any) -> Any:
-            if kwargs.get("max_tokens") is None:
-                kwargs["max_tokens"] = max_tokens
-            grammar = getattr(kwargs.get("grammar"), "_grammar", "")
-            if '"<|im_end|>"' in grammar:  # "another call, or the end of the turn?"
-                self.calls_left -= 1
-                if self.calls_left <= 0:
-                    return {"choices": [{"text": "<|im_end|>"}]}
-            return super().create_completion(*args, **kwargs)
-
-    return BoundedLlama
-
-
-def _parsed(function: dict[str, Any]) -> tuple[str, Any]:
-    try:
-        return function["name"], json.loads(function["arguments"])
-    except ValueError:
-        return function["name"], function["arguments"]
+    result = judge(case, "tooldeck", made, seconds, error, assistant.content if assistant else "")
+    if isinstance(model, LocalModel) and model.last_turn is not None:
+        result.call_score = model.last_turn.call_score
+        result.fit = model.last_turn.fit
+    return result
 
 
 # -- report -----------------------------------------------------------------------------------
@@ -292,6 +240,7 @@ def summarize(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:
             "category": category,
             "cases": len(rows),
             "accuracy": sum(r.correct for r in rows) / len(rows),
+            "strict_accuracy": sum(r.strictly_correct for r in rows) / len(rows),
             "calls": calls,
             "schema_valid": sum(r.valid_calls for r in rows) / calls if calls else None,
             "mean_s": statistics.fmean(r.seconds for r in rows),
@@ -301,15 +250,16 @@ def summarize(results: Sequence[CaseResult]) -> Iterator[dict[str, Any]]:
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
-        "| system | category | cases | accuracy | calls made | schema-valid calls "
-        "| s/case (mean, median) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| system | category | cases | accuracy (BFCL) | strict | calls made "
+        "| schema-valid calls | s/case (mean, median) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         valid = "–" if row["schema_valid"] is None else f"{row['schema_valid']:.1%}"
         lines.append(
             f"| {row['system']} | {row['category']} | {row['cases']} | {row['accuracy']:.1%} | "
-            f"{row['calls']} | {valid} | {row['mean_s']:.2f}, {row['median_s']:.2f} |"
+            f"{row['strict_accuracy']:.1%} | {row['calls']} | {valid} | "
+            f"{row['mean_s']:.2f}, {row['median_s']:.2f} |"
         )
     return "\n".join(lines)
 
@@ -341,17 +291,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.ids:
         wanted = set(args.ids.split(","))
         cases = [c for c in cases if c["id"] in wanted]
-    options = {"n_ctx": args.n_ctx} if args.model.startswith("local") else {}
-    model = resolve_model(args.model, **options)
+    model = resolve_model(args.model, **_local_options(args))
     info = {**environment(model), "max_tokens": args.max_tokens, "cases": len(cases)}
+    if isinstance(model, LocalModel):
+        info["call_rule"] = asdict(model.call_rule)
     print(json.dumps(info), file=sys.stderr)
-    sink = _Sink(args.out)
-    results = (
-        []
-        if args.skip_tooldeck
-        else asyncio.run(_tooldeck_all(model, cases, args.max_tokens, sink))
-    )
+    sink = Sink(args.out)
+    results = [] if args.skip_tooldeck else asyncio.run(_tooldeck_all(model, cases, args, sink))
     if args.baseline:
+        from bfcl_baseline import LlamaCppBaseline
+
         gguf = args.gguf or getattr(model, "model_path", None)
         if gguf is None:
             raise SystemExit("--baseline needs a GGUF: a local model or --gguf PATH")
@@ -364,7 +313,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-class _Sink:
+def _local_options(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.model.startswith("local"):
+        return {}
+    options: dict[str, Any] = {"n_ctx": args.n_ctx, "n_threads": args.threads}
+    if args.min_fit is not None:
+        options["call_rule"] = CallRule(min_fit=args.min_fit)
+    return options
+
+
+class Sink:
     """Prints progress and appends each case to ``--out`` as it finishes (JSON lines)."""
 
     def __init__(self, path: Path | None) -> None:
@@ -389,9 +347,14 @@ class _Sink:
 
 
 async def _tooldeck_all(
-    model: Model, cases: list[Any], max_tokens: int | None, sink: _Sink
+    model: Model, cases: list[Any], args: argparse.Namespace, sink: Sink
 ) -> list[CaseResult]:
-    results = [sink.add(await run_tooldeck(model, case, max_tokens)) for case in cases]
+    results = []
+    for case in cases:
+        result = await run_tooldeck(
+            model, case, args.max_tokens, args.tool_choice, args.parallel_tool_calls
+        )
+        results.append(sink.add(result))
     await model.aclose()
     return results
 
@@ -411,11 +374,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--gguf", type=Path, default=None, help="GGUF for the baseline")
     parser.add_argument("--skip-tooldeck", action="store_true", help="run only the baseline")
     parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--threads", type=int, default=None, help="n_threads (default: all cores)")
     parser.add_argument(
         "--max-tokens",
         type=int,
-        default=256,
+        default=1024,
         help="tokens per turn (baseline: per generation of its handler, which sends None)",
+    )
+    parser.add_argument(
+        "--min-fit", type=float, default=None, help="LocalModel(call_rule=CallRule(min_fit=...))"
+    )
+    parser.add_argument("--tool-choice", default="auto", help="auto, required, none or a name")
+    parser.add_argument(
+        "--parallel-tool-calls",
+        choices=PARALLEL_MODES,
+        default="category",
+        help="category: on in parallel* categories, the model's default elsewhere",
     )
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=None, help="write per-case JSON lines here")

@@ -5,15 +5,19 @@ The rules, from tests/data/bfcl/README.md:
 - the function name must match exactly, and the number of calls must match;
 - required parameters present; no parameter outside the schema *and* the ground truth;
 - types exact: ``bool`` is not ``int``, ``"5"`` is not ``5``, ``5.0`` fails an integer; the
-  only coercion is int -> float for float parameters. A value of the ground truth's own
-  type is accepted too, where that differs from the declared type (BFCL reads such a
-  ground truth as a variable name);
+  only coercion is int -> float for float parameters (BFCL's checker also turns a Python
+  tuple given for a ``tuple`` parameter into a list: JSON never yields a tuple, so that
+  step has nothing to do here). A value of the ground truth's own type is accepted too,
+  where that differs from the declared type (BFCL reads such a ground truth as a variable
+  name);
 - strings compared after removing `` ,./-_*^``, lower-casing and ``'`` -> ``"``, also inside
   lists and dicts; other values by equality, no float tolerance;
 - an optional parameter may be left out only when its acceptable values include ``""``;
 - ``parallel*`` categories: calls matched to the ground truth in any order, greedily (each
   expected call takes the first unmatched call that fits; no backtracking, as in BFCL);
-- irrelevance: making no call is right; live_relevance: making any call is right.
+- irrelevance: making no call is right; live_relevance: making any call is right. BFCL
+  decodes a turn as a whole, so a turn with a call whose arguments do not parse made no
+  call (``bfcl_eval.judge`` applies that, and reports the stricter verdict beside it).
 
 Values are the JSON the model sent. Java/JavaScript parameters are scored on typed values
 (tooldeck shows the model the converted, typed schema; BFCL instead asks for source-code

@@ -48,11 +48,24 @@ async def test_a_schema_invalid_call_is_counted_and_wrong() -> None:
 async def test_unparsed_arguments_are_wrong() -> None:
     call = ToolCall.from_json("1", "math_factorial", '{"number": 5')
     result = await evaluation.run_tooldeck(first_turn(call), case("simple_python_1"), None)
-    assert (result.correct, result.valid_calls, result.reason) == (
+    assert (result.correct, result.strictly_correct, result.valid_calls, result.reason) == (
+        False,
         False,
         0,
         "arguments did not parse",
     )
+
+
+async def test_by_bfcls_rule_a_turn_whose_call_does_not_parse_made_no_call() -> None:
+    # irrelevance_0 expects no call: BFCL cannot decode the turn, so it counts as no call;
+    # the stricter figure counts the attempt.
+    call = ToolCall.from_json("1", "calculate_triangle_area", '{"base": 10, "hei')
+    result = await evaluation.run_tooldeck(first_turn(call), case("irrelevance_0"), None)
+    assert (result.correct, result.strictly_correct, result.calls) == (True, False, 1)
+    assert result.reason == "arguments did not parse"
+    whole = ToolCall(id="1", name="calculate_triangle_area", arguments={"base": 10, "height": 5})
+    result = await evaluation.run_tooldeck(first_turn(whole), case("irrelevance_0"), None)
+    assert (result.correct, result.strictly_correct) == (False, False)
 
 
 async def test_an_answer_is_right_for_irrelevance_and_wrong_for_simple() -> None:
@@ -88,16 +101,28 @@ async def test_parallel_categories_ask_for_parallel_calls() -> None:
 
 def test_the_summary_table() -> None:
     results = [
-        evaluation.CaseResult("a", "simple_python", "tooldeck", True, "", 1, 1, 2.0),
-        evaluation.CaseResult("b", "simple_python", "tooldeck", False, "x", 2, 1, 4.0),
+        evaluation.CaseResult("a", "irrelevance", "tooldeck", True, "", 1, 0, 2.0, strict=False),
+        evaluation.CaseResult("b", "irrelevance", "tooldeck", True, "", 0, 0, 4.0),
+        evaluation.CaseResult("c", "irrelevance", "tooldeck", False, "x", 2, 2, 6.0),
     ]
     (row,) = evaluation.summarize(results)
-    assert (row["accuracy"], row["calls"], row["schema_valid"], row["mean_s"]) == (
-        0.5,
+    assert (row["accuracy"], row["strict_accuracy"], row["calls"], row["schema_valid"]) == (
+        2 / 3,
+        1 / 3,
         3,
         2 / 3,
-        3.0,
     )
-    assert "| tooldeck | simple_python | 2 | 50.0% | 3 | 66.7% | 3.00, 3.00 |" in (
+    assert "| tooldeck | irrelevance | 3 | 66.7% | 33.3% | 3 | 66.7% | 4.00, 4.00 |" in (
         evaluation.markdown([row])
     )
+
+
+def test_parallel_modes_of_the_harness() -> None:
+    modes = evaluation.PARALLEL_MODES
+    assert [evaluation.parallel_setting(m, "parallel_multiple") for m in modes] == [
+        True,
+        None,
+        True,
+        False,
+    ]
+    assert evaluation.parallel_setting("category", "simple_python") is None

@@ -10,10 +10,12 @@ import asyncio
 import enum
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
+import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
@@ -30,6 +32,9 @@ from tooldeck import (
     tool,
 )
 from tooldeck.demo import add_numbers, demo_agent, get_weather
+from tooldeck.models._local_decide import BranchTokens, CallRule, decide_to_call
+from tooldeck.models._local_decode import _allowed
+from tooldeck.models._local_engine import TurnRequest, TurnStats, _decided
 from tooldeck.models._local_grammar import TurnSyntax, build_grammar, plan_turn
 from tooldeck.models._local_prompt import TemplateFormat, TranscriptFormat, parse_turn
 from tooldeck.models.local import LocalModel
@@ -122,6 +127,7 @@ def test_a_run_through_the_loop_ends_with_an_answer_and_reuses_the_cache(
     result = demo_agent(model).run_sync("What's the weather like in Tokyo?")
     assert result.stop_reason == "answer"
     assert result.answer.strip()
+    assert not borrowed_words(result.answer), result.answer
     assert result.tool_trace
     assert result.tool_trace[0].call.name == "get_weather"
     assert result.tool_trace[0].result.ok
@@ -134,7 +140,175 @@ def test_a_run_through_the_loop_ends_with_an_answer_and_reuses_the_cache(
     assert result.usage.input_tokens >= last.prompt_tokens
 
 
+EXAMPLE_ONLY_WORDS = ("banana", "letters", "euros", "dollars", "21.60")
+"""Words of the prompt's worked example (``_local_prompt.EXAMPLES``) that no demo answer needs."""
+
+
+def borrowed_words(answer: str) -> list[str]:
+    return [word for word in EXAMPLE_ONLY_WORDS if word in answer.lower()]
+
+
+@pytest.mark.slow
+def test_the_demo_sum_is_answered_without_words_of_the_worked_example(model: LocalModel) -> None:
+    result = demo_agent(model).run_sync("What is 17 plus 25?")
+    assert result.tool_trace[0].call.arguments == {"left": 17, "right": 25}
+    assert "42" in result.answer
+    assert not borrowed_words(result.answer), result.answer
+
+
+@pytest.mark.slow
+def test_an_auto_turn_calls_when_the_message_fits_a_tool(model: LocalModel) -> None:
+    calibrated = model.call_rule
+    assert calibrated.min_fit is not None  # the default weights decide by the fit
+    try:
+        model.call_rule = CallRule(min_fit=0.4)  # the weather question fits at about 0.48
+        output = ask(model, "What's the weather like in Tokyo?", TOOLS)
+        first = model.last_turn
+        assert first is not None
+        assert first.fit is not None
+        assert first.fit > 0.4
+        assert [call.name for call in output.tool_calls] == ["get_weather"]
+        model.call_rule = CallRule(min_fit=first.fit + 0.01)  # the same message, a higher bar
+        output = ask(model, "What's the weather like in Tokyo?", TOOLS)
+    finally:
+        model.call_rule = calibrated
+    assert output.tool_calls == ()
+    assert output.content.strip()
+    assert model.last_turn is not None
+    assert (model.last_turn.fit, model.last_turn.call_score) == (first.fit, first.call_score)
+    unrelated = ask(model, "Who wrote Hamlet?", TOOLS)
+    assert unrelated.tool_calls == ()
+    assert model.last_turn.fit is not None
+    assert model.last_turn.fit < first.fit
+
+
+class Page(BaseModel):
+    limit: int = Field(ge=1, le=50)
+    query: str = Field(max_length=200)
+
+
+@tool
+def search(page: Page) -> str:
+    """Search the catalogue."""
+    return "found"
+
+
+@pytest.mark.slow
+def test_a_forced_call_keeps_a_number_within_its_bounds(model: LocalModel) -> None:
+    output = ask(model, "Search for a million red shoes.", (search.spec,), tool_choice="search")
+    (call,) = output.tool_calls
+    search.validate(call.arguments)  # the limit is within 1..50, the query within 200 chars
+
+
+# --- the decision to call, on scripted logits (no model) --------------------------------------
+
+
+def request(plan: Any, rule: CallRule, temperature: float = 0.0) -> TurnRequest:
+    return TurnRequest((), TOOLS, "", plan, temperature, 64, rule, threading.Event())
+
+
+def test_the_call_decision_compares_the_two_first_tokens_with_the_threshold() -> None:
+    branches = BranchTokens.of(call=[7, 3], answer=[9])
+    assert branches is not None
+    logits = np.zeros(12, dtype=np.float32)
+    logits[[7, 9, 4]] = [1.0, 2.5, 8.0]  # 4, the favourite, starts neither shape
+    score = branches.score(logits)
+    assert score == -1.5
+    auto = plan_turn(TOOLS, ModelSettings())
+    calls = _decided(request(auto, CallRule(min_score=-2.0)), score, None)
+    assert (calls.allow_answer, calls.tools) == (False, TOOLS)
+    answer = _decided(request(auto, CallRule(min_score=-1.5)), score, None)  # above, not at
+    assert (answer.allow_answer, answer.tools) == (True, ())
+    # A tool choice that fixes the shape is not second-guessed; no score, no decision.
+    required = plan_turn(TOOLS, ModelSettings(tool_choice="required"))
+    assert _decided(request(required, CallRule(min_score=99.0)), score, None) is required
+    assert _decided(request(auto, CallRule(min_score=-99.0)), None, None) is auto
+
+
+def test_a_fit_rule_decides_a_turn_after_a_users_message_by_the_fit_alone() -> None:
+    auto = plan_turn(TOOLS, ModelSettings())
+    rule = CallRule(min_fit=0.7, min_score=0.0)
+    # The model's log-odds say "answer" (-3) but the message fits a tool: it calls.
+    assert _decided(request(auto, rule), -3.0, 0.75).tools == TOOLS
+    # The log-odds say "call" (+3) but the message fits no tool: it answers.
+    assert _decided(request(auto, rule), 3.0, 0.65).tools == ()
+    # After tool results there is no fit to read: the model's own preference decides.
+    assert _decided(request(auto, rule), 3.0, None).tools == TOOLS
+    assert _decided(request(auto, rule), -3.0, None).tools == ()
+
+
+def test_above_temperature_zero_the_decision_is_drawn_from_the_log_odds() -> None:
+    # sigmoid((score - min_score) / temperature): 0.5 here, ~0.88 with a margin of 2.
+    rule = CallRule(min_score=1.0)
+    assert decide_to_call(rule, 1.0, None, 1.0, draw=lambda: 0.49)
+    assert not decide_to_call(rule, 1.0, None, 1.0, draw=lambda: 0.51)
+    assert decide_to_call(rule, 3.0, None, 1.0, draw=lambda: 0.87)
+    assert not decide_to_call(rule, 3.0, None, 1.0, draw=lambda: 0.89)
+    assert not decide_to_call(CallRule(), -1e9, None, 0.5, draw=lambda: 0.0)
+
+
+def test_two_shapes_that_start_with_the_same_token_leave_the_choice_to_the_grammar() -> None:
+    assert BranchTokens.of(call=[5, 1], answer=[5, 2]) is None
+    assert BranchTokens.of(call=[], answer=[5]) is None
+
+
+def test_the_model_tokenizer_gives_each_shape_its_own_first_token(model: LocalModel) -> None:
+    llm = model._loaded().llm
+    prompt = TranscriptFormat().render([Message.user("Hi")], TOOLS, "", lambda message: None)
+    assert prompt.endswith("\nassistant:")  # no trailing space: " call" is one token
+    for word in (" call", " answer"):
+        alone = llm.tokenize(word.encode(), add_bos=False)
+        after = llm.tokenize((prompt + word).encode(), add_bos=False)
+        assert len(alone) == 1
+        assert after[-1] == alone[0]
+
+
 # --- grammar, prompt and parsing (no generation) ---------------------------------------------
+
+
+def grammar_accepts(model: LocalModel, grammar: str, text: str) -> bool:
+    """Whether llama.cpp's grammar engine lets the model write ``text`` (token by token)."""
+    import llama_cpp
+
+    llm = model._loaded().llm
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
+    try:
+        for token in llm.tokenize(text.encode(), add_bos=False):
+            if not _allowed(sampler, token, 0.0):
+                return False
+            llama_cpp.llama_sampler_accept(sampler, token)
+        return True
+    finally:
+        llama_cpp.llama_sampler_free(sampler)
+
+
+def test_the_grammar_holds_ranges_lengths_and_open_values(
+    model: LocalModel, grammar_ok: Any
+) -> None:
+    syntax = TurnSyntax(multiline_answer=False, end_of_calls="\ntool:", lead=" ")
+    grammar = build_grammar(plan_turn((search.spec,), ModelSettings()), syntax, grammar_ok).text
+    head = ' call {"name": "search", "arguments": {"page": {"limit": '
+
+    def writes(rest: str) -> bool:
+        return grammar_accepts(model, grammar, head + rest)
+
+    assert writes('50, "query": "red shoes"}}')
+    assert writes('7, "query": "' + "x" * 200 + '"}}')
+    assert not writes("51")  # le=50
+    assert not writes("0")  # ge=1
+    assert not writes("1000000")
+    assert not writes('7, "query": "' + "x" * 201)  # max_length=200
+    # A string without maxLength stops at 256 characters.
+    open_text = build_grammar(
+        plan_turn((add_numbers.spec, draw.spec), ModelSettings()), syntax, grammar_ok
+    ).text
+    colors = ' call {"name": "draw", "arguments": {"shape": "circle", "size": {"width": 1, "height": 1}, "colors": ["'
+    assert grammar_accepts(model, open_text, colors + "r" * 256 + '"')
+    assert not grammar_accepts(model, open_text, colors + "r" * 257)
+    # A list without maxItems holds 16 items.
+    assert grammar_accepts(model, open_text, colors + '"' + ', "r"' * 15 + "]")
+    assert not grammar_accepts(model, open_text, colors + '"' + ', "r"' * 16)
 
 
 @pytest.fixture(scope="module")
@@ -154,13 +328,35 @@ def test_grammar_follows_tool_choice(grammar_ok: Any) -> None:
         grammar(tool_choice="get_weather"),
         grammar(tool_choice="none"),
     )
-    assert auto.startswith("root ::= turn-answer | turn-calls")
-    assert required.startswith("root ::= turn-calls")
+    assert auto.startswith("root ::= (turn-answer | turn-calls)")
+    assert required.startswith("root ::= (turn-calls)")
     assert "turn-answer ::=" not in required
     assert '\\"get_weather\\"' in forced
     assert '\\"add_numbers\\"' not in forced
-    assert none.startswith("root ::= turn-answer")
+    assert none.startswith("root ::= (turn-answer)")
     assert "turn-call" not in none
+
+
+class RecordingSession:
+    """Stands in for the loaded weights: records each turn's request, answers "ok"."""
+
+    def __init__(self) -> None:
+        self.requests: list[TurnRequest] = []
+
+    def turn(self, request: TurnRequest) -> tuple[AssistantOutput, TurnStats]:
+        self.requests.append(request)
+        return AssistantOutput(content="ok"), TurnStats(1, 1, 0.0, 1, 0.0)
+
+
+@pytest.mark.parametrize("default", [False, True])
+def test_parallel_tool_calls_none_means_the_local_models_own_default(default: bool) -> None:
+    local = LocalModel(parallel_tool_calls=default)
+    session = RecordingSession()
+    local._session = session
+    for setting in (None, True, False):
+        settings = ModelSettings(tool_choice="required", parallel_tool_calls=setting)
+        asyncio.run(local.complete([Message.user("Add 1 and 2.")], TOOLS, settings))
+    assert [r.plan.max_calls for r in session.requests] == [8 if default else 1, 8, 1]
 
 
 def test_tool_choice_that_cannot_be_met_is_a_model_error() -> None:
@@ -214,7 +410,7 @@ def test_transcript_prompt_shows_tools_rules_and_conversation() -> None:
     assert text.endswith(
         "Conversation:\nuser: What is 2 plus 3?\n"
         'assistant: call {"name": "add_numbers", "arguments": {"left": 2, "right": 3}}\n'
-        "tool: 5\nassistant: "
+        "tool: 5\nassistant:"
     )
 
 

@@ -155,3 +155,36 @@ def test_a_local_streams_last_item_is_the_turn(model: LocalModel) -> None:
 
     assert isinstance(output, AssistantOutput)
     assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == output.content
+
+
+@pytest.mark.slow
+def test_a_streamed_auto_turn_is_decided_before_it_is_written(model: LocalModel) -> None:
+    from tooldeck.demo import get_weather
+    from tooldeck.models.local import CallRule
+
+    async def items() -> list[Any]:
+        messages = [Message.user("What's the weather like in Tokyo?")]
+        stream = model.stream(messages, [get_weather.spec], ModelSettings(max_tokens=48))
+        return [item async for item in stream]
+
+    calibrated = model.call_rule
+    try:
+        model.call_rule = CallRule(min_fit=-1.0)  # every message fits: the turn calls
+        *call_chunks, called = asyncio.run(items())
+        model.call_rule = CallRule(min_fit=1.0)  # no message fits: the turn answers
+        *text_chunks, answered = asyncio.run(items())
+    finally:
+        model.call_rule = calibrated
+
+    assert isinstance(called, AssistantOutput)
+    assert [call.name for call in called.tool_calls] == ["get_weather"]
+    assert call_chunks
+    assert all(isinstance(c, ToolCallChunk) for c in call_chunks)
+    assert json.loads(
+        "".join(c.arguments for c in call_chunks if isinstance(c, ToolCallChunk))
+    ) == (called.tool_calls[0].arguments)
+    assert isinstance(answered, AssistantOutput)
+    assert answered.tool_calls == ()
+    assert all(isinstance(c, TextChunk) for c in text_chunks)
+    assert "".join(c.text for c in text_chunks if isinstance(c, TextChunk)) == answered.content
+    assert answered.content.strip()

@@ -21,30 +21,40 @@ from tooldeck.errors import ModelError
 _CANDIDATE = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 
 
-def greedy_steps(llm: Any, tokens: Sequence[int], grammar: str) -> Generator[int, Any, None]:
-    """Process ``tokens`` (reusing the cached prefix), then yield greedy tokens forever.
+def process_prompt(llm: Any, tokens: Sequence[int]) -> int:
+    """Evaluate ``tokens``, reusing the prefix the KV cache already holds; returns how many
+    were processed. Afterwards ``next_logits(llm)`` scores the token that follows."""
+    reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
+    if reused == len(tokens):
+        reused -= 1  # the last prompt token must run again to give fresh logits
+    llm.n_tokens = reused
+    llm.eval(list(tokens[reused:]))  # drops the cache after the prefix, then decodes the rest
+    return len(tokens) - reused
+
+
+def next_logits(llm: Any) -> np.ndarray[Any, Any]:
+    """The model's logits for the next token (a view into llama.cpp's buffer)."""
+    import llama_cpp
+
+    n_vocab = llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(llm.model))
+    return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
+
+
+def greedy_steps(llm: Any, grammar: str) -> Generator[int, Any, None]:
+    """Yield greedy tokens under ``grammar`` forever, from where ``process_prompt`` left off.
 
     The caller stops iterating at end of generation or budget; each yielded token is
     evaluated before the next is chosen.
     """
     import llama_cpp
 
-    reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
-    if reused == len(tokens):
-        reused -= 1  # the last prompt token must run again to give fresh logits
-    llm.n_tokens = reused
-    llm.eval(list(tokens[reused:]))  # drops the cache after the prefix, then decodes the rest
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
     sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
     if not sampler:
         raise ModelError("llama.cpp refused the turn's grammar")
     try:
-        n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
         while True:
-            logits = np.ctypeslib.as_array(
-                llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,)
-            )
-            token = _pick(sampler, logits)
+            token = _pick(sampler, next_logits(llm))
             llama_cpp.llama_sampler_accept(sampler, token)
             yield token
             llm.eval([token])

@@ -1,47 +1,34 @@
-"""The llama.cpp side of LocalModel: loading, prompt tokens with KV-cache reuse, decoding.
+"""The llama.cpp side of LocalModel: prompt tokens with KV-cache reuse, the decision to call,
+decoding under the turn's grammar.
 
-Only this module and ``_local_grammar`` / ``_local_prompt`` touch llama_cpp; they are
-imported when a LocalModel loads its weights.
+This module and the ``_local_*`` modules it uses touch llama_cpp only inside functions;
+they are imported when a LocalModel loads its weights.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import sys
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tooldeck.contracts import AssistantOutput, Message, ToolCall, ToolSpec, Usage
-from tooldeck.errors import ModelError, ModelNotConfigured
-from tooldeck.models._local_decode import greedy_steps
-from tooldeck.models._local_grammar import CALL_PREFIX, TurnPlan, build_grammar
+from tooldeck.errors import ModelError
+from tooldeck.models._local_decide import BranchTokens, CallRule, decide_to_call
+from tooldeck.models._local_decode import greedy_steps, next_logits, process_prompt
+from tooldeck.models._local_embed import Embedder
+from tooldeck.models._local_grammar import ANSWER_PREFIX, CALL_PREFIX, TurnPlan, build_grammar
+from tooldeck.models._local_load import EngineConfig, load_embedder, load_model, prompt_format
 from tooldeck.models._local_prompt import (
-    PromptFormat,
-    TemplateFormat,
-    TranscriptFormat,
     parse_turn,
 )
 
 _RAW_MEMORY = 256
 """How many of its own outputs a session remembers verbatim (to re-render them exactly)."""
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
-    model_path: Path
-    n_ctx: int
-    n_threads: int
-    chat_format: str
-    chat_template: str | None
-    verbose: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +44,13 @@ class TurnStats:
     output_tokens: int
     generation_s: float
     """Seconds spent generating after the first token."""
+    call_score: float | None = None
+    """The model's log-odds of calling a tool over answering, read before the turn was
+    written (``_local_decide``); None when the turn had no tools to call."""
+    fit: float | None = None
+    """How well the user's message fits the best-matching tool (cosine similarity of the
+    model's embeddings); None unless the turn answers a user's message with tools and the
+    model's ``CallRule`` reads the fit."""
 
     @property
     def cached_tokens(self) -> int:
@@ -83,10 +77,13 @@ class TurnRequest:
     plan: TurnPlan
     temperature: float
     max_tokens: int
+    call_rule: CallRule
+    """When the turn calls a tool, if the tool choice leaves it open."""
     stop: threading.Event
     """Set to end decoding at the next token (the request was cancelled)."""
     on_piece: Callable[[bytes], None] | None = None
-    """Called (in the decoding thread) with each token's bytes as it is picked."""
+    """Called (in the decoding thread) with each token's bytes as it is picked (after the
+    turn's lead, which the grammar writes before ``call``/``answer``)."""
 
 
 @dataclass(slots=True)
@@ -94,8 +91,8 @@ class _Generated:
     text: str
     tokens: list[int]
     """The tokens behind ``text``; empty when they are not known exactly."""
-    evaluated: int
-    prompt_s: float
+    first_s: float
+    """Seconds until the first token was picked."""
     generation_s: float
     count: int
 
@@ -105,17 +102,24 @@ class LlamaSession:
 
     def __init__(self, config: EngineConfig) -> None:
         started = time.perf_counter()
-        self.llm = _load(config)
+        self.llm = load_model(config)
         self.load_s = time.perf_counter() - started
         self.n_ctx = config.n_ctx
-        self.format = _prompt_format(self.llm, config)
+        self.format = prompt_format(self.llm, config)
         self._special = self.format.special_tokens
+        lead = self.format.syntax.lead
+        self._branches = BranchTokens.of(
+            self._continuation("\n", lead + CALL_PREFIX.strip()),
+            self._continuation("\n", lead + ANSWER_PREFIX.strip()),
+        )
+        self._embedder = Embedder(lambda: load_embedder(config))
         self._cache_text = ""
         self._cache_tokens: list[int] = []
         self._raw: OrderedDict[str, str] = OrderedDict()
         self._grammars: dict[str, str] = {}
 
     def close(self) -> None:
+        self._embedder.close()
         self.llm.close()
 
     def turn(self, request: TurnRequest) -> tuple[AssistantOutput, TurnStats]:
@@ -130,18 +134,45 @@ class LlamaSession:
                 f"the conversation is {len(tokens)} tokens and the context holds {self.n_ctx}; "
                 "start a new conversation or create the LocalModel with a larger n_ctx"
             )
-        grammar = self._grammar(request.plan)
-        budget = min(request.max_tokens, room)
-        out = self._generate(tokens, grammar, request, budget)
+        started = time.perf_counter()
+        evaluated = process_prompt(self.llm, tokens)
+        score = self._call_score(request.plan)
+        fit = self._fit(request)
+        grammar = self._grammar(_decided(request, score, fit))
+        processed_s = time.perf_counter() - started
+        out = self._generate(tokens, grammar, request, min(request.max_tokens, room))
         first = 1 + sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
         said = out.text.removesuffix(self.format.syntax.end_of_calls or "\0")
-        content, calls = parse_turn(said, first)
+        content, calls = parse_turn(said.removeprefix(self.format.syntax.lead), first)
         self._remember(content, calls, said)
         self._cache_text = text + out.text if out.tokens else text
         self._cache_tokens = tokens + out.tokens
         usage = Usage(input_tokens=len(tokens), output_tokens=out.count, requests=1)
-        stats = TurnStats(len(tokens), out.evaluated, out.prompt_s, out.count, out.generation_s)
+        prompt_s = processed_s + out.first_s
+        stats = TurnStats(len(tokens), evaluated, prompt_s, out.count, out.generation_s, score, fit)
         return AssistantOutput(content=content, tool_calls=calls, usage=usage), stats
+
+    def _call_score(self, plan: TurnPlan) -> float | None:
+        """The model's log-odds of calling over answering, from the processed prompt."""
+        if self._branches is None or not plan.tools:
+            return None
+        return self._branches.score(next_logits(self.llm))
+
+    def _fit(self, request: TurnRequest) -> float | None:
+        """How well the user's message fits the tools, when the turn answers one and the
+        rule reads the fit."""
+        last = request.messages[-1] if request.messages else None
+        if request.call_rule.min_fit is None or not request.plan.tools:
+            return None
+        if last is None or last.role != "user":
+            return None
+        return self._embedder.fit(last.content, request.plan.tools)
+
+    def _continuation(self, context: str, text: str) -> list[int]:
+        """The tokens of ``text`` where it follows ``context`` in a prompt."""
+        before = self._tokenize(context, add_bos=False)
+        after = self._tokenize(context + text, add_bos=False)
+        return after[len(before) :] if after[: len(before)] == before else []
 
     def _tokens_for(self, text: str) -> list[int]:
         """Prompt tokens; when ``text`` extends the last turn, its tokens extend that turn's."""
@@ -184,49 +215,45 @@ class LlamaSession:
     def _generate(
         self, tokens: list[int], grammar: str, request: TurnRequest, budget: int
     ) -> _Generated:
+        """Decode the turn token by token (the prompt is processed): the one generation loop."""
         import llama_cpp
 
         llm = self.llm
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
-        llama_cpp.llama_perf_context_reset(llm.ctx)
         started = time.perf_counter()
         first_at: float | None = None
-        evaluated = 0
         produced: list[int] = []
         ends: list[int] = []
         pieces = bytearray()
+        lead = self.format.syntax.lead
+        lead_bytes = lead.encode()  # the grammar writes it; streamed pieces start after it
         for token in _closing(self._steps(tokens, grammar, request.temperature)):
-            if first_at is None:
-                first_at = time.perf_counter()
-                perf = llama_cpp.llama_perf_context(llm.ctx)
-                evaluated = min(len(tokens), perf.n_p_eval + perf.n_eval)
+            first_at = first_at or time.perf_counter()
             if llama_cpp.llama_vocab_is_eog(vocab, token) or request.stop.is_set():
                 break
             piece = llm.detokenize([token], special=self._special)
             produced.append(token)
             pieces += piece
             ends.append(len(pieces))
-            if request.on_piece is not None:
-                request.on_piece(piece)
-            if len(produced) >= budget or (b"\n" in piece and _repeated_call(pieces)):
+            if request.on_piece is not None and len(pieces) > len(lead_bytes):
+                request.on_piece(bytes(pieces[max(len(lead_bytes), len(pieces) - len(piece)) :]))
+            if len(produced) >= budget or (b"\n" in piece and _repeated_call(pieces, lead)):
                 break
         ended = time.perf_counter()
         first_at = first_at or ended
         text = pieces.decode(errors="replace")
-        kept = _without_repeat(text)
+        kept = lead + _without_repeat(text[len(lead) :]) if text.startswith(lead) else text
         if kept != text:  # keep the tokens only if the cut falls between two of them
             size = len(kept.encode())
             produced = produced[: ends.index(size) + 1] if size in ends else []
-        return _Generated(
-            kept, produced, evaluated, first_at - started, ended - first_at, len(ends)
-        )
+        return _Generated(kept, produced, first_at - started, ended - first_at, len(ends))
 
     def _steps(
         self, tokens: list[int], grammar: str, temperature: float
     ) -> Generator[int, Any, None]:
         """The tokens the model picks under ``grammar``, one at a time, without end."""
         if temperature == 0:
-            return greedy_steps(self.llm, tokens, grammar)
+            return greedy_steps(self.llm, grammar)
         from llama_cpp.llama_grammar import LlamaGrammar
 
         steps: Generator[int, Any, None] = self.llm.generate(
@@ -248,6 +275,16 @@ class LlamaSession:
             self._raw.popitem(last=False)
 
 
+def _decided(request: TurnRequest, score: float | None, fit: float | None) -> TurnPlan:
+    """The request's plan, narrowed to calls or to an answer when the plan left both open."""
+    plan = request.plan
+    if score is None or not (plan.allow_answer and plan.tools):
+        return plan
+    if decide_to_call(request.call_rule, score, fit, request.temperature):
+        return plan.only_calls()
+    return plan.only_answer()
+
+
 def _closing(steps: Generator[int, Any, None]) -> Iterator[int]:
     """Iterate ``steps`` and close the generator however the loop ends (frees its sampler)."""
     try:
@@ -256,11 +293,11 @@ def _closing(steps: Generator[int, Any, None]) -> Iterator[int]:
         steps.close()
 
 
-def _repeated_call(pieces: bytearray) -> bool:
+def _repeated_call(pieces: bytearray, lead: str) -> bool:
     """Whether the line just finished repeats a call made earlier in this turn."""
-    if not pieces.startswith(CALL_PREFIX.encode()):
+    if not pieces.startswith((lead + CALL_PREFIX).encode()):
         return False
-    lines = pieces.decode(errors="replace").split("\n")
+    lines = pieces.decode(errors="replace").removeprefix(lead).split("\n")
     return len(lines) >= 3 and lines[-2].startswith(CALL_PREFIX) and lines[-2] in lines[:-2]
 
 
@@ -277,52 +314,3 @@ def _without_repeat(text: str) -> str:
 
 def _output_key(content: str, calls: Sequence[ToolCall]) -> str:
     return json.dumps([content, [[c.id, c.name, c.arguments_json] for c in calls]])
-
-
-def _load(config: EngineConfig) -> Any:
-    from llama_cpp import Llama
-
-    try:
-        with _quiet_stderr(not config.verbose):
-            return Llama(
-                model_path=str(config.model_path),
-                n_ctx=config.n_ctx,
-                n_threads=config.n_threads,
-                n_threads_batch=config.n_threads,
-                verbose=config.verbose,
-            )
-    except (ValueError, RuntimeError) as error:
-        raise ModelNotConfigured(
-            f"cannot load {str(config.model_path)!r} as a GGUF model: {error}"
-        ) from error
-
-
-@contextmanager
-def _quiet_stderr(quiet: bool) -> Iterator[None]:
-    """Silence what llama.cpp writes straight to the stderr file descriptor while loading."""
-    if not quiet:
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def _prompt_format(llm: Any, config: EngineConfig) -> PromptFormat:
-    template = config.chat_template or llm.metadata.get("tokenizer.chat_template")
-    if config.chat_format == "tooldeck" or (config.chat_format == "auto" and not template):
-        return TranscriptFormat()
-    if not template:
-        raise ModelNotConfigured(
-            f"chat_format='template' but {config.model_path.name!r} has no chat template; "
-            "use chat_format='tooldeck' or 'auto', or pass chat_template="
-        )
-    bos = llm.detokenize([llm.token_bos()], special=True).decode(errors="replace")
-    eos = llm.detokenize([llm.token_eos()], special=True).decode(errors="replace")
-    return TemplateFormat(template, bos, eos)

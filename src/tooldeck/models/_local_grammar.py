@@ -7,22 +7,27 @@ A turn has one of two shapes (``_local_prompt`` shows the model this format)::
 
 Each tool's arguments follow that tool's own JSON Schema, converted to GBNF by llama.cpp's
 converter (``llama_cpp.llama_grammar.SchemaConverter``), so the model cannot name a tool that
-does not exist or write arguments its schema refuses. Where the converter cannot express a
-schema (an unusual ``pattern``, a keyword it does not know), that tool's arguments fall back
-to "any JSON object": the call still names a real tool, and the loop still validates the
-arguments against the full schema, answering a violation with ``invalid_arguments``.
+does not exist, and its arguments keep the schema's types, properties, enums and patterns.
+Ranges (``minimum``/``maximum``) and string lengths, which the converter ignores or nests too
+deep, are written by ``_local_bounds``; every value is bounded (digits, characters, items), so
+a call always closes. Where the converter cannot express a schema (an unusual ``pattern``, a
+keyword it does not know), that tool's arguments fall back to "any JSON object": the call
+still names a real tool, and the loop still validates the arguments against the full schema,
+answering a violation with ``invalid_arguments``.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tooldeck.contracts import ToolSpec
 from tooldeck.errors import ModelError
+from tooldeck.models._local_bounds import JSON_CHAR, MAX_OPEN_ITEMS, PRIMITIVES, leaf_rule
 from tooldeck.models.base import ModelSettings
 
 CALL_PREFIX = "call "
@@ -35,13 +40,11 @@ _STRUCTURAL = frozenset(
     ("type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
 ) | {"prefixItems", "additionalProperties", "pattern"}
 _DROPPED = frozenset(("description", "title", "default", "examples", "$schema", "$id"))
-_LOOSE_CHAR = '[^"\\\\]'
-_JSON_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'
-_MAX_BOUND = 64
-"""Length and item bounds above this are left to validation: as GBNF they nest too deep."""
-MAX_OPEN_ITEMS = 16
-"""Items an array without its own ``maxItems`` may have in a local model's call: small models
-repeat list items until the token budget runs out, leaving a call that is not even JSON."""
+_MAX_ITEMS = 64
+"""The most items the grammar lets an array have (llama.cpp's converter nests one level per
+item); a larger ``maxItems`` is cut to this, a larger ``minItems`` left to validation."""
+_LEAF = re.compile(r'"\\"(tooldeck-leaf-[a-z0-9-]+)\\""')
+"""A placeholder constant, as the converter writes it, for a leaf ``_local_bounds`` writes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,9 @@ class TurnSyntax:
     """Whether an answer may span lines (a chat template ends a turn with its own token)."""
     end_of_calls: str = ""
     """Text the model may write after its calls to end the turn; the engine strips it."""
+    lead: str = ""
+    """Text the model writes before either shape: the prompt stops short of it, because the
+    tokenizer joins it with the word after it (the transcript's space after ``assistant:``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +69,23 @@ class TurnPlan:
     """The tools the turn may call; empty when it must answer."""
     max_calls: int
 
+    def only_calls(self) -> TurnPlan:
+        return replace(self, allow_answer=False)
 
-def plan_turn(tools: Sequence[ToolSpec], settings: ModelSettings) -> TurnPlan:
-    """The shape a turn may take; a tool choice that cannot be met is a ModelError."""
+    def only_answer(self) -> TurnPlan:
+        return TurnPlan(allow_answer=True, tools=(), max_calls=0)
+
+
+def plan_turn(
+    tools: Sequence[ToolSpec], settings: ModelSettings, parallel_by_default: bool = False
+) -> TurnPlan:
+    """The shape a turn may take; a tool choice that cannot be met is a ModelError.
+
+    ``settings.parallel_tool_calls=None`` leaves it to the model: ``parallel_by_default``.
+    """
     choice = settings.tool_choice
-    max_calls = MAX_CALLS_PER_TURN if settings.parallel_tool_calls else 1
+    parallel = settings.parallel_tool_calls
+    max_calls = MAX_CALLS_PER_TURN if (parallel_by_default if parallel is None else parallel) else 1
     if choice == "none" or (choice == "auto" and not tools):
         return TurnPlan(allow_answer=True, tools=(), max_calls=0)
     if choice == "auto":
@@ -127,19 +145,21 @@ class _Arguments:
 
 def _arguments_grammar(spec: ToolSpec, index: int) -> _Arguments:
     prefix = f"t{index}-"
+    leaves: dict[str, str] = {}
     converter = _converter()
     try:
-        schema = converter.resolve_refs(_prepared(spec.parameters, prefix), f"t{index}")
+        prepared = _prepared(spec.parameters, prefix, leaves)
+        schema = converter.resolve_refs(prepared, f"t{index}")
         rule = str(converter.visit(schema, f"{prefix}args"))
+        return _Arguments(rule, _rules(converter, leaves))
     except Exception:  # the converter asserts or raises on what it cannot express
         return _loose_arguments(index)
-    return _Arguments(rule, _rules(converter))
 
 
 def _loose_arguments(index: int) -> _Arguments:
     converter = _converter()
     rule = str(converter.visit({"type": "object"}, f"t{index}-args"))
-    return _Arguments(rule, _rules(converter), loose=True)
+    return _Arguments(rule, _rules(converter, {}), loose=True)
 
 
 def _converter() -> Any:
@@ -148,14 +168,23 @@ def _converter() -> Any:
     return module.SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
 
 
-def _rules(converter: Any) -> tuple[str, ...]:
-    lines = str(converter.format_grammar()).splitlines()
-    # The converter's JSON string character admits raw control characters (a newline would
-    # end the call line and is invalid JSON); JSON wants them escaped.
-    return tuple(
-        line.replace(_LOOSE_CHAR, _JSON_CHAR, 1) if line.startswith("char ::= ") else line
-        for line in lines
-    )
+def _rules(converter: Any, leaves: Mapping[str, str]) -> tuple[str, ...]:
+    """The converter's rules, with its JSON primitives replaced by bounded ones and each
+    placeholder constant by the leaf it stands for."""
+    lines = []
+    placed = set()
+    for line in str(converter.format_grammar()).splitlines():
+        name, _, body = line.partition(" ::= ")
+        leaf = _LEAF.fullmatch(body)
+        if name in PRIMITIVES:
+            body = PRIMITIVES[name]
+        elif leaf is not None and leaf.group(1) in leaves:
+            body = leaves[leaf.group(1)]
+            placed.add(leaf.group(1))
+        lines.append(f"{name} ::= {body}")
+    if placed != leaves.keys():
+        raise ValueError(f"the converter wrote no rule for {sorted(leaves.keys() - placed)}")
+    return tuple(lines)
 
 
 def _assemble(plan: TurnPlan, pieces: Mapping[str, _Arguments], syntax: TurnSyntax) -> str:
@@ -177,8 +206,10 @@ def _assemble(plan: TurnPlan, pieces: Mapping[str, _Arguments], syntax: TurnSynt
             head = gbnf_literal(call_head(spec.name))
             lines.append(f'turn-call-{index} ::= {head} {piece.rule} "}}"')
             lines.extend(piece.rules)
+        lines.append(f"json-char ::= {JSON_CHAR}")
     unique = dict.fromkeys(lines)  # primitives shared by several tools are defined once
-    return "\n".join([f"root ::= {' | '.join(branches)}", *unique]) + "\n"
+    lead = f"{gbnf_literal(syntax.lead)} " if syntax.lead else ""
+    return "\n".join([f"root ::= {lead}({' | '.join(branches)})", *unique]) + "\n"
 
 
 def gbnf_literal(text: str) -> str:
@@ -193,35 +224,47 @@ def gbnf_literal(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _prepared(node: Any, prefix: str) -> Any:
+def _prepared(node: Any, prefix: str, leaves: dict[str, str]) -> Any:
     """A copy of a schema the converter handles: names of ``$defs`` made unique per tool,
-    "any value" spelled out, documentation and over-large bounds removed."""
+    "any value" and lists of types spelled out as alternatives, documentation removed, and
+    bounded leaves (ranges, lengths) replaced by placeholders recorded in ``leaves``."""
     if node is True:
-        return dict(_ANY)
+        node = {}
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in _DROPPED:
-            continue
-        if key in ("minLength", "maxLength", "minItems", "maxItems") and value > _MAX_BOUND:
+        if key in _DROPPED or (key == "minItems" and value > _MAX_ITEMS):
             continue
         if key == "$defs":
-            out[key] = {f"{prefix}{name}": _prepared(sub, prefix) for name, sub in value.items()}
+            out[key] = {f"{prefix}{n}": _prepared(s, prefix, leaves) for n, s in value.items()}
         elif key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
             out[key] = f"#/$defs/{prefix}{value.removeprefix('#/$defs/')}"
         elif key == "properties":
-            out[key] = {name: _prepared(sub, prefix) for name, sub in value.items()}
+            out[key] = {n: _prepared(s, prefix, leaves) for n, s in value.items()}
         elif key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-            out[key] = [_prepared(sub, prefix) for sub in value]
+            out[key] = [_prepared(sub, prefix, leaves) for sub in value]
         elif key in ("items", "additionalProperties"):
-            out[key] = _prepared(value, prefix)
+            out[key] = _prepared(value, prefix, leaves)
         else:
             out[key] = value
     if not _STRUCTURAL & out.keys():
-        return {**_ANY, **out}
-    if isinstance(out.get("items"), dict) and "prefixItems" not in out:
-        out["maxItems"] = max(
-            min(out.get("maxItems", MAX_OPEN_ITEMS), MAX_OPEN_ITEMS), out.get("minItems", 0)
-        )
-    return out
+        out = {**_ANY, **out}
+    if isinstance(out.get("type"), list):
+        rest = {key: value for key, value in out.items() if key != "type"}
+        kinds = out["type"]
+        return {"anyOf": [_bounded({**rest, "type": kind}, prefix, leaves) for kind in kinds]}
+    return _bounded(out, prefix, leaves)
+
+
+def _bounded(node: dict[str, Any], prefix: str, leaves: dict[str, str]) -> dict[str, Any]:
+    """``node`` with an item bound if it is an open array, or as a placeholder if it is a
+    leaf ``_local_bounds`` writes (the converter would drop its range or length)."""
+    if isinstance(node.get("items"), dict) and "prefixItems" not in node:
+        return {**node, "maxItems": min(node.get("maxItems", MAX_OPEN_ITEMS), _MAX_ITEMS)}
+    rule = leaf_rule(node)
+    if rule is None:
+        return node
+    marker = f"tooldeck-leaf-{prefix}{len(leaves)}"
+    leaves[marker] = rule
+    return {"const": marker}

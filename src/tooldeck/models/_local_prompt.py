@@ -7,7 +7,10 @@ tool result and a final answer.
 
 - ``TranscriptFormat`` (tooldeck's own, for GGUFs without a chat template, such as the
   default Gemma 3 270M base model): a plain transcript of ``user:``, ``assistant:`` and
-  ``tool:`` lines after the rules, ending with ``assistant: `` for the model to continue.
+  ``tool:`` lines after the rules, ending with ``assistant:`` for the model to continue. The
+  prompt stops before the space after the colon: tokenizers join that space with the next
+  word (`` call``, `` answer``), so a prompt ending in a lone space asks the model for a
+  token sequence it has rarely seen.
 - ``TemplateFormat``: the GGUF's own Jinja chat template. The rules go in the system
   message; tool results come back as a user turn of ``tool:`` lines (many templates know no
   tool role).
@@ -85,20 +88,22 @@ def _describe(spec: ToolSpec) -> str:
     return f"{spec.name}: {description}\n  arguments: {schema}"
 
 
-def assistant_text(message: Message, raw_text: RawLookup) -> str:
-    """What the model wrote for ``message``: its exact text if known, else the canonical form."""
+def assistant_text(message: Message, raw_text: RawLookup, lead: str = "") -> str:
+    """What the model wrote for ``message``: its exact text if known, else the canonical form
+    (after ``lead``, the text a turn starts with)."""
     raw = raw_text(message)
     if raw is not None:
         return raw
     if message.tool_calls:  # any text beside calls has no place in this format
-        return "\n".join(f"{call_head(c.name)}{c.arguments_json}}}" for c in message.tool_calls)
-    return ANSWER_PREFIX + message.content
+        calls = (f"{call_head(c.name)}{c.arguments_json}}}" for c in message.tool_calls)
+        return lead + "\n".join(calls)
+    return lead + ANSWER_PREFIX + message.content
 
 
 class TranscriptFormat:
     """tooldeck's own plain transcript, for models without a chat template."""
 
-    syntax = TurnSyntax(multiline_answer=False, end_of_calls="\ntool:")
+    syntax = TurnSyntax(multiline_answer=False, end_of_calls="\ntool:", lead=" ")
     special_tokens = False
 
     def render(
@@ -111,12 +116,11 @@ class TranscriptFormat:
         lines = [rules_text(tools, instructions), "", "Conversation:"]
         for message in messages:
             if message.role == "assistant":
-                lines.append(
-                    f"assistant: {assistant_text(message, raw_text).removesuffix(chr(10))}"
-                )
+                said = assistant_text(message, raw_text, self.syntax.lead)
+                lines.append(f"assistant:{said.removesuffix(chr(10))}")
             else:
                 lines.append(f"{message.role}: {message.content}")
-        return "\n".join(lines) + "\nassistant: "
+        return "\n".join(lines) + "\nassistant:"
 
 
 class TemplateFormat:

@@ -21,6 +21,10 @@ class ModelSettings:
 
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool | None = None
+    """Whether one turn may make several calls. None: the model's default — the provider's
+    for a hosted model (the OpenAI and Anthropic adapters send nothing, and both APIs allow
+    several; Gemini has no such switch, so nothing is sent for any value), and for
+    ``LocalModel`` its ``parallel_tool_calls`` option (one call per turn unless set)."""
     temperature: float | None = None
     max_tokens: int | None = None
     output_schema: ToolSpec | None = None

@@ -19,8 +19,10 @@ from typing import Literal
 
 from tooldeck.contracts import AssistantOutput, Message, ToolSpec
 from tooldeck.errors import ModelNotConfigured
-from tooldeck.models._local_engine import EngineConfig, LlamaSession, TurnRequest, TurnStats
+from tooldeck.models._local_decide import DEFAULT_WEIGHTS_RULE, CallRule
+from tooldeck.models._local_engine import LlamaSession, TurnRequest, TurnStats
 from tooldeck.models._local_grammar import plan_turn
+from tooldeck.models._local_load import EngineConfig
 from tooldeck.models._local_prompt import TemplateFormat
 from tooldeck.models._local_stream import TurnReader, first_call_number
 from tooldeck.models._local_weights import INSTALL_HINT, default_model_path
@@ -28,7 +30,7 @@ from tooldeck.models.base import Model, ModelSettings, StreamItem
 
 ChatFormat = Literal["auto", "tooldeck", "template"]
 
-__all__ = ["ChatFormat", "LocalModel", "TurnStats"]
+__all__ = ["CallRule", "ChatFormat", "LocalModel", "TurnStats"]
 
 
 class LocalModel(Model):
@@ -47,6 +49,12 @@ class LocalModel(Model):
             whose template is missing or wrong); it implies ``chat_format="template"``.
         chat_format: ``"auto"`` (the default) uses the GGUF's chat template when it has
             one, else tooldeck's transcript format; ``"tooldeck"`` or ``"template"`` pick one.
+        parallel_tool_calls: Whether a turn may make several calls (up to 8) when a request's
+            ``ModelSettings.parallel_tool_calls`` is None; True or False there overrides it.
+        call_rule: When a turn calls a tool if the tool choice leaves it free
+            (``"auto"``): see ``CallRule``. None uses the rule calibrated for the default
+            weights when they are used (a user's message is answered with a call when it fits
+            a tool), else ``CallRule()`` (the model's own preference).
         verbose: Let llama.cpp print its logs.
 
     The weights load once, on the first request (or on ``load()``). The KV cache is kept
@@ -69,6 +77,8 @@ class LocalModel(Model):
         max_tokens: int = 512,
         chat_format: ChatFormat | None = None,
         chat_template: str | None = None,
+        parallel_tool_calls: bool = False,
+        call_rule: CallRule | None = None,
         verbose: bool = False,
     ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
@@ -92,6 +102,8 @@ class LocalModel(Model):
         self.max_tokens = max_tokens
         self.chat_format: ChatFormat = chat_format or ("template" if chat_template else "auto")
         self.chat_template = chat_template
+        self.parallel_tool_calls = parallel_tool_calls
+        self.call_rule = call_rule or (DEFAULT_WEIGHTS_RULE if model_path is None else CallRule())
         self.verbose = verbose
         self.last_turn: TurnStats | None = None
         """Token counts and timing of the latest turn (prompt processing vs generation)."""
@@ -174,9 +186,10 @@ class LocalModel(Model):
             messages=tuple(messages),
             tools=tuple(tools),
             instructions=instructions,
-            plan=plan_turn(tools, settings),
+            plan=plan_turn(tools, settings, self.parallel_tool_calls),
             temperature=self.temperature if settings.temperature is None else settings.temperature,
             max_tokens=settings.max_tokens or self.max_tokens,
+            call_rule=self.call_rule,
             stop=threading.Event(),
             on_piece=on_piece,
         )

@@ -1,0 +1,81 @@
+"""The decision to call a tool or answer, taken before a local model writes its turn.
+
+A turn starts with the word ``call`` or ``answer`` (``_local_prompt``). When the tool choice
+leaves both open, the engine decides first and then writes the turn under a grammar of
+calls only, or of an answer only. Two measures inform it:
+
+- **fit**: how well the user's last message fits the best-matching tool, as the cosine
+  similarity of the model's own embeddings of the two texts (``_local_embed``);
+- **score**: the model's log-odds of calling over answering, read once the prompt is
+  processed: ``logit(first token of "call") - logit(first token of "answer")``.
+
+``CallRule`` says how they decide. A turn that answers a user's message calls when the
+message fits a tool (fit above ``min_fit``); a turn after tool results, or any turn when
+``min_fit`` is None, calls when the model prefers to (score above ``min_score``). For the
+default weights (Gemma 3 270M) the score says little about the first turn — on BFCL's
+development split it is *higher* where no tool fits — so their rule reads the fit there;
+its threshold was calibrated on that split (bench/README.md, "BFCL evaluation"). Above
+temperature 0 a score decision is drawn: it calls with probability
+``sigmoid((score - min_score) / temperature)``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class CallRule:
+    """When a local model's turn calls a tool, if the tool choice leaves it free to."""
+
+    min_fit: float | None = None
+    """A turn answering a user's message calls when the message fits a tool better than
+    this (cosine similarity of the model's embeddings, -1 to 1); None: the score decides."""
+    min_score: float = 0.0
+    """Other turns call when the model's log-odds of calling over answering is above this
+    (0: whichever the model finds likelier)."""
+
+
+DEFAULT_WEIGHTS_RULE = CallRule(min_fit=0.75, min_score=0.0)
+"""The rule for the default weights (Gemma 3 270M, tooldeck's transcript format)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BranchTokens:
+    """The first token of each of a turn's two shapes, as the model's tokenizer writes them."""
+
+    call: int
+    answer: int
+
+    @classmethod
+    def of(cls, call: Sequence[int], answer: Sequence[int]) -> BranchTokens | None:
+        """From the tokens of the two openings; None if they start alike (nothing to compare)."""
+        if not call or not answer or call[0] == answer[0]:
+            return None
+        return cls(call[0], answer[0])
+
+    def score(self, logits: Any) -> float:
+        """The log-odds of calling over answering, from the logits of the next token."""
+        return float(logits[self.call]) - float(logits[self.answer])
+
+
+def decide_to_call(
+    rule: CallRule,
+    score: float,
+    fit: float | None,
+    temperature: float,
+    draw: Callable[[], float] = random.random,
+) -> bool:
+    """Whether a turn calls a tool; ``fit`` is None unless the turn answers a user's message
+    and the rule reads the fit (see the module docstring)."""
+    if rule.min_fit is not None and fit is not None:
+        return fit > rule.min_fit
+    if temperature <= 0:
+        return score > rule.min_score
+    margin = (score - rule.min_score) / temperature
+    probability = 1 / (1 + math.exp(-margin)) if margin > -700 else 0.0
+    return draw() < probability
