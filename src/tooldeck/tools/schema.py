@@ -16,8 +16,9 @@ from pydantic.fields import FieldInfo
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.tools._arguments import ArgumentSchema, DeferredPydanticArguments, PydanticArguments
 from tooldeck.tools._docstrings import ParsedDocstring, parse_docstring
+from tooldeck.tools._schema_walk import JsonSchema
 from tooldeck.tools._simple_schema import simple_default, simple_schema
-from tooldeck.tools._strict import JsonSchema, NotStrictError, to_strict
+from tooldeck.tools._strict import NotStrictError, to_strict
 from tooldeck.tools.context import RunContext
 
 _ARGUMENTS_CONFIG = ConfigDict(extra="forbid", protected_namespaces=())
