@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from test_schema_table import LOOSE_TABLE, STRICT_TABLE
 
+from test_schema_table import LOOSE_TABLE, STRICT_TABLE
 from tooldeck import FunctionTool, InvalidArguments
 
 TABLE = [function_tool for function_tool, _ in STRICT_TABLE + LOOSE_TABLE]
@@ -169,7 +169,9 @@ def _candidates(node: dict[str, Any], keyword: str, value: Any) -> list[Any]:
         case "maxItems":
             return [value + [value[-1]] * (bound - len(value) + 1)]
         case "pattern":
-            return [text * len(value) for text in ("A", "-", "0", " ") if not re.search(bound, text)]
+            return [
+                text * len(value) for text in ("A", "-", "0", " ") if not re.search(bound, text)
+            ]
         case "format":
             return ["not-a-date"]
         case "uniqueItems":

@@ -17,6 +17,7 @@ from pydantic.config import ExtraValues
 
 from tooldeck.errors import ArgumentProblem, InvalidArguments
 from tooldeck.tools._argument_rules import ArgumentRules, format_path, shown, unexpected_text
+from tooldeck.tools._schema_check import check_schema
 from tooldeck.tools._schema_walk import JsonSchema, rebuild, walk
 
 
@@ -95,26 +96,35 @@ class DeferredPydanticArguments:
 
 
 class JsonSchemaArguments:
-    """Validates with a JSON Schema (any draft ``jsonschema`` knows, formats checked)."""
+    """Validates with a JSON Schema (any draft ``jsonschema`` knows, formats checked).
+
+    The schema is checked against its metaschema when the tool is made (cached per node
+    shape: ``_schema_check``); the validator for each form is built on the first call.
+    """
 
     def __init__(self, schema: JsonSchema) -> None:
-        from jsonschema.validators import validator_for
-
-        cls = validator_for(schema)
-        cls.check_schema(schema)
+        check_schema(schema)
         self.json_schema = schema
-        self._open = cls(schema, format_checker=cls.FORMAT_CHECKER)
-        self._closed = cls(close_objects(schema), format_checker=cls.FORMAT_CHECKER)
         self._rules = ArgumentRules(schema, unique=False)
+        self._validators: dict[bool, Any] = {}
+        """``closed`` -> the jsonschema validator of that form, once built."""
 
     def validate(self, arguments: dict[str, Any], *, closed: bool) -> dict[str, Any]:
         if self._rules.needed(closed=closed):
             arguments, _ = self._rules.apply(arguments, closed=closed)
-        validator = self._closed if closed else self._open
+        validator = self._validators.get(closed) or self._validator(closed)
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         if errors:
             raise InvalidArguments([p for error in errors for p in _jsonschema_problems(error)])
         return dict(arguments)
+
+    def _validator(self, closed: bool) -> Any:
+        from jsonschema.validators import validator_for
+
+        cls = validator_for(self.json_schema)
+        schema = close_objects(self.json_schema) if closed else self.json_schema
+        validator = self._validators[closed] = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        return validator
 
 
 def model_schema(model: type[BaseModel]) -> JsonSchema:
