@@ -171,7 +171,14 @@ class Agent(Generic[DepsT, OutputT]):
         history: Sequence[Message] = (),
         session: Session | None = None,
     ) -> RunResult[OutputT]:
-        """``run()`` for synchronous code (not from inside a running event loop)."""
+        """``run()`` for synchronous code.
+
+        Called inside a running event loop (Jupyter, an async web handler) it still works:
+        the run goes on tooldeck's background loop in another thread while the caller's
+        loop waits, so a tool bound to the caller's loop (a client made on it, work
+        scheduled on it) cannot work there. In async code ``await agent.run(...)`` is the
+        better way.
+        """
         return run_sync(self.run(prompt, deps=deps, history=history, session=session))
 
     def stream(
@@ -227,7 +234,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         session: Session | None = None,
     ) -> RunResult[OutputT]:
-        """``resume()`` for synchronous code."""
+        """``resume()`` for synchronous code (inside a running loop, as ``run_sync``)."""
         return run_sync(self.resume(checkpoint, decisions, deps=deps, session=session))
 
     def resume_stream(
