@@ -96,13 +96,14 @@ class LiveRegion:
 
 
 def call_text(call: ToolCall) -> str:
-    """``name(a=1, b="x")``, or the model's raw text when it was not a JSON object."""
+    """``name(a=1, b="x")``, or the model's raw text when it was not a JSON object; as long
+    as a shown result at most (a model may send megabytes)."""
     if call.raw_arguments is not None:
-        return f"{call.name}({call.raw_arguments})"
+        return _short(f"{call.name}({call.raw_arguments})")
     arguments = ", ".join(
         f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in call.arguments.items()
     )
-    return f"{call.name}({arguments})"
+    return _short(f"{call.name}({arguments})")
 
 
 def _count(number: int, noun: str) -> str:

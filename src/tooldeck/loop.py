@@ -25,6 +25,7 @@ from tooldeck._nested import agent_tool, check_nested
 from tooldeck._observer import Instrumenter, RunObserver, default_instrumenter, observed
 from tooldeck._state import OpenTurn, RunState, attach
 from tooldeck._sync import run_sync
+from tooldeck._untrusted import safe_output
 from tooldeck.checkpoint import (
     Decision,
     check_decisions,
@@ -373,6 +374,7 @@ class Agent(Generic[DepsT, OutputT]):
             else:
                 asked = model.complete(state.messages, specs, settings, self.instructions)
                 output = await bounded(state, policy, asked)
+            output = safe_output(output)  # what a model sends is untrusted: _untrusted
             state.record_output(output, policy.rounds)
             yield ModelResponse(policy.rounds, output)
             if stop is None and self._output is None and output.tool_calls:

@@ -25,6 +25,8 @@ from tooldeck.tools._strict import admits_null
 
 MAX_DEPTH = 100
 """Arguments nested deeper than this (in a recursive schema) are refused, not walked."""
+_MAX_NAME = 60
+"""A key longer than this is shortened in a path (the model may send any key)."""
 _OBJECT = ("properties",)
 _ARRAY = ("items", "prefixItems")
 _SHOWN = reprlib.Repr()
@@ -175,7 +177,8 @@ def format_path(location: Iterable[str | int]) -> str:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
-            text += f".{part}" if text else str(part)
+            name = part if len(part) <= _MAX_NAME else part[: _MAX_NAME - 3] + "..."
+            text += f".{name}" if text else name
     return text
 
 
