@@ -10,8 +10,13 @@ from tooldeck.contracts import ToolCall, ToolResult
 from tooldeck.errors import ErrorCode, InvalidArguments, ModelRetry
 from tooldeck.policy import Limits
 from tooldeck.tools._argument_rules import shown
+from tooldeck.tools.function import FunctionTool
 from tooldeck.tools.registry import ToolEntry, ToolView
 
+_MAY_STILL_COMPLETE = (
+    "and may still complete in the background: check whether it took effect before "
+    "calling it again, do not retry it blindly"
+)
 _MAX_PROBLEMS = 20
 """Problems listed in one ``invalid_arguments`` text; the rest are counted."""
 _MAX_NAME = 200
@@ -24,14 +29,27 @@ def with_edit_note(result: ToolResult, call: ToolCall) -> ToolResult:
 
 
 def timeout_text(entry: ToolEntry) -> str:
+    within = f"{entry.name!r} did not finish within {entry.options.timeout:g} s"
+    if _keeps_running(entry):
+        return f"{within} {_MAY_STILL_COMPLETE}"
+    how = " (its process was killed)" if entry.options.isolation == "process" else ""
+    return f"{within} and was stopped{how}; try smaller inputs or another approach"
+
+
+def run_time_text(limits: Limits, entry: ToolEntry) -> str:
+    text = f"not finished: the run reached its time limit (max_duration_s={limits.max_duration_s})"
+    return f"{text}; the call {_MAY_STILL_COMPLETE}" if _keeps_running(entry) else text
+
+
+def _keeps_running(entry: ToolEntry) -> bool:
+    """A sync function in a worker thread: a thread cannot be stopped, only abandoned."""
+    handler = entry.handler
     return (
-        f"{entry.name!r} did not finish within {entry.options.timeout:g} s and was stopped; "
-        "try smaller inputs or another approach"
+        isinstance(handler, FunctionTool)
+        and not handler.external
+        and not handler.is_async
+        and entry.options.isolation == "thread"
     )
-
-
-def run_time_text(limits: Limits) -> str:
-    return f"not finished: the run reached its time limit (max_duration_s={limits.max_duration_s})"
 
 
 def error_result(entry: ToolEntry, error: Exception, include_details: bool) -> ToolResult:

@@ -454,7 +454,7 @@ async def _bounded(item: _Ready, ctx: RoundContext, emit: Emit | None = None) ->
     except Exception as raised:  # the tool's own failure, kept whole for the host
         error = raised
         if scope is not None and scope.expired():
-            text = run_time_text(ctx.policy.limits) if run_limited else timeout_text(entry)
+            text = run_time_text(ctx.policy.limits, entry) if run_limited else timeout_text(entry)
             result = ToolResult.failure(ErrorCode.TOOL_TIMEOUT, text)
         else:
             result = error_result(entry, raised, ctx.options.include_error_details)

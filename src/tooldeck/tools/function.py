@@ -58,14 +58,14 @@ class FunctionTool(Generic[P, R]):
         """The function; None for an external tool, which the application runs itself."""
         self.arguments = _argument_schema(name, parameters)
         self.strict = strict
-        self.options = ToolOptions.of(name, options)
-        self.result_parser = result_parser or output_text
-        self.context_parameter = context_parameter
-        self.positional_only = positional_only
         self.is_async = handler is not None and (
             inspect.iscoroutinefunction(handler)
             or inspect.iscoroutinefunction(type(handler).__call__)
         )
+        self.options = ToolOptions.of(name, options, is_async=self.is_async)
+        self.result_parser = result_parser or output_text
+        self.context_parameter = context_parameter
+        self.positional_only = positional_only
         self.spec = ToolSpec(
             name=name,
             description=description,
@@ -107,6 +107,10 @@ class FunctionTool(Generic[P, R]):
             value = await function(*args, **arguments)
         elif self.options.inline:
             value = function(*args, **arguments)
+        elif self.options.isolation == "process":
+            from tooldeck.tools._process import run_in_process
+
+            value = await run_in_process(partial(function, *args, **arguments))
         else:
             value = await run_in_thread(partial(function, *args, **arguments))
         return self.result_parser(value)
@@ -204,7 +208,10 @@ def tool(
             (never beside other calls), ``inline=`` (run a cheap sync function on the event
             loop, no thread hop), ``on_error=`` (exception -> the model's text, or
             ``"raise"``), ``requires_approval=`` (True, or a predicate
-            ``(ctx, arguments) -> bool``: the run pauses for a person's decision).
+            ``(ctx, arguments) -> bool``: the run pauses for a person's decision),
+            ``isolation=`` (``"process"``: a sync function runs in a worker process that its
+            timeout kills, a fork per call; by default a worker thread, which cannot be
+            stopped, so a call past its timeout may still finish).
 
     Example:
         >>> @tool
