@@ -43,7 +43,7 @@ from typing import Any
 
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.tools._schema_walk import JsonSchema, rebuild
-from tooldeck.tools.function import FunctionTool
+from tooldeck.tools.function import TOOL_NAME, FunctionTool
 
 BFCL_TYPES: Mapping[str, str] = {
     "string": "string",
@@ -80,8 +80,6 @@ BFCL_TYPES: Mapping[str, str] = {
 """BFCL type name -> JSON Schema type (BFCL's ``GORILLA_TO_OPENAPI`` plus ``Boolean`` and
 ``Set``, which its Java/JavaScript categories use)."""
 
-TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-"""What OpenAI-style APIs accept as a tool name."""
 
 _JSON_TYPES: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("boolean", bool),

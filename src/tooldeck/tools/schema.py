@@ -82,12 +82,30 @@ def function_schema(
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional_only.append(parameter.name)
         parameters.append(_parameter(parameter, annotation, docs))
+    _check_documented(name, docs, tuple(signature.parameters))
     schema = _direct_schema(parameters) if direct else None
     if schema is None:
         arguments: ArgumentSchema = _build_arguments(name, parameters)
     else:
         arguments = DeferredPydanticArguments(schema, lambda: _argument_model(name, parameters))
     return FunctionSchema(docs.description, arguments, context_parameter, tuple(positional_only))
+
+
+def _check_documented(name: str, docs: ParsedDocstring, parameters: tuple[str, ...]) -> None:
+    """Refuse a docstring that describes a parameter the function does not have: the model
+    would read a stale description (a renamed or removed parameter)."""
+    stale = [documented for documented in docs.parameters if documented not in parameters]
+    if stale:
+        raise ToolDefinitionError(
+            f"tool {name!r}: the docstring describes {_listed(stale)}, which the function "
+            f"does not have (its parameters: {', '.join(parameters) or 'none'}); fix or remove "
+            "that description, the model would read it"
+        )
+
+
+def _listed(names: list[str]) -> str:
+    quoted = ", ".join(repr(name) for name in names)
+    return f"parameter {quoted}" if len(names) == 1 else f"parameters {quoted}"
 
 
 def _direct_schema(parameters: list[_Parameter]) -> JsonSchema | None:
