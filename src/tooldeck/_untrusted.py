@@ -21,12 +21,27 @@ if TYPE_CHECKING:
 MAX_ARGUMENT_DEPTH = 64
 """Arguments nested deeper than this are refused (``invalid_json``); real tools need a few."""
 REPLACEMENT = "\ufffd"
+_SCALARS = frozenset((int, float, bool, type(None)))
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """A Python string holds astral characters whole, so any surrogate in one is lone."""
 
 
 def argument_problem(arguments: dict[str, Any]) -> str | None:
     """Why parsed arguments cannot be used as they are, or None when they can."""
+    for key, item in arguments.items():  # the usual case first: flat, ASCII
+        if type(key) is not str or not key.isascii():
+            break
+        if type(item) is str:
+            if not item.isascii():
+                break
+        elif type(item) not in _SCALARS:
+            break
+    else:
+        return None
+    return _nested_problem(arguments)
+
+
+def _nested_problem(arguments: dict[str, Any]) -> str | None:
     pending: list[tuple[Any, int]] = [(arguments, 1)]
     while pending:
         value, depth = pending.pop()
@@ -67,14 +82,24 @@ def repaired(text: str) -> str:
 def safe_output(output: AssistantOutput) -> AssistantOutput:
     """The model's turn, safe to keep: text repaired, unusable arguments kept as text, each
     call id unique. The same object when nothing needed a change (the usual case)."""
-    calls = tuple(_safe_call(call) for call in output.tool_calls)
-    calls = _unique_ids(calls)
-    content = repaired(output.content)
-    if content is output.content and all(
-        a is b for a, b in zip(calls, output.tool_calls, strict=True)
-    ):
+    calls = output.tool_calls
+    if valid_text(output.content) and all(map(_is_safe, calls)) and _unique(calls):
         return output
-    return output.model_copy(update={"content": content, "tool_calls": calls})
+    safe = _unique_ids(tuple(_safe_call(call) for call in calls))
+    return output.model_copy(update={"content": repaired(output.content), "tool_calls": safe})
+
+
+def _is_safe(call: ToolCall) -> bool:
+    raw = call.raw_arguments
+    return (
+        valid_text(call.name)
+        and valid_text(call.id)
+        and (valid_text(raw) if raw is not None else argument_problem(call.arguments) is None)
+    )
+
+
+def _unique(calls: tuple[ToolCall, ...]) -> bool:
+    return len(calls) < 2 or len({call.id for call in calls}) == len(calls)
 
 
 def _safe_call(call: ToolCall) -> ToolCall:
@@ -111,7 +136,7 @@ def _cut(value: Any, levels: int) -> Any:
 def _unique_ids(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     """Calls whose ids repeat an earlier id in the turn get a suffix (``id#2``), so each
     result pairs with exactly one call."""
-    if len({call.id for call in calls}) == len(calls):
+    if _unique(calls):
         return calls
     seen: set[str] = set()
     out = []
