@@ -30,7 +30,7 @@ from tooldeck._call_texts import (
 from tooldeck._nested import AgentTool, Emit, NestedOutcome, NestedResume, decisions_inside
 from tooldeck._observer import RunObserver
 from tooldeck._state import OpenTurn
-from tooldeck._untrusted import repaired
+from tooldeck._untrusted import repaired, valid_text
 from tooldeck.checkpoint import Approve, Decision, Reject, call_digest
 from tooldeck.contracts import (
     Checkpoint,
@@ -477,7 +477,7 @@ def _refused(
 def _trace(
     call: ToolCall, result: ToolResult, duration_s: float, error: BaseException | None
 ) -> ToolTrace:
-    output = repaired(result.output)  # a tool's text is echoed and saved too
-    if output is not result.output:
-        result = result.model_copy(update={"output": output})
+    output = result.output  # a tool's text is echoed and saved too: no lone surrogates
+    if not output.isascii() and not valid_text(output):
+        result = result.model_copy(update={"output": repaired(output)})
     return ToolTrace(call=call, result=result, duration_s=duration_s, error=error)

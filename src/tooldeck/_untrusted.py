@@ -83,19 +83,22 @@ def safe_output(output: AssistantOutput) -> AssistantOutput:
     """The model's turn, safe to keep: text repaired, unusable arguments kept as text, each
     call id unique. The same object when nothing needed a change (the usual case)."""
     calls = output.tool_calls
-    if valid_text(output.content) and all(map(_is_safe, calls)) and _unique(calls):
+    content = output.content
+    if (content.isascii() or valid_text(content)) and all(map(_is_safe, calls)) and _unique(calls):
         return output
     safe = _unique_ids(tuple(_safe_call(call) for call in calls))
     return output.model_copy(update={"content": repaired(output.content), "tool_calls": safe})
 
 
 def _is_safe(call: ToolCall) -> bool:
-    raw = call.raw_arguments
-    return (
-        valid_text(call.name)
-        and valid_text(call.id)
-        and (valid_text(raw) if raw is not None else argument_problem(call.arguments) is None)
-    )
+    name, call_id, raw = call.name, call.id, call.raw_arguments
+    if not (name.isascii() and call_id.isascii()) and not (
+        valid_text(name) and valid_text(call_id)
+    ):
+        return False
+    if raw is None:
+        return argument_problem(call.arguments) is None
+    return raw.isascii() or valid_text(raw)
 
 
 def _unique(calls: tuple[ToolCall, ...]) -> bool:

@@ -51,6 +51,8 @@ class PydanticArguments:
         self.json_schema = json_schema if json_schema is not None else model_schema(model)
         some_open = any(_allows_extra_keys(node) for node in walk(self.json_schema))
         self._rules = ArgumentRules(self.json_schema, extras=some_open)
+        self._walks = (self._rules.needed(closed=False), self._rules.needed(closed=True))
+        """Whether a call in the open / closed form needs the rules' walk (most do not)."""
         self._open_extra: ExtraValues | None = None if some_open else "forbid"
         """pydantic's own extra check for the non-strict form: everywhere, unless some model
         allows extras (then the rules walk finds the unknown keys in the closed objects)."""
@@ -59,7 +61,7 @@ class PydanticArguments:
 
     def validate(self, arguments: dict[str, Any], *, closed: bool) -> dict[str, Any]:
         problems: list[ArgumentProblem] = []
-        if self._rules.needed(closed=closed):
+        if self._walks[closed]:
             arguments, problems = self._rules.apply(arguments, closed=closed)
         try:
             instance = self._validator.validate_python(
