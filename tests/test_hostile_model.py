@@ -10,15 +10,16 @@ import io
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import answer, call, calls, raw_call, tool_messages
 from tooldeck import Agent, AssistantOutput, Limits, RunResult, ScriptedModel, ToolCall, tool
 from tooldeck._cli_display import Console, RunDisplay
-from tooldeck.checkpoint import Reject
+from tooldeck.checkpoint import Approve, Reject
 from tooldeck.contracts import Checkpoint
-from tooldeck.errors import LimitExceeded, ToolExecutionError
+from tooldeck.errors import CheckpointError, LimitExceeded, ToolExecutionError
 from tooldeck.events import FinalAnswer
 
 
@@ -117,6 +118,23 @@ def test_huge_names_and_many_problems_are_shortened_in_what_the_model_reads() ->
     assert len(unknown) < 300
     assert invalid.count("\n- ") == 21
     assert invalid.endswith("\n- ... and 980 more")
+
+
+def test_the_run_display_shortens_a_megabyte_call_to_one_short_line() -> None:
+    agent = Agent(ScriptedModel([calls(call("echo", text="y" * 1_000_000)), answer("done")]), TOOLS)
+    _, lines = drive(agent, "go")
+    (shown,) = [line for line in lines if line.startswith("  → echo(")]
+    assert len(shown) < 320
+    assert shown.endswith("...")
+
+
+def test_an_approval_edit_too_deep_to_save_is_refused_before_anything_runs() -> None:
+    paused = run(calls(call("delete", path="/tmp/x")))
+    assert paused.checkpoint is not None
+    (pending,) = paused.checkpoint.pending
+    deep_edit = {pending.call.id: Approve(arguments={"path": nested(5000)})}
+    with pytest.raises(CheckpointError, match=r"must be JSON data: maximum recursion depth"):
+        Agent(ScriptedModel([]), TOOLS).resume_sync(paused.checkpoint, deep_edit)
 
 
 # --- property: any hostile turn ----------------------------------------------------------------

@@ -19,11 +19,12 @@ import reprlib
 from collections.abc import Iterable
 from typing import Any
 
+from tooldeck._untrusted import MAX_ARGUMENT_DEPTH
 from tooldeck.errors import ArgumentProblem
 from tooldeck.tools._schema_walk import Definitions, JsonSchema, definitions_of, resolve, walk
 from tooldeck.tools._strict import admits_null
 
-MAX_DEPTH = 100
+MAX_DEPTH = MAX_ARGUMENT_DEPTH
 """Arguments nested deeper than this (in a recursive schema) are refused, not walked."""
 _MAX_NAME = 60
 """A key longer than this is shortened in a path (the model may send any key)."""
