@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from helpers import answer, call, calls, raw_call, tool_messages
+from test_output import NativeModel
 from tooldeck import Agent, AssistantOutput, Limits, RunResult, ScriptedModel, ToolCall, tool
 from tooldeck._cli_display import Console, RunDisplay
 from tooldeck.checkpoint import Approve, Reject
@@ -135,6 +137,33 @@ def test_an_approval_edit_too_deep_to_save_is_refused_before_anything_runs() -> 
     deep_edit = {pending.call.id: Approve(arguments={"path": nested(5000)})}
     with pytest.raises(CheckpointError, match=r"must be JSON data: maximum recursion depth"):
         Agent(ScriptedModel([]), TOOLS).resume_sync(paused.checkpoint, deep_edit)
+
+
+class Tree(BaseModel):
+    """A recursive answer type: any depth is valid for its schema."""
+
+    label: str = ""
+    children: list[Tree] = []
+
+
+def tree_json(depth: int) -> str:
+    text = '{"label": "leaf"}'
+    for _ in range(depth):
+        text = '{"children": [' + text + "]}"
+    return text
+
+
+def test_a_typed_answer_too_deep_to_save_is_an_observation_the_model_corrects() -> None:
+    model = NativeModel([answer(tree_json(200)), answer("[" * 100_000), answer(tree_json(3))])
+    result = Agent(model, output_type=Tree).run_sync("Draw a tree.")
+    assert result.output.children[0].children[0].children[0].label == "leaf"
+    corrections = [m.content for m in result.messages if m.role == "user"][1:]
+    assert corrections[0] == (
+        "error[invalid_output]: the answer's values are nested more than 64 levels deep; "
+        "send a flatter object"
+    )
+    assert corrections[1].startswith("error[invalid_output]: the answer is not valid JSON (")
+    assert RunResult.model_validate_json(result.model_dump_json()).answer == result.answer
 
 
 # --- property: any hostile turn ----------------------------------------------------------------
