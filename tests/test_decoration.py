@@ -68,9 +68,26 @@ def test_a_docstring_describing_a_parameter_that_does_not_exist_is_refused(
         tool(add)
     assert str(raised.value) == (
         "tool 'add': the docstring describes parameter 'rigth', which the function does not "
-        "have (its parameters: left, right); fix or remove that description, the model would "
-        "read it"
+        "have (its parameters: left, right); a renamed or removed parameter? fix the docstring "
+        "so each description reaches the model"
     )
+
+
+def test_a_callable_object_may_document_its_constructor_in_the_class_docstring() -> None:
+    class Search:
+        """Search the web.
+
+        Args:
+            api_key: The key the search service needs.
+        """
+
+        def __init__(self, api_key: str) -> None:
+            self.api_key = api_key
+
+        def __call__(self, query: str) -> str:
+            return query
+
+    assert tool(Search("k"), name="search").spec.description == "Search the web."
 
 
 def no_description(name: str) -> str:

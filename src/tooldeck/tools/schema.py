@@ -82,7 +82,8 @@ def function_schema(
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional_only.append(parameter.name)
         parameters.append(_parameter(parameter, annotation, docs))
-    _check_documented(name, docs, tuple(signature.parameters))
+    if inspect.isroutine(fn):  # a callable object's class docstring may describe __init__
+        _check_documented(name, docs, tuple(signature.parameters))
     schema = _direct_schema(parameters) if direct else None
     if schema is None:
         arguments: ArgumentSchema = _build_arguments(name, parameters)
@@ -92,14 +93,14 @@ def function_schema(
 
 
 def _check_documented(name: str, docs: ParsedDocstring, parameters: tuple[str, ...]) -> None:
-    """Refuse a docstring that describes a parameter the function does not have: the model
-    would read a stale description (a renamed or removed parameter)."""
+    """Refuse a docstring that describes a parameter the function does not have: a stale
+    description, usually of a renamed parameter, which then reaches the model undescribed."""
     stale = [documented for documented in docs.parameters if documented not in parameters]
     if stale:
         raise ToolDefinitionError(
             f"tool {name!r}: the docstring describes {_listed(stale)}, which the function "
-            f"does not have (its parameters: {', '.join(parameters) or 'none'}); fix or remove "
-            "that description, the model would read it"
+            f"does not have (its parameters: {', '.join(parameters) or 'none'}); a renamed or "
+            "removed parameter? fix the docstring so each description reaches the model"
         )
 
 
