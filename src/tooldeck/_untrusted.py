@@ -84,8 +84,13 @@ def safe_output(output: AssistantOutput) -> AssistantOutput:
     call id unique. The same object when nothing needed a change (the usual case)."""
     calls = output.tool_calls
     content = output.content
-    if (content.isascii() or valid_text(content)) and all(map(_is_safe, calls)) and _unique(calls):
-        return output
+    if content.isascii() or valid_text(content):
+        for call in calls:
+            if not _is_safe(call):
+                break
+        else:
+            if len(calls) < 2 or _unique(calls):
+                return output
     safe = _unique_ids(tuple(_safe_call(call) for call in calls))
     return output.model_copy(update={"content": repaired(output.content), "tool_calls": safe})
 
