@@ -22,7 +22,8 @@ from tooldeck._cli_display import Console, RunDisplay
 from tooldeck.checkpoint import Approve, Reject
 from tooldeck.contracts import Checkpoint
 from tooldeck.errors import CheckpointError, LimitExceeded, ToolExecutionError
-from tooldeck.events import FinalAnswer
+from tooldeck.events import FinalAnswer, TextDelta, ToolCallDelta
+from tooldeck.models.base import TextChunk, ToolCallChunk
 
 
 @tool
@@ -164,6 +165,35 @@ def test_a_typed_answer_too_deep_to_save_is_an_observation_the_model_corrects() 
     )
     assert corrections[1].startswith("error[invalid_output]: the answer is not valid JSON (")
     assert RunResult.model_validate_json(result.model_dump_json()).answer == result.answer
+
+
+class ChunkedModel(ScriptedModel):
+    """Streams each scripted turn as text and call chunks, as an adapter does."""
+
+    async def stream(self, messages: Any, tools: Any, settings: Any, instructions: str = "") -> Any:
+        output = await self.complete(messages, tools, settings, instructions)
+        yield TextChunk(output.content)
+        for index, made in enumerate(output.tool_calls):
+            yield ToolCallChunk(index, made.id, made.name, made.arguments_json)
+        yield output
+
+
+def test_streamed_chunks_that_are_not_valid_unicode_are_repaired_before_they_are_shown() -> None:
+    turn = AssistantOutput(
+        content="a\ud800", tool_calls=(raw_call("echo\udc80", '{"x": "\udfff"}'),)
+    )
+    agent = Agent(ChunkedModel([turn, answer("done")]), TOOLS)
+
+    async def deltas() -> list[tuple[str, ...]]:
+        seen: list[tuple[str, ...]] = []
+        async for event in agent.stream("go", deltas=True):
+            if isinstance(event, TextDelta):
+                seen.append((event.text,))
+            elif isinstance(event, ToolCallDelta):
+                seen.append((event.name, event.arguments_delta))
+        return seen
+
+    assert asyncio.run(deltas())[:2] == [("a\ufffd",), ("echo\ufffd", '{"x": "\ufffd"}')]
 
 
 # --- property: any hostile turn ----------------------------------------------------------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tooldeck._state import RunState, attach
+from tooldeck._untrusted import repaired
 from tooldeck.contracts import AssistantOutput, Message, StopReason, ToolSpec
 from tooldeck.errors import MiddlewareError, ModelError
 from tooldeck.events import TextDelta, ToolCallDelta
@@ -103,10 +104,11 @@ async def _streamed_turn(
         async for item in items:
             if isinstance(item, AssistantOutput):
                 return item
-            if isinstance(item, TextChunk):
-                emit(TextDelta(round_, item.text))
+            if isinstance(item, TextChunk):  # shown as it comes: no lone surrogates
+                emit(TextDelta(round_, repaired(item.text)))
             else:
-                emit(ToolCallDelta(round_, item.index, item.call_id, item.name, item.arguments))
+                call_id, name = repaired(item.call_id), repaired(item.name)
+                emit(ToolCallDelta(round_, item.index, call_id, name, repaired(item.arguments)))
     finally:
         await items.aclose()
     raise ModelError(f"{model.name}: the stream ended without the turn")
