@@ -27,15 +27,15 @@ Delta = TextDelta | ToolCallDelta
 Emit = Callable[[Delta], None]
 
 
-async def bounded(state: RunState, policy: RunPolicy, step: Awaitable[T]) -> T:
-    """Await a model step within the run's remaining time; failures keep the run."""
+async def bounded(state: RunState, policy: RunPolicy, request: Awaitable[T]) -> T:
+    """Await a model request within the run's remaining time; failures keep the run."""
     remaining = None if policy.limits.max_duration_s is None else policy.remaining_s()
     scope = None
     try:
         if remaining is None:
-            return await step
+            return await request
         async with asyncio.timeout(remaining) as scope:
-            return await step
+            return await request
     except ModelError as error:
         raise attach(error, state, StopReason.MODEL_ERROR) from None
     except Exception as error:

@@ -82,7 +82,7 @@ class RoundOutcome:
     """What a round of calls ended with (the runner's last item)."""
 
     traces: tuple[ToolTrace, ...]
-    """The calls answered in this step, in the model's order."""
+    """The calls answered in this round, in the model's order."""
     pending: tuple[PendingCall, ...]
     """Calls that still wait for a decision or a result."""
     raised: tuple[tuple[str, BaseException], ...]

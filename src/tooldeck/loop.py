@@ -146,7 +146,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     @property
     def tools(self) -> ToolView:
-        """The tools of the latest model turn (a registry's tools can change between turns)."""
+        """The tools of the latest model turn (a registry's tools can change between rounds)."""
         return self._tools.current
 
     as_tool = agent_tool
@@ -191,7 +191,7 @@ class Agent(Generic[DepsT, OutputT]):
         deltas: bool = False,
         session: Session | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """Run, yielding each step as it happens; the last event is FinalAnswer.
+        """Run, yielding each event as it happens; the last event is FinalAnswer.
 
         ``history`` is an earlier conversation to continue (e.g. ``result.messages``).
         ``deltas=True`` also yields the model's text and tool calls as it writes them
@@ -463,17 +463,19 @@ def run_agent(
     prompt: str,
     model: Model | str,
     tool_view: ToolsLike | None = None,
-    max_rounds: int = 3,
+    max_rounds: int | None = None,
     **options: Any,
 ) -> RunResult[Any]:
     """Run one prompt synchronously: the original entry point, a wrapper over ``Agent``.
 
-    ``options`` are Agent's keyword options (``instructions=``, ``limits=``, ...);
-    ``max_rounds`` overrides the one in ``limits``. A run that pauses returns its result
-    (``stop_reason == "paused"``); go on with ``Agent(...).resume_sync(result.checkpoint, ...)``.
+    ``options`` are Agent's keyword options (``instructions=``, ``limits=``, ...).
+    ``max_rounds``, when given, overrides the one in ``limits``; by default the run has
+    ``Limits().max_rounds`` (10) rounds, like an ``Agent``. A run that pauses returns its
+    result (``stop_reason == "paused"``); go on with
+    ``Agent(...).resume_sync(result.checkpoint, ...)``.
     """
     limits = options.pop("limits", None) or Limits()
-    agent: Agent[Any, Any] = Agent(
-        model, tool_view, limits=replace(limits, max_rounds=max_rounds), **options
-    )
+    if max_rounds is not None:
+        limits = replace(limits, max_rounds=max_rounds)
+    agent: Agent[Any, Any] = Agent(model, tool_view, limits=limits, **options)
     return agent.run_sync(prompt)
