@@ -83,6 +83,17 @@ def test_from_json_keeps_text_too_deep_to_parse_instead_of_raising() -> None:
     assert ToolCall.from_json("c1", "store", deep_but_parseable).raw_arguments is not None
 
 
+def test_from_json_refuses_the_shortest_texts_that_break_the_rules() -> None:
+    too_deep = '{"":' + "[" * 64 + "]" * 64 + "}"  # 65 levels: the shortest such object
+    assert ToolCall.from_json("c1", "store", too_deep).raw_arguments == too_deep
+    at_the_limit = '{"":' + "[" * 63 + "]" * 63 + "}"
+    assert ToolCall.from_json("c1", "store", at_the_limit).raw_arguments is None
+    lone_surrogate = '{"s": "\\ud800"}'  # ASCII text, a lone surrogate once parsed
+    assert ToolCall.from_json("c1", "echo", lone_surrogate).raw_arguments == lone_surrogate
+    paired = '{"s": "\\ud83d\\ude00"}'
+    assert ToolCall.from_json("c1", "echo", paired).arguments == {"s": "\U0001f600"}
+
+
 def test_parsed_arguments_too_deep_to_save_are_refused_and_the_run_saves() -> None:
     result = run(calls(call("store", data={"tree": nested(2000)})))
     assert tool_messages(result.messages) == [

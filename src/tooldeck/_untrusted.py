@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 MAX_ARGUMENT_DEPTH = 64
 """Arguments nested deeper than this are refused (``invalid_json``); real tools need a few."""
+SHORT_JSON = 2 * MAX_ARGUMENT_DEPTH + 1
+"""JSON text this short cannot nest past the limit: each level takes two characters."""
 REPLACEMENT = "\ufffd"
 _SCALARS = frozenset((int, float, bool, type(None)))
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -85,25 +87,22 @@ def safe_output(output: AssistantOutput) -> AssistantOutput:
     calls = output.tool_calls
     content = output.content
     if content.isascii() or valid_text(content):
-        for call in calls:
-            if not _is_safe(call):
+        for call in calls:  # inline, as this runs every round: the usual call is ASCII
+            name, call_id, raw = call.name, call.id, call.raw_arguments
+            if not (name.isascii() and call_id.isascii()) and not (
+                valid_text(name) and valid_text(call_id)
+            ):
+                break
+            if raw is None:
+                if argument_problem(call.arguments) is not None:
+                    break
+            elif not (raw.isascii() or valid_text(raw)):
                 break
         else:
             if len(calls) < 2 or _unique(calls):
                 return output
     safe = _unique_ids(tuple(_safe_call(call) for call in calls))
     return output.model_copy(update={"content": repaired(output.content), "tool_calls": safe})
-
-
-def _is_safe(call: ToolCall) -> bool:
-    name, call_id, raw = call.name, call.id, call.raw_arguments
-    if not (name.isascii() and call_id.isascii()) and not (
-        valid_text(name) and valid_text(call_id)
-    ):
-        return False
-    if raw is None:
-        return argument_problem(call.arguments) is None
-    return raw.isascii() or valid_text(raw)
 
 
 def _unique(calls: tuple[ToolCall, ...]) -> bool:

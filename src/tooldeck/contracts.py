@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema, core_schema
 
-from tooldeck._untrusted import argument_problem, repaired
+from tooldeck._untrusted import SHORT_JSON, argument_problem, repaired
 from tooldeck.errors import CheckpointError, ErrorCode
 
 _FROZEN = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
@@ -105,7 +105,12 @@ class ToolCall(BaseModel):
             parsed = json.loads(text)
         except (ValueError, RecursionError):  # RecursionError: nested 100,000 levels deep
             parsed = None
-        if isinstance(parsed, dict) and argument_problem(parsed) is None:
+        if isinstance(parsed, dict) and (
+            # the usual text needs no walk: too short to nest too deep, no \u escape to
+            # hold a lone surrogate
+            (len(text) <= SHORT_JSON and text.isascii() and "\\u" not in text)
+            or argument_problem(parsed) is None
+        ):
             return cls(id=id, name=name, arguments=parsed)
         return cls(id=id, name=name, raw_arguments=text)
 
