@@ -5,7 +5,18 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from tooldeck import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec, Usage
+from tooldeck import (
+    Agent,
+    AssistantOutput,
+    Message,
+    RunResult,
+    ScriptedModel,
+    ToolCall,
+    ToolResult,
+    Usage,
+    tool,
+)
+from tooldeck.contracts import RecordedError
 
 
 def test_tool_result_success_has_no_error_code() -> None:
@@ -69,12 +80,20 @@ def test_usage_adds_up() -> None:
     assert total.total_tokens == 20
 
 
-def test_assistant_output_holds_several_calls() -> None:
-    calls = (ToolCall(id="a", name="x"), ToolCall(id="b", name="y"))
-    output = AssistantOutput(tool_calls=calls)
+def test_an_assistant_message_keeps_all_the_model_returned_through_json() -> None:
+    calls = (
+        ToolCall(id="a", name="x", arguments={"n": [1, {"deep": None}]}),
+        ToolCall.from_json("b", "y", '{"broken": '),
+    )
+    items = ({"type": "reasoning", "id": "rs_1", "summary": []},)
+    output = AssistantOutput(content="Let me check.", tool_calls=calls, provider_items=items)
     message = Message.assistant(output)
-    assert message.role == "assistant"
-    assert [call.id for call in message.tool_calls] == ["a", "b"]
+    assert (message.content, message.tool_calls, message.provider_items) == (
+        "Let me check.",
+        calls,
+        items,
+    )
+    assert Message.model_validate_json(message.model_dump_json()) == message
 
 
 def test_message_role_is_checked() -> None:
@@ -82,7 +101,23 @@ def test_message_role_is_checked() -> None:
         Message(role="system", content="x")  # type: ignore[arg-type]
 
 
-def test_tool_spec_defaults_to_strict() -> None:
-    spec = ToolSpec(name="t", parameters={"type": "object", "properties": {}})
-    assert spec.strict is True
-    assert spec.description == ""
+def test_a_run_result_with_a_tool_error_saves_and_loads_back() -> None:
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        raise KeyError(key)
+
+    call = ToolCall(id="c1", name="lookup", arguments={"key": "k"})
+    model = ScriptedModel(
+        [AssistantOutput(tool_calls=(call,)), AssistantOutput(content="not found")]
+    )
+    result = Agent(model, [lookup]).run_sync("find k")
+    assert isinstance(result.tool_trace[0].error, KeyError)
+
+    loaded = RunResult.model_validate_json(result.model_dump_json())
+    error = loaded.tool_trace[0].error
+    assert isinstance(error, RecordedError)
+    assert (error.type_name, str(error)) == ("KeyError", "'k'")
+    assert loaded.model_dump(exclude={"tool_trace"}) == result.model_dump(exclude={"tool_trace"})
+    assert loaded.tool_trace[0].result == result.tool_trace[0].result
+    assert loaded.model_dump_json() == result.model_dump_json()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
 import re
 import subprocess
@@ -54,11 +55,29 @@ def _modules() -> list[str]:
     return names
 
 
-@pytest.mark.parametrize("name", _modules())
+def _modules_with_examples() -> list[str]:
+    """The modules whose source holds ``>>>`` examples."""
+    return [name for name in _modules() if ">>>" in Path(_source_file(name)).read_text("utf-8")]
+
+
+def _source_file(name: str) -> str:
+    spec = importlib.util.find_spec(name)
+    assert spec is not None
+    assert spec.origin is not None
+    return spec.origin
+
+
+@pytest.mark.parametrize("name", _modules_with_examples())
 def test_docstring_examples_run(name: str) -> None:
     module = importlib.import_module(name)
-    failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    failures, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert attempted > 0, f"{name} has '>>>' examples that doctest did not find and run"
     assert failures == 0
+
+
+def test_the_entry_points_have_examples_that_run() -> None:
+    documented = set(_modules_with_examples())
+    assert {"tooldeck.loop", "tooldeck.tools.function", "tooldeck.tools.registry"} <= documented
 
 
 def test_import_does_not_load_provider_sdks() -> None:

@@ -40,13 +40,28 @@ def test_max_rounds_raises_with_everything_produced() -> None:
     assert len(model.requests) == 3
 
 
-def test_run_agent_defaults_to_three_rounds() -> None:
+def test_run_agent_has_the_agents_default_of_ten_rounds() -> None:
     from tooldeck import run_agent
 
-    with pytest.raises(LimitExceeded) as caught:
-        run_agent("go", ScriptedModel(endless(5)), [add_numbers])
+    with pytest.raises(LimitExceeded, match=r"\(max_rounds=10\)") as caught:
+        run_agent("go", ScriptedModel(endless(12)), [add_numbers])
     assert caught.value.result is not None
-    assert len(caught.value.result.tool_trace) == 3
+    assert len(caught.value.result.tool_trace) == Limits().max_rounds == 10
+
+
+def test_run_agent_keeps_the_limits_it_is_given_unless_told_max_rounds() -> None:
+    from tooldeck import run_agent
+
+    with pytest.raises(LimitExceeded, match=r"\(max_rounds=2\)"):
+        run_agent("go", ScriptedModel(endless(5)), [add_numbers], limits=Limits(max_rounds=2))
+    with pytest.raises(LimitExceeded, match=r"\(max_rounds=4\)"):
+        run_agent(
+            "go",
+            ScriptedModel(endless(5)),
+            [add_numbers],
+            max_rounds=4,
+            limits=Limits(max_rounds=2),
+        )
 
 
 def test_on_limit_final_answer_asks_once_more_without_tools() -> None:

@@ -136,7 +136,8 @@ def test_a_run_through_the_loop_ends_with_an_answer_and_reuses_the_cache(
     assert last is not None
     assert last.prompt_tokens > 300
     assert last.evaluated_tokens < 40, last
-    assert last.cached_tokens == last.prompt_tokens - last.evaluated_tokens
+    first_prompt = result.usage.input_tokens - last.prompt_tokens
+    assert last.cached_tokens >= first_prompt, last  # all of the first prompt was reused
     assert result.usage.input_tokens >= last.prompt_tokens
 
 

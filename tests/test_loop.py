@@ -351,12 +351,6 @@ def test_a_model_that_raises_becomes_a_model_error_with_the_partial_run() -> Non
     assert len(caught.value.result.messages) == 3
 
 
-async def test_run_sync_inside_a_running_loop_is_refused_clearly() -> None:
-    agent = Agent(ScriptedModel([answer("x")]))
-    with pytest.raises(RuntimeError, match=r"use `await agent.run\(...\)` instead"):
-        agent.run_sync("hi")
-
-
 def test_run_sync_reuses_one_event_loop_per_thread() -> None:
     loops: list[object] = []
 

@@ -246,6 +246,33 @@ async def test_malformed_arguments_reach_the_model_as_invalid_json(
     assert result.answer == "Sorry."
 
 
+async def test_hostile_arguments_and_text_become_observations_not_model_errors(
+    server: FakeOpenAI, stream: bool
+) -> None:
+    deep = "[" * 100_000
+    surrogate = '{"a": "\\ud800", "b": 1}'  # JSON for a lone surrogate, as a broken model sends
+    calls = [
+        chat_call("call_1", "add_numbers", deep),
+        chat_call("call_2", "add_numbers", surrogate),
+    ]
+    respond(server, completion_body("\ud800 thinking", calls), stream)
+    respond(server, completion_body("Sorry."), stream)
+    agent: Agent[None] = Agent(make_model(server, stream), tools=[add_numbers_tool()])
+
+    result = await agent.run("Add")
+
+    assert [trace.result.output for trace in result.tool_trace] == [
+        "error[invalid_json]: the arguments for 'add_numbers' are nested too deeply to read; "
+        "send one flat JSON object",
+        "error[invalid_json]: the arguments for 'add_numbers' contain text that is not valid "
+        "Unicode (a lone surrogate such as '\\ud800'); send valid UTF-8 text",
+    ]
+    assistant = sent(server, 1, stream)["messages"][1]
+    assert assistant["content"] == "\ufffd thinking"  # repaired, so the request could be sent
+    assert [call["function"]["arguments"] for call in assistant["tool_calls"]] == [deep, surrogate]
+    assert result.answer == "Sorry."
+
+
 async def test_stream_that_repeats_the_call_name_in_every_chunk(server: FakeOpenAI) -> None:
     """llama.cpp's server sends the id and the whole name again with each arguments piece."""
     head = {"index": 0, "id": "call_x", "type": "function"}

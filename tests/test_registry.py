@@ -1,6 +1,7 @@
 """The registry: one entry per tool, views by toolset, and specs and dispatch that agree."""
 
 import inspect
+import types
 from typing import Any
 
 import pytest
@@ -228,3 +229,31 @@ def test_empty_view() -> None:
     model = ScriptedModel([answer("hello")])
     assert Agent(model).run_sync("hi").answer == "hello"
     assert model.requests[0].tools == ()
+
+
+TOOLS_ACCEPTED = (
+    "tools= takes a ToolView, a ToolRegistry, or a list of tools (functions, @tool functions, "
+    "ToolEntry, Toolset); got "
+)
+
+
+@pytest.mark.parametrize(
+    ("tools", "got"),
+    [
+        pytest.param(types.ModuleType("my_tools"), "a module 'my_tools'", id="module"),
+        pytest.param(42, "int 42", id="number"),
+        pytest.param("add_numbers", "str 'add_numbers'", id="string"),
+    ],
+)
+def test_agent_with_something_that_is_not_tools_says_what_tools_takes(
+    tools: object, got: str
+) -> None:
+    with pytest.raises(TypeError) as raised:
+        Agent(ScriptedModel([]), tools)  # type: ignore[arg-type]
+    assert str(raised.value) == TOOLS_ACCEPTED + got
+
+
+def test_registering_a_module_says_what_a_registry_takes() -> None:
+    with pytest.raises(TypeError) as raised:
+        ToolRegistry([types.ModuleType("my_tools")])
+    assert str(raised.value) == TOOLS_ACCEPTED + "a module 'my_tools'"

@@ -535,6 +535,7 @@ LOOSE_TABLE: list[tuple[FunctionTool[..., Any], dict[str, Any]]] = [
                         "y": {"type": "integer", "default": 0},
                     },
                     "required": ["x"],
+                    "additionalProperties": False,  # closed, as validation enforces
                 }
             },
         },

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tooldeck._state import RunState, attach
+from tooldeck._untrusted import repaired
 from tooldeck.contracts import AssistantOutput, Message, StopReason, ToolSpec
 from tooldeck.errors import MiddlewareError, ModelError
 from tooldeck.events import TextDelta, ToolCallDelta
@@ -26,15 +27,15 @@ Delta = TextDelta | ToolCallDelta
 Emit = Callable[[Delta], None]
 
 
-async def bounded(state: RunState, policy: RunPolicy, step: Awaitable[T]) -> T:
-    """Await a model step within the run's remaining time; failures keep the run."""
+async def bounded(state: RunState, policy: RunPolicy, request: Awaitable[T]) -> T:
+    """Await a model request within the run's remaining time; failures keep the run."""
     remaining = None if policy.limits.max_duration_s is None else policy.remaining_s()
     scope = None
     try:
         if remaining is None:
-            return await step
+            return await request
         async with asyncio.timeout(remaining) as scope:
-            return await step
+            return await request
     except ModelError as error:
         raise attach(error, state, StopReason.MODEL_ERROR) from None
     except Exception as error:
@@ -103,10 +104,11 @@ async def _streamed_turn(
         async for item in items:
             if isinstance(item, AssistantOutput):
                 return item
-            if isinstance(item, TextChunk):
-                emit(TextDelta(round_, item.text))
+            if isinstance(item, TextChunk):  # shown as it comes: no lone surrogates
+                emit(TextDelta(round_, repaired(item.text)))
             else:
-                emit(ToolCallDelta(round_, item.index, item.call_id, item.name, item.arguments))
+                call_id, name = repaired(item.call_id), repaired(item.name)
+                emit(ToolCallDelta(round_, item.index, call_id, name, repaired(item.arguments)))
     finally:
         await items.aclose()
     raise ModelError(f"{model.name}: the stream ended without the turn")

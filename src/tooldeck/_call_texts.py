@@ -5,10 +5,22 @@ from __future__ import annotations
 import difflib
 import json
 
+from tooldeck._untrusted import argument_problem
 from tooldeck.contracts import ToolCall, ToolResult
 from tooldeck.errors import ErrorCode, InvalidArguments, ModelRetry
 from tooldeck.policy import Limits
+from tooldeck.tools._argument_rules import shown
+from tooldeck.tools.function import FunctionTool
 from tooldeck.tools.registry import ToolEntry, ToolView
+
+_MAY_STILL_COMPLETE = (
+    "and may still complete in the background: check whether it took effect before "
+    "calling it again, do not retry it blindly"
+)
+_MAX_PROBLEMS = 20
+"""Problems listed in one ``invalid_arguments`` text; the rest are counted."""
+_MAX_NAME = 200
+"""Longer unknown tool names get no "did you mean" (matching them costs too much)."""
 
 
 def with_edit_note(result: ToolResult, call: ToolCall) -> ToolResult:
@@ -17,14 +29,27 @@ def with_edit_note(result: ToolResult, call: ToolCall) -> ToolResult:
 
 
 def timeout_text(entry: ToolEntry) -> str:
+    within = f"{entry.name!r} did not finish within {entry.options.timeout:g} s"
+    if _keeps_running(entry):
+        return f"{within} {_MAY_STILL_COMPLETE}"
+    how = " (its process was killed)" if entry.options.isolation == "process" else ""
+    return f"{within} and was stopped{how}; try smaller inputs or another approach"
+
+
+def run_time_text(limits: Limits, entry: ToolEntry) -> str:
+    text = f"not finished: the run reached its time limit (max_duration_s={limits.max_duration_s})"
+    return f"{text}; the call {_MAY_STILL_COMPLETE}" if _keeps_running(entry) else text
+
+
+def _keeps_running(entry: ToolEntry) -> bool:
+    """A sync function in a worker thread: a thread cannot be stopped, only abandoned."""
+    handler = entry.handler
     return (
-        f"{entry.name!r} did not finish within {entry.options.timeout:g} s and was stopped; "
-        "try smaller inputs or another approach"
+        isinstance(handler, FunctionTool)
+        and not handler.external
+        and not handler.is_async
+        and entry.options.isolation == "thread"
     )
-
-
-def run_time_text(limits: Limits) -> str:
-    return f"not finished: the run reached its time limit (max_duration_s={limits.max_duration_s})"
 
 
 def error_result(entry: ToolEntry, error: Exception, include_details: bool) -> ToolResult:
@@ -46,23 +71,27 @@ def error_result(entry: ToolEntry, error: Exception, include_details: bool) -> T
 def unknown_tool_text(name: str, view: ToolView) -> str:
     names = view.names
     if not names:
-        return f"there is no tool named {name!r}; no tools are available, answer directly"
-    text = f"there is no tool named {name!r}; available tools: {', '.join(names)}"
-    close = difflib.get_close_matches(name, names, n=1)
+        return f"there is no tool named {shown(name)}; no tools are available, answer directly"
+    text = f"there is no tool named {shown(name)}; available tools: {', '.join(names)}"
+    close = difflib.get_close_matches(name, names, n=1) if len(name) <= _MAX_NAME else []
     return text + (f" (did you mean {close[0]!r}?)" if close else "")
 
 
 def invalid_json_text(call: ToolCall) -> str:
     raw = call.raw_arguments or ""
+    name = shown(call.name)
     try:
         parsed = json.loads(raw)
+    except RecursionError:
+        return f"the arguments for {name} are nested too deeply to read; send one flat JSON object"
     except ValueError as error:
         return (
-            f"the arguments for {call.name!r} are not valid JSON ({error}); "
-            "send them as one JSON object"
+            f"the arguments for {name} are not valid JSON ({error}); send them as one JSON object"
         )
+    if isinstance(parsed, dict):
+        return f"the arguments for {name} {argument_problem(parsed) or 'could not be read'}"
     kind = type(parsed).__name__ if parsed is not None else "null"
-    return f"the arguments for {call.name!r} must be a JSON object, got {_json_kind(kind)}"
+    return f"the arguments for {name} must be a JSON object, got {_json_kind(kind)}"
 
 
 def _json_kind(python_type: str) -> str:
@@ -71,5 +100,9 @@ def _json_kind(python_type: str) -> str:
 
 
 def invalid_arguments_text(call: ToolCall, error: InvalidArguments) -> str:
-    problems = "\n".join(f"- {problem}" for problem in error.problems)
+    listed = error.problems[:_MAX_PROBLEMS]
+    problems = "\n".join(f"- {problem}" for problem in listed)
+    more = len(error.problems) - len(listed)
+    if more:
+        problems += f"\n- ... and {more} more"
     return f"the arguments for {call.name!r} do not match its schema:\n{problems}"

@@ -30,6 +30,7 @@ from tooldeck._call_texts import (
 from tooldeck._nested import AgentTool, Emit, NestedOutcome, NestedResume, decisions_inside
 from tooldeck._observer import RunObserver
 from tooldeck._state import OpenTurn
+from tooldeck._untrusted import repaired, valid_text
 from tooldeck.checkpoint import Approve, Decision, Reject, call_digest
 from tooldeck.contracts import (
     Checkpoint,
@@ -81,7 +82,7 @@ class RoundOutcome:
     """What a round of calls ended with (the runner's last item)."""
 
     traces: tuple[ToolTrace, ...]
-    """The calls answered in this step, in the model's order."""
+    """The calls answered in this round, in the model's order."""
     pending: tuple[PendingCall, ...]
     """Calls that still wait for a decision or a result."""
     raised: tuple[tuple[str, BaseException], ...]
@@ -453,7 +454,7 @@ async def _bounded(item: _Ready, ctx: RoundContext, emit: Emit | None = None) ->
     except Exception as raised:  # the tool's own failure, kept whole for the host
         error = raised
         if scope is not None and scope.expired():
-            text = run_time_text(ctx.policy.limits) if run_limited else timeout_text(entry)
+            text = run_time_text(ctx.policy.limits, entry) if run_limited else timeout_text(entry)
             result = ToolResult.failure(ErrorCode.TOOL_TIMEOUT, text)
         else:
             result = error_result(entry, raised, ctx.options.include_error_details)
@@ -476,4 +477,7 @@ def _refused(
 def _trace(
     call: ToolCall, result: ToolResult, duration_s: float, error: BaseException | None
 ) -> ToolTrace:
+    output = result.output  # a tool's text is echoed and saved too: no lone surrogates
+    if not output.isascii() and not valid_text(output):
+        result = result.model_copy(update={"output": repaired(output)})
     return ToolTrace(call=call, result=result, duration_s=duration_s, error=error)

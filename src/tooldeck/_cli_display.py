@@ -96,13 +96,20 @@ class LiveRegion:
 
 
 def call_text(call: ToolCall) -> str:
-    """``name(a=1, b="x")``, or the model's raw text when it was not a JSON object."""
+    """``name(a=1, b="x")``, or the model's raw text when it was not a JSON object (whole:
+    a person approving a call reads all of it)."""
     if call.raw_arguments is not None:
         return f"{call.name}({call.raw_arguments})"
     arguments = ", ".join(
         f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in call.arguments.items()
     )
     return f"{call.name}({arguments})"
+
+
+def _short_call(call: ToolCall) -> str:
+    """``call_text`` as long as a shown result at most, for the run display (a model may send
+    megabytes of arguments)."""
+    return _short(call_text(call))
 
 
 def _count(number: int, noun: str) -> str:
@@ -182,14 +189,14 @@ class RunDisplay:
             self._model_answered(event)
         elif isinstance(event, ToolCallStarted):
             self._started.add(event.call.id)
-            self.console.line(f"  → {call_text(event.call)}", "cyan")
+            self.console.line(f"  → {_short_call(event.call)}", "cyan")
         elif isinstance(event, ToolCallFinished):
             self._call_finished(event)
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
                 waits = "approval" if pending.kind == "approval" else "the application's result"
-                self.console.line(f"  ⏸ {call_text(pending.call)} waits for {waits}", "yellow")
+                self.console.line(f"  ⏸ {_short_call(pending.call)} waits for {waits}", "yellow")
 
     def close(self) -> None:
         self._spin(None)
@@ -217,7 +224,7 @@ class RunDisplay:
     def _call_finished(self, event: ToolCallFinished) -> None:
         trace = event.trace
         if trace.call.id not in self._started:  # refused before it ran
-            self.console.line(f"  → {call_text(trace.call)}", "cyan")
+            self.console.line(f"  → {_short_call(trace.call)}", "cyan")
         mark, style = ("←", "green") if trace.result.ok else ("✗", "red")
         timing = f"  ({trace.duration_s * 1000:.1f} ms)"
         self.console.line(f"  {mark} {_short(trace.result.output)}{timing}", style)

@@ -201,7 +201,7 @@ def _check_json(call_id: str, arguments: object) -> None:
         )
     try:
         canonical_json(arguments)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RecursionError) as error:
         raise CheckpointError(
             f"Approve(arguments=...) for {call_id!r} must be JSON data: {error}"
         ) from None

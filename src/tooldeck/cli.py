@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", default="local", help="model string (default: local)")
     run.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
     run.add_argument("--instructions", default="", help="the system prompt")
-    run.add_argument("--max-rounds", type=int, default=10, help="model turns at most")
+    run.add_argument("--max-rounds", type=int, default=10, help="rounds (model requests) at most")
     run.add_argument(
         "--tool-choice",
         default="auto",

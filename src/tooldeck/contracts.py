@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema, core_schema
 
+from tooldeck._untrusted import SHORT_JSON, argument_problem, repaired
 from tooldeck.errors import CheckpointError, ErrorCode
 
 _FROZEN = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
@@ -96,14 +97,20 @@ class ToolCall(BaseModel):
         """Build a call from the model's argument text, keeping text that is not a JSON object.
 
         An empty text means no arguments, as several providers send for parameterless tools.
+        Arguments nested too deeply or holding invalid Unicode are kept as text too.
         """
         if text is None or not text.strip():
             return cls(id=id, name=name)
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested 100,000 levels deep
             parsed = None
-        if isinstance(parsed, dict):
+        if isinstance(parsed, dict) and (
+            # the usual text needs no walk: too short to nest too deep, no \u escape to
+            # hold a lone surrogate
+            (len(text) <= SHORT_JSON and text.isascii() and "\\u" not in text)
+            or argument_problem(parsed) is None
+        ):
             return cls(id=id, name=name, arguments=parsed)
         return cls(id=id, name=name, raw_arguments=text)
 
@@ -228,7 +235,11 @@ def _error_to_json(error: BaseException | None) -> dict[str, str] | None:
     if error is None:
         return None
     name = error.type_name if isinstance(error, RecordedError) else type(error).__name__
-    return {"type": name, "message": str(error)}
+    try:
+        message = repaired(str(error))
+    except Exception:  # an exception whose __str__ fails still has a type to record
+        message = ""
+    return {"type": name, "message": message}
 
 
 def _traced_error_schema(source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:

@@ -38,6 +38,10 @@ class ToolDefinitionError(ToolDeckError, TypeError):
     """A tool cannot be built: a parameter type without a schema, a non-strict signature, ..."""
 
 
+class ToolDefinitionWarning(UserWarning):
+    """A tool that works, but that the model will use poorly (it has no description)."""
+
+
 class DuplicateToolError(ToolDeckError, ValueError):
     """Two tools with the same name were registered."""
 

@@ -15,13 +15,13 @@ from tooldeck.models.base import ModelSettings
 
 @dataclass(slots=True)
 class ModelRequest:
-    """The model is about to be asked for turn ``round``."""
+    """The model is about to be asked for its turn in round ``round``."""
 
     round: int
     message_count: int
     settings: ModelSettings
     tools: tuple[ToolSpec, ...] = ()
-    """The tool list the model is shown in this request (it may change between turns when
+    """The tool list the model is shown in this request (it may change between rounds when
     the tools come from a registry or a toolset, e.g. after an MCP server's list changed)."""
 
     @property
@@ -31,7 +31,7 @@ class ModelRequest:
 
 @dataclass(slots=True)
 class TextDelta:
-    """Text the model has just written in turn ``round`` (only with ``stream(deltas=True)``).
+    """Text the model has just written in round ``round`` (only with ``stream(deltas=True)``).
 
     The pieces of a turn joined are its ``ModelResponse.output.content``.
     """
@@ -42,7 +42,7 @@ class TextDelta:
 
 @dataclass(slots=True)
 class ToolCallDelta:
-    """A piece of a tool call the model is writing in turn ``round`` (``deltas=True`` only).
+    """A piece of a tool call the model is writing in round ``round`` (``deltas=True`` only).
 
     Every delta of a call carries its ``index`` in the turn and the ``call_id`` and ``name``
     known so far; the ``arguments_delta`` pieces joined are the arguments' JSON text.
@@ -57,7 +57,7 @@ class ToolCallDelta:
 
 @dataclass(slots=True)
 class ModelResponse:
-    """The model answered turn ``round``; ``output`` may hold tool calls."""
+    """The model answered in round ``round``; ``output`` may hold tool calls."""
 
     round: int
     output: AssistantOutput

@@ -25,6 +25,7 @@ from tooldeck._nested import agent_tool, check_nested
 from tooldeck._observer import Instrumenter, RunObserver, default_instrumenter, observed
 from tooldeck._state import OpenTurn, RunState, attach
 from tooldeck._sync import run_sync
+from tooldeck._untrusted import safe_output
 from tooldeck.checkpoint import (
     Decision,
     check_decisions,
@@ -145,7 +146,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     @property
     def tools(self) -> ToolView:
-        """The tools of the latest model turn (a registry's tools can change between turns)."""
+        """The tools of the latest model turn (a registry's tools can change between rounds)."""
         return self._tools.current
 
     as_tool = agent_tool
@@ -171,7 +172,14 @@ class Agent(Generic[DepsT, OutputT]):
         history: Sequence[Message] = (),
         session: Session | None = None,
     ) -> RunResult[OutputT]:
-        """``run()`` for synchronous code (not from inside a running event loop)."""
+        """``run()`` for synchronous code.
+
+        Called inside a running event loop (Jupyter, an async web handler) it still works:
+        the run goes on tooldeck's background loop in another thread while the caller's
+        loop waits, so a tool bound to the caller's loop (a client made on it, work
+        scheduled on it) cannot work there. In async code ``await agent.run(...)`` is the
+        better way.
+        """
         return run_sync(self.run(prompt, deps=deps, history=history, session=session))
 
     def stream(
@@ -183,7 +191,7 @@ class Agent(Generic[DepsT, OutputT]):
         deltas: bool = False,
         session: Session | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """Run, yielding each step as it happens; the last event is FinalAnswer.
+        """Run, yielding each event as it happens; the last event is FinalAnswer.
 
         ``history`` is an earlier conversation to continue (e.g. ``result.messages``).
         ``deltas=True`` also yields the model's text and tool calls as it writes them
@@ -227,7 +235,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         session: Session | None = None,
     ) -> RunResult[OutputT]:
-        """``resume()`` for synchronous code."""
+        """``resume()`` for synchronous code (inside a running loop, as ``run_sync``)."""
         return run_sync(self.resume(checkpoint, decisions, deps=deps, session=session))
 
     def resume_stream(
@@ -366,6 +374,7 @@ class Agent(Generic[DepsT, OutputT]):
             else:
                 asked = model.complete(state.messages, specs, settings, self.instructions)
                 output = await bounded(state, policy, asked)
+            output = safe_output(output)  # what a model sends is untrusted: _untrusted
             state.record_output(output, policy.rounds)
             yield ModelResponse(policy.rounds, output)
             if stop is None and self._output is None and output.tool_calls:
@@ -454,17 +463,19 @@ def run_agent(
     prompt: str,
     model: Model | str,
     tool_view: ToolsLike | None = None,
-    max_rounds: int = 3,
+    max_rounds: int | None = None,
     **options: Any,
 ) -> RunResult[Any]:
     """Run one prompt synchronously: the original entry point, a wrapper over ``Agent``.
 
-    ``options`` are Agent's keyword options (``instructions=``, ``limits=``, ...);
-    ``max_rounds`` overrides the one in ``limits``. A run that pauses returns its result
-    (``stop_reason == "paused"``); go on with ``Agent(...).resume_sync(result.checkpoint, ...)``.
+    ``options`` are Agent's keyword options (``instructions=``, ``limits=``, ...).
+    ``max_rounds``, when given, overrides the one in ``limits``; by default the run has
+    ``Limits().max_rounds`` (10) rounds, like an ``Agent``. A run that pauses returns its
+    result (``stop_reason == "paused"``); go on with
+    ``Agent(...).resume_sync(result.checkpoint, ...)``.
     """
     limits = options.pop("limits", None) or Limits()
-    agent: Agent[Any, Any] = Agent(
-        model, tool_view, limits=replace(limits, max_rounds=max_rounds), **options
-    )
+    if max_rounds is not None:
+        limits = replace(limits, max_rounds=max_rounds)
+    agent: Agent[Any, Any] = Agent(model, tool_view, limits=limits, **options)
     return agent.run_sync(prompt)

@@ -56,7 +56,7 @@ class RequestContext:
     """What middleware may read about a model request (read only)."""
 
     round: int
-    """The model turn, counting from 1."""
+    """The round this request starts, counting from 1."""
     run_id: str
     deps: Any
     """The run's ``deps``."""

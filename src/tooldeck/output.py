@@ -20,6 +20,7 @@ from typing import Any, Generic, Literal, TypeVar, get_origin
 from pydantic import BaseModel, create_model
 from typing_extensions import is_typeddict
 
+from tooldeck._untrusted import argument_problem
 from tooldeck.contracts import AssistantOutput, ToolCall, ToolSpec
 from tooldeck.errors import InvalidArguments, ModelRetry, ToolDefinitionError
 from tooldeck.tools._arguments import PydanticArguments
@@ -91,6 +92,9 @@ class OutputSchema(Generic[T]):
             return Refused(f"the answer is not valid JSON ({error}); answer with one JSON value")
         if not isinstance(value, dict):
             return Refused("the answer must be a JSON object matching the output schema")
+        problem = argument_problem(value)  # too deep to save, or not valid Unicode
+        if problem is not None:
+            return Refused(f"the answer's values {problem}")
         return self.read_arguments(value, text)
 
     def read_arguments(self, arguments: dict[str, Any], raw: str) -> Accepted | Refused:

@@ -32,7 +32,8 @@ class Limits:
     """When a run must stop. ``None`` means no limit."""
 
     max_rounds: int = 10
-    """Model turns a run may take (the last-answer call of ``on_limit="final_answer"`` aside)."""
+    """Rounds a run may take: model requests, each with the tool calls it asked for (the
+    last-answer call of ``on_limit="final_answer"`` aside)."""
     max_tool_calls: int | None = None
     """Tool calls a run may make; calls past it are answered as not run."""
     max_duration_s: float | None = None

@@ -25,7 +25,7 @@ class ModelRequestRecord:
         return [spec.name for spec in self.tools]
 
 
-ScriptStep = (
+ScriptedOutput = (
     AssistantOutput
     | Callable[[ModelRequestRecord], AssistantOutput]
     | Callable[[ModelRequestRecord], Awaitable[AssistantOutput]]
@@ -33,7 +33,7 @@ ScriptStep = (
 
 
 class ScriptedModel(Model):
-    """Replays ``outputs`` one per request; a callable step is called with the request.
+    """Replays ``outputs`` one per request; a callable entry is called with the request.
 
     Example:
         >>> from tooldeck import AssistantOutput, ScriptedModel
@@ -42,15 +42,15 @@ class ScriptedModel(Model):
 
     name = "scripted"
 
-    def __init__(self, outputs: Iterable[ScriptStep]) -> None:
-        self._steps: list[ScriptStep] = list(outputs)
+    def __init__(self, outputs: Iterable[ScriptedOutput]) -> None:
+        self._outputs: list[ScriptedOutput] = list(outputs)
         self.requests: list[ModelRequestRecord] = []
         """Every request received, in order."""
 
     @property
     def remaining(self) -> int:
-        """Steps of the script not used yet."""
-        return len(self._steps) - len(self.requests)
+        """Scripted outputs not used yet."""
+        return len(self._outputs) - len(self.requests)
 
     async def complete(
         self,
@@ -62,21 +62,21 @@ class ScriptedModel(Model):
         request = ModelRequestRecord(tuple(messages), tuple(tools), settings, instructions)
         index = len(self.requests)
         self.requests.append(request)
-        if index >= len(self._steps):
+        if index >= len(self._outputs):
             raise ScriptExhausted(
-                f"ScriptedModel has {len(self._steps)} scripted outputs and was asked for "
-                f"output #{index + 1}; add a step for this request (last message: "
+                f"ScriptedModel has {len(self._outputs)} scripted outputs and was asked for "
+                f"output #{index + 1}; add an output for this request (last message: "
                 f"{_describe_last(messages)})"
             )
-        step = self._steps[index]
-        if isinstance(step, AssistantOutput):
-            return step
-        produced = step(request)
+        scripted = self._outputs[index]
+        if isinstance(scripted, AssistantOutput):
+            return scripted
+        produced = scripted(request)
         if inspect.isawaitable(produced):
             produced = await produced
         if not isinstance(produced, AssistantOutput):
             raise TypeError(
-                f"script step #{index + 1} returned {type(produced).__name__}, "
+                f"scripted output #{index + 1} returned {type(produced).__name__}, "
                 "expected an AssistantOutput"
             )
         return produced

@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
+from pydantic.config import ExtraValues
 
 from tooldeck.errors import ArgumentProblem, InvalidArguments
-from tooldeck.tools._strict import JsonSchema, NullDefaults
-
-_MAX_SHOWN = 80
+from tooldeck.tools._argument_rules import ArgumentRules, format_path, shown, unexpected_text
+from tooldeck.tools._schema_check import check_schema
+from tooldeck.tools._schema_walk import JsonSchema, rebuild, walk
 
 
 class ArgumentSchema(Protocol):
@@ -37,25 +38,45 @@ class ArgumentSchema(Protocol):
 
 
 class PydanticArguments:
-    """Validates with a pydantic model; the handler receives its fields as keywords."""
+    """Validates with a pydantic model; the handler receives its fields as keywords.
+
+    Every object the schema closes refuses unknown keys, at any depth, strict or not: the
+    schema closes each model, dataclass and TypedDict except one whose own config says
+    ``extra="allow"`` (its extra keys are then shown as allowed and passed through).
+    """
 
     def __init__(self, model: type[BaseModel], json_schema: JsonSchema | None = None) -> None:
         self.model = model
         self._validator = model.__pydantic_validator__
         self.json_schema = json_schema if json_schema is not None else model_schema(model)
-        self._nulls = NullDefaults(self.json_schema)
+        some_open = any(_allows_extra_keys(node) for node in walk(self.json_schema))
+        self._rules = ArgumentRules(self.json_schema, extras=some_open)
+        self._walks = (self._rules.needed(closed=False), self._rules.needed(closed=True))
+        """Whether a call in the open / closed form needs the rules' walk (most do not)."""
+        self._open_extra: ExtraValues | None = None if some_open else "forbid"
+        """pydantic's own extra check for the non-strict form: everywhere, unless some model
+        allows extras (then the rules walk finds the unknown keys in the closed objects)."""
         self._names = tuple(self.json_schema.get("properties", {}))
+        self._passes_extra = model.model_config.get("extra") == "allow"
 
     def validate(self, arguments: dict[str, Any], *, closed: bool) -> dict[str, Any]:
-        if closed:
-            arguments = self._nulls.apply(arguments)
+        problems: list[ArgumentProblem] = []
+        if self._walks[closed]:
+            arguments, problems = self._rules.apply(arguments, closed=closed)
         try:
             instance = self._validator.validate_python(
-                arguments, extra="forbid" if closed else None
+                arguments, extra="forbid" if closed else self._open_extra
             )
         except ValidationError as error:
-            raise InvalidArguments(list(_pydantic_problems(error, self._names))) from None
-        return dict(instance.__dict__)
+            found = {problem.path for problem in problems}
+            more = _pydantic_problems(error, self._names)
+            raise InvalidArguments([*problems, *(p for p in more if p.path not in found)]) from None
+        if problems:
+            raise InvalidArguments(problems)
+        keywords = dict(instance.__dict__)
+        if self._passes_extra and instance.__pydantic_extra__:
+            keywords.update(instance.__pydantic_extra__)
+        return keywords
 
 
 class DeferredPydanticArguments:
@@ -77,70 +98,67 @@ class DeferredPydanticArguments:
 
 
 class JsonSchemaArguments:
-    """Validates with a JSON Schema (any draft ``jsonschema`` knows, formats checked)."""
+    """Validates with a JSON Schema (any draft ``jsonschema`` knows, formats checked).
+
+    The schema is checked against its metaschema when the tool is made (cached per node
+    shape: ``_schema_check``); the validator for each form is built on the first call.
+    """
 
     def __init__(self, schema: JsonSchema) -> None:
-        from jsonschema.validators import validator_for
-
-        cls = validator_for(schema)
-        cls.check_schema(schema)
+        check_schema(schema)
         self.json_schema = schema
-        self._open = cls(schema, format_checker=cls.FORMAT_CHECKER)
-        self._closed = cls(close_objects(schema), format_checker=cls.FORMAT_CHECKER)
-        self._nulls = NullDefaults(schema)
+        self._rules = ArgumentRules(schema, unique=False)
+        self._validators: dict[bool, Any] = {}
+        """``closed`` -> the jsonschema validator of that form, once built."""
 
     def validate(self, arguments: dict[str, Any], *, closed: bool) -> dict[str, Any]:
-        if closed:
-            arguments = self._nulls.apply(arguments)
-        validator = self._closed if closed else self._open
+        if self._rules.needed(closed=closed):
+            arguments, _ = self._rules.apply(arguments, closed=closed)
+        validator = self._validators.get(closed) or self._validator(closed)
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         if errors:
             raise InvalidArguments([p for error in errors for p in _jsonschema_problems(error)])
         return dict(arguments)
 
+    def _validator(self, closed: bool) -> Any:
+        from jsonschema.validators import validator_for
+
+        cls = validator_for(self.json_schema)
+        schema = close_objects(self.json_schema) if closed else self.json_schema
+        validator = self._validators[closed] = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        return validator
+
 
 def model_schema(model: type[BaseModel]) -> JsonSchema:
-    """The model's JSON Schema as the model should see it: no titles."""
-    schema: JsonSchema = strip_titles(model.model_json_schema())
+    """The model's JSON Schema as the model should see it: no titles, and every object closed
+    (``additionalProperties: false``) unless its model allows extra keys."""
+    schema: JsonSchema = rebuild(model.model_json_schema(), before=_without_title, after=_closed)
     return schema
 
 
-def strip_titles(node: Any) -> Any:
-    """Drop ``title`` keywords (noise to a model), keeping properties that are named title."""
-    if isinstance(node, list):
-        return [strip_titles(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "title" and isinstance(value, str):
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: strip_titles(sub) for name, sub in value.items()}
-        else:
-            out[key] = strip_titles(value)
-    return out
+def _without_title(node: JsonSchema, path: str) -> JsonSchema:
+    """Drop ``title`` (noise to a model); a property named title is not a keyword, and stays."""
+    if isinstance(node.get("title"), str):
+        return {key: value for key, value in node.items() if key != "title"}
+    return node
 
 
-def close_objects(node: Any) -> Any:
+def _closed(node: JsonSchema, path: str) -> JsonSchema:
+    if (node.get("type") == "object" or "properties" in node) and (
+        "additionalProperties" not in node
+    ):
+        node["additionalProperties"] = False
+    return node
+
+
+def close_objects(schema: JsonSchema) -> JsonSchema:
     """The same schema with ``additionalProperties: false`` on every object that has none."""
-    if isinstance(node, list):
-        return [close_objects(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {
-        key: (
-            {name: close_objects(sub) for name, sub in value.items()}
-            if key in ("properties", "$defs", "definitions") and isinstance(value, dict)
-            else close_objects(value)
-        )
-        for key, value in node.items()
-    }
-    if (
-        node.get("type") == "object" or "properties" in node
-    ) and "additionalProperties" not in node:
-        out["additionalProperties"] = False
-    return out
+    return rebuild(schema, after=_closed)
+
+
+def _allows_extra_keys(node: JsonSchema) -> bool:
+    """An object with listed properties that also takes others (``extra="allow"``)."""
+    return "properties" in node and node.get("additionalProperties") not in (None, False)
 
 
 def _pydantic_problems(error: ValidationError, names: tuple[str, ...]) -> Iterable[ArgumentProblem]:
@@ -151,7 +169,8 @@ def _pydantic_problems(error: ValidationError, names: tuple[str, ...]) -> Iterab
             yield ArgumentProblem(path, "missing (required)")
         elif kind in ("extra_forbidden", "unexpected_keyword_argument"):
             nested = len(item["loc"]) > 1
-            yield ArgumentProblem(path, _unexpected(() if nested else names, top_level=not nested))
+            text = unexpected_text(() if nested else names, top_level=not nested)
+            yield ArgumentProblem(path, text)
         else:
             yield ArgumentProblem(path, f"{item['msg']} (got {shown(item['input'])})")
 
@@ -167,33 +186,7 @@ def _jsonschema_problems(error: Any) -> Iterable[ArgumentProblem]:
         for name in error.instance:
             if name not in allowed:
                 yield ArgumentProblem(
-                    format_path([*path, name]), _unexpected(allowed, top_level=not path)
+                    format_path([*path, name]), unexpected_text(allowed, top_level=not path)
                 )
     else:
         yield ArgumentProblem(format_path(path), error.message)
-
-
-def _unexpected(names: tuple[str, ...], *, top_level: bool) -> str:
-    listed = ", ".join(names)
-    if top_level:
-        return f"unexpected argument (the tool takes: {listed or 'no arguments'})"
-    if names:
-        return f"unexpected field (allowed here: {listed})"
-    return "unexpected field (not in the schema)"
-
-
-def format_path(location: Iterable[str | int]) -> str:
-    """``('items', 0, 'name')`` -> ``items[0].name``."""
-    text = ""
-    for part in location:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
-
-
-def shown(value: Any) -> str:
-    """A short repr of a value the model sent, for error messages."""
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 from typing import Any, Literal, Union, get_args, get_origin
 
-from tooldeck.tools._strict import JsonSchema
+from tooldeck.tools._schema_walk import JsonSchema
 
 _SCALARS: dict[Any, JsonSchema] = {
     str: {"type": "string"},

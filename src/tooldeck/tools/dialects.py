@@ -42,9 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooldeck.errors import ToolDefinitionError
-from tooldeck.tools.function import FunctionTool
-
-JsonSchema = dict[str, Any]
+from tooldeck.tools._schema_walk import JsonSchema, rebuild
+from tooldeck.tools.function import TOOL_NAME, FunctionTool
 
 BFCL_TYPES: Mapping[str, str] = {
     "string": "string",
@@ -81,8 +80,6 @@ BFCL_TYPES: Mapping[str, str] = {
 """BFCL type name -> JSON Schema type (BFCL's ``GORILLA_TO_OPENAPI`` plus ``Boolean`` and
 ``Set``, which its Java/JavaScript categories use)."""
 
-TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-"""What OpenAI-style APIs accept as a tool name."""
 
 _JSON_TYPES: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("boolean", bool),
@@ -113,10 +110,12 @@ def bfcl_schema(parameters: Mapping[str, Any]) -> JsonSchema:
         >>> schema["type"], schema["properties"], schema["additionalProperties"]
         ('object', {'n': {'type': 'number'}}, False)
     """
-    return _node(parameters, "")
+    return rebuild(dict(parameters), before=_node_keywords, after=_node_values)
 
 
-def _node(node: Mapping[str, Any], path: str) -> JsonSchema:
+def _node_keywords(node: JsonSchema, path: str) -> JsonSchema:
+    """A node's type and object keywords, read before its subschemas are converted (their
+    ``optional`` flags decide ``required`` here)."""
     out: JsonSchema = {key: value for key, value in node.items() if key != "optional"}
     bfcl_type = node.get("type") or "string"
     kind = BFCL_TYPES.get(bfcl_type) if isinstance(bfcl_type, str) else None
@@ -130,28 +129,24 @@ def _node(node: Mapping[str, Any], path: str) -> JsonSchema:
         out.update(minLength=1, maxLength=1)
     if bfcl_type == "Set":
         out["uniqueItems"] = True
-    if isinstance(node.get("items"), Mapping):
-        out["items"] = _node(node["items"], f"{path}[]")
-    if kind == "object" and isinstance(node.get("properties"), Mapping):
-        _object(node, out, path)
-    if "enum" in node:
-        _enum(out, path)
-    if "default" in node and node["default"] is None:
-        _nullable(out)
+    properties = node.get("properties")
+    if isinstance(properties, Mapping) and kind == "object":
+        optional = _optional_names(node, properties)
+        if "required" in node:
+            out["required"] = [
+                name for name in node["required"] if name in properties and name not in optional
+            ]
+        out["additionalProperties"] = False
     return out
 
 
-def _object(node: Mapping[str, Any], out: JsonSchema, path: str) -> None:
-    properties: Mapping[str, Any] = node["properties"]
-    out["properties"] = {
-        name: _node(sub, f"{path}.{name}" if path else name) for name, sub in properties.items()
-    }
-    optional = _optional_names(node, properties)
-    if "required" in node:
-        out["required"] = [
-            name for name in node["required"] if name in properties and name not in optional
-        ]
-    out["additionalProperties"] = False
+def _node_values(out: JsonSchema, path: str) -> JsonSchema:
+    """A node's enum and null default, once its items are converted."""
+    if "enum" in out:
+        _enum(out, path)
+    if "default" in out and out["default"] is None:
+        _nullable(out)
+    return out
 
 
 def _optional_names(node: Mapping[str, Any], properties: Mapping[str, Any]) -> set[str]:

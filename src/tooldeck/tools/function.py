@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import re
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -12,7 +14,7 @@ from pydantic import BaseModel
 from typing_extensions import Unpack
 
 from tooldeck.contracts import ToolSpec
-from tooldeck.errors import ToolDefinitionError
+from tooldeck.errors import ToolDefinitionError, ToolDefinitionWarning
 from tooldeck.tools._arguments import (
     ArgumentSchema,
     DeferredPydanticArguments,
@@ -28,6 +30,9 @@ from tooldeck.tools.schema import function_schema, not_strict_parameter
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""What providers accept as a tool name (OpenAI's rule; the others' are no looser)."""
 
 
 class FunctionTool(Generic[P, R]):
@@ -52,20 +57,21 @@ class FunctionTool(Generic[P, R]):
         positional_only: tuple[str, ...] = (),
         **options: Unpack[ToolOptionArgs],
     ) -> None:
+        _check_name(name)
         self.name = name
         self.description = description
         self.fn = handler
         """The function; None for an external tool, which the application runs itself."""
         self.arguments = _argument_schema(name, parameters)
         self.strict = strict
-        self.options = ToolOptions.of(name, options)
-        self.result_parser = result_parser or output_text
-        self.context_parameter = context_parameter
-        self.positional_only = positional_only
         self.is_async = handler is not None and (
             inspect.iscoroutinefunction(handler)
             or inspect.iscoroutinefunction(type(handler).__call__)
         )
+        self.options = ToolOptions.of(name, options, is_async=self.is_async)
+        self.result_parser = result_parser or output_text
+        self.context_parameter = context_parameter
+        self.positional_only = positional_only
         self.spec = ToolSpec(
             name=name,
             description=description,
@@ -74,6 +80,13 @@ class FunctionTool(Generic[P, R]):
         )
         self.origin = _origin(handler) if handler is not None else "external"
         """Where the function is defined (``file.py:12``), for error messages."""
+        if not description.strip():
+            warnings.warn(
+                f"tool {name!r} has no description: the model sees only its name and "
+                "parameters; add a docstring or pass description='...'",
+                ToolDefinitionWarning,
+                stacklevel=_caller_stacklevel(),
+            )
 
     @property
     def external(self) -> bool:
@@ -107,9 +120,36 @@ class FunctionTool(Generic[P, R]):
             value = await function(*args, **arguments)
         elif self.options.inline:
             value = function(*args, **arguments)
+        elif self.options.isolation == "process":
+            from tooldeck.tools._process import run_in_process
+
+            value = await run_in_process(partial(function, *args, **arguments))
         else:
             value = await run_in_thread(partial(function, *args, **arguments))
         return self.result_parser(value)
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not TOOL_NAME.match(name):
+        raise ToolDefinitionError(
+            f"tool name {name!r} is not one providers accept: it must match "
+            f"{TOOL_NAME.pattern} (letters, digits, '_' and '-', at most 64 characters); "
+            "pass another with tool(name=...)"
+        )
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside tooldeck: where the tool was made."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and _in_tooldeck(frame.f_globals.get("__name__", "")):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _in_tooldeck(module: str) -> bool:
+    return module == "tooldeck" or module.startswith("tooldeck.")
 
 
 def _argument_schema(
@@ -204,7 +244,10 @@ def tool(
             (never beside other calls), ``inline=`` (run a cheap sync function on the event
             loop, no thread hop), ``on_error=`` (exception -> the model's text, or
             ``"raise"``), ``requires_approval=`` (True, or a predicate
-            ``(ctx, arguments) -> bool``: the run pauses for a person's decision).
+            ``(ctx, arguments) -> bool``: the run pauses for a person's decision),
+            ``isolation=`` (``"process"``: a sync function runs in a worker process that its
+            timeout kills, a fork per call; by default a worker thread, which cannot be
+            stopped, so a call past its timeout may still finish).
 
     Example:
         >>> @tool

@@ -22,6 +22,11 @@ ApprovalPredicate = Callable[[RunContext[Any], dict[str, Any]], bool | Awaitable
 RequiresApproval = bool | ApprovalPredicate
 """``True``: every call waits for a decision; a predicate: the calls it returns True for."""
 
+Isolation = Literal["thread", "process"]
+"""Where a sync function runs: a worker thread (cheap; cannot be stopped, so a call past its
+timeout is abandoned and may still finish), or a worker process of its own (a fork per call,
+milliseconds; killed at its timeout, so nothing more of it happens)."""
+
 
 class ToolOptionArgs(TypedDict, total=False):
     """The keyword options ``@tool`` and ``FunctionTool`` accept (see ToolOptions)."""
@@ -33,6 +38,7 @@ class ToolOptionArgs(TypedDict, total=False):
     inline: bool
     on_error: ErrorHandler | None
     requires_approval: RequiresApproval
+    isolation: Isolation
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +59,13 @@ class ToolOptions:
     """Turns the tool's exception into the model's text, or ``"raise"`` to end the run."""
     requires_approval: RequiresApproval = False
     """Pause the run for a person's decision before a call runs (every call, or per call)."""
+    isolation: Isolation = "thread"
+    """``"process"`` runs a sync function in a worker process that its timeout kills."""
 
     @classmethod
-    def of(cls, name: str, args: ToolOptionArgs) -> ToolOptions:
-        """Options from keyword arguments, checked; ``name`` is the tool's, for messages."""
+    def of(cls, name: str, args: ToolOptionArgs, *, is_async: bool = False) -> ToolOptions:
+        """Options from keyword arguments, checked; ``name`` is the tool's, for messages;
+        ``is_async`` says the function is a coroutine function."""
         options = cls(
             toolsets=frozenset(args.get("toolsets", ())),
             timeout=args.get("timeout"),
@@ -65,12 +74,14 @@ class ToolOptions:
             inline=args.get("inline", False),
             on_error=args.get("on_error"),
             requires_approval=args.get("requires_approval", False),
+            isolation=args.get("isolation", "thread"),
         )
-        options.check(name)
+        options.check(name, is_async=is_async)
         return options
 
-    def check(self, name: str) -> None:
+    def check(self, name: str, *, is_async: bool = False) -> None:
         """Refuse values that cannot work, naming the tool and the option."""
+        self._check_isolation(name, is_async)
         if self.timeout is not None and self.timeout <= 0:
             raise ToolDefinitionError(
                 f"tool {name!r}: timeout must be positive, got {self.timeout!r}"
@@ -88,6 +99,31 @@ class ToolOptions:
             raise ToolDefinitionError(
                 f"tool {name!r}: on_error must be a function (exception) -> str or 'raise', "
                 f"got {on_error!r}"
+            )
+
+    def _check_isolation(self, name: str, is_async: bool) -> None:
+        if self.isolation == "thread":
+            return
+        if self.isolation != "process":
+            raise ToolDefinitionError(
+                f"tool {name!r}: isolation must be 'thread' or 'process', got {self.isolation!r}"
+            )
+        if is_async or self.inline:
+            what = (
+                "an async function (cancelled at its timeout already)"
+                if is_async
+                else ("inline=True (it runs on the event loop)")
+            )
+            raise ToolDefinitionError(
+                f"tool {name!r}: isolation='process' runs a sync function in a worker process; "
+                f"it cannot apply to {what}"
+            )
+        from tooldeck.tools._process import fork_context
+
+        if fork_context() is None:
+            raise ToolDefinitionError(
+                f"tool {name!r}: isolation='process' needs os.fork (Linux, macOS), which this "
+                "platform lacks"
             )
 
 

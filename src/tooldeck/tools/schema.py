@@ -16,8 +16,9 @@ from pydantic.fields import FieldInfo
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.tools._arguments import ArgumentSchema, DeferredPydanticArguments, PydanticArguments
 from tooldeck.tools._docstrings import ParsedDocstring, parse_docstring
+from tooldeck.tools._schema_walk import JsonSchema
 from tooldeck.tools._simple_schema import simple_default, simple_schema
-from tooldeck.tools._strict import JsonSchema, NotStrictError, to_strict
+from tooldeck.tools._strict import NotStrictError, to_strict
 from tooldeck.tools.context import RunContext
 
 _ARGUMENTS_CONFIG = ConfigDict(extra="forbid", protected_namespaces=())
@@ -81,12 +82,31 @@ def function_schema(
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional_only.append(parameter.name)
         parameters.append(_parameter(parameter, annotation, docs))
+    if inspect.isroutine(fn):  # a callable object's class docstring may describe __init__
+        _check_documented(name, docs, tuple(signature.parameters))
     schema = _direct_schema(parameters) if direct else None
     if schema is None:
         arguments: ArgumentSchema = _build_arguments(name, parameters)
     else:
         arguments = DeferredPydanticArguments(schema, lambda: _argument_model(name, parameters))
     return FunctionSchema(docs.description, arguments, context_parameter, tuple(positional_only))
+
+
+def _check_documented(name: str, docs: ParsedDocstring, parameters: tuple[str, ...]) -> None:
+    """Refuse a docstring that describes a parameter the function does not have: a stale
+    description, usually of a renamed parameter, which then reaches the model undescribed."""
+    stale = [documented for documented in docs.parameters if documented not in parameters]
+    if stale:
+        raise ToolDefinitionError(
+            f"tool {name!r}: the docstring describes {_listed(stale)}, which the function "
+            f"does not have (its parameters: {', '.join(parameters) or 'none'}); a renamed or "
+            "removed parameter? fix the docstring so each description reaches the model"
+        )
+
+
+def _listed(names: list[str]) -> str:
+    quoted = ", ".join(repr(name) for name in names)
+    return f"parameter {quoted}" if len(names) == 1 else f"parameters {quoted}"
 
 
 def _direct_schema(parameters: list[_Parameter]) -> JsonSchema | None:
