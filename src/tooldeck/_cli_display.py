@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+import traceback
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
-from tooldeck.contracts import RunResult, ToolCall
+from tooldeck._cli_load import is_own_code
+from tooldeck.contracts import RecordedError, RunResult, ToolCall, ToolTrace, Usage
+from tooldeck.errors import ErrorCode, ModelRetry
 from tooldeck.events import (
     Event,
     FinalAnswer,
@@ -163,26 +166,63 @@ class _Writing:
             self.console.write("\n")
 
 
+class Tally:
+    """What a run spent so far, from its events: the totals of a run that has no result
+    (interrupted), and the time in the model (which the result does not keep)."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        """Tokens, and model turns answered."""
+        self.calls = 0
+        """Tool calls finished."""
+        self.model_s = 0.0
+        """Seconds spent waiting for the model."""
+        self.last_turn_s = 0.0
+        """Seconds the latest model turn took."""
+        self._asked_at = 0.0
+
+    def show(self, event: Event) -> None:
+        if isinstance(event, ModelRequest):
+            self._asked_at = time.perf_counter()
+        elif isinstance(event, ModelResponse):
+            self.last_turn_s = time.perf_counter() - self._asked_at
+            self.model_s += self.last_turn_s
+            usage = event.output.usage or Usage()
+            self.usage += Usage(
+                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
+            )
+        elif isinstance(event, ToolCallFinished):
+            self.calls += 1
+
+    def line(self, seconds: float, stop_reason: str, result: RunResult[Any] | None) -> str:
+        """The totals line, from ``result`` when there is one (else from the events)."""
+        if result is None:
+            return totals_line(seconds, self.model_s, self.usage, self.calls, stop_reason)
+        calls = len(result.tool_trace)
+        return totals_line(seconds, self.model_s, result.usage, calls, stop_reason)
+
+
 class RunDisplay:
     """Turns the events of ``Agent.stream()`` into lines as they come."""
 
-    def __init__(self, console: Console, model_name: str) -> None:
+    def __init__(self, console: Console, model_name: str, *, verbose: bool = False) -> None:
+        """``verbose``: a tool's traceback under its call's line."""
         self.console = console
         self.model_name = model_name
-        self._asked_at = 0.0
+        self.verbose = verbose
+        self.tally = Tally()
         self._started: set[str] = set()
         self._status: AbstractContextManager[Any] | None = None
         self._writing: _Writing | None = None
-        self.model_s = 0.0
 
     def show(self, event: Event) -> None:
+        self.tally.show(event)
         if isinstance(event, TextDelta | ToolCallDelta):
             if self._writing is None:
                 self._spin(None)
                 self._writing = _Writing(self.console)
             self._writing.add(event)
         elif isinstance(event, ModelRequest):
-            self._asked_at = time.perf_counter()
             self._spin(f"round {event.round}: {self.model_name} is thinking...")
         elif isinstance(event, ModelResponse):
             self._spin(None)
@@ -213,8 +253,7 @@ class RunDisplay:
             self._status.__enter__()
 
     def _model_answered(self, event: ModelResponse) -> None:
-        seconds = time.perf_counter() - self._asked_at
-        self.model_s += seconds
+        seconds = self.tally.last_turn_s
         usage = event.output.usage
         tokens = f", {usage.input_tokens} in / {usage.output_tokens} out tokens" if usage else ""
         calls = len(event.output.tool_calls)
@@ -224,22 +263,62 @@ class RunDisplay:
     def _call_finished(self, event: ToolCallFinished) -> None:
         trace = event.trace
         if trace.call.id not in self._started:  # refused before it ran
-            self.console.line(f"  → {_short_call(trace.call)}", "cyan")
-        mark, style = ("←", "green") if trace.result.ok else ("✗", "red")
+            self.console.line(f"  → {call_text(trace.call)}", "cyan")
         timing = f"  ({trace.duration_s * 1000:.1f} ms)"
-        self.console.line(f"  {mark} {_short(trace.result.output)}{timing}", style)
+        raised = raised_by_tool(trace)
+        if raised is None:
+            mark, style = ("←", "green") if trace.result.ok else ("✗", "red")
+            self.console.line(f"  {mark} {_short(trace.result.output)}{timing}", style)
+            return
+        shown = exception_line(raised)
+        self.console.line(f"  ✗ {_short(shown)}{timing}", "red")
+        if (str(raised) or shown) not in trace.result.output:  # the model read other words
+            self.console.line(f"    the model read: {_short(trace.result.output)}", "dim")
+        if self.verbose and raised.__traceback__ is not None:
+            for line in traceback_lines(raised):
+                self.console.line(f"    {line}", "dim")
 
     def summary(self, result: RunResult[Any], seconds: float) -> None:
         self.console.line(f"answer: {result.answer}", "bold")
-        usage = result.usage
-        turns = _count(usage.requests, "model turn")
-        calls = _count(len(result.tool_trace), "tool call")
-        self.console.line(
-            f"{seconds:.2f} s total, {self.model_s:.2f} s in the model; {turns}, {calls}, "
-            f"{usage.input_tokens} input / {usage.output_tokens} output tokens; "
-            f"stop: {result.stop_reason}",
-            "dim",
-        )
+        self.totals(seconds, result.stop_reason, result)
+
+    def totals(self, seconds: float, stop_reason: str, result: RunResult[Any] | None) -> None:
+        """The totals line: time, model turns, calls, tokens, why the run ended."""
+        self.console.line(self.tally.line(seconds, stop_reason, result), "dim")
+
+
+def totals_line(seconds: float, model_s: float, usage: Usage, calls: int, stop: str) -> str:
+    """``3.37 s total, 3.36 s in the model; 2 model turns, 1 tool call, 834 input / 46
+    output tokens; stop: answer``."""
+    return (
+        f"{seconds:.2f} s total, {model_s:.2f} s in the model; "
+        f"{_count(usage.requests, 'model turn')}, {_count(calls, 'tool call')}, "
+        f"{usage.input_tokens} input / {usage.output_tokens} output tokens; stop: {stop}"
+    )
+
+
+def raised_by_tool(trace: ToolTrace) -> BaseException | None:
+    """The exception a tool's own code raised (not a ModelRetry, which speaks to the model)."""
+    error = trace.error
+    if trace.result.error_code != ErrorCode.TOOL_ERROR or isinstance(error, ModelRetry):
+        return None
+    return error
+
+
+def traceback_lines(error: BaseException) -> list[str]:
+    """The traceback from the first frame of the person's own code (tooldeck's left out)."""
+    frames = error.__traceback__
+    while frames is not None and not is_own_code(frames.tb_frame.f_code.co_filename):
+        frames = frames.tb_next
+    shown = traceback.format_exception(type(error), error, frames or error.__traceback__)
+    return "".join(shown).rstrip().splitlines()
+
+
+def exception_line(error: BaseException) -> str:
+    """``KeyError: 'Oslo'`` (the type as it was, for an exception read back from JSON)."""
+    name = error.type_name if isinstance(error, RecordedError) else type(error).__name__
+    message = str(error)
+    return f"{name}: {message}" if message else name
 
 
 def show_specs(console: Console, view: ToolView) -> None:
