@@ -382,3 +382,61 @@ def test_no_stream_asks_for_whole_turns(server: FakeOpenAI, workdir: Path) -> No
     assert "stream" not in server.bodies[0]
     assert "…" not in done.stdout
     assert "answer: Hi." in done.stdout
+
+
+def test_api_key_env_names_the_variable_that_holds_the_key(
+    server: FakeOpenAI, workdir: Path
+) -> None:
+    answers(server, "Hi.")
+    env = {"SHOP_KEY": "sk-from-shop-key"}
+    done = run(server, workdir, "Hi", "--api-key-env", "SHOP_KEY", "--no-display", env=env)
+    assert done.returncode == 0, done.stderr
+    headers = {key.lower(): value for key, value in server.requests[0].headers.items()}
+    assert headers["authorization"] == "Bearer sk-from-shop-key"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ("--api-key-env", "UNSET_SHOP_KEY"),
+            "--api-key-env UNSET_SHOP_KEY: the environment variable is not set",
+        ),
+        (
+            ("--api-key-env", "sk-proj-abc123"),
+            "--api-key-env takes the NAME of an environment variable that holds the key "
+            "(e.g. --api-key-env MY_OPENAI_KEY), never the key itself",
+        ),
+        (
+            ("--api-key", "sk-proj-abc123"),
+            "a key is never given on the command line (the shell's history and the process "
+            "list keep it): put it in an environment variable and name that with "
+            "--api-key-env NAME",
+        ),
+    ],
+)
+def test_a_key_is_never_an_argument(
+    server: FakeOpenAI, workdir: Path, arguments: tuple[str, ...], message: str
+) -> None:
+    done = run(server, workdir, "Hi", *arguments)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"tooldeck run: error: {message} (see tooldeck run --help)\n"
+    assert server.requests == []
+
+
+def test_base_url_is_for_hosted_models(workdir: Path) -> None:
+    done = tooldeck("run", "Hi", "--tools", "shop", "--base-url", "http://x/v1", cwd=workdir)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "tooldeck run: error: --base-url is for hosted models (openai, openai-chat, azure, "
+        "anthropic, gemini), not 'local' (see tooldeck run --help)\n"
+    )
+
+
+def test_the_openai_base_url_variable_works_too(server: FakeOpenAI, workdir: Path) -> None:
+    answers(server, "Hi.")
+    done = tooldeck(
+        "run", "Hi", "--tools", "shop", *MODEL, "--no-display",
+        cwd=workdir, env={"OPENAI_BASE_URL": server.url},
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "Hi.\n")

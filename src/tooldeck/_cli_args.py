@@ -99,6 +99,19 @@ def verbose_options() -> Parser:
     return parent
 
 
+class _RefuseKey(argparse.Action):
+    """``--api-key``: refused, without repeating the key (use ``--api-key-env NAME``)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, *args: object, **kwargs: object
+    ) -> NoReturn:
+        parser.error(
+            "a key is never given on the command line (the shell's history and the process "
+            "list keep it): put it in an environment variable and name that with "
+            "--api-key-env NAME"
+        )
+
+
 def model_options() -> Parser:
     """``--model``, ``--base-url`` and ``--api-key-env`` (a parent parser)."""
     parent = Parser(add_help=False)
@@ -110,6 +123,7 @@ def model_options() -> Parser:
         metavar="URL",
         help="an OpenAI-, Anthropic- or Gemini-compatible server, e.g. http://127.0.0.1:8000/v1",
     )
+    parent.add_argument("--api-key", action=_RefuseKey, help=argparse.SUPPRESS)
     parent.add_argument(
         "--api-key-env",
         metavar="NAME",
