@@ -82,7 +82,7 @@ def test_readme_command(server: FakeOpenAI, command: str, expected: str) -> None
                 server.reply(
                     Reply(events=completion_chunks(turn)) if streamed else Reply(body=turn)
                 )
-    providers = ("OPENAI", "ANTHROPIC", "GEMINI", "GOOGLE", "TOOLDECK")
+    providers = ("OPENAI", "ANTHROPIC", "GEMINI", "GOOGLE")
     env = {key: value for key, value in os.environ.items() if not key.startswith(providers)}
     env |= {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",

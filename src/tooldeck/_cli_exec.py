@@ -49,8 +49,13 @@ class Run:
     tally: Tally = field(default_factory=Tally)
 
 
-def execute(run: Run, form: Form, console: Console | None = None) -> tuple[int, RunResult[Any]]:
+def execute(
+    run: Run, form: Form, console: Console | None = None, runner: asyncio.Runner | None = None
+) -> tuple[int, RunResult[Any]]:
     """Run and report in ``form``; the exit status and the result (partial if stopped).
+
+    ``runner`` is the event loop to run on (a chat keeps one for all its runs: the model's
+    connections stay on it); a new one by default.
 
     Raises:
         CliError: The run stopped without an answer (after its totals were reported).
@@ -65,7 +70,12 @@ def execute(run: Run, form: Form, console: Console | None = None) -> tuple[int, 
     show = display.show if display is not None else run.tally.show
     started = time.perf_counter()
     try:
-        result = drive(run, show, display.close if display is not None else _nothing)
+        close = display.close if display is not None else _nothing
+        if runner is None:
+            with asyncio.Runner() as own:
+                result = drive(run, show, close, own)
+        else:
+            result = drive(run, show, close, runner)
     except RunStopped as stopped:
         seconds = time.perf_counter() - started
         _report_stop(run, form, display, seconds, stopped)
@@ -79,21 +89,25 @@ def execute(run: Run, form: Form, console: Console | None = None) -> tuple[int, 
     return EXIT_ANSWER, result
 
 
-def drive(run: Run, show: Callable[[Event], None], close: Callable[[], None]) -> RunResult[Any]:
-    """Run to the end, answering approvals as the run pauses for them."""
+def drive(
+    run: Run,
+    show: Callable[[Event], None],
+    close: Callable[[], None],
+    runner: asyncio.Runner,
+) -> RunResult[Any]:
+    """Run to the end on ``runner``, answering approvals as the run pauses for them."""
     agent = run.agent
-    with asyncio.Runner() as runner:
-        events = agent.stream(run.prompt, deps=run.deps, history=run.history, deltas=run.deltas)
-        result = runner.run(_consume(events, show, close))
-        while result.stop_reason == "paused" and run.approver is not None:
-            decisions = run.approver.decide(result.pending)
-            if not decisions or result.checkpoint is None:
-                names = ", ".join(sorted({p.call.name for p in result.pending}))
-                raise CliError(f"the run waits for calls tooldeck run cannot answer: {names}")
-            resumed = agent.resume_stream(
-                result.checkpoint, decisions, deps=run.deps, deltas=run.deltas
-            )
-            result = runner.run(_consume(resumed, show, close))
+    events = agent.stream(run.prompt, deps=run.deps, history=run.history, deltas=run.deltas)
+    result = runner.run(_consume(events, show, close))
+    while result.stop_reason == "paused" and run.approver is not None:
+        decisions = run.approver.decide(result.pending)
+        if not decisions or result.checkpoint is None:
+            names = ", ".join(sorted({p.call.name for p in result.pending}))
+            raise CliError(f"the run waits for calls tooldeck run cannot answer: {names}")
+        resumed = agent.resume_stream(
+            result.checkpoint, decisions, deps=run.deps, deltas=run.deltas
+        )
+        result = runner.run(_consume(resumed, show, close))
     return result
 
 
