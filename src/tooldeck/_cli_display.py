@@ -194,12 +194,16 @@ class Tally:
         elif isinstance(event, ToolCallFinished):
             self.calls += 1
 
+    def spent(self, result: RunResult[Any] | None) -> tuple[Usage, int]:
+        """The usage and the number of calls: the result's when there is one, else counted."""
+        if result is None:
+            return self.usage, self.calls
+        return result.usage, len(result.tool_trace)
+
     def line(self, seconds: float, stop_reason: str, result: RunResult[Any] | None) -> str:
         """The totals line, from ``result`` when there is one (else from the events)."""
-        if result is None:
-            return totals_line(seconds, self.model_s, self.usage, self.calls, stop_reason)
-        calls = len(result.tool_trace)
-        return totals_line(seconds, self.model_s, result.usage, calls, stop_reason)
+        usage, calls = self.spent(result)
+        return totals_line(seconds, self.model_s, usage, calls, stop_reason)
 
 
 class RunDisplay:
@@ -226,17 +230,20 @@ class RunDisplay:
             self._spin(f"round {event.round}: {self.model_name} is thinking...")
         elif isinstance(event, ModelResponse):
             self._spin(None)
-            self._model_answered(event)
+            output = event.output
+            seconds = self.tally.last_turn_s
+            self.model_answered(event.round, seconds, output.usage, len(output.tool_calls))
         elif isinstance(event, ToolCallStarted):
-            self._started.add(event.call.id)
-            self.console.line(f"  → {_short_call(event.call)}", "cyan")
+            self.call_started(event.call)
         elif isinstance(event, ToolCallFinished):
-            self._call_finished(event)
+            trace = event.trace
+            outcome = trace.result
+            raised = raised_by_tool(trace)
+            self.call_finished(trace.call, outcome.ok, outcome.output, trace.duration_s, raised)
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
-                waits = "approval" if pending.kind == "approval" else "the application's result"
-                self.console.line(f"  ⏸ {_short_call(pending.call)} waits for {waits}", "yellow")
+                self.call_waits(pending.call, pending.kind)
 
     def close(self) -> None:
         self._spin(None)
@@ -252,39 +259,53 @@ class RunDisplay:
             self._status = self.console.status(text)
             self._status.__enter__()
 
-    def _model_answered(self, event: ModelResponse) -> None:
-        seconds = self.tally.last_turn_s
-        usage = event.output.usage
+    def model_answered(self, round_: int, seconds: float, usage: Usage | None, calls: int) -> None:
         tokens = f", {usage.input_tokens} in / {usage.output_tokens} out tokens" if usage else ""
-        calls = len(event.output.tool_calls)
         what = _count(calls, "tool call") if calls else "answer"
-        self.console.line(f"round {event.round}: {what} ({seconds:.2f} s{tokens})", "dim")
+        self.console.line(f"round {round_}: {what} ({seconds:.2f} s{tokens})", "dim")
 
-    def _call_finished(self, event: ToolCallFinished) -> None:
-        trace = event.trace
-        if trace.call.id not in self._started:  # refused before it ran
-            self.console.line(f"  → {call_text(trace.call)}", "cyan")
-        timing = f"  ({trace.duration_s * 1000:.1f} ms)"
-        raised = raised_by_tool(trace)
+    def call_started(self, call: ToolCall) -> None:
+        self._started.add(call.id)
+        self.console.line(f"  → {call_text(call)}", "cyan")
+
+    def call_finished(
+        self,
+        call: ToolCall,
+        ok: bool,
+        output: str,
+        duration_s: float,
+        raised: BaseException | None = None,
+    ) -> None:
+        """The call's result; for a tool that raised, the exception (the person at the
+        terminal is the host), what the model read, and with ``verbose`` the traceback."""
+        if call.id not in self._started:  # refused before it ran
+            self.console.line(f"  → {call_text(call)}", "cyan")
+        timing = f"  ({duration_s * 1000:.1f} ms)"
         if raised is None:
-            mark, style = ("←", "green") if trace.result.ok else ("✗", "red")
-            self.console.line(f"  {mark} {_short(trace.result.output)}{timing}", style)
+            mark, style = ("←", "green") if ok else ("✗", "red")
+            self.console.line(f"  {mark} {_short(output)}{timing}", style)
             return
         shown = exception_line(raised)
         self.console.line(f"  ✗ {_short(shown)}{timing}", "red")
-        if (str(raised) or shown) not in trace.result.output:  # the model read other words
-            self.console.line(f"    the model read: {_short(trace.result.output)}", "dim")
+        if (str(raised) or shown) not in output:  # the model read other words
+            self.console.line(f"    the model read: {_short(output)}", "dim")
         if self.verbose and raised.__traceback__ is not None:
             for line in traceback_lines(raised):
                 self.console.line(f"    {line}", "dim")
 
+    def call_waits(self, call: ToolCall, kind: str) -> None:
+        """A call the run paused for: a person's approval, or the application's result."""
+        waits = "approval" if kind == "approval" else "the application's result"
+        self.console.line(f"  ⏸ {call_text(call)} waits for {waits}", "yellow")
+
     def summary(self, result: RunResult[Any], seconds: float) -> None:
         self.console.line(f"answer: {result.answer}", "bold")
-        self.totals(seconds, result.stop_reason, result)
+        self.totals(seconds, result.usage, len(result.tool_trace), result.stop_reason)
 
-    def totals(self, seconds: float, stop_reason: str, result: RunResult[Any] | None) -> None:
+    def totals(self, seconds: float, usage: Usage, calls: int, stop_reason: str) -> None:
         """The totals line: time, model turns, calls, tokens, why the run ended."""
-        self.console.line(self.tally.line(seconds, stop_reason, result), "dim")
+        line = totals_line(seconds, self.tally.model_s, usage, calls, stop_reason)
+        self.console.line(line, "dim")
 
 
 def totals_line(seconds: float, model_s: float, usage: Usage, calls: int, stop: str) -> str:

@@ -81,8 +81,7 @@ def execute(
         _report_stop(run, form, display, seconds, stopped)
         raise CliError(f"the run stopped without an answer: {stopped}") from stopped
     except KeyboardInterrupt:
-        line = run.tally.line(time.perf_counter() - started, "interrupted", None)
-        _totals(display, line, "display" if display is not None else "plain")
+        _totals(run, display, time.perf_counter() - started, "interrupted", None)
         raise
     seconds = time.perf_counter() - started
     _report_answer(run, form, display, seconds, result)
@@ -144,7 +143,7 @@ def _report_answer(
             print(answer, flush=True)
         return
     print(answer, flush=True)
-    _totals(None, run.tally.line(seconds, result.stop_reason, result), "plain")
+    _totals(run, None, seconds, result.stop_reason, result)
 
 
 def _report_stop(
@@ -156,14 +155,21 @@ def _report_stop(
         document = run_document(run, partial, seconds, error=str(stopped))
         print(json.dumps(document, indent=2, ensure_ascii=False), flush=True)
         return
-    _totals(display, run.tally.line(seconds, reason, partial), form)
+    _totals(run, display, seconds, reason, partial)
 
 
-def _totals(display: RunDisplay | None, line: str, form: Form) -> None:
+def _totals(
+    run: Run,
+    display: RunDisplay | None,
+    seconds: float,
+    stop_reason: str,
+    result: RunResult[Any] | None,
+) -> None:
+    """The totals line: on the display, else on stderr (stdout holds only the answer)."""
     if display is not None:
-        display.console.line(line, "dim")
+        display.totals(seconds, *run.tally.spent(result), stop_reason)
     else:
-        print(line, file=sys.stderr, flush=True)
+        print(run.tally.line(seconds, stop_reason, result), file=sys.stderr, flush=True)
 
 
 def _answer_text(run: Run, result: RunResult[Any]) -> str:
