@@ -173,11 +173,12 @@ def test_json_prints_the_run_for_scripts(server: FakeOpenAI, workdir: Path) -> N
     assert (done.returncode, done.stderr) == (0, "")
     document = json.loads(done.stdout)
     assert document["run_id"]
+    assert document["session"]  # every run is kept as a conversation (tooldeck run -c)
     (call,) = document["calls"]
     assert call["duration_s"] >= 0
     assert document["duration_s"] >= document["model_s"] >= 0
     for varying in (document, call):
-        for key in ("run_id", "duration_s", "model_s"):
+        for key in ("run_id", "session", "duration_s", "model_s"):
             varying.pop(key, None)
     assert document == {
         "answer": "It is 42.",

@@ -17,17 +17,20 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import TypeAdapter
 
 from tooldeck._cli_approve import Approver
 from tooldeck._cli_args import EXIT_ANSWER, CliError
 from tooldeck._cli_display import Console, RunDisplay, Tally
-from tooldeck.contracts import Message, RunResult, ToolTrace
+from tooldeck.contracts import Checkpoint, RunResult, ToolTrace
 from tooldeck.errors import RunStopped
 from tooldeck.events import Event, FinalAnswer
 from tooldeck.loop import Agent
+
+if TYPE_CHECKING:
+    from tooldeck.sessions import Session
 
 Form = Literal["display", "plain", "json"]
 
@@ -39,7 +42,8 @@ class Run:
     agent: Agent[Any, Any]
     prompt: str
     deps: Any = None
-    history: tuple[Message, ...] = ()
+    session: Session | None = None
+    """The conversation the run continues and is kept in (``tooldeck.sessions``)."""
     approver: Approver | None = None
     deltas: bool = True
     """Ask for the model's writing as it comes (``--no-stream``: no)."""
@@ -50,7 +54,12 @@ class Run:
 
 
 def execute(
-    run: Run, form: Form, console: Console | None = None, runner: asyncio.Runner | None = None
+    run: Run,
+    form: Form,
+    console: Console | None = None,
+    runner: asyncio.Runner | None = None,
+    *,
+    echo: bool = True,
 ) -> tuple[int, RunResult[Any]]:
     """Run and report in ``form``; the exit status and the result (partial if stopped).
 
@@ -65,8 +74,9 @@ def execute(
     if form == "display":
         display = RunDisplay(console or Console(), run.agent.model.name, verbose=run.verbose)
         display.tally = run.tally
-        display.console.line("")
-        display.console.line(f"user: {run.prompt}", "bold")
+        if echo:  # not in a chat, where the prompt was just typed
+            display.console.line("")
+            display.console.line(f"user: {run.prompt}", "bold")
     show = display.show if display is not None else run.tally.show
     started = time.perf_counter()
     try:
@@ -94,20 +104,42 @@ def drive(
     close: Callable[[], None],
     runner: asyncio.Runner,
 ) -> RunResult[Any]:
-    """Run to the end on ``runner``, answering approvals as the run pauses for them."""
-    agent = run.agent
-    events = agent.stream(run.prompt, deps=run.deps, history=run.history, deltas=run.deltas)
+    """Run to the end on ``runner``, answering approvals as the run pauses for them.
+
+    A conversation left with a run waiting for approval (the command was interrupted at
+    the question) gets that run's question first, then the new prompt.
+    """
+    if run.session is not None:
+        stored = runner.run(run.session.pending())
+        if stored is not None:
+            _settle(run, stored, show, close, runner)
+    events = run.agent.stream(run.prompt, deps=run.deps, deltas=run.deltas, session=run.session)
     result = runner.run(_consume(events, show, close))
-    while result.stop_reason == "paused" and run.approver is not None:
-        decisions = run.approver.decide(result.pending)
-        if not decisions or result.checkpoint is None:
-            names = ", ".join(sorted({p.call.name for p in result.pending}))
-            raise CliError(f"the run waits for calls tooldeck run cannot answer: {names}")
-        resumed = agent.resume_stream(
-            result.checkpoint, decisions, deps=run.deps, deltas=run.deltas
+    if result.stop_reason == "paused" and result.checkpoint is not None:
+        result = _settle(run, result.checkpoint, show, close, runner)
+    return result
+
+
+def _settle(
+    run: Run,
+    checkpoint: Checkpoint,
+    show: Callable[[Event], None],
+    close: Callable[[], None],
+    runner: asyncio.Runner,
+) -> RunResult[Any]:
+    """Decide a paused run's calls and resume it, until it no longer pauses."""
+    while True:
+        decisions = run.approver.decide(checkpoint.pending) if run.approver is not None else {}
+        if not decisions:
+            names = ", ".join(sorted({p.call.name for p in checkpoint.pending}))
+            raise CliError(f"the run waits for calls the command line cannot answer: {names}")
+        resumed = run.agent.resume_stream(
+            checkpoint, decisions, deps=run.deps, deltas=run.deltas, session=run.session
         )
         result = runner.run(_consume(resumed, show, close))
-    return result
+        if result.stop_reason != "paused" or result.checkpoint is None:
+            return result
+        checkpoint = result.checkpoint
 
 
 async def _consume(
@@ -190,6 +222,7 @@ def run_document(
         "error": error,
         "run_id": result.run_id,
         "model": run.agent.model.name,
+        "session": run.session.session_id if run.session is not None else None,
         "calls": [_call_document(trace) for trace in result.tool_trace],
         "usage": result.usage.model_dump(),
         "duration_s": round(seconds, 3),

@@ -25,6 +25,7 @@ from tooldeck._cli_args import (
 from tooldeck._cli_exec import Form, Run, execute
 from tooldeck._cli_load import exception_text, load_object, load_tools, raised_at
 from tooldeck._cli_model import build_model
+from tooldeck._cli_sessions import open_session, session_options
 from tooldeck.loop import Agent
 from tooldeck.models.base import ModelSettings
 from tooldeck.policy import Limits
@@ -89,7 +90,7 @@ def agent_options() -> Parser:
 def add_run_parser(commands: Any, parents: list[Parser]) -> None:
     run = commands.add_parser(
         "run",
-        parents=[*parents, agent_options()],
+        parents=[*parents, agent_options(), session_options()],
         help="run a prompt on the tools of a module or file",
         description="Run a prompt on the tools of a module or file, showing each step.",
         epilog=f"{EXIT_STATUSES}\n\n{ENVIRONMENT}",
@@ -140,6 +141,7 @@ def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> R
     return Run(
         agent,
         prompt,
+        session=open_session(args),
         deps=build_deps(args.deps) if args.deps else None,
         approver=Approver(args.approve, args.yes),
         deltas=not args.no_stream,

@@ -5,7 +5,8 @@
         [--tool-choice auto|required|none|NAME] [--max-rounds N]
         [--on-limit raise|final-answer] [--error-details] [--approve TOOL]... [--yes]
         [--deps MODULE:FACTORY] [--output-schema MODULE:TYPE] [--json | --no-display]
-        [--no-stream] [-v]
+        [--no-stream] [-c | --session ID] [-v]
+    tooldeck chat --tools MODULE[:ATTR]|FILE.py [the options of run] [-c | --session ID]
     tooldeck demo ["PROMPT"] [--model MODEL]
     tooldeck tools MODULE[:ATTR]|FILE.py [--toolset NAME] [--json]
     tooldeck mcp serve MODULE[:ATTR]|FILE.py [--toolset NAME] [--http HOST:PORT]
@@ -39,6 +40,7 @@ from tooldeck._cli_args import (
     usage_line,
     verbose_options,
 )
+from tooldeck._cli_chat import add_chat_parser
 from tooldeck._cli_display import Console, show_specs
 from tooldeck._cli_exec import Run, execute
 from tooldeck._cli_load import load_tools
@@ -82,6 +84,7 @@ def _parser() -> Parser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     verbose, model = verbose_options(), model_options()
     add_run_parser(commands, [verbose, model])
+    add_chat_parser(commands, [verbose, model])
 
     demo = commands.add_parser(
         "demo",
@@ -99,7 +102,7 @@ def _parser() -> Parser:
     tools.add_argument("--json", action="store_true", help="print the specs as JSON")
     tools.set_defaults(handler=_tools)
     _add_mcp_parser(commands, verbose)
-    for name in ("run", "demo", "tools"):
+    for name in ("run", "chat", "demo", "tools"):
         commands.choices[name].set_defaults(prog=f"tooldeck {name}")
     return parser
 
