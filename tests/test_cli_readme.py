@@ -43,6 +43,11 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         _turn(None, ("price", '{"item": "bread"}')),
         _turn("A loaf of bread costs 2.40 euros."),
     ],
+    "My budget is 2 euros.": [_turn("Noted: 2 euros.")],
+    "How many apples can I buy?": [
+        _turn(None, ("price", '{"item": "apple"}')),
+        _turn("4 apples, at 0.50 euros each."),
+    ],
     "Price everything.": [
         _turn(None, ("price", '{"item": "apple"}')),
         _turn(None, ("price", '{"item": "bread"}')),
@@ -66,7 +71,7 @@ def commands() -> list[tuple[str, str]]:
 def normalized(text: str) -> str:
     text = re.sub(r"\d+\.\d+ (s|ms)\b", r"T \1", text)
     text = re.sub(r'"(duration_s|model_s)": [0-9.e-]+', r'"\1": T', text)
-    return re.sub(r'"run_id": "[^"]*"', '"run_id": "ID"', text)
+    return re.sub(r'"(run_id|session)": "[^"]*"', r'"\1": "ID"', text)
 
 
 def test_the_section_has_console_examples() -> None:

@@ -32,6 +32,8 @@ environment variables:
   ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
                                        anthropic:... models
   GEMINI_API_KEY (or GOOGLE_API_KEY)   gemini:... models
+  TOOLDECK_HOME                        where conversations are kept (sessions.db); default
+                                       the user's data directory, ~/.local/share/tooldeck
   --base-url URL and --api-key-env NAME override them for one command; a key is never
   given on the command line."""
 
