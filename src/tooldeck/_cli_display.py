@@ -266,7 +266,7 @@ class RunDisplay:
 
     def call_started(self, call: ToolCall) -> None:
         self._started.add(call.id)
-        self.console.line(f"  → {call_text(call)}", "cyan")
+        self.console.line(f"  → {_short_call(call)}", "cyan")
 
     def call_finished(
         self,
@@ -279,7 +279,7 @@ class RunDisplay:
         """The call's result; for a tool that raised, the exception (the person at the
         terminal is the host), what the model read, and with ``verbose`` the traceback."""
         if call.id not in self._started:  # refused before it ran
-            self.console.line(f"  → {call_text(call)}", "cyan")
+            self.console.line(f"  → {_short_call(call)}", "cyan")
         timing = f"  ({duration_s * 1000:.1f} ms)"
         if raised is None:
             mark, style = ("←", "green") if ok else ("✗", "red")
@@ -296,7 +296,7 @@ class RunDisplay:
     def call_waits(self, call: ToolCall, kind: str) -> None:
         """A call the run paused for: a person's approval, or the application's result."""
         waits = "approval" if kind == "approval" else "the application's result"
-        self.console.line(f"  ⏸ {call_text(call)} waits for {waits}", "yellow")
+        self.console.line(f"  ⏸ {_short_call(call)} waits for {waits}", "yellow")
 
     def summary(self, result: RunResult[Any], seconds: float) -> None:
         self.console.line(f"answer: {result.answer}", "bold")

@@ -53,7 +53,10 @@ def agent_options() -> Parser:
         "--instructions-file", metavar="PATH", help="read the system prompt from a file"
     )
     parent.add_argument(
-        "--max-rounds", type=positive_int, default=10, help="model turns at most (default 10)"
+        "--max-rounds",
+        type=positive_int,
+        default=10,
+        help="rounds (model requests) at most (default 10)",
     )
     parent.add_argument(
         "--tool-choice",
