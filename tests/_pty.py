@@ -41,10 +41,11 @@ class Terminal:
     def shown(self) -> str:
         return plain(self._raw.decode("utf-8", "replace"))
 
-    def expect(self, text: str, timeout: float = 120) -> str:
-        """Wait until ``text`` is on the screen; everything shown so far."""
+    def expect(self, text: str, timeout: float = 120, after: int = 0) -> str:
+        """Wait until ``text`` is on the screen (past the first ``after`` characters of
+        what it shows); everything shown so far."""
         deadline = time.monotonic() + timeout
-        while text not in self.shown:
+        while text not in self.shown[after:]:
             if not self._read(deadline - time.monotonic()):
                 raise AssertionError(f"{text!r} never appeared; the screen shows:\n{self.shown}")
         return self.shown

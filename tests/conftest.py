@@ -1,7 +1,9 @@
-"""Fixtures shared by the tests: the OpenAI loopback server, and the session stores."""
+"""Fixtures shared by the tests: the OpenAI loopback server, the session stores, and a
+TOOLDECK_HOME of their own."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -23,6 +25,19 @@ def server() -> Iterator[FakeOpenAI]:
 @pytest.fixture(params=[False, True], ids=["json", "sse"])
 def stream(request: pytest.FixtureRequest) -> bool:
     return bool(request.param)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tooldeck_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``tooldeck run`` and ``chat`` keep conversations: keep the tests' out of the user's
+    data directory (subprocesses inherit the variable)."""
+    previous = os.environ.get("TOOLDECK_HOME")
+    os.environ["TOOLDECK_HOME"] = str(tmp_path_factory.mktemp("tooldeck_home"))
+    yield
+    if previous is None:
+        del os.environ["TOOLDECK_HOME"]
+    else:
+        os.environ["TOOLDECK_HOME"] = previous
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

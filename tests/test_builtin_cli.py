@@ -17,6 +17,7 @@ def tooldeck(
     base = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
     return subprocess.run(
         [sys.executable, "-m", "tooldeck.cli", *args],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -68,7 +69,9 @@ def test_run_uses_the_file_tools_rooted_in_the_working_directory(
     assert done.returncode == 0, done.stderr
     assert '→ list_dir(path=".")' in done.stdout
     assert "← hello.txt (9 bytes)" in done.stdout  # the display folds spaces
-    assert "✗ error[tool_error]: '../x' uses '..'; give a path inside the root" in done.stdout
+    # The person sees the exception; the model read its message (the tools' on_error).
+    assert "✗ Refused: '../x' uses '..'; give a path inside the root" in done.stdout
+    assert "the model read" not in done.stdout
     assert "answer: There is hello.txt." in done.stdout
     tool_messages = [m for m in server.bodies[1]["messages"] if m["role"] == "tool"]
     assert tool_messages == [

@@ -55,6 +55,7 @@ def tooldeck(
     }
     return subprocess.run(
         [sys.executable, "-m", "tooldeck.cli", *args],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -120,9 +121,13 @@ def test_an_attribute_that_is_missing_or_not_tools_is_one_line(workdir: Path) ->
     assert_one_line_error(tooldeck("tools", "my_tools:not_tools", cwd=workdir), "is a int")
 
 
-def test_an_unknown_toolset_is_one_line(workdir: Path) -> None:
+def test_an_unknown_toolset_is_a_usage_error(workdir: Path) -> None:
     done = tooldeck("tools", "my_tools", "--toolset", "web", cwd=workdir)
-    assert_one_line_error(done, "unknown toolset(s): 'web'", "known: math, text")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "tooldeck tools: error: --toolset: unknown toolset(s): 'web'; known: math, text "
+        "(see tooldeck tools --help)\n"
+    )
 
 
 def test_a_missing_model_file_is_one_line(tmp_path: Path) -> None:
@@ -133,7 +138,12 @@ def test_a_missing_model_file_is_one_line(tmp_path: Path) -> None:
 
 def test_a_hosted_model_without_a_key_is_one_line() -> None:
     done = tooldeck("run", "Hi", "--tools", "tooldeck.demo", "--model", "openai:gpt-4.1-mini")
-    assert_one_line_error(done, "no OpenAI API key", "OPENAI_API_KEY")
+    assert_one_line_error(done)
+    assert done.stderr == (
+        "tooldeck: error: no API key for 'openai:gpt-4.1-mini': set OPENAI_API_KEY, or name the "
+        "variable that holds it with --api-key-env NAME; for a compatible server give "
+        "--base-url URL\n"
+    )
 
 
 def test_an_unknown_model_string_is_one_line() -> None:
@@ -244,3 +254,85 @@ def test_on_a_terminal_the_writing_shows_in_a_region_that_gives_way_to_the_lines
     assert written.index('  … double {"number":21}') > region
     erased = written.index("\x1b[2K", region)  # the region erases itself when the turn is whole
     assert erased < written.index("round 1: 1 tool call (")
+
+
+BORROWING_MODULE = textwrap.dedent(
+    '''
+    from tooldeck import tool
+    from tooldeck.demo import add_numbers
+
+
+    @tool
+    def greet(name: str) -> str:
+        """Say hello."""
+        return f"hello {name}"
+    '''
+)
+
+
+def names(done: subprocess.CompletedProcess[str]) -> list[str]:
+    assert done.returncode == 0, done.stderr
+    return [spec["name"] for spec in json.loads(done.stdout)]
+
+
+def test_tools_from_a_file_path(workdir: Path) -> None:
+    (workdir / "sub").mkdir()
+    (workdir / "sub" / "more_tools.py").write_text(TOOLS_MODULE, encoding="utf-8")
+    assert names(tooldeck("tools", "./my_tools.py", "--json", cwd=workdir)) == ["shout", "double"]
+    assert names(tooldeck("tools", "my_tools.py:only_math", "--json", cwd=workdir)) == ["double"]
+    nested = tooldeck("tools", "sub/more_tools.py", "--json", cwd=workdir)
+    assert names(nested) == ["shout", "double"]
+    assert_one_line_error(tooldeck("tools", "nope.py", cwd=workdir), "no such file: 'nope.py'")
+
+
+def test_only_the_tools_a_module_defines_not_those_it_imports(workdir: Path) -> None:
+    (workdir / "borrowing.py").write_text(BORROWING_MODULE, encoding="utf-8")
+    assert names(tooldeck("tools", "borrowing", "--json", cwd=workdir)) == ["greet"]
+    exported = BORROWING_MODULE + '\n__all__ = ["add_numbers", "greet"]\n'
+    (workdir / "exporting.py").write_text(exported, encoding="utf-8")
+    assert names(tooldeck("tools", "exporting", "--json", cwd=workdir)) == ["add_numbers", "greet"]
+
+
+@pytest.mark.parametrize("target", ["broken", "broken.py", "./broken.py"])
+def test_a_module_that_raises_at_import_names_the_file_and_line(workdir: Path, target: str) -> None:
+    (workdir / "broken.py").write_text('from tooldeck import tool\n\nCITY = {}["Oslo"]\n')
+    done = tooldeck("tools", target, cwd=workdir)
+    assert done.stderr == (
+        f"tooldeck: error: cannot import {target!r} (broken.py, line 3): KeyError: 'Oslo' "
+        "(-v shows the traceback)\n"
+    )
+    assert done.returncode == 1
+
+
+def test_a_syntax_error_names_the_file_and_line(workdir: Path) -> None:
+    (workdir / "typo.py").write_text("def f(:\n    pass\n")
+    done = tooldeck("run", "Hi", "--tools", "typo.py", cwd=workdir)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "tooldeck: error: cannot import 'typo.py' (typo.py, line 1): SyntaxError: invalid "
+        "syntax (-v shows the traceback)\n"
+    )
+
+
+def test_the_line_is_in_the_persons_code_and_v_shows_the_traceback(workdir: Path) -> None:
+    (workdir / "helper.py").write_text("import json\n\nCONFIG = json.loads('{oops')\n")
+    (workdir / "uses_helper.py").write_text("import helper\n")
+    done = tooldeck("tools", "uses_helper", cwd=workdir)
+    assert done.stderr.startswith(
+        "tooldeck: error: cannot import 'uses_helper' (helper.py, line 3): JSONDecodeError: "
+        "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+    )
+    verbose = tooldeck("tools", "uses_helper", "-v", cwd=workdir)
+    assert verbose.returncode == 1
+    assert verbose.stderr.startswith("Traceback (most recent call last):\n")
+    assert 'helper.py", line 3, in <module>\n' in verbose.stderr
+    assert verbose.stderr.splitlines()[-1] == done.stderr.strip()
+
+
+def test_a_missing_dependency_of_the_module_names_where_it_is_imported(workdir: Path) -> None:
+    (workdir / "needs.py").write_text("import not_installed_anywhere\n")
+    done = tooldeck("tools", "needs", cwd=workdir)
+    assert done.stderr == (
+        "tooldeck: error: cannot import 'needs' (needs.py, line 1): ModuleNotFoundError: No "
+        "module named 'not_installed_anywhere' (-v shows the traceback)\n"
+    )

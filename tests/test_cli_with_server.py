@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -232,9 +234,10 @@ def test_approve_and_yes_cover_calls_without_asking(
 
 def test_approve_must_name_a_tool(model_server: FakeOpenAI, workdir: Path) -> None:
     done = run_without_terminal(model_server, workdir, "--approve", "delete_fil")
-    assert done.returncode == 1
-    assert (
-        done.stderr == "tooldeck: error: --approve names no tool of 'approval_tools': delete_fil\n"
+    assert done.returncode == 2
+    assert done.stderr == (
+        "tooldeck run: error: --approve 'delete_fil' is no tool of 'approval_tools'; did you "
+        "mean 'delete_file'? (see tooldeck run --help)\n"
     )
     assert model_server.requests == []
 
@@ -242,7 +245,13 @@ def test_approve_must_name_a_tool(model_server: FakeOpenAI, workdir: Path) -> No
 def test_run_refuses_a_module_with_external_tools(model_server: FakeOpenAI, workdir: Path) -> None:
     argv = [sys.executable, "-m", "tooldeck.cli", "run", "Where?", "--tools", "external_tools"]
     done = subprocess.run(
-        argv, capture_output=True, text=True, cwd=workdir, timeout=60, check=False
+        argv,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 1
     assert done.stderr == (
@@ -292,7 +301,36 @@ def test_output_schema_validates_the_answer_and_prints_its_json(
 
 def test_output_schema_must_name_a_type(model_server: FakeOpenAI, workdir: Path) -> None:
     done = run_without_terminal(model_server, workdir, "--output-schema", "approval_tools")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr == (
-        "tooldeck: error: 'approval_tools' names no type; write package.module:Name\n"
+        "tooldeck run: error: --output-schema 'approval_tools' names no object; write "
+        "module:NAME (see tooldeck run --help)\n"
     )
+
+
+def test_the_live_display_shows_text_and_calls_as_they_happen_and_ctrl_c_exits_130(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    first = completion_body("Counting.", [chat_call("call_1", "count_files", "{}")])
+    model_server.reply(
+        Reply(events=completion_chunks(first)),
+        # The second turn sends its first half and then waits: the run is mid-answer.
+        Reply(events=completion_chunks(completion_body("There are 3 files.")), hold_after=2),
+    )
+    terminal = at_terminal(model_server, workdir)
+    terminal.expect("  → count_files()")
+    terminal.expect("  ← 3  (")
+    shown = terminal.expect("  … There ar")  # the half written so far, while the model writes
+    assert "round 1: 1 tool call (" in shown
+    assert "There are 3 files." not in shown
+    terminal.process.send_signal(signal.SIGINT)
+    status, shown = terminal.finish()
+    assert status == 130, shown
+    last = shown.rstrip().splitlines()[-2:]
+    assert re.fullmatch(
+        r"\d+\.\d\d s total, \d+\.\d\d s in the model; 1 model turn, 1 tool call, "
+        r"20 input / 7 output tokens; stop: interrupted",
+        last[0],
+    ), last
+    assert last[1] == "tooldeck: interrupted"
+    assert model_server.client_left.wait(30)  # the model's stream was closed, not left open

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+import traceback
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
-from tooldeck.contracts import RunResult, ToolCall
+from tooldeck._cli_load import is_own_code
+from tooldeck.contracts import RecordedError, RunResult, ToolCall, ToolTrace, Usage
+from tooldeck.errors import ErrorCode, ModelRetry
 from tooldeck.events import (
     Event,
     FinalAnswer,
@@ -163,40 +166,84 @@ class _Writing:
             self.console.write("\n")
 
 
+class Tally:
+    """What a run spent so far, from its events: the totals of a run that has no result
+    (interrupted), and the time in the model (which the result does not keep)."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        """Tokens, and model turns answered."""
+        self.calls = 0
+        """Tool calls finished."""
+        self.model_s = 0.0
+        """Seconds spent waiting for the model."""
+        self.last_turn_s = 0.0
+        """Seconds the latest model turn took."""
+        self._asked_at = 0.0
+
+    def show(self, event: Event) -> None:
+        if isinstance(event, ModelRequest):
+            self._asked_at = time.perf_counter()
+        elif isinstance(event, ModelResponse):
+            self.last_turn_s = time.perf_counter() - self._asked_at
+            self.model_s += self.last_turn_s
+            usage = event.output.usage or Usage()
+            self.usage += Usage(
+                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
+            )
+        elif isinstance(event, ToolCallFinished):
+            self.calls += 1
+
+    def spent(self, result: RunResult[Any] | None) -> tuple[Usage, int]:
+        """The usage and the number of calls: the result's when there is one, else counted."""
+        if result is None:
+            return self.usage, self.calls
+        return result.usage, len(result.tool_trace)
+
+    def line(self, seconds: float, stop_reason: str, result: RunResult[Any] | None) -> str:
+        """The totals line, from ``result`` when there is one (else from the events)."""
+        usage, calls = self.spent(result)
+        return totals_line(seconds, self.model_s, usage, calls, stop_reason)
+
+
 class RunDisplay:
     """Turns the events of ``Agent.stream()`` into lines as they come."""
 
-    def __init__(self, console: Console, model_name: str) -> None:
+    def __init__(self, console: Console, model_name: str, *, verbose: bool = False) -> None:
+        """``verbose``: a tool's traceback under its call's line."""
         self.console = console
         self.model_name = model_name
-        self._asked_at = 0.0
+        self.verbose = verbose
+        self.tally = Tally()
         self._started: set[str] = set()
         self._status: AbstractContextManager[Any] | None = None
         self._writing: _Writing | None = None
-        self.model_s = 0.0
 
     def show(self, event: Event) -> None:
+        self.tally.show(event)
         if isinstance(event, TextDelta | ToolCallDelta):
             if self._writing is None:
                 self._spin(None)
                 self._writing = _Writing(self.console)
             self._writing.add(event)
         elif isinstance(event, ModelRequest):
-            self._asked_at = time.perf_counter()
             self._spin(f"round {event.round}: {self.model_name} is thinking...")
         elif isinstance(event, ModelResponse):
             self._spin(None)
-            self._model_answered(event)
+            output = event.output
+            seconds = self.tally.last_turn_s
+            self.model_answered(event.round, seconds, output.usage, len(output.tool_calls))
         elif isinstance(event, ToolCallStarted):
-            self._started.add(event.call.id)
-            self.console.line(f"  → {_short_call(event.call)}", "cyan")
+            self.call_started(event.call)
         elif isinstance(event, ToolCallFinished):
-            self._call_finished(event)
+            trace = event.trace
+            outcome = trace.result
+            raised = raised_by_tool(trace)
+            self.call_finished(trace.call, outcome.ok, outcome.output, trace.duration_s, raised)
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
-                waits = "approval" if pending.kind == "approval" else "the application's result"
-                self.console.line(f"  ⏸ {_short_call(pending.call)} waits for {waits}", "yellow")
+                self.call_waits(pending.call, pending.kind)
 
     def close(self) -> None:
         self._spin(None)
@@ -212,34 +259,87 @@ class RunDisplay:
             self._status = self.console.status(text)
             self._status.__enter__()
 
-    def _model_answered(self, event: ModelResponse) -> None:
-        seconds = time.perf_counter() - self._asked_at
-        self.model_s += seconds
-        usage = event.output.usage
+    def model_answered(self, round_: int, seconds: float, usage: Usage | None, calls: int) -> None:
         tokens = f", {usage.input_tokens} in / {usage.output_tokens} out tokens" if usage else ""
-        calls = len(event.output.tool_calls)
         what = _count(calls, "tool call") if calls else "answer"
-        self.console.line(f"round {event.round}: {what} ({seconds:.2f} s{tokens})", "dim")
+        self.console.line(f"round {round_}: {what} ({seconds:.2f} s{tokens})", "dim")
 
-    def _call_finished(self, event: ToolCallFinished) -> None:
-        trace = event.trace
-        if trace.call.id not in self._started:  # refused before it ran
-            self.console.line(f"  → {_short_call(trace.call)}", "cyan")
-        mark, style = ("←", "green") if trace.result.ok else ("✗", "red")
-        timing = f"  ({trace.duration_s * 1000:.1f} ms)"
-        self.console.line(f"  {mark} {_short(trace.result.output)}{timing}", style)
+    def call_started(self, call: ToolCall) -> None:
+        self._started.add(call.id)
+        self.console.line(f"  → {_short_call(call)}", "cyan")
+
+    def call_finished(
+        self,
+        call: ToolCall,
+        ok: bool,
+        output: str,
+        duration_s: float,
+        raised: BaseException | None = None,
+    ) -> None:
+        """The call's result; for a tool that raised, the exception (the person at the
+        terminal is the host), what the model read, and with ``verbose`` the traceback."""
+        if call.id not in self._started:  # refused before it ran
+            self.console.line(f"  → {_short_call(call)}", "cyan")
+        timing = f"  ({duration_s * 1000:.1f} ms)"
+        if raised is None:
+            mark, style = ("←", "green") if ok else ("✗", "red")
+            self.console.line(f"  {mark} {_short(output)}{timing}", style)
+            return
+        shown = exception_line(raised)
+        self.console.line(f"  ✗ {_short(shown)}{timing}", "red")
+        if (str(raised) or shown) not in output:  # the model read other words
+            self.console.line(f"    the model read: {_short(output)}", "dim")
+        if self.verbose and raised.__traceback__ is not None:
+            for line in traceback_lines(raised):
+                self.console.line(f"    {line}", "dim")
+
+    def call_waits(self, call: ToolCall, kind: str) -> None:
+        """A call the run paused for: a person's approval, or the application's result."""
+        waits = "approval" if kind == "approval" else "the application's result"
+        self.console.line(f"  ⏸ {_short_call(call)} waits for {waits}", "yellow")
 
     def summary(self, result: RunResult[Any], seconds: float) -> None:
         self.console.line(f"answer: {result.answer}", "bold")
-        usage = result.usage
-        turns = _count(usage.requests, "model turn")
-        calls = _count(len(result.tool_trace), "tool call")
-        self.console.line(
-            f"{seconds:.2f} s total, {self.model_s:.2f} s in the model; {turns}, {calls}, "
-            f"{usage.input_tokens} input / {usage.output_tokens} output tokens; "
-            f"stop: {result.stop_reason}",
-            "dim",
-        )
+        self.totals(seconds, result.usage, len(result.tool_trace), result.stop_reason)
+
+    def totals(self, seconds: float, usage: Usage, calls: int, stop_reason: str) -> None:
+        """The totals line: time, model turns, calls, tokens, why the run ended."""
+        line = totals_line(seconds, self.tally.model_s, usage, calls, stop_reason)
+        self.console.line(line, "dim")
+
+
+def totals_line(seconds: float, model_s: float, usage: Usage, calls: int, stop: str) -> str:
+    """``3.37 s total, 3.36 s in the model; 2 model turns, 1 tool call, 834 input / 46
+    output tokens; stop: answer``."""
+    return (
+        f"{seconds:.2f} s total, {model_s:.2f} s in the model; "
+        f"{_count(usage.requests, 'model turn')}, {_count(calls, 'tool call')}, "
+        f"{usage.input_tokens} input / {usage.output_tokens} output tokens; stop: {stop}"
+    )
+
+
+def raised_by_tool(trace: ToolTrace) -> BaseException | None:
+    """The exception a tool's own code raised (not a ModelRetry, which speaks to the model)."""
+    error = trace.error
+    if trace.result.error_code != ErrorCode.TOOL_ERROR or isinstance(error, ModelRetry):
+        return None
+    return error
+
+
+def traceback_lines(error: BaseException) -> list[str]:
+    """The traceback from the first frame of the person's own code (tooldeck's left out)."""
+    frames = error.__traceback__
+    while frames is not None and not is_own_code(frames.tb_frame.f_code.co_filename):
+        frames = frames.tb_next
+    shown = traceback.format_exception(type(error), error, frames or error.__traceback__)
+    return "".join(shown).rstrip().splitlines()
+
+
+def exception_line(error: BaseException) -> str:
+    """``KeyError: 'Oslo'`` (the type as it was, for an exception read back from JSON)."""
+    name = error.type_name if isinstance(error, RecordedError) else type(error).__name__
+    message = str(error)
+    return f"{name}: {message}" if message else name
 
 
 def show_specs(console: Console, view: ToolView) -> None:

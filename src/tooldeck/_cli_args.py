@@ -1,0 +1,134 @@
+"""What every ``tooldeck`` command shares: its error kinds, exit statuses and common options.
+
+A usage error (bad arguments, found before anything runs) is one line on stderr and exit
+status 2, whether argparse or a command finds it; any other failure is one line and 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
+EXIT_ANSWER = 0
+EXIT_STOPPED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+EXIT_STATUSES = """\
+exit status:
+  0    the model answered
+  1    the run stopped without an answer (a limit, a model error), or something failed
+  2    usage error: the arguments are wrong (nothing was run)
+  130  interrupted (Ctrl-C)"""
+
+ENVIRONMENT = """\
+environment variables:
+  OPENAI_API_KEY, OPENAI_BASE_URL      openai:... and openai-chat:... models
+  AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT, OPENAI_API_VERSION
+                                       azure:... models
+  ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+                                       anthropic:... models
+  GEMINI_API_KEY (or GOOGLE_API_KEY)   gemini:... models
+  TOOLDECK_HOME                        where conversations are kept (sessions.db); default
+                                       the user's data directory, ~/.local/share/tooldeck
+  --base-url URL and --api-key-env NAME override them for one command; a key is never
+  given on the command line."""
+
+
+class CliError(Exception):
+    """A failure to report as one line, without a traceback (exit status 1)."""
+
+
+class UsageError(Exception):
+    """Arguments that cannot work, found before anything ran (exit status 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors that point at ``--help``, and no abbreviations
+    (``--api-key sk-...`` must not pass for ``--api-key-env``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, usage_line(self.prog, message))
+
+
+def usage_line(prog: str, message: str) -> str:
+    return f"{prog}: error: {message} (see {prog} --help)\n"
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``; did you mean 'x'?`` for a close name, else the names there are."""
+    names = sorted(known)
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; the tools are: {', '.join(names)}" if names else ""
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_env_name(text: str) -> bool:
+    return _ENV_NAME.fullmatch(text) is not None
+
+
+def verbose_options() -> Parser:
+    """``-v/--verbose``, for every command (a parent parser)."""
+    parent = Parser(add_help=False)
+    parent.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show tracebacks: a tool's exception, a module that fails to import",
+    )
+    return parent
+
+
+class _RefuseKey(argparse.Action):
+    """``--api-key``: refused, without repeating the key (use ``--api-key-env NAME``)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, *args: object, **kwargs: object
+    ) -> NoReturn:
+        parser.error(
+            "a key is never given on the command line (the shell's history and the process "
+            "list keep it): put it in an environment variable and name that with "
+            "--api-key-env NAME"
+        )
+
+
+def model_options() -> Parser:
+    """``--model``, ``--base-url`` and ``--api-key-env`` (a parent parser)."""
+    parent = Parser(add_help=False)
+    parent.add_argument(
+        "-m", "--model", default="local", help="model string (default: local), e.g. openai:gpt-4.1"
+    )
+    parent.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="an OpenAI-, Anthropic- or Gemini-compatible server, e.g. http://127.0.0.1:8000/v1",
+    )
+    parent.add_argument("--api-key", action=_RefuseKey, help=argparse.SUPPRESS)
+    parent.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="read the API key from the environment variable NAME (never give a key itself)",
+    )
+    return parent
