@@ -26,7 +26,7 @@ from _anthropic_server import (
 )
 from _loopback import LoopbackServer, Reply
 from _openai_server import add_numbers_tool
-from test_openai_deltas import asyncio_workers, calls_of, first_text, tasks_left, text_of
+from test_openai_deltas import calls_of, first_text, tasks_left, text_of, threads_left
 from test_stream_deltas import call_texts, comparable, is_delta, split_turns
 from tooldeck import (
     Agent,
@@ -273,7 +273,7 @@ async def test_closing_the_stream_closes_the_http_response(server: LoopbackServe
 
     assert await tasks_left() == set()
     assert await asyncio.to_thread(server.client_left.wait, 10)
-    assert set(threading.enumerate()) <= threads | set(asyncio_workers())
+    assert await threads_left(threads) == set()
 
 
 async def test_cancelling_a_streaming_run_closes_the_http_response(server: LoopbackServer) -> None:

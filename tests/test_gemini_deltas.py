@@ -29,7 +29,7 @@ from _gemini_server import (
 )
 from _loopback import LoopbackServer, Reply
 from _openai_server import add_numbers_tool
-from test_openai_deltas import asyncio_workers, calls_of, first_text, tasks_left, text_of
+from test_openai_deltas import calls_of, first_text, tasks_left, text_of, threads_left
 from test_stream_deltas import call_texts, comparable, is_delta, split_turns
 from tooldeck import Agent, AssistantOutput, Event, FinalAnswer, Message, ModelSettings, TextDelta
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ModelUnavailable
@@ -250,7 +250,7 @@ async def test_closing_the_stream_closes_the_http_response(server: LoopbackServe
 
     assert await no_tasks_left()
     assert await asyncio.to_thread(server.client_left.wait, 10)
-    assert set(threading.enumerate()) <= threads | set(asyncio_workers())
+    assert await threads_left(threads) == set()
 
 
 async def test_cancelling_a_streaming_run_closes_the_http_response(server: LoopbackServer) -> None:
