@@ -402,7 +402,9 @@ def _layered(
 
 
 def _context(call: ToolCall, ctx: RoundContext) -> RunContext[Any]:
-    return RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.options.registry)
+    return RunContext(
+        call.id, call.name, ctx.deps, ctx.round, ctx.run_id, registry=ctx.options.registry
+    )
 
 
 def _leg(
@@ -424,7 +426,7 @@ async def _bounded(item: _Ready, ctx: RoundContext, emit: Emit | None = None) ->
         if run_limited:
             limit = remaining
     call, entry = item.call, item.entry
-    context = RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.options.registry)
+    context = _context(call, ctx)
     started = time.perf_counter()
     scope = None
     error: BaseException | None = None
