@@ -1,0 +1,184 @@
+"""A durable-run application the tests start as real processes, kill, and start again.
+
+Its model and tools append what they do to a log file (``start note a``, ``done note a``,
+``model start 1``...), so a test counts how often each call and each model request really
+ran across processes. The model answers from the conversation (how many tool results it
+has seen), not from a position in a script, so a recovered run in a new process gets the
+same turns.
+
+    python tests/_durable_app.py MODE --db URL --log PATH --executor ID [options]
+
+Modes: ``run`` (start the run ``--run-id`` and print how it stops), ``serve`` (launch, so
+DBOS recovers this executor's runs, and print the results of ``--run-id``), ``decide``
+(approve every pending call of ``--run-id`` from this process), ``worker`` (take runs from
+the queue until ``--runs`` runs have finished).
+Knobs: ``SLOW_S`` (how long the ``slow`` tool sleeps), ``BLOCK_MODEL_AT`` (the model
+request, counted in tool results seen, that blocks for a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from dbos import DBOS, DBOSConfig
+
+from tooldeck import Agent, Approve, AssistantOutput, RunContext, ToolCall, tool
+from tooldeck.durable import DurableAgent
+from tooldeck.models.base import Model, ModelSettings
+
+QUEUE = "tooldeck-test-runs"
+SCENARIOS = {
+    "parallel": [[("note", "a"), ("note", "b"), ("slow", "c")]],
+    "sequential": [[("note", "a")]],
+    "approval": [[("note", "a"), ("pay", "5")]],
+    "queue": [[("note", "x")]],
+}
+"""Per scenario, the calls of each tool turn (tool name, argument); then the model answers."""
+
+
+class Log:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def write(self, line: str) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+
+
+class ConversationModel(Model):
+    """Answers each request from the tool results so far: the next scripted turn of calls,
+    then ``answer: <results>``."""
+
+    name = "conversation"
+
+    def __init__(self, log: Log, turns: list[list[tuple[str, str]]]) -> None:
+        self.log = log
+        self.turns = turns
+
+    async def complete(
+        self,
+        messages: Any,
+        tools: Any,
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AssistantOutput:
+        results = [m.content for m in messages if m.role == "tool"]
+        self.log.write(f"model start {len(results)}")
+        if os.environ.get("BLOCK_MODEL_AT") == str(len(results)):
+            await asyncio.sleep(60)
+        done = 0
+        for index, turn in enumerate(self.turns):
+            if len(results) == done:
+                calls = tuple(
+                    ToolCall(id=f"call_{index}_{arg}", name=name, arguments={"what": arg})
+                    for name, arg in turn
+                )
+                self.log.write(f"model done {len(results)}")
+                return AssistantOutput(tool_calls=calls)
+            done += len(turn)
+        self.log.write(f"model done {len(results)}")
+        return AssistantOutput(content="answer: " + ",".join(results))
+
+
+def build_tools(log: Log) -> list[Any]:
+    @tool
+    async def note(ctx: RunContext[Any], what: str) -> str:
+        """Note something down."""
+        log.write(f"start note {what} {ctx.run_id}")
+        log.write(f"done note {what} {ctx.run_id}")
+        return what
+
+    @tool
+    async def slow(what: str) -> str:
+        """Take a while."""
+        log.write(f"start slow {what}")
+        await asyncio.sleep(float(os.environ.get("SLOW_S", "0")))
+        log.write(f"done slow {what}")
+        return what
+
+    @tool(requires_approval=True)
+    def pay(what: str) -> str:
+        """Pay an amount (a person approves it first)."""
+        log.write(f"start pay {what}")
+        log.write(f"done pay {what}")
+        return f"paid {what}"
+
+    return [note, slow, pay]
+
+
+def declare(args: argparse.Namespace) -> DurableAgent[Any, Any]:
+    log = Log(args.log)
+    config: DBOSConfig = {
+        "name": "tooldeck-durable-tests",
+        "system_database_url": args.db,
+        "executor_id": args.executor,
+        "application_version": "tests",
+        "log_level": "WARNING",
+        "notification_listener_polling_interval_sec": 0.05,
+    }
+    DBOS(config=config)
+    model = ConversationModel(log, SCENARIOS[args.scenario])
+    return DurableAgent(Agent(model, build_tools(log)), name=f"app-{args.scenario}")
+
+
+def summary(result: Any) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "answer": result.answer,
+        "stop_reason": str(result.stop_reason),
+        "pending": [p.call.id for p in result.pending],
+    }
+
+
+async def main(args: argparse.Namespace) -> None:
+    durable = declare(args)
+    DBOS.launch()
+    try:
+        await MODES[args.mode](durable, args)
+    finally:
+        DBOS.destroy()
+
+
+async def run(durable: DurableAgent[Any, Any], args: argparse.Namespace) -> None:
+    result = await durable.run("Go.", run_id=args.run_id)
+    print(json.dumps(summary(result)), flush=True)
+
+
+async def serve(durable: DurableAgent[Any, Any], args: argparse.Namespace) -> None:
+    handle = await DBOS.retrieve_workflow_async(args.run_id)
+    result = await handle.get_result(polling_interval_sec=0.1)
+    print(json.dumps(summary(result)), flush=True)
+
+
+async def decide(durable: DurableAgent[Any, Any], args: argparse.Namespace) -> None:
+    paused = await durable.paused(args.run_id)
+    assert paused is not None, "the run is not paused"
+    decisions = {p.call.id: Approve(by="approver") for p in paused.pending}
+    pause = await durable.send_decisions(args.run_id, decisions)
+    print(json.dumps({"pause": pause, "decided": sorted(decisions)}), flush=True)
+
+
+MODES = {"run": run, "serve": serve, "decide": decide}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=sorted(MODES))
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--executor", required=True)
+    parser.add_argument("--scenario", default="parallel", choices=sorted(SCENARIOS))
+    parser.add_argument("--run-id", default=None)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse(sys.argv[1:])))
