@@ -9,9 +9,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 APP = Path(__file__).with_name("_durable_app.py")
 WAIT_S = 120.0
@@ -98,3 +100,23 @@ class DurableApp:
             for stream in (process.stdout, process.stderr):
                 if stream is not None:
                     stream.close()
+
+
+@pytest.fixture(scope="session")
+def launched_dbos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """DBOS launched in the test process on a SQLite system database; its URL. Durable
+    agents may be declared after launch in one process (recovery needs them before)."""
+    from dbos import DBOS
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('dbos') / 'system.sqlite'}"
+    DBOS(
+        config={
+            "name": "tooldeck-tests",
+            "system_database_url": url,
+            "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+    )
+    DBOS.launch()
+    yield url
+    DBOS.destroy()

@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from _durable_harness import launched_dbos
 from _openai_server import FakeOpenAI, running
 from _postgres import postgres_dsn, postgres_server
 from _stores import Store
 
 __all__ = ["postgres_dsn", "postgres_server"]  # fixtures defined in _postgres.py
+
+__all__ = ["launched_dbos"]
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -239,24 +240,32 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
 async def _next_stop(
     handle: WorkflowHandleAsync[RunResult[OutputT]],
-    told: Any,
+    told: concurrent.futures.Future[RunResult[Any]],
     run_id: str,
     pause: int,
     watch_after_s: float,
 ) -> RunResult[OutputT]:
-    """The run's end (its result, or its error raised) or its ``pause``-th pause."""
+    """The run's end (its result, or its error raised) or its ``pause``-th pause: told at
+    once by a run executing in this process, else read from the database (after
+    ``watch_after_s``: a run started here almost always executes here)."""
     finished = asyncio.ensure_future(handle.get_result(polling_interval_sec=_POLL_S))
     local = asyncio.wrap_future(told)
-    remote = asyncio.ensure_future(watch_pause(run_id, pause, watch_after_s))
-    waits: set[asyncio.Future[Any]] = {finished, local, remote}
+    waits: set[asyncio.Future[Any]] = {finished, local}
+    done: set[asyncio.Future[Any]] = set()
     try:
-        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if watch_after_s:
+            done, _ = await asyncio.wait(
+                waits, timeout=watch_after_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        if not done:
+            waits.add(asyncio.ensure_future(watch_pause(run_id, pause)))
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for waiting in waits:
             waiting.cancel()
     if finished in done:
         return finished.result()
-    paused: RunResult[OutputT] = (local if local in done else remote).result()
+    paused: RunResult[OutputT] = next(iter(done)).result()
     return paused
 
 

@@ -11,7 +11,6 @@ decision applies to the call stored in the run, never to one the application sen
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 from collections.abc import Mapping
@@ -147,10 +146,8 @@ class LocalPauses:
         self._waiting.pop((run_id, pause), None)
 
 
-async def watch(run_id: str, pause: int, delay_s: float) -> RunResult[Any]:
+async def watch(run_id: str, pause: int) -> RunResult[Any]:
     """The run's ``pause``-th pause once it is published (by any process)."""
-    if delay_s:
-        await asyncio.sleep(delay_s)
     while True:
         text = await DBOS.get_event_async(run_id, pause_event(pause), timeout_seconds=_WATCH_S)
         if text is not None:

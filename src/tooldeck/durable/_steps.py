@@ -63,9 +63,12 @@ class DurableModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
-        output = await DBOS.run_step_async(
-            self._options, self._ask, messages, tools, settings, instructions
+        asked: list[AssistantOutput] = []
+        recorded = await DBOS.run_step_async(
+            self._options, self._ask, messages, tools, settings, instructions, asked
         )
+        # The turn as the model gave it, or, in a replay, as the database kept it.
+        output = asked[0] if asked else AssistantOutput.model_validate_json(recorded)
         if output.tool_calls:
             _reserve(output.tool_calls)
         return output
@@ -76,14 +79,19 @@ class DurableModel(Model):
         tools: Sequence[ToolSpec],
         settings: ModelSettings,
         instructions: str,
-    ) -> AssistantOutput:
+        asked: list[AssistantOutput],
+    ) -> str:
+        """The step: ask the model; its turn is recorded as JSON (plain, readable in the
+        database, and cheaper to write than a pickle)."""
         try:
-            return await self.inner.complete(messages, tools, settings, instructions)
+            output = await self.inner.complete(messages, tools, settings, instructions)
         except Exception as error:
             if _survives_pickling(error):
                 raise
             failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
             raise failure from error
+        asked.append(output)
+        return output.model_dump_json()
 
     async def aclose(self) -> None:
         await self.inner.aclose()
