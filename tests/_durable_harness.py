@@ -102,9 +102,10 @@ class DurableApp:
                     stream.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def launched_dbos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """DBOS launched in the test process on a SQLite system database; its URL. Durable
+    """DBOS launched in the test process on a SQLite system database, for one test module
+    (DBOS is one per process: the README's example launches its own); its URL. Durable
     agents may be declared after launch in one process (recovery needs them before)."""
     from dbos import DBOS
 

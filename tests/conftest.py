@@ -1,4 +1,5 @@
-"""Fixtures shared by the tests: the OpenAI loopback server, and the session stores."""
+"""Fixtures shared by the tests: the OpenAI loopback server, the session stores, and DBOS
+launched in the test process for the durable-run tests."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from _openai_server import FakeOpenAI, running
 from _postgres import postgres_dsn, postgres_server
 from _stores import Store
 
-__all__ = ["postgres_dsn", "postgres_server"]  # fixtures defined in _postgres.py
-
-__all__ = ["launched_dbos"]
+__all__ = ["launched_dbos", "postgres_dsn", "postgres_server"]  # fixtures defined elsewhere
 
 
 @pytest.fixture

@@ -18,8 +18,12 @@ _local = threading.local()
 _runners: list[asyncio.Runner] = []
 
 
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run ``coroutine`` to completion on this thread's loop; refuse inside a running loop."""
+def run_sync(coroutine: Coroutine[Any, Any, T], *, lane: str = "main") -> T:
+    """Run ``coroutine`` to completion on this thread's loop; refuse inside a running loop.
+
+    ``lane`` names another loop of this thread, for callers that change their loop (DBOS
+    gives the loops it runs on its own default executor, gone once DBOS is destroyed).
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -30,10 +34,10 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
             "run_sync() cannot be called from a running event loop (e.g. in async code or "
             "Jupyter); use `await agent.run(...)` instead"
         )
-    runner: asyncio.Runner | None = _local.__dict__.get("runner")
+    lanes: dict[str, asyncio.Runner] = _local.__dict__.setdefault("lanes", {})
+    runner = lanes.get(lane)
     if runner is None:
-        runner = asyncio.Runner()
-        _local.runner = runner
+        runner = lanes[lane] = asyncio.Runner()
         _runners.append(runner)
     return runner.run(coroutine)
 

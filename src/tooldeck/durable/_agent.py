@@ -33,6 +33,8 @@ _POLL_S = 0.25
 _LOCAL_FIRST_S = 1.0
 """How long a caller waits for a pause told in-process before it also watches the database
 (a run it started usually executes in its own process)."""
+_LANE = "durable"
+"""The loop ``run_sync`` and ``resume_sync`` use, apart from plain runs' (DBOS changes it)."""
 _DECLARED: dict[str, DurableAgent[Any, Any]] = {}
 
 
@@ -113,7 +115,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
     ) -> RunResult[OutputT]:
         """``run()`` for synchronous code."""
-        return run_sync(self.run(prompt, deps=deps, history=history, run_id=run_id))
+        run = self.run(prompt, deps=deps, history=history, run_id=run_id)
+        return run_sync(run, lane=_LANE)
 
     def start(
         self,
@@ -163,7 +166,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     def resume_sync(self, run_id: str, decisions: Mapping[str, Decision]) -> RunResult[OutputT]:
         """``resume()`` for synchronous code."""
-        return run_sync(self.resume(run_id, decisions))
+        return run_sync(self.resume(run_id, decisions), lane=_LANE)
 
     async def send_decisions(self, run_id: str, decisions: Mapping[str, Decision]) -> int:
         """Deliver decisions for the calls a run waits on, from any process, and return at
