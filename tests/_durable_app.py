@@ -11,9 +11,11 @@ same turns.
 Modes: ``run`` (start the run ``--run-id`` and print how it stops), ``serve`` (launch, so
 DBOS recovers this executor's runs, and print the results of ``--run-id``), ``decide``
 (approve every pending call of ``--run-id`` from this process), ``worker`` (take runs from
-the queue until ``--runs`` runs have finished).
-Knobs: ``SLOW_S`` (how long the ``slow`` tool sleeps), ``BLOCK_MODEL_AT`` (the model
-request, counted in tool results seen, that blocks for a minute).
+the queue until stopped), ``enqueue`` (put ``--runs`` runs on the queue), ``recover``
+(hand the runs of the dead worker ``--dead`` to the others). ``decide``, ``enqueue`` and
+``recover`` are clients: they take no runs from the queue.
+Knobs: ``SLOW_S`` (how long the ``slow`` tool sleeps), ``NOTE_S`` (how long ``note`` takes),
+``BLOCK_MODEL_AT`` (the model request, counted in tool results seen, that blocks a minute).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 from dbos import DBOS, DBOSConfig
 
 from tooldeck import Agent, Approve, AssistantOutput, RunContext, ToolCall, tool
-from tooldeck.durable import DurableAgent
+from tooldeck.durable import DurableAgent, recover_runs
 from tooldeck.models.base import Model, ModelSettings
 
 QUEUE = "tooldeck-test-runs"
@@ -93,6 +95,7 @@ def build_tools(log: Log) -> list[Any]:
     async def note(ctx: RunContext[Any], what: str) -> str:
         """Note something down."""
         log.write(f"start note {what} {ctx.run_id}")
+        await asyncio.sleep(float(os.environ.get("NOTE_S", "0")))
         log.write(f"done note {what} {ctx.run_id}")
         return what
 
@@ -124,7 +127,11 @@ def declare(args: argparse.Namespace) -> DurableAgent[Any, Any]:
         "log_level": "WARNING",
         "notification_listener_polling_interval_sec": 0.05,
     }
+    if args.schema:
+        config["dbos_system_schema"] = args.schema
     DBOS(config=config)
+    if args.mode in ("decide", "enqueue", "recover"):
+        DBOS.listen_queues([])  # a client, not a worker: it takes no runs from the queues
     model = ConversationModel(log, SCENARIOS[args.scenario])
     return DurableAgent(Agent(model, build_tools(log)), name=f"app-{args.scenario}")
 
@@ -166,7 +173,33 @@ async def decide(durable: DurableAgent[Any, Any], args: argparse.Namespace) -> N
     print(json.dumps({"pause": pause, "decided": sorted(decisions)}), flush=True)
 
 
-MODES = {"run": run, "serve": serve, "decide": decide}
+async def worker(durable: DurableAgent[Any, Any], args: argparse.Namespace) -> None:
+    await DBOS.register_queue_async(QUEUE, worker_concurrency=args.concurrency)
+    print(json.dumps({"serving": args.executor}), flush=True)
+    await asyncio.Event().wait()  # until the test stops this process
+
+
+async def enqueue(durable: DurableAgent[Any, Any], args: argparse.Namespace) -> None:
+    await DBOS.register_queue_async(QUEUE, worker_concurrency=args.concurrency)
+    ids = [f"{args.run_id}-{index:03d}" for index in range(args.runs)]
+    for run_id in ids:
+        await durable.start_async("Go.", run_id=run_id, queue=QUEUE)
+    print(json.dumps({"enqueued": len(ids)}), flush=True)
+
+
+async def recover(durable: DurableAgent[Any, Any], args: argparse.Namespace) -> None:
+    recovered = await recover_runs(args.dead, queue=QUEUE)
+    print(json.dumps({"recovered": sorted(recovered)}), flush=True)
+
+
+MODES = {
+    "run": run,
+    "serve": serve,
+    "decide": decide,
+    "worker": worker,
+    "enqueue": enqueue,
+    "recover": recover,
+}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -177,6 +210,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--executor", required=True)
     parser.add_argument("--scenario", default="parallel", choices=sorted(SCENARIOS))
     parser.add_argument("--run-id", default=None)
+    parser.add_argument("--schema", default=None, help="DBOS system schema (PostgreSQL)")
+    parser.add_argument("--runs", type=int, default=0)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--dead", default=None, help="recover: the dead worker's executor id")
     return parser.parse_args(argv)
 
 

@@ -23,8 +23,10 @@ WAIT_S = 120.0
 class DurableApp:
     """One system database and one log file shared by the processes of a test."""
 
-    def __init__(self, root: Path, db: str | None = None) -> None:
+    def __init__(self, root: Path, db: str | None = None, schema: str | None = None) -> None:
         self.db = db or f"sqlite:///{root / 'runs.sqlite'}"
+        self.schema = schema
+        """DBOS's system schema in a PostgreSQL database (one per test)."""
         self.log = root / "calls.log"
         self.processes: list[subprocess.Popen[str]] = []
 
@@ -33,6 +35,8 @@ class DurableApp:
     ) -> subprocess.Popen[str]:
         argv = [sys.executable, str(APP), mode, "--db", self.db, "--log", str(self.log)]
         argv += ["--executor", executor]
+        if self.schema:
+            argv += ["--schema", self.schema]
         for name, value in options.items():
             argv += [f"--{name.replace('_', '-')}", str(value)]
         process = subprocess.Popen(
@@ -73,11 +77,15 @@ class DurableApp:
         counts = self.counts()
         return all(counts[event] >= 1 for event in events)
 
-    def steps(self, run_id: str) -> list[str]:
-        """The names of the steps DBOS has recorded for the run, in step order."""
+    def client(self) -> Any:
+        """A DBOS client on the test's system database (call ``destroy()`` when done)."""
         from dbos import DBOSClient
 
-        client = DBOSClient(system_database_url=self.db)
+        return DBOSClient(system_database_url=self.db, dbos_system_schema=self.schema or "dbos")
+
+    def steps(self, run_id: str) -> list[str]:
+        """The names of the steps DBOS has recorded for the run, in step order."""
+        client = self.client()
         try:
             return [step["function_name"] for step in client.list_workflow_steps(run_id)]
         finally:

@@ -16,7 +16,7 @@ Queues and workers: ``durable.start(prompt, queue="runs")`` enqueues a run on a 
 (``DBOS.register_queue("runs", worker_concurrency=8)``); every process that declared the
 agent and launched DBOS on the same database takes runs from it. A worker restarted with
 its executor id (``DBOS(config={..., "executor_id": "worker-1"})``) recovers its
-unfinished runs; ``recover_runs("worker-1", queue="runs")`` hands a dead worker's runs to
+unfinished runs; ``await recover_runs("worker-1", queue="runs")`` hands a dead worker's runs to
 the others.
 
 Approvals: a durable run that pauses (a tool with ``requires_approval``, an external tool)

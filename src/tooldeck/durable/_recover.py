@@ -5,7 +5,7 @@ from __future__ import annotations
 from dbos import DBOS
 
 
-def recover_runs(executor_id: str, *, queue: str) -> list[str]:
+async def recover_runs(executor_id: str, *, queue: str) -> list[str]:
     """Put the unfinished workflows of a worker that is gone back on ``queue``, where the
     live workers take them; returns their ids.
 
@@ -16,10 +16,10 @@ def recover_runs(executor_id: str, *, queue: str) -> list[str]:
     """
     if not executor_id:
         raise ValueError("executor_id must name the worker whose runs to recover")
-    pending = DBOS.list_workflows(
+    pending = await DBOS.list_workflows_async(
         status="PENDING", executor_id=executor_id, load_input=False, load_output=False
     )
     ids = [status.workflow_id for status in pending]
     for workflow_id in ids:
-        DBOS.resume_workflow(workflow_id, queue_name=queue)
+        await DBOS.resume_workflow_async(workflow_id, queue_name=queue)
     return ids
