@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -53,9 +54,16 @@ class LoopModel(Model):
         return AssistantOutput(tool_calls=(call,))
 
 
+_ADD_SLEEP_S = float(os.environ.get("BENCH_ADD_SLEEP_S", "0"))
+"""Set by bench/durable_workers.py's recovery figure: a tool that is still running when its
+worker is killed."""
+
+
 @tool
 async def add(a: int, b: int) -> int:
     """Add two integers."""
+    if _ADD_SLEEP_S:
+        await asyncio.sleep(_ADD_SLEEP_S)
     return a + b
 
 

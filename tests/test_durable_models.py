@@ -21,12 +21,13 @@ from _openai_server import (
     message_item,
     response_body,
 )
-from tooldeck import Agent
-from tooldeck.demo import demo_agent
+from tooldeck import Agent, ModelSettings
+from tooldeck.demo import get_weather
 from tooldeck.durable import DurableAgent
 from tooldeck.models.base import Model
 from tooldeck.models.local import LocalModel
 from tooldeck.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from tooldeck.policy import Limits
 
 pytestmark = pytest.mark.usefixtures("launched_dbos")
 
@@ -88,16 +89,25 @@ async def test_responses_turns_replay_with_their_reasoning_items(server: FakeOpe
 @pytest.mark.slow
 async def test_the_local_model_runs_durably_and_replays_its_first_turn() -> None:
     local = LocalModel()
-    durable = DurableAgent(demo_agent(local), name=f"local-{uuid.uuid4().hex[:6]}")
+    agent = Agent(
+        local,
+        [get_weather],
+        settings=ModelSettings(tool_choice="required", max_tokens=48),
+        limits=Limits(max_rounds=1),
+        on_limit="final_answer",  # two turns: the forced call, then an answer without tools
+    )
+    durable = DurableAgent(agent, name=f"local-{uuid.uuid4().hex[:6]}")
     result = await durable.run("What's the weather like in Tokyo?")
-    assert result.stop_reason == "answer"
     assert result.tool_trace[0].call.name == "get_weather"
+    assert result.tool_trace[0].result.ok
     assert result.answer.strip()
 
     first_turn = local.last_turn
     again = await replay_last_request(durable, result.run_id)
-    # The first turn and the tool call came from the database; only the last turn ran.
-    assert again.messages[: len(result.messages) - 1] == result.messages[:-1]
-    assert again.tool_trace[0].result == result.tool_trace[0].result
+    # The first turn and the tool call came from the database; only the answer ran again.
+    assert again.messages[:-1] == result.messages[:-1]
+    assert [(t.call, t.result) for t in again.tool_trace] == [
+        (t.call, t.result) for t in result.tool_trace
+    ]
     assert local.last_turn is not first_turn
     assert again.answer.strip()
