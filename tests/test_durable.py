@@ -23,7 +23,7 @@ from tooldeck import (
     tool,
 )
 from tooldeck.contracts import RecordedError
-from tooldeck.durable import DurableAgent
+from tooldeck.durable import DurableAgent, recover_runs
 from tooldeck.errors import CheckpointError, LimitExceeded, ModelRetry, ToolExecutionError
 from tooldeck.policy import Limits
 
@@ -347,3 +347,23 @@ def test_the_synchronous_api() -> None:
     handle = agent.start("Hi.", run_id=unique("background"))
     assert handle.get_workflow_id().startswith("background-")
     assert handle.get_result().answer == "in the background"
+
+
+async def test_a_signed_pause_refuses_decisions_checked_with_another_key() -> None:
+    from tooldeck.durable._pauses import send
+
+    model = ScriptedModel([calls(call("transfer", "t1", amount=5)), answer("paid")])
+    agent = DurableAgent(
+        Agent(model, [transfer], checkpoint_key=b"the workers' key"), name=unique("signed")
+    )
+    paused = await agent.run("Pay.")
+    assert paused.checkpoint is not None
+    assert paused.checkpoint.signature
+    with pytest.raises(CheckpointError, match=r"signature does not match"):
+        await send(paused.run_id, {"t1": Approve()}, b"another key")
+    assert (await agent.resume(paused.run_id, {"t1": Approve()})).answer == "paid"
+
+
+async def test_recover_runs_needs_the_dead_workers_id() -> None:
+    with pytest.raises(ValueError, match=r"executor_id must name the worker whose runs"):
+        await recover_runs("", queue="runs")
