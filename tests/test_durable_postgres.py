@@ -50,7 +50,12 @@ def test_two_workers_drain_a_queue_and_the_survivor_finishes_a_killed_workers_ru
     first = app.spawn("worker", executor="pg-a", scenario="queue", concurrency=8, env=env)
     app.spawn("worker", executor="pg-b", scenario="queue", concurrency=8, env=env)
 
-    app.wait_until(lambda: len(finished(app)) >= RUNS // 3, "a third of the runs to finish")
+    def both_working() -> bool:
+        executors = Counter(status.executor_id for status in finished(app))
+        return executors["pg-a"] > 0 and executors["pg-b"] > 0 and executors.total() >= RUNS // 3
+
+    app.wait_until(both_working, "both workers to finish runs, a third of them in all")
+    app.wait_until(lambda: bool(pending_of(app, "pg-a")), "the first worker to hold runs")
     app.kill(first)
     cut_off = pending_of(app, "pg-a")  # the killed worker's runs, unfinished
     assert cut_off, "the killed worker had no run in progress: the test proves nothing"
