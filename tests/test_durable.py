@@ -15,17 +15,27 @@ from helpers import answer, call, calls, tool_messages
 from tooldeck import (
     Agent,
     Approve,
+    FunctionTool,
     Reject,
     RunContext,
     ScriptedModel,
+    ToolRegistry,
     ToolResult,
     external_tool,
     tool,
 )
 from tooldeck.contracts import RecordedError
 from tooldeck.durable import DurableAgent, recover_runs
-from tooldeck.errors import CheckpointError, LimitExceeded, ModelRetry, ToolExecutionError
+from tooldeck.errors import (
+    CheckpointError,
+    LimitExceeded,
+    ModelError,
+    ModelRetry,
+    ToolDefinitionError,
+    ToolExecutionError,
+)
 from tooldeck.policy import Limits
+from tooldeck.tools.registry import ToolsLike
 
 pytestmark = pytest.mark.usefixtures("launched_dbos")
 
@@ -54,7 +64,7 @@ locate = external_tool(
 )
 
 
-def durable(model: ScriptedModel, tools: list[Any], **options: Any) -> DurableAgent[Any, Any]:
+def durable(model: ScriptedModel, tools: ToolsLike, **options: Any) -> DurableAgent[Any, Any]:
     name = unique("agent")
     return DurableAgent(Agent(model, tools, **options), name=name)
 
@@ -265,6 +275,87 @@ def test_declaring_is_checked() -> None:
         DurableAgent(Agent(ScriptedModel([])), name=" x")
     with pytest.raises(TypeError, match=r"DurableAgent wraps an Agent, got ScriptedModel"):
         DurableAgent(ScriptedModel([]), name=unique("bad"))  # type: ignore[arg-type]
+
+
+async def replay_from_last_request(run_id: str) -> Any:
+    """Execute the run again from its last model request (as a recovery would)."""
+    recorded = await DBOS.list_workflow_steps_async(run_id)
+    last = max(s["function_id"] for s in recorded if s["function_name"].endswith(".model"))
+    handle = await DBOS.fork_workflow_async(run_id, last)
+    return await handle.get_result()
+
+
+def lookup_tool(parameter: str, description: str = "Look a word up.") -> FunctionTool[..., Any]:
+    schema = {"type": "object", "properties": {parameter: {"type": "string"}}}
+    return FunctionTool("lookup", description, schema, lambda **arguments: "found")
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        ("remove", r"\(gone: 'lookup'\)"),
+        ("parameters", r"\(other parameters: 'lookup'\)"),
+        ("add", r"\(new: 'define'\)"),
+    ],
+)
+async def test_a_replay_refuses_recorded_calls_to_tools_that_changed(
+    change: str, refusal: str
+) -> None:
+    turn = calls(call("lookup", "l1", word="owl"), call("define", "d1", word="owl"))
+    registry = ToolRegistry([lookup_tool("word")])
+    agent = durable(ScriptedModel([turn, answer("an owl"), answer("again")]), registry)
+    done = await agent.run("Look up owl.")
+    assert tool_messages(done.messages)[1].startswith("error[unknown_tool]")
+
+    if change in ("remove", "parameters"):
+        registry.remove("lookup")
+    if change == "parameters":
+        registry.register(lookup_tool("term"))
+    if change == "add":
+        word = {"type": "object", "properties": {"word": {"type": "string"}}}
+        registry.register(FunctionTool("define", "Define a word.", word, lambda **_: "a bird"))
+    with pytest.raises(ModelError, match=rf"cannot be replayed: .* {refusal}\. A recovered run"):
+        await replay_from_last_request(done.run_id)
+
+
+async def test_a_replay_goes_on_when_only_descriptions_changed() -> None:
+    registry = ToolRegistry([lookup_tool("word")])
+    model = ScriptedModel([calls(call("lookup", "l1", word="owl")), answer("an owl"), answer("2")])
+    agent = durable(model, registry)
+    done = await agent.run("Look up owl.")
+    registry.remove("lookup")
+    registry.register(lookup_tool("word", description="Look a word up in the dictionary."))
+    again = await replay_from_last_request(done.run_id)
+    assert (again.answer, tool_messages(again.messages)) == ("2", ["found"])
+
+
+def test_an_agent_tool_is_refused_when_declared_and_the_name_stays_free() -> None:
+    inner = Agent(ScriptedModel([answer("found")]))
+    helper = inner.as_tool(name="researcher", description="Finds things.")
+    name = unique("nested")
+    refused = (
+        rf"DurableAgent '{name}': tool 'researcher' is an agent tool \(agent.as_tool\), which a "
+        r"durable run cannot run: .* call the inner agent from a plain tool"
+    )
+    with pytest.raises(ToolDefinitionError, match=refused):
+        DurableAgent(Agent(ScriptedModel([]), [helper]), name=name)
+    DurableAgent(Agent(ScriptedModel([]), [wait_then_echo]), name=name)  # the name was not taken
+
+
+async def test_an_agent_tool_added_during_a_run_stops_it_with_the_same_refusal() -> None:
+    inner = Agent(ScriptedModel([answer("found")]))
+
+    @tool
+    def hire(ctx: RunContext[None]) -> str:
+        """Add a helper agent."""
+        ctx.tools.register(inner.as_tool(name="researcher", description="Finds things."))
+        return "hired"
+
+    model = ScriptedModel([calls(call("hire", "h1")), answer("never")])
+    agent = durable(model, [hire])
+    with pytest.raises(ToolDefinitionError, match=r"tool 'researcher' is an agent tool"):
+        await agent.run("Get help.")
+    assert len(model.requests) == 1  # the model never saw the agent tool
 
 
 async def test_a_pause_waits_in_the_workflow_and_resume_goes_on() -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import Any, Generic
 
 from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
+from dbos import error as dbos_errors
 from typing_extensions import TypeVar
 
 from tooldeck._sync import run_sync
@@ -61,11 +62,12 @@ class DurableAgent(Generic[DepsT, OutputT]):
     ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"DurableAgent wraps an Agent, got {type(agent).__name__}")
-        _claim(name, self)
+        _check_name(name)
         self.agent = agent
         self.name = name
         self._deps = deps
         self._twin = agent.wrapped(model=self._durable_model, tool=durable_entries(name))
+        _claim(name, self)
         self._pauses = LocalPauses()
         self._workflow = self._declare()
 
@@ -98,7 +100,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         key = self._deps_key(deps)
         told = self._pauses.expect(run_id, 1)
         try:
-            with SetWorkflowID(run_id):
+            with _launched(self.name), SetWorkflowID(run_id):
                 handle = await DBOS.start_workflow_async(
                     self._workflow, prompt, tuple(history), key
                 )
@@ -131,7 +133,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         ``get_result()`` waits for the end, through any pauses). With ``queue`` the run
         waits on that DBOS queue for a worker (``DBOS.register_queue(name, ...)``)."""
         args = (prompt, tuple(history), self._deps_key(deps))
-        with SetWorkflowID(run_id) if run_id else nullcontext():
+        with _launched(self.name), SetWorkflowID(run_id) if run_id else nullcontext():
             if queue is None:
                 return DBOS.start_workflow(self._workflow, *args)
             return DBOS.enqueue_workflow(_queue_name(queue), self._workflow, *args)
@@ -147,7 +149,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
     ) -> WorkflowHandleAsync[RunResult[OutputT]]:
         """``start()`` for async code (without a queue the run executes on this loop)."""
         args = (prompt, tuple(history), self._deps_key(deps))
-        with SetWorkflowID(run_id) if run_id else nullcontext():
+        with _launched(self.name), SetWorkflowID(run_id) if run_id else nullcontext():
             if queue is None:
                 return await DBOS.start_workflow_async(self._workflow, *args)
             return await DBOS.enqueue_workflow_async(_queue_name(queue), self._workflow, *args)
@@ -173,11 +175,13 @@ class DurableAgent(Generic[DepsT, OutputT]):
         once (the number of the pause they answer). They are checked first against the
         run's stored pause, as ``Agent.resume`` checks them: CheckpointError if the run is
         not paused, or a decision does not fit a pending call."""
-        return await send(run_id, decisions, self.agent.checkpoint_key)
+        with _launched(self.name):
+            return await send(run_id, decisions, self.agent.checkpoint_key)
 
     async def paused(self, run_id: str) -> RunResult[Any] | None:
         """The run's current pause (``pending``, ``checkpoint``), or None if it does not wait."""
-        found = await current_pause(run_id)
+        with _launched(self.name):
+            found = await current_pause(run_id)
         return found[1] if found is not None else None
 
     async def _execute(
@@ -272,7 +276,7 @@ async def _next_stop(
     return paused
 
 
-def _claim(name: object, agent: DurableAgent[Any, Any]) -> None:
+def _check_name(name: object) -> None:
     if not isinstance(name, str) or not name.strip() or name != name.strip():
         raise ValueError(f"name must be a non-empty string without outer spaces, got {name!r}")
     if name in _DECLARED:
@@ -280,8 +284,30 @@ def _claim(name: object, agent: DurableAgent[Any, Any]) -> None:
             f"a DurableAgent named {name!r} is already declared in this process; its runs "
             "would execute the wrong agent: give each DurableAgent its own name"
         )
+
+
+def _claim(name: str, agent: DurableAgent[Any, Any]) -> None:
     _DECLARED[name] = agent
 
 
 def _queue_name(queue: Queue | str) -> str:
     return queue if isinstance(queue, str) else queue.name
+
+
+_NOT_READY = ("No DBOS was created", "before DBOS was launched")
+"""How DBOS says it was not created or not launched in this process."""
+
+
+@contextmanager
+def _launched(name: str) -> Iterator[None]:
+    """DBOS's refusal of a run when it is not launched, with what to do about it."""
+    try:
+        yield
+    except dbos_errors.DBOSException as error:
+        if not any(words in str(error) for words in _NOT_READY):
+            raise
+        raise RuntimeError(
+            f"DurableAgent {name!r} runs on DBOS, which is not launched in this process "
+            f"({error}): create DBOS(config=...), declare every DurableAgent, then call "
+            "DBOS.launch() before running, starting or resuming a run"
+        ) from error

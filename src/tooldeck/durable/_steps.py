@@ -16,6 +16,8 @@ unchanged and calls them where it always does. DBOS keys a workflow's steps by t
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import pickle
 from collections.abc import Sequence
 from contextvars import ContextVar
@@ -23,8 +25,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dbos import DBOS, StepOptions, StepReservation
+from pydantic import BaseModel
 
 from tooldeck._call_texts import timeout_text
+from tooldeck._nested import AgentTool
 from tooldeck.contracts import (
     AssistantOutput,
     Message,
@@ -33,7 +37,7 @@ from tooldeck.contracts import (
     ToolResult,
     ToolSpec,
 )
-from tooldeck.errors import ErrorCode, ModelError
+from tooldeck.errors import ErrorCode, ModelError, ToolDefinitionError
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import EntryWrapper, ToolEntry, ToolHandler
@@ -68,7 +72,12 @@ class DurableModel(Model):
             self._options, self._ask, messages, tools, settings, instructions, asked
         )
         # The turn as the model gave it, or, in a replay, as the database kept it.
-        output = asked[0] if asked else AssistantOutput.model_validate_json(recorded)
+        if asked:
+            output = asked[0]
+        else:
+            kept = RecordedTurn.model_validate_json(recorded)
+            _check_same_tools(kept, tools)
+            output = kept.turn
         if output.tool_calls:
             _reserve(output.tool_calls)
         return output
@@ -91,10 +100,56 @@ class DurableModel(Model):
             failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
             raise failure from error
         asked.append(output)
-        return output.model_dump_json()
+        return RecordedTurn(turn=output, called=_called(output, tools)).model_dump_json()
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class RecordedTurn(BaseModel):
+    """A model request's step result, as the database keeps it."""
+
+    turn: AssistantOutput
+    called: dict[str, str] = {}
+    """Each tool the turn calls -> a digest of its parameters as the model was shown them
+    ("" for a name it was not shown)."""
+
+
+def _called(output: AssistantOutput, tools: Sequence[ToolSpec]) -> dict[str, str]:
+    if not output.tool_calls:
+        return {}
+    names = {call.name for call in output.tool_calls}
+    shown = {spec.name: _digest(spec) for spec in tools if spec.name in names}
+    return {name: shown.get(name, "") for name in sorted(names)}
+
+
+def _digest(spec: ToolSpec) -> str:
+    text = json.dumps(spec.parameters, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _check_same_tools(kept: RecordedTurn, tools: Sequence[ToolSpec]) -> None:
+    """Refuse to replay a recorded turn whose calls would meet other tools than it was made
+    with: the run would go on from results that never happened."""
+    now = _called(kept.turn, tools)
+    if now == kept.called:
+        return
+    kinds = {
+        "gone": [name for name, was in kept.called.items() if was and not now[name]],
+        "other parameters": [
+            n for n, was in kept.called.items() if was and now[n] not in ("", was)
+        ],
+        "new": [name for name, was in kept.called.items() if not was and now[name]],
+    }
+    differences = "; ".join(
+        f"{kind}: {', '.join(map(repr, names))}" for kind, names in kinds.items() if names
+    )
+    raise ModelError(
+        f"durable run {DBOS.workflow_id!r} cannot be replayed: a recorded model turn calls "
+        f"tools that changed since it ran ({differences}). A recovered run needs "
+        "the tools it ran with: run this process with those tools (then recover or fork the "
+        "run again), or cancel the run"
+    )
 
 
 def _reserve(calls: Sequence[ToolCall]) -> None:
@@ -167,6 +222,15 @@ def durable_entries(agent_name: str) -> EntryWrapper:
     def wrap(entry: ToolEntry) -> ToolEntry:
         if entry.external:
             return entry
+        if isinstance(entry.handler, AgentTool):
+            raise ToolDefinitionError(
+                f"DurableAgent {agent_name!r}: tool {entry.spec.name!r} is an agent tool "
+                "(agent.as_tool), which a durable run cannot run: its inner run's model "
+                "requests and tool calls would not be steps. Give the durable agent the inner "
+                "agent's tools instead, or call the inner agent from a plain tool "
+                "(`await inner.run(...)`; its whole run is then one step, run again if a "
+                "crash falls inside it)"
+            )
         timeout = entry.options.timeout
         text = timeout_text(entry) if timeout is not None else ""
         handler = DurableHandler(entry.handler, agent_name, timeout, text)
