@@ -402,9 +402,7 @@ def _layered(
 
 
 def _context(call: ToolCall, ctx: RoundContext) -> RunContext[Any]:
-    return RunContext(
-        call.id, call.name, ctx.deps, ctx.round, ctx.run_id, registry=ctx.options.registry
-    )
+    return RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.run_id, ctx.options.registry)
 
 
 def _leg(
