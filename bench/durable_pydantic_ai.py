@@ -1,6 +1,6 @@
 """Pydantic AI's DBOS integration on the workload of bench/durable.py, for the side-by-side.
 
-Run with Pydantic AI's own interpreter (bench/durable_setup.sh makes it):
+Run with Pydantic AI's own interpreter (bench/setup_venvs.sh makes it, with dbos 3.4.0):
 
     $BENCH_VENVS/pydantic_ai_dbos/bin/python bench/durable_pydantic_ai.py [--runs 40] [--rounds 5]
 
