@@ -31,7 +31,6 @@ from tooldeck.errors import (
     LimitExceeded,
     ModelError,
     ModelRetry,
-    ToolDefinitionError,
     ToolExecutionError,
 )
 from tooldeck.policy import Limits
@@ -329,33 +328,57 @@ async def test_a_replay_goes_on_when_only_descriptions_changed() -> None:
     assert (again.answer, tool_messages(again.messages)) == ("2", ["found"])
 
 
-def test_an_agent_tool_is_refused_when_declared_and_the_name_stays_free() -> None:
-    inner = Agent(ScriptedModel([answer("found")]))
-    helper = inner.as_tool(name="researcher", description="Finds things.")
-    name = unique("nested")
-    refused = (
-        rf"DurableAgent '{name}': tool 'researcher' is an agent tool \(agent.as_tool\), which a "
-        r"durable run cannot run: .* call the inner agent from a plain tool"
-    )
-    with pytest.raises(ToolDefinitionError, match=refused):
-        DurableAgent(Agent(ScriptedModel([]), [helper]), name=name)
-    DurableAgent(Agent(ScriptedModel([]), [wait_then_echo]), name=name)  # the name was not taken
-
-
-async def test_an_agent_tool_added_during_a_run_stops_it_with_the_same_refusal() -> None:
-    inner = Agent(ScriptedModel([answer("found")]))
+async def test_an_agent_tools_inner_run_is_steps_of_the_durable_run_and_replays() -> None:
+    seen: list[str] = []
 
     @tool
-    def hire(ctx: RunContext[None]) -> str:
-        """Add a helper agent."""
-        ctx.tools.register(inner.as_tool(name="researcher", description="Finds things."))
-        return "hired"
+    def lookup(ctx: RunContext[None], word: str) -> str:
+        """Look a word up."""
+        seen.append(f"{ctx.run_id} {ctx.call_id}")
+        return f"{word}: a bird"
 
-    model = ScriptedModel([calls(call("hire", "h1")), answer("never")])
-    agent = durable(model, [hire])
-    with pytest.raises(ToolDefinitionError, match=r"tool 'researcher' is an agent tool"):
-        await agent.run("Get help.")
-    assert len(model.requests) == 1  # the model never saw the agent tool
+    inner_model = ScriptedModel([calls(call("lookup", "c1", word="owl")), answer("a bird")])
+    researcher = Agent(inner_model, [lookup]).as_tool(name="researcher", description="Finds.")
+    outer_model = ScriptedModel(
+        [calls(call("researcher", "c1", input="owl?")), answer("It is a bird."), answer("again")]
+    )
+    agent = durable(outer_model, [researcher])
+    done = await agent.run("What is an owl?")
+    assert (done.answer, tool_messages(done.messages)) == ("It is a bird.", ["a bird"])
+    assert done.tool_trace[0].inner_trace[0].result.output == "owl: a bird"
+    inner = f"{agent.name}/researcher"
+    assert await steps(done.run_id) == [
+        f"{agent.name}.model",
+        f"{inner}.model",
+        f"{inner}.tool:lookup:c1",  # the same call id as the outer call: told apart
+        f"{inner}.model",
+        f"{agent.name}.model",
+    ]
+    assert seen == [f"{done.run_id}/c1 c1"]  # the inner run's id: the outer one and the call
+
+    again = await replay_from_last_request(done.run_id)
+    assert again.answer == "again"
+    inner_trace = again.tool_trace[0].inner_trace
+    assert inner_trace is not None
+    assert [t.result.output for t in inner_trace] == ["owl: a bird"]  # read back, not run
+    assert (len(inner_model.requests), len(seen)) == (2, 1)  # nothing inner ran again
+
+
+async def test_a_call_inside_an_agent_tool_pauses_the_durable_run_until_approved() -> None:
+    inner = Agent(
+        ScriptedModel([calls(call("transfer", "t1", amount=5)), answer("moved")]), [transfer]
+    )
+    payer = inner.as_tool(name="payer", description="Pays.")
+    agent = durable(
+        ScriptedModel([calls(call("payer", "p1", input="pay 5")), answer("Paid.")]), [payer]
+    )
+    paused = await agent.run("Pay 5.")
+    assert [(p.id, p.path) for p in paused.pending] == [("p1/t1", ("payer",))]
+
+    done = await agent.resume(paused.run_id, {"p1/t1": Approve(by="ana")})
+    assert done.answer == "Paid."
+    assert done.tool_trace[0].inner_trace[0].result.output == "moved 5"
+    assert f"{agent.name}/payer.tool:transfer:t1" in await steps(done.run_id)
 
 
 async def test_a_pause_waits_in_the_workflow_and_resume_goes_on() -> None:

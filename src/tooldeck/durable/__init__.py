@@ -25,6 +25,11 @@ survives its process, and ``durable.resume(run_id, decisions)`` (or ``send_decis
 from any process delivers them, checked against the stored checkpoint as
 ``Agent.resume`` checks them.
 
+An agent tool (``agent.as_tool``) runs its inner run in the same workflow, its requests and
+calls steps too; in a durable run its calls run one at a time, so the inner runs' steps
+keep their ids in a replay. A recorded model turn that would meet changed tools (gone,
+other parameters, not shown then) stops the replay with a ModelError that names them.
+
 What a tool must do to be safe
 ------------------------------
 DBOS gives **exactly-once across completed steps** and **at-least-once inside a step**. A

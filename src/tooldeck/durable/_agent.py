@@ -72,7 +72,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self._workflow = self._declare()
 
     def _durable_model(self, model: Model) -> Model:
-        return DurableModel(model, f"{self.name}.model")
+        return DurableModel(model, self.name)
 
     def _declare(self) -> Callable[..., Any]:
         async def tooldeck_run(

@@ -37,13 +37,14 @@ from tooldeck.contracts import (
     ToolResult,
     ToolSpec,
 )
-from tooldeck.errors import ErrorCode, ModelError, ToolDefinitionError
+from tooldeck.errors import ErrorCode, ModelError
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import EntryWrapper, ToolEntry, ToolHandler
 
-CallSteps = dict[str, list[StepReservation]]
-"""Call id -> the step ids reserved for it (a list: a model may reuse an id in one turn)."""
+CallSteps = dict[tuple[str, str], list[StepReservation]]
+"""(agent name, call id) -> the step ids reserved for the call (a list: a model may reuse an
+id); the agent name tells an agent tool's inner calls from the outer ones."""
 
 reserved_steps: ContextVar[CallSteps | None] = ContextVar("tooldeck_durable_steps", default=None)
 """The step ids reserved for the current workflow's calls, set when the workflow starts
@@ -54,11 +55,12 @@ class DurableModel(Model):
     """A model whose every request is a DBOS step: a recovered run reads the recorded turn
     instead of asking again, and the turn's calls get their step ids."""
 
-    def __init__(self, inner: Model, step_name: str) -> None:
+    def __init__(self, inner: Model, agent_name: str) -> None:
         self.inner = inner
         self.name = inner.name
         self.native_output = inner.native_output
-        self._options: StepOptions = {"name": step_name}
+        self.agent_name = agent_name
+        self._options: StepOptions = {"name": f"{agent_name}.model"}
 
     async def complete(
         self,
@@ -79,7 +81,7 @@ class DurableModel(Model):
             _check_same_tools(kept, tools)
             output = kept.turn
         if output.tool_calls:
-            _reserve(output.tool_calls)
+            _reserve(self.agent_name, output.tool_calls)
         return output
 
     async def _ask(
@@ -152,17 +154,17 @@ def _check_same_tools(kept: RecordedTurn, tools: Sequence[ToolSpec]) -> None:
     )
 
 
-def _reserve(calls: Sequence[ToolCall]) -> None:
+def _reserve(agent_name: str, calls: Sequence[ToolCall]) -> None:
     steps = reserved_steps.get()
     if steps is None:  # not inside a durable run: each call takes the next step id
         return
     for call in calls:
-        steps.setdefault(call.id, []).append(DBOS.reserve_step())
+        steps.setdefault((agent_name, call.id), []).append(DBOS.reserve_step())
 
 
-def _take(call_id: str) -> StepReservation | None:
+def _take(agent_name: str, call_id: str) -> StepReservation | None:
     steps = reserved_steps.get()
-    reserved = steps.get(call_id) if steps is not None else None
+    reserved = steps.get((agent_name, call_id)) if steps is not None else None
     if not reserved:
         return None
     return reserved.pop(0)
@@ -188,7 +190,7 @@ class DurableHandler:
         options: StepOptions = {
             "name": f"{self.agent_name}.tool:{context.tool_name}:{context.call_id}"
         }
-        reserved = _take(context.call_id)
+        reserved = _take(self.agent_name, context.call_id)
         if reserved is None:
             return await DBOS.run_step_async(options, self._call, arguments, context)
         return await reserved.run_async(options, self._call, arguments, context)
@@ -223,20 +225,26 @@ def durable_entries(agent_name: str) -> EntryWrapper:
         if entry.external:
             return entry
         if isinstance(entry.handler, AgentTool):
-            raise ToolDefinitionError(
-                f"DurableAgent {agent_name!r}: tool {entry.spec.name!r} is an agent tool "
-                "(agent.as_tool), which a durable run cannot run: its inner run's model "
-                "requests and tool calls would not be steps. Give the durable agent the inner "
-                "agent's tools instead, or call the inner agent from a plain tool "
-                "(`await inner.run(...)`; its whole run is then one step, run again if a "
-                "crash falls inside it)"
-            )
+            return _durable_agent_tool(entry, entry.handler, agent_name)
         timeout = entry.options.timeout
         text = timeout_text(entry) if timeout is not None else ""
         handler = DurableHandler(entry.handler, agent_name, timeout, text)
         return replace(entry, handler=handler, options=replace(entry.options, timeout=None))
 
     return wrap
+
+
+def _durable_agent_tool(entry: ToolEntry, handler: AgentTool, agent_name: str) -> ToolEntry:
+    """An agent tool whose inner run's requests and calls are steps of the outer workflow,
+    named ``<agent>/<tool>.model`` and ``<agent>/<tool>.tool:...``. Its calls run one at a
+    time (``sequential``): an inner run's requests take the next step ids, so two inner runs
+    at once would take them in an order a replay could not repeat."""
+    inner_name = f"{agent_name}/{entry.spec.name}"
+    inner = handler.agent.wrapped(
+        model=lambda model: DurableModel(model, inner_name), tool=durable_entries(inner_name)
+    )
+    durable = handler.with_agent(inner, derived_run_ids=True)
+    return replace(entry, handler=durable, options=replace(entry.options, sequential=True))
 
 
 def _survives_pickling(error: Exception) -> bool:
