@@ -28,6 +28,7 @@ import sys
 from typing import Any
 
 from dbos import DBOS, DBOSConfig
+from pydantic import BaseModel
 
 from tooldeck import Agent, Approve, AssistantOutput, RunContext, ToolCall, tool
 from tooldeck.durable import DurableAgent, recover_runs
@@ -39,8 +40,15 @@ SCENARIOS = {
     "sequential": [[("note", "a")]],
     "approval": [[("note", "a"), ("pay", "5")]],
     "queue": [[("note", "x")]],
+    "nested": [[("helper", "x")]],
 }
-"""Per scenario, the calls of each tool turn (tool name, argument); then the model answers."""
+"""Per scenario, the calls of each tool turn (tool name, argument); then the model answers.
+``helper`` is an agent tool whose inner agent runs ``INNER``."""
+INNER = [[("note", "a"), ("slow", "c")]]
+
+
+class HelperInput(BaseModel):
+    what: str
 
 
 class Log:
@@ -61,9 +69,11 @@ class ConversationModel(Model):
 
     name = "conversation"
 
-    def __init__(self, log: Log, turns: list[list[tuple[str, str]]]) -> None:
+    def __init__(self, log: Log, turns: list[list[tuple[str, str]]], label: str = "model") -> None:
         self.log = log
         self.turns = turns
+        self.label = label
+        """Starts its log lines (``model start 1``; ``inner start 1`` for the inner agent)."""
 
     async def complete(
         self,
@@ -73,7 +83,7 @@ class ConversationModel(Model):
         instructions: str = "",
     ) -> AssistantOutput:
         results = [m.content for m in messages if m.role == "tool"]
-        self.log.write(f"model start {len(results)}")
+        self.log.write(f"{self.label} start {len(results)}")
         if os.environ.get("BLOCK_MODEL_AT") == str(len(results)):
             await asyncio.sleep(60)
         done = 0
@@ -83,10 +93,10 @@ class ConversationModel(Model):
                     ToolCall(id=f"call_{index}_{arg}", name=name, arguments={"what": arg})
                     for name, arg in turn
                 )
-                self.log.write(f"model done {len(results)}")
+                self.log.write(f"{self.label} done {len(results)}")
                 return AssistantOutput(tool_calls=calls)
             done += len(turn)
-        self.log.write(f"model done {len(results)}")
+        self.log.write(f"{self.label} done {len(results)}")
         return AssistantOutput(content="answer: " + ",".join(results))
 
 
@@ -133,7 +143,10 @@ def declare(args: argparse.Namespace) -> DurableAgent[Any, Any]:
     if args.mode in ("decide", "enqueue", "recover"):
         DBOS.listen_queues([])  # a client, not a worker: it takes no runs from the queues
     model = ConversationModel(log, SCENARIOS[args.scenario])
-    return DurableAgent(Agent(model, build_tools(log)), name=f"app-{args.scenario}")
+    tools = build_tools(log)
+    inner = Agent(ConversationModel(log, INNER, "inner"), tools)
+    tools.append(inner.as_tool(name="helper", description="Helps.", parameters=HelperInput))
+    return DurableAgent(Agent(model, tools), name=f"app-{args.scenario}")
 
 
 def summary(result: Any) -> dict[str, Any]:

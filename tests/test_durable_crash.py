@@ -89,3 +89,35 @@ def test_killed_after_a_tool_finished_the_tool_does_not_run_again(app: DurableAp
     assert counts["model done 1"] == 1
     note_lines = [line for line in app.lines() if line.startswith("done note")]
     assert note_lines == [f"done note a {run_id}"]  # ctx.run_id is the workflow id
+
+
+def test_killed_inside_an_agent_tool_the_inner_run_resumes_where_it_was(app: DurableApp) -> None:
+    run_id = uuid.uuid4().hex
+    env = {"SLOW_S": "300"}
+    first = app.spawn("run", executor="worker-1", scenario="nested", run_id=run_id, env=env)
+    inner = "app-nested/helper"
+    app.wait_until(
+        lambda: (
+            app.logged("start slow c") and app.recorded(run_id, [f"{inner}.tool:note:call_0_a"])
+        ),
+        "the inner quick call recorded while the inner slow one sleeps",
+    )
+    app.kill(first)
+
+    second = app.spawn("serve", executor="worker-1", scenario="nested", run_id=run_id)
+    assert app.output(second)["answer"] == "answer: answer: a,c"
+    counts = app.counts()
+    assert counts["model start 0"] == counts["inner start 0"] == 1  # read back, not asked
+    assert counts["start note a"] == counts["done note a"] == 1
+    assert (counts["start slow c"], counts["done slow c"]) == (2, 1)
+    assert [line for line in app.lines() if line.startswith("done note")] == [
+        f"done note a {run_id}/call_0_x"  # the inner run's id, the same in both processes
+    ]
+    assert app.steps(run_id) == [
+        "app-nested.model",
+        f"{inner}.model",
+        f"{inner}.tool:note:call_0_a",
+        f"{inner}.tool:slow:call_0_c",
+        f"{inner}.model",
+        "app-nested.model",
+    ]
