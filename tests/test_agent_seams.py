@@ -4,6 +4,7 @@ Agent.wrapped (how durable runs make each request and call a step), picklable er
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,15 @@ def test_a_run_id_given_by_the_application_names_the_run_its_calls_and_its_check
     assert result.tool_trace[0].result.output == "order-42/c1"
     assert result.checkpoint is not None
     assert result.checkpoint.run_id == "order-42"
+
+
+def test_a_run_in_a_session_keeps_the_run_id_given(tmp_path: Path) -> None:
+    from tooldeck.sessions import SQLiteSession
+
+    model = ScriptedModel([calls(call("whoami", "c1")), answer("ok")])
+    session = SQLiteSession(tmp_path / "sessions.sqlite", "user-1")
+    result = Agent(model, [whoami]).run_sync("Who?", session=session, run_id="order-43")
+    assert (result.run_id, result.tool_trace[0].result.output) == ("order-43", "order-43/c1")
 
 
 def test_without_a_run_id_tools_read_the_random_one() -> None:
