@@ -424,7 +424,7 @@ async def _bounded(item: _Ready, ctx: RoundContext, emit: Emit | None = None) ->
         if run_limited:
             limit = remaining
     call, entry = item.call, item.entry
-    context = _context(call, ctx)
+    context = RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.run_id, ctx.options.registry)
     started = time.perf_counter()
     scope = None
     error: BaseException | None = None
