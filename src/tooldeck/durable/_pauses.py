@@ -28,6 +28,8 @@ WAITING_EVENT = "tooldeck.waiting"
 _FOREVER_S = 10.0 * 365 * 24 * 3600
 """How long a paused run waits for its decisions in one ``recv`` (then it waits again)."""
 _WATCH_S = 60.0
+_PUBLISH_S = 10.0
+"""How long ``current_pause`` waits for a pause the run said it waits at to be published."""
 
 logger = logging.getLogger("tooldeck.durable")
 
@@ -61,9 +63,10 @@ def portable(result: RunResult[Any]) -> RunResult[Any]:
 
 
 async def publish(pause: int, paused: RunResult[Any]) -> None:
-    """Make the pause visible to every process (inside the workflow)."""
-    await DBOS.set_event_async(pause_event(pause), paused.model_dump_json())
+    """Make the pause visible to every process (inside the workflow). The run says it waits
+    first: whoever sees the pause itself (``watch``) then finds it waiting (``send``)."""
     await DBOS.set_event_async(WAITING_EVENT, pause)
+    await DBOS.set_event_async(pause_event(pause), paused.model_dump_json())
 
 
 async def receive(pause: int, checkpoint: Checkpoint) -> dict[str, Decision]:
@@ -104,7 +107,8 @@ async def current_pause(run_id: str) -> tuple[int, RunResult[Any]] | None:
     pause = await DBOS.get_event_async(run_id, WAITING_EVENT, timeout_seconds=0)
     if not pause:
         return None
-    text = await DBOS.get_event_async(run_id, pause_event(pause), timeout_seconds=0)
+    # Set right after the run said it waits: a moment's wait covers the step between.
+    text = await DBOS.get_event_async(run_id, pause_event(pause), timeout_seconds=_PUBLISH_S)
     if text is None:
         return None
     return pause, RunResult[Any].model_validate_json(text)
