@@ -46,7 +46,7 @@ def test_two_workers_drain_a_queue_and_the_survivor_finishes_a_killed_workers_ru
     prefix = uuid.uuid4().hex[:8]
     enqueued = app.spawn("enqueue", executor="client", scenario="queue", run_id=prefix, runs=RUNS)
     assert app.output(enqueued) == {"enqueued": RUNS}
-    env = {"NOTE_S": "0.05"}
+    env = {"NOTE_S": "0.5"}  # each run holds its worker long enough for the kill to land in one
     first = app.spawn("worker", executor="pg-a", scenario="queue", concurrency=8, env=env)
     app.spawn("worker", executor="pg-b", scenario="queue", concurrency=8, env=env)
 
