@@ -1,5 +1,5 @@
-"""Fixtures shared by the tests: the OpenAI loopback server, the session stores, and a
-TOOLDECK_HOME of their own."""
+"""Fixtures shared by the tests: the OpenAI loopback server, the session stores, a
+TOOLDECK_HOME of their own, and DBOS launched in the test process for the durable-run tests."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from _durable_harness import launched_dbos
 from _openai_server import FakeOpenAI, running
 from _postgres import postgres_dsn, postgres_server
 from _stores import Store
 
-__all__ = ["postgres_dsn", "postgres_server"]  # fixtures defined in _postgres.py
+__all__ = ["launched_dbos", "postgres_dsn", "postgres_server"]  # fixtures defined elsewhere
 
 
 @pytest.fixture

@@ -95,7 +95,8 @@ async def take_answer(
     if verdict is None:
         return None
     if isinstance(verdict, Accepted):
-        context = RunContext(call.id if call else "", FINAL_ANSWER, deps, policy.rounds)
+        call_id = call.id if call else ""
+        context = RunContext(call_id, FINAL_ANSWER, deps, policy.rounds, state.run_id)
         verdict = await plan.check(verdict, context)
     if isinstance(verdict, Accepted):
         _answer_final_call(state, call, ToolResult.success("final answer accepted"))

@@ -403,7 +403,7 @@ def _layered(
 
 
 def _context(call: ToolCall, ctx: RoundContext) -> RunContext[Any]:
-    return RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.options.registry)
+    return RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.run_id, ctx.options.registry)
 
 
 def _leg(
@@ -425,7 +425,7 @@ async def _bounded(item: _Ready, ctx: RoundContext, emit: Emit | None = None) ->
         if run_limited:
             limit = remaining
     call, entry = item.call, item.entry
-    context = RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.options.registry)
+    context = RunContext(call.id, call.name, ctx.deps, ctx.round, ctx.run_id, ctx.options.registry)
     started = time.perf_counter()
     scope = None
     error: BaseException | None = None

@@ -84,12 +84,20 @@ class AgentTool:
         schema: FunctionTool[..., Any],
         parameters: type[BaseModel] | None,
         history: History,
+        derived_run_ids: bool = False,
     ) -> None:
         self.agent = agent
         self.name = schema.name
         self._schema = schema
         self._parameters = parameters
         self._history = history
+        self._derived_run_ids = derived_run_ids
+
+    def with_agent(self, agent: Agent[Any, Any], *, derived_run_ids: bool = False) -> AgentTool:
+        """The same tool run by another agent (a wrapped copy of this one). With
+        ``derived_run_ids`` each inner run's id is ``<outer run id>/<call id>``, the same in
+        every execution of the outer run (a durable run's replays), instead of a random one."""
+        return AgentTool(agent, self._schema, self._parameters, self._history, derived_run_ids)
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return self._schema.validate(arguments)
@@ -121,7 +129,8 @@ class AgentTool:
         """
         if resume is None:
             prompt, history = self._prompt(arguments), self._history_of(conversation)
-            stream = self.agent.stream(prompt, deps=context.deps, history=history)
+            run_id = f"{context.run_id}/{context.call_id}" if self._derived_run_ids else None
+            stream = self.agent.stream(prompt, deps=context.deps, history=history, run_id=run_id)
         else:
             checkpoint, decisions = resume.checkpoint, resume.decisions
             stream = self.agent.resume_stream(checkpoint, decisions, deps=context.deps)

@@ -137,3 +137,10 @@ def attach(error: RunStopped, state: RunState, reason: StopReason) -> RunStopped
     if error.result is None:
         error.result = state.result("", reason)
     return error
+
+
+def checked_run_id(run_id: object) -> str:
+    """A run id the application chose (``run(run_id=...)``), refused unless a non-empty str."""
+    if not isinstance(run_id, str) or not run_id:
+        raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
+    return run_id

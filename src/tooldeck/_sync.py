@@ -24,10 +24,12 @@ _background: asyncio.AbstractEventLoop | None = None
 _background_lock = threading.Lock()
 
 
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+def run_sync(coroutine: Coroutine[Any, Any, T], *, lane: str = "main") -> T:
     """Run ``coroutine`` to completion and return its result, blocking this thread.
 
-    Without a running event loop it runs on this thread's own loop. Inside one (Jupyter,
+    Without a running event loop it runs on this thread's own loop (``lane`` names another
+    loop of this thread, for callers that change their loop: DBOS gives the loops it runs
+    on its own default executor, gone once DBOS is destroyed). Inside one (Jupyter,
     async code) it runs on tooldeck's background loop, in another thread, while the caller's
     loop is blocked until it ends: a tool that needs the caller's loop (an object created on
     it, or work scheduled on it) cannot work there; ``await agent.run(...)`` is the way to
@@ -36,7 +38,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
-        return _this_thread_runner().run(coroutine)
+        return _this_thread_runner(lane).run(coroutine)
     if running is _background:
         coroutine.close()
         raise RuntimeError(
@@ -51,11 +53,11 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-def _this_thread_runner() -> asyncio.Runner:
-    runner: asyncio.Runner | None = _local.__dict__.get("runner")
+def _this_thread_runner(lane: str) -> asyncio.Runner:
+    lanes: dict[str, asyncio.Runner] = _local.__dict__.setdefault("lanes", {})
+    runner = lanes.get(lane)
     if runner is None:
-        runner = asyncio.Runner()
-        _local.runner = runner
+        runner = lanes[lane] = asyncio.Runner()
         _runners.append(runner)
     return runner
 

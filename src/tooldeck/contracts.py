@@ -226,6 +226,9 @@ class RecordedError(Exception):
     def __repr__(self) -> str:
         return f"{self.type_name}({str(self)!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RecordedError, (self.type_name, str(self)))
+
 
 def _error_from_json(value: dict[str, Any]) -> RecordedError:
     return RecordedError(str(value.get("type", "Exception")), str(value.get("message", "")))

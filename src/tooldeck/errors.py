@@ -33,6 +33,19 @@ class ErrorCode(StrEnum):
 class ToolDeckError(Exception):
     """Base of every error tooldeck raises."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its message and attributes, not by calling __init__ again (whose
+        # parameters differ per class), so tooldeck errors survive pickling: a durable run
+        # records them, and another process reads them back.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[ToolDeckError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class ToolDefinitionError(ToolDeckError, TypeError):
     """A tool cannot be built: a parameter type without a schema, a non-strict signature, ..."""

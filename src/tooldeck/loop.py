@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import replace
@@ -23,7 +24,7 @@ from tooldeck._calls import (
 )
 from tooldeck._nested import agent_tool, check_nested
 from tooldeck._observer import Instrumenter, RunObserver, default_instrumenter, observed
-from tooldeck._state import OpenTurn, RunState, attach
+from tooldeck._state import OpenTurn, RunState, attach, checked_run_id
 from tooldeck._sync import run_sync
 from tooldeck._untrusted import safe_output
 from tooldeck.checkpoint import (
@@ -42,7 +43,7 @@ from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.output import OutputMode
 from tooldeck.policy import Limits, RunPolicy
-from tooldeck.tools.registry import ToolsLike, ToolSource, ToolView
+from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
 
 if TYPE_CHECKING:
     from tooldeck.sessions.base import Session
@@ -159,10 +160,12 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         history: Sequence[Message] = (),
         session: Session | None = None,
+        run_id: str | None = None,
     ) -> RunResult[OutputT]:
         """Run until the model answers or the run pauses; raise a RunStopped (with
         ``.result``) if it cannot go on."""
-        return await _last_result(self.stream(prompt, deps=deps, history=history, session=session))
+        stream = self.stream(prompt, deps=deps, history=history, session=session, run_id=run_id)
+        return await _last_result(stream)
 
     def run_sync(
         self,
@@ -171,6 +174,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         history: Sequence[Message] = (),
         session: Session | None = None,
+        run_id: str | None = None,
     ) -> RunResult[OutputT]:
         """``run()`` for synchronous code.
 
@@ -180,7 +184,9 @@ class Agent(Generic[DepsT, OutputT]):
         scheduled on it) cannot work there. In async code ``await agent.run(...)`` is the
         better way.
         """
-        return run_sync(self.run(prompt, deps=deps, history=history, session=session))
+        return run_sync(
+            self.run(prompt, deps=deps, history=history, session=session, run_id=run_id)
+        )
 
     def stream(
         self,
@@ -190,6 +196,7 @@ class Agent(Generic[DepsT, OutputT]):
         history: Sequence[Message] = (),
         deltas: bool = False,
         session: Session | None = None,
+        run_id: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run, yielding each event as it happens; the last event is FinalAnswer.
 
@@ -199,14 +206,18 @@ class Agent(Generic[DepsT, OutputT]):
         (``aclose()``, or leave an ``aclosing`` block) to stop the run and its request.
         ``session`` (``tooldeck.sessions``) keeps the conversation instead of ``history``:
         the run starts from its history, and its turn is committed before FinalAnswer.
+        ``run_id`` is an id the application already has for this run (a request or
+        workflow id); a random one is drawn otherwise.
         """
         if session is not None:
             if history:
                 raise ValueError("pass history= or session=, not both: a session has its history")
             from tooldeck.sessions._run import stream_in_session  # sessions sit above the loop
 
-            return stream_in_session(self, session, prompt, deps, deltas)
+            return stream_in_session(self, session, prompt, deps, deltas, run_id)
         state = RunState(messages=[*history, Message.user(prompt)])
+        if run_id is not None:
+            state.run_id = checked_run_id(run_id)
         return self._start(state, RunPolicy(self.limits), deps, deltas)
 
     async def resume(
@@ -273,6 +284,24 @@ class Agent(Generic[DepsT, OutputT]):
         if view is not None:
             check_tools(checkpoint, view.names)
             check_nested(checkpoint, view)
+
+    def wrapped(
+        self,
+        *,
+        model: Callable[[Model], Model] | None = None,
+        tool: EntryWrapper | None = None,
+    ) -> Agent[DepsT, OutputT]:
+        """A copy of this agent whose model, and each of its tool entries (wrapped again
+        whenever its tools change), pass through the given wrappers; everything else is
+        shared. ``tooldeck.durable`` makes each model request and tool call a step this way.
+        A model wrapper keeps the model's ``native_output``. The copy closes nothing."""
+        twin = copy.copy(self)
+        twin._owns_model = False
+        if model is not None:
+            twin.model = model(self.model)
+        if tool is not None:
+            twin._tools = self._tools.wrapped(tool)
+        return twin
 
     async def aclose(self) -> None:
         """Close the toolsets (MCP connections...) and a model the agent made from a string."""

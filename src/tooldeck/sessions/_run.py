@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 
 
 async def stream_in_session(
-    agent: Agent[Any, Any], session: Session, prompt: str, deps: Any, deltas: bool
+    agent: Agent[Any, Any],
+    session: Session,
+    prompt: str,
+    deps: Any,
+    deltas: bool,
+    run_id: str | None = None,
 ) -> AsyncGenerator[Event, None]:
     """``agent.stream(prompt, session=...)``: the run continues the session's conversation."""
     history = await session.load()
@@ -33,7 +38,7 @@ async def stream_in_session(
             "or clear the session, before starting another run"
         )
     messages = repair(history.messages)
-    events = agent.stream(prompt, deps=deps, history=messages, deltas=deltas)
+    events = agent.stream(prompt, deps=deps, history=messages, deltas=deltas, run_id=run_id)
     async with aclosing(_committing(events, session, len(messages), history.head)) as run:
         async for event in run:
             yield event

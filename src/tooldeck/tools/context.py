@@ -33,6 +33,9 @@ class RunContext(Generic[DepsT]):
     """The host objects given to the run (``agent.run(prompt, deps=...)``)."""
     round: int = 0
     """Which model turn asked for this call, counting from 1."""
+    run_id: str = ""
+    """The run's id (``RunResult.run_id``; a durable run's workflow id): with ``call_id``, a
+    key that names this call across retries and recoveries (an idempotency key)."""
     registry: ToolRegistry | None = field(default=None, repr=False)
     """The agent's registry, when its tools may change (use ``tools``)."""
 

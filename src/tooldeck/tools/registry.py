@@ -8,6 +8,7 @@ a turn's calls.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -92,6 +93,10 @@ class ToolView:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self.dispatch)
+
+    def map(self, wrap: EntryWrapper) -> ToolView:
+        """The same tools, in the same order, each entry passed through ``wrap``."""
+        return ToolView.of(wrap(entry) for entry in self.dispatch.values())
 
 
 class Toolset(ABC):
@@ -244,6 +249,9 @@ class ToolRegistry:
             await toolset.aclose()
 
 
+EntryWrapper = Callable[[ToolEntry], ToolEntry]
+"""Makes an entry that runs the same tool another way (e.g. each call as a durable step); it
+keeps the entry's name and spec."""
 ToolLike = ToolEntry | FunctionTool[..., Any] | Toolset | Callable[..., Any]
 """A tool in any form a registry takes; a plain function is made a tool with ``tool()``."""
 ToolsLike = ToolView | ToolRegistry | Iterable[ToolLike]
@@ -292,6 +300,7 @@ class ToolSource:
         self.current: ToolView = ToolView.of(())
         """The view the latest turn used."""
         self._seen: tuple[int, ...] = ()
+        self._wrap: EntryWrapper | None = None
         if tools is None:
             pass
         elif isinstance(tools, ToolView):
@@ -327,9 +336,19 @@ class ToolSource:
             return self.current
         stamp = registry.stamp
         if stamp != self._seen:
-            self.current = await registry.load_view()
+            view = await registry.load_view()
+            self.current = view if self._wrap is None else view.map(self._wrap)
             self._seen = stamp  # read before loading: a change made meanwhile shows next turn
         return self.current
+
+    def wrapped(self, wrap: EntryWrapper) -> ToolSource:
+        """This source with every entry passed through ``wrap``, now and whenever the tools
+        change (the registry itself stays shared)."""
+        twin = copy.copy(self)
+        inner = self._wrap
+        twin._wrap = wrap if inner is None else lambda entry: wrap(inner(entry))
+        twin.current = self.current.map(wrap)
+        return twin
 
     async def aclose(self) -> None:
         if self.registry is not None:

@@ -1,0 +1,313 @@
+"""DurableAgent: an Agent whose runs are DBOS workflows."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import Any, Generic
+
+from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
+from dbos import error as dbos_errors
+from typing_extensions import TypeVar
+
+from tooldeck._sync import run_sync
+from tooldeck.checkpoint import Decision
+from tooldeck.contracts import Message, RunResult
+from tooldeck.durable._pauses import LocalPauses, current_pause, portable, publish, receive, send
+from tooldeck.durable._pauses import watch as watch_pause
+from tooldeck.durable._steps import DurableModel, durable_entries, reserved_steps
+from tooldeck.errors import RunStopped
+from tooldeck.loop import Agent
+from tooldeck.models.base import Model
+
+DepsT = TypeVar("DepsT", default=Any)
+OutputT = TypeVar("OutputT", default=str)
+
+DepsSource = Mapping[str, DepsT] | Callable[[str], DepsT]
+"""Where a worker finds a run's deps by name: a mapping, or a function of the name."""
+
+_POLL_S = 0.25
+"""How often a caller reads the database for the end of a run executing in another process."""
+_LOCAL_FIRST_S = 1.0
+"""How long a caller waits for a pause told in-process before it also watches the database
+(a run it started usually executes in its own process)."""
+_LANE = "durable"
+"""The loop ``run_sync`` and ``resume_sync`` use, apart from plain runs' (DBOS changes it)."""
+_DECLARED: dict[str, DurableAgent[Any, Any]] = {}
+
+
+class DurableAgent(Generic[DepsT, OutputT]):
+    """Runs an Agent as DBOS workflows: each model request and tool call is a step.
+
+    Declare it before ``DBOS.launch()`` in every process that runs or starts its runs (the
+    workers find the workflow by ``name``). What cannot be stored — the model, clients,
+    ``deps`` — stays in each process: a run names its deps (``deps="default"``), and the
+    worker executing it looks the name up in ``deps``.
+
+    Args:
+        agent: The agent (each process builds its own, with its own model).
+        name: Names the workflow and its steps; the same in every process, unique in each.
+        deps: Named deps for runs to use: a mapping, or a function from a name to deps.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[DepsT, OutputT],
+        *,
+        name: str,
+        deps: DepsSource[DepsT] | None = None,
+    ) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"DurableAgent wraps an Agent, got {type(agent).__name__}")
+        _check_name(name)
+        self.agent = agent
+        self.name = name
+        self._deps = deps
+        self._twin = agent.wrapped(model=self._durable_model, tool=durable_entries(name))
+        _claim(name, self)
+        self._pauses = LocalPauses()
+        self._workflow = self._declare()
+
+    def _durable_model(self, model: Model) -> Model:
+        return DurableModel(model, self.name)
+
+    def _declare(self) -> Callable[..., Any]:
+        async def tooldeck_run(
+            prompt: str, history: tuple[Message, ...], deps: str | None
+        ) -> RunResult[OutputT]:
+            return await self._execute(prompt, history, deps)
+
+        return DBOS.workflow(name=f"tooldeck.run:{self.name}")(tooldeck_run)
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        deps: str | None = None,
+        history: Sequence[Message] = (),
+        run_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """Run as a workflow until the model answers or the run pauses (then it waits,
+        durably, for ``resume``); a RunStopped is raised as by ``Agent.run``.
+
+        ``deps`` names the deps (a key of ``DurableAgent(deps=...)``); ``run_id`` is the
+        workflow id (random by default): starting an id again joins that run.
+        """
+        run_id = run_id or uuid.uuid4().hex
+        key = self._deps_key(deps)
+        told = self._pauses.expect(run_id, 1)
+        try:
+            with _launched(self.name), SetWorkflowID(run_id):
+                handle = await DBOS.start_workflow_async(
+                    self._workflow, prompt, tuple(history), key
+                )
+            return await _next_stop(handle, told, run_id, 1, _LOCAL_FIRST_S)
+        finally:
+            self._pauses.forget(run_id, 1)
+
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        deps: str | None = None,
+        history: Sequence[Message] = (),
+        run_id: str | None = None,
+    ) -> RunResult[OutputT]:
+        """``run()`` for synchronous code."""
+        run = self.run(prompt, deps=deps, history=history, run_id=run_id)
+        return run_sync(run, lane=_LANE)
+
+    def start(
+        self,
+        prompt: str,
+        *,
+        deps: str | None = None,
+        history: Sequence[Message] = (),
+        run_id: str | None = None,
+        queue: Queue | str | None = None,
+    ) -> WorkflowHandle[RunResult[OutputT]]:
+        """Start the run and return DBOS's handle at once (``get_workflow_id()``,
+        ``get_result()`` waits for the end, through any pauses). With ``queue`` the run
+        waits on that DBOS queue for a worker (``DBOS.register_queue(name, ...)``)."""
+        args = (prompt, tuple(history), self._deps_key(deps))
+        with _launched(self.name), SetWorkflowID(run_id) if run_id else nullcontext():
+            if queue is None:
+                return DBOS.start_workflow(self._workflow, *args)
+            return DBOS.enqueue_workflow(_queue_name(queue), self._workflow, *args)
+
+    async def start_async(
+        self,
+        prompt: str,
+        *,
+        deps: str | None = None,
+        history: Sequence[Message] = (),
+        run_id: str | None = None,
+        queue: Queue | str | None = None,
+    ) -> WorkflowHandleAsync[RunResult[OutputT]]:
+        """``start()`` for async code (without a queue the run executes on this loop)."""
+        args = (prompt, tuple(history), self._deps_key(deps))
+        with _launched(self.name), SetWorkflowID(run_id) if run_id else nullcontext():
+            if queue is None:
+                return await DBOS.start_workflow_async(self._workflow, *args)
+            return await DBOS.enqueue_workflow_async(_queue_name(queue), self._workflow, *args)
+
+    async def resume(self, run_id: str, decisions: Mapping[str, Decision]) -> RunResult[OutputT]:
+        """Send ``decisions`` to the paused run (``send_decisions``) and wait until it answers
+        or pauses again, wherever it executes."""
+        pause = await self.send_decisions(run_id, decisions)
+        told = self._pauses.expect(run_id, pause + 1)
+        try:
+            handle: WorkflowHandleAsync[RunResult[OutputT]]
+            handle = await DBOS.retrieve_workflow_async(run_id)
+            return await _next_stop(handle, told, run_id, pause + 1, 0.0)
+        finally:
+            self._pauses.forget(run_id, pause + 1)
+
+    def resume_sync(self, run_id: str, decisions: Mapping[str, Decision]) -> RunResult[OutputT]:
+        """``resume()`` for synchronous code."""
+        return run_sync(self.resume(run_id, decisions), lane=_LANE)
+
+    async def send_decisions(self, run_id: str, decisions: Mapping[str, Decision]) -> int:
+        """Deliver decisions for the calls a run waits on, from any process, and return at
+        once (the number of the pause they answer). They are checked first against the
+        run's stored pause, as ``Agent.resume`` checks them: CheckpointError if the run is
+        not paused, or a decision does not fit a pending call."""
+        with _launched(self.name):
+            return await send(run_id, decisions, self.agent.checkpoint_key)
+
+    async def paused(self, run_id: str) -> RunResult[Any] | None:
+        """The run's current pause (``pending``, ``checkpoint``), or None if it does not wait."""
+        with _launched(self.name):
+            found = await current_pause(run_id)
+        return found[1] if found is not None else None
+
+    async def _execute(
+        self, prompt: str, history: tuple[Message, ...], key: str | None
+    ) -> RunResult[OutputT]:
+        """The workflow's body: the agent's run, and its pauses, as one workflow."""
+        run_id = DBOS.workflow_id
+        if run_id is None:
+            raise RuntimeError("a durable run executes only as its DBOS workflow")
+        reserved_steps.set({})
+        deps = self._resolve(key)
+        try:
+            result = await self._twin.run(prompt, deps=deps, history=history, run_id=run_id)
+            pause = 0
+            while result.checkpoint is not None:
+                pause += 1
+                paused = portable(result)
+                await publish(pause, paused)
+                self._pauses.paused(run_id, pause, paused)
+                decisions = await receive(pause, result.checkpoint)
+                result = await self._twin.resume(result.checkpoint, decisions, deps=deps)
+        except RunStopped as stopped:
+            if stopped.result is not None:
+                stopped.result = portable(stopped.result)
+            raise
+        return portable(result)
+
+    def _deps_key(self, deps: object) -> str | None:
+        """The deps name a run carries; checked here when this process knows the names."""
+        if deps is None:
+            return None
+        if not isinstance(deps, str):
+            raise TypeError(
+                "a durable run takes its deps by name (a key of DurableAgent(deps=...)), "
+                f"got {type(deps).__name__}: the run may go on in another process, which "
+                "builds its own deps"
+            )
+        source = self._deps
+        if isinstance(source, Mapping) and deps not in source:
+            known = ", ".join(map(repr, source)) or "none"
+            raise KeyError(f"DurableAgent {self.name!r} has no deps named {deps!r}; known: {known}")
+        return deps
+
+    def _resolve(self, key: str | None) -> DepsT | None:
+        if key is None:
+            return None
+        source = self._deps
+        if source is None:
+            raise LookupError(
+                f"the run asks for deps {key!r}, but DurableAgent {self.name!r} has none in "
+                "this process: declare it with DurableAgent(..., deps={...})"
+            )
+        if isinstance(source, Mapping):
+            if key not in source:
+                known = ", ".join(map(repr, source)) or "none"
+                raise LookupError(
+                    f"the run asks for deps {key!r}, but DurableAgent {self.name!r} has no "
+                    f"deps of that name in this process; known: {known}"
+                )
+            return source[key]
+        return source(key)
+
+
+async def _next_stop(
+    handle: WorkflowHandleAsync[RunResult[OutputT]],
+    told: concurrent.futures.Future[RunResult[Any]],
+    run_id: str,
+    pause: int,
+    watch_after_s: float,
+) -> RunResult[OutputT]:
+    """The run's end (its result, or its error raised) or its ``pause``-th pause: told at
+    once by a run executing in this process, else read from the database (after
+    ``watch_after_s``: a run started here almost always executes here)."""
+    finished = asyncio.ensure_future(handle.get_result(polling_interval_sec=_POLL_S))
+    local = asyncio.wrap_future(told)
+    waits: set[asyncio.Future[Any]] = {finished, local}
+    done: set[asyncio.Future[Any]] = set()
+    try:
+        if watch_after_s:
+            done, _ = await asyncio.wait(
+                waits, timeout=watch_after_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        if not done:
+            waits.add(asyncio.ensure_future(watch_pause(run_id, pause)))
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+    if finished in done:
+        return finished.result()
+    paused: RunResult[OutputT] = next(iter(done)).result()
+    return paused
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise ValueError(f"name must be a non-empty string without outer spaces, got {name!r}")
+    if name in _DECLARED:
+        raise ValueError(
+            f"a DurableAgent named {name!r} is already declared in this process; its runs "
+            "would execute the wrong agent: give each DurableAgent its own name"
+        )
+
+
+def _claim(name: str, agent: DurableAgent[Any, Any]) -> None:
+    _DECLARED[name] = agent
+
+
+def _queue_name(queue: Queue | str) -> str:
+    return queue if isinstance(queue, str) else queue.name
+
+
+_NOT_READY = ("No DBOS was created", "before DBOS was launched")
+"""How DBOS says it was not created or not launched in this process."""
+
+
+@contextmanager
+def _launched(name: str) -> Iterator[None]:
+    """DBOS's refusal of a run when it is not launched, with what to do about it."""
+    try:
+        yield
+    except dbos_errors.DBOSException as error:
+        if not any(words in str(error) for words in _NOT_READY):
+            raise
+        raise RuntimeError(
+            f"DurableAgent {name!r} runs on DBOS, which is not launched in this process "
+            f"({error}): create DBOS(config=...), declare every DurableAgent, then call "
+            "DBOS.launch() before running, starting or resuming a run"
+        ) from error

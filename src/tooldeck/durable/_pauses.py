@@ -1,0 +1,158 @@
+"""A durable run's pauses: published as DBOS events, answered with a DBOS message.
+
+At its n-th pause the workflow sets the event ``tooldeck.pause.<n>`` to the paused
+RunResult (JSON, with its checkpoint) and ``tooldeck.waiting`` to ``n``, then waits in
+``DBOS.recv`` — a wait that survives its process: a recovered run waits again at the same
+place. Decisions arrive as a ``Decisions`` message naming the pause they answer; they are
+checked against the stored checkpoint (its digests, its signature with a
+``checkpoint_key``) by the sender before sending and by the run before using them, so a
+decision applies to the call stored in the run, never to one the application sends back.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOS
+
+from tooldeck.checkpoint import Decision, check_decisions, verify
+from tooldeck.contracts import Checkpoint, RecordedError, RunResult
+from tooldeck.errors import CheckpointError
+
+DECISIONS_TOPIC = "tooldeck.decisions"
+WAITING_EVENT = "tooldeck.waiting"
+_FOREVER_S = 10.0 * 365 * 24 * 3600
+"""How long a paused run waits for its decisions in one ``recv`` (then it waits again)."""
+_WATCH_S = 60.0
+_PUBLISH_S = 10.0
+"""How long ``current_pause`` waits for a pause the run said it waits at to be published."""
+
+logger = logging.getLogger("tooldeck.durable")
+
+
+def pause_event(pause: int) -> str:
+    return f"tooldeck.pause.{pause}"
+
+
+@dataclass(frozen=True, slots=True)
+class Decisions:
+    """The message that answers a durable run's pause."""
+
+    pause: int
+    """Which pause of the run it answers (1 for the first)."""
+    decisions: dict[str, Decision]
+
+
+def portable(result: RunResult[Any]) -> RunResult[Any]:
+    """The result as every process reads it: the trace's exceptions as RecordedError (their
+    type's name and message), so the run's own process and any other see the same thing."""
+    traces = result.tool_trace
+    if all(t.error is None or isinstance(t.error, RecordedError) for t in traces):
+        return result
+    kept = tuple(
+        t
+        if t.error is None or isinstance(t.error, RecordedError)
+        else t.model_copy(update={"error": RecordedError(type(t.error).__name__, str(t.error))})
+        for t in traces
+    )
+    return result.model_copy(update={"tool_trace": kept})
+
+
+async def publish(pause: int, paused: RunResult[Any]) -> None:
+    """Make the pause visible to every process (inside the workflow). The run says it waits
+    first: whoever sees the pause itself (``watch``) then finds it waiting (``send``)."""
+    await DBOS.set_event_async(WAITING_EVENT, pause)
+    await DBOS.set_event_async(pause_event(pause), paused.model_dump_json())
+
+
+async def receive(pause: int, checkpoint: Checkpoint) -> dict[str, Decision]:
+    """Wait, durably, for decisions that fit this pause (inside the workflow); others are
+    logged and dropped."""
+    while True:
+        message = await DBOS.recv_async(DECISIONS_TOPIC, timeout_seconds=_FOREVER_S)
+        decisions = _fitting(message, pause, checkpoint)
+        if decisions is not None:
+            await DBOS.set_event_async(WAITING_EVENT, 0)
+            return decisions
+
+
+def _fitting(message: object, pause: int, checkpoint: Checkpoint) -> dict[str, Decision] | None:
+    if message is None:  # the wait timed out: wait again
+        return None
+    if not isinstance(message, Decisions):
+        logger.warning("run %s: ignored a message: %r", checkpoint.run_id, message)
+        return None
+    if message.pause != pause:
+        logger.warning(
+            "run %s: ignored decisions for pause %d (the run waits at pause %d)",
+            checkpoint.run_id,
+            message.pause,
+            pause,
+        )
+        return None
+    try:
+        check_decisions(checkpoint, message.decisions)
+    except CheckpointError as error:
+        logger.warning("run %s: ignored decisions that do not fit: %s", checkpoint.run_id, error)
+        return None
+    return dict(message.decisions)
+
+
+async def current_pause(run_id: str) -> tuple[int, RunResult[Any]] | None:
+    """The pause the run waits at now (its number and paused result), or None."""
+    pause = await DBOS.get_event_async(run_id, WAITING_EVENT, timeout_seconds=0)
+    if not pause:
+        return None
+    # Set right after the run said it waits: a moment's wait covers the step between.
+    text = await DBOS.get_event_async(run_id, pause_event(pause), timeout_seconds=_PUBLISH_S)
+    if text is None:
+        return None
+    return pause, RunResult[Any].model_validate_json(text)
+
+
+async def send(run_id: str, decisions: Mapping[str, Decision], checkpoint_key: bytes | None) -> int:
+    """Check the decisions against the run's stored pause and send them; the pause number."""
+    found = await current_pause(run_id)
+    if found is None:
+        raise CheckpointError(
+            f"run {run_id!r} is not waiting for decisions: it has not paused, was already "
+            "resumed, has finished, or does not exist"
+        )
+    pause, paused = found
+    checkpoint = paused.checkpoint
+    assert checkpoint is not None  # a published pause always carries its checkpoint
+    verify(checkpoint, checkpoint_key)
+    check_decisions(checkpoint, decisions)
+    await DBOS.send_async(run_id, Decisions(pause, dict(decisions)), DECISIONS_TOPIC)
+    return pause
+
+
+class LocalPauses:
+    """Pauses of runs executing in this process, told to the callers waiting here at once
+    (without reading the database); ``watch`` covers runs executing elsewhere."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, int], concurrent.futures.Future[RunResult[Any]]] = {}
+
+    def expect(self, run_id: str, pause: int) -> concurrent.futures.Future[RunResult[Any]]:
+        return self._waiting.setdefault((run_id, pause), concurrent.futures.Future())
+
+    def paused(self, run_id: str, pause: int, result: RunResult[Any]) -> None:
+        waiting = self._waiting.pop((run_id, pause), None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(result)
+
+    def forget(self, run_id: str, pause: int) -> None:
+        self._waiting.pop((run_id, pause), None)
+
+
+async def watch(run_id: str, pause: int) -> RunResult[Any]:
+    """The run's ``pause``-th pause once it is published (by any process)."""
+    while True:
+        text = await DBOS.get_event_async(run_id, pause_event(pause), timeout_seconds=_WATCH_S)
+        if text is not None:
+            return RunResult[Any].model_validate_json(text)

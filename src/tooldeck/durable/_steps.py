@@ -1,0 +1,257 @@
+"""Each model request and each tool call of a durable run as a DBOS step.
+
+The agent's model and tool handlers are wrapped (``Agent.wrapped``), so the one loop runs
+unchanged and calls them where it always does. DBOS keys a workflow's steps by their order
+(a step id counted from the workflow's start) and checks each step's name on replay:
+
+- a model request is the step named ``<agent>.model``; the loop asks the model only when no
+  call is running, so its step ids are the same in every execution;
+- a tool call is the step named ``<agent>.tool:<tool>:<call id>``; its id is reserved
+  (``DBOS.reserve_step``) when the model's turn arrives, one per call in the model's order,
+  so calls that run concurrently, or after a pause, keep the same ids whatever order they
+  start and finish in. A replay that met another call at a recorded id would fail loudly
+  (DBOS compares the names), never return another call's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import pickle
+from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import Any
+
+from dbos import DBOS, StepOptions, StepReservation
+from pydantic import BaseModel
+
+from tooldeck._call_texts import timeout_text
+from tooldeck._nested import AgentTool
+from tooldeck.contracts import (
+    AssistantOutput,
+    Message,
+    RecordedError,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
+from tooldeck.errors import ErrorCode, ModelError
+from tooldeck.models.base import Model, ModelSettings
+from tooldeck.tools.context import RunContext
+from tooldeck.tools.registry import EntryWrapper, ToolEntry, ToolHandler
+
+CallSteps = dict[tuple[str, str], list[StepReservation]]
+"""(agent name, call id) -> the step ids reserved for the call (a list: a model may reuse an
+id); the agent name tells an agent tool's inner calls from the outer ones."""
+
+reserved_steps: ContextVar[CallSteps | None] = ContextVar("tooldeck_durable_steps", default=None)
+"""The step ids reserved for the current workflow's calls, set when the workflow starts
+(tasks the loop creates for concurrent calls share the same dict)."""
+
+
+class DurableModel(Model):
+    """A model whose every request is a DBOS step: a recovered run reads the recorded turn
+    instead of asking again, and the turn's calls get their step ids."""
+
+    def __init__(self, inner: Model, agent_name: str) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.native_output = inner.native_output
+        self.agent_name = agent_name
+        self._options: StepOptions = {"name": f"{agent_name}.model"}
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AssistantOutput:
+        asked: list[AssistantOutput] = []
+        recorded = await DBOS.run_step_async(
+            self._options, self._ask, messages, tools, settings, instructions, asked
+        )
+        # The turn as the model gave it, or, in a replay, as the database kept it.
+        if asked:
+            output = asked[0]
+        else:
+            kept = RecordedTurn.model_validate_json(recorded)
+            _check_same_tools(kept, tools)
+            output = kept.turn
+        if output.tool_calls:
+            _reserve(self.agent_name, output.tool_calls)
+        return output
+
+    async def _ask(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str,
+        asked: list[AssistantOutput],
+    ) -> str:
+        """The step: ask the model; its turn is recorded as JSON (plain, readable in the
+        database, and cheaper to write than a pickle)."""
+        try:
+            output = await self.inner.complete(messages, tools, settings, instructions)
+        except Exception as error:
+            if _survives_pickling(error):
+                raise
+            failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
+            raise failure from error
+        asked.append(output)
+        return RecordedTurn(turn=output, called=_called(output, tools)).model_dump_json()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class RecordedTurn(BaseModel):
+    """A model request's step result, as the database keeps it."""
+
+    turn: AssistantOutput
+    called: dict[str, str] = {}
+    """Each tool the turn calls -> a digest of its parameters as the model was shown them
+    ("" for a name it was not shown)."""
+
+
+def _called(output: AssistantOutput, tools: Sequence[ToolSpec]) -> dict[str, str]:
+    if not output.tool_calls:
+        return {}
+    names = {call.name for call in output.tool_calls}
+    shown = {spec.name: _digest(spec) for spec in tools if spec.name in names}
+    return {name: shown.get(name, "") for name in sorted(names)}
+
+
+def _digest(spec: ToolSpec) -> str:
+    text = json.dumps(spec.parameters, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _check_same_tools(kept: RecordedTurn, tools: Sequence[ToolSpec]) -> None:
+    """Refuse to replay a recorded turn whose calls would meet other tools than it was made
+    with: the run would go on from results that never happened."""
+    now = _called(kept.turn, tools)
+    if now == kept.called:
+        return
+    kinds = {
+        "gone": [name for name, was in kept.called.items() if was and not now[name]],
+        "other parameters": [
+            n for n, was in kept.called.items() if was and now[n] not in ("", was)
+        ],
+        "new": [name for name, was in kept.called.items() if not was and now[name]],
+    }
+    differences = "; ".join(
+        f"{kind}: {', '.join(map(repr, names))}" for kind, names in kinds.items() if names
+    )
+    raise ModelError(
+        f"durable run {DBOS.workflow_id!r} cannot be replayed: a recorded model turn calls "
+        f"tools that changed since it ran ({differences}). A recovered run needs "
+        "the tools it ran with: run this process with those tools (then recover or fork the "
+        "run again), or cancel the run"
+    )
+
+
+def _reserve(agent_name: str, calls: Sequence[ToolCall]) -> None:
+    steps = reserved_steps.get()
+    if steps is None:  # not inside a durable run: each call takes the next step id
+        return
+    for call in calls:
+        steps.setdefault((agent_name, call.id), []).append(DBOS.reserve_step())
+
+
+def _take(agent_name: str, call_id: str) -> StepReservation | None:
+    steps = reserved_steps.get()
+    reserved = steps.get((agent_name, call_id)) if steps is not None else None
+    if not reserved:
+        return None
+    return reserved.pop(0)
+
+
+@dataclass(frozen=True, slots=True)
+class DurableHandler:
+    """Runs a tool call as a DBOS step at the id reserved for it.
+
+    The tool's own timeout is applied inside the step, so a call that timed out is recorded
+    as such (``tool_timeout``) and not run again after a recovery.
+    """
+
+    inner: ToolHandler
+    agent_name: str
+    timeout: float | None = None
+    timeout_text: str = ""
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return self.inner.validate(arguments)
+
+    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str | ToolResult:
+        options: StepOptions = {
+            "name": f"{self.agent_name}.tool:{context.tool_name}:{context.call_id}"
+        }
+        reserved = _take(self.agent_name, context.call_id)
+        if reserved is None:
+            return await DBOS.run_step_async(options, self._call, arguments, context)
+        return await reserved.run_async(options, self._call, arguments, context)
+
+    async def _call(self, arguments: dict[str, Any], context: RunContext[Any]) -> str | ToolResult:
+        try:
+            if self.timeout is None:
+                return await self.inner.run(arguments, context)
+            return await self._call_within(self.timeout, arguments, context)
+        except Exception as error:
+            if _survives_pickling(error):
+                raise
+            raise RecordedError(type(error).__name__, str(error)) from error
+
+    async def _call_within(
+        self, limit: float, arguments: dict[str, Any], context: RunContext[Any]
+    ) -> str | ToolResult:
+        scope = None
+        try:
+            async with asyncio.timeout(limit) as scope:
+                return await self.inner.run(arguments, context)
+        except TimeoutError:
+            if scope is None or not scope.expired():
+                raise  # the tool's own TimeoutError
+            return ToolResult.failure(ErrorCode.TOOL_TIMEOUT, self.timeout_text)
+
+
+def durable_entries(agent_name: str) -> EntryWrapper:
+    """The wrapper that makes each tool entry's calls steps (external tools run elsewhere)."""
+
+    def wrap(entry: ToolEntry) -> ToolEntry:
+        if entry.external:
+            return entry
+        if isinstance(entry.handler, AgentTool):
+            return _durable_agent_tool(entry, entry.handler, agent_name)
+        timeout = entry.options.timeout
+        text = timeout_text(entry) if timeout is not None else ""
+        handler = DurableHandler(entry.handler, agent_name, timeout, text)
+        return replace(entry, handler=handler, options=replace(entry.options, timeout=None))
+
+    return wrap
+
+
+def _durable_agent_tool(entry: ToolEntry, handler: AgentTool, agent_name: str) -> ToolEntry:
+    """An agent tool whose inner run's requests and calls are steps of the outer workflow,
+    named ``<agent>/<tool>.model`` and ``<agent>/<tool>.tool:...``. Its calls run one at a
+    time (``sequential``): an inner run's requests take the next step ids, so two inner runs
+    at once would take them in an order a replay could not repeat."""
+    inner_name = f"{agent_name}/{entry.spec.name}"
+    inner = handler.agent.wrapped(
+        model=lambda model: DurableModel(model, inner_name), tool=durable_entries(inner_name)
+    )
+    durable = handler.with_agent(inner, derived_run_ids=True)
+    return replace(entry, handler=durable, options=replace(entry.options, sequential=True))
+
+
+def _survives_pickling(error: Exception) -> bool:
+    """DBOS records a step's exception with pickle and raises it again on replay; one that
+    cannot be read back would make the recovery itself fail."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return False
+    return True
