@@ -13,7 +13,7 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
-from tooldeck.contracts import RunResult, ToolCall
+from tooldeck.contracts import RunResult, ToolCall, Usage
 from tooldeck.events import (
     Event,
     FinalAnswer,
@@ -164,7 +164,10 @@ class _Writing:
 
 
 class RunDisplay:
-    """Turns the events of ``Agent.stream()`` into lines as they come."""
+    """Turns the events of ``Agent.stream()`` into lines as they come.
+
+    ``tooldeck logs show`` replays a logged run through the same line methods.
+    """
 
     def __init__(self, console: Console, model_name: str) -> None:
         self.console = console
@@ -186,17 +189,18 @@ class RunDisplay:
             self._spin(f"round {event.round}: {self.model_name} is thinking...")
         elif isinstance(event, ModelResponse):
             self._spin(None)
-            self._model_answered(event)
+            output = event.output
+            seconds = time.perf_counter() - self._asked_at
+            self.model_answered(event.round, seconds, output.usage, len(output.tool_calls))
         elif isinstance(event, ToolCallStarted):
-            self._started.add(event.call.id)
-            self.console.line(f"  → {_short_call(event.call)}", "cyan")
+            self.call_started(event.call)
         elif isinstance(event, ToolCallFinished):
-            self._call_finished(event)
+            result = event.trace.result
+            self.call_finished(event.trace.call, result.ok, result.output, event.trace.duration_s)
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
-                waits = "approval" if pending.kind == "approval" else "the application's result"
-                self.console.line(f"  ⏸ {_short_call(pending.call)} waits for {waits}", "yellow")
+                self.call_waits(pending.call, pending.kind)
 
     def close(self) -> None:
         self._spin(None)
@@ -212,32 +216,39 @@ class RunDisplay:
             self._status = self.console.status(text)
             self._status.__enter__()
 
-    def _model_answered(self, event: ModelResponse) -> None:
-        seconds = time.perf_counter() - self._asked_at
+    def model_answered(self, round_: int, seconds: float, usage: Usage | None, calls: int) -> None:
         self.model_s += seconds
-        usage = event.output.usage
         tokens = f", {usage.input_tokens} in / {usage.output_tokens} out tokens" if usage else ""
-        calls = len(event.output.tool_calls)
         what = _count(calls, "tool call") if calls else "answer"
-        self.console.line(f"round {event.round}: {what} ({seconds:.2f} s{tokens})", "dim")
+        self.console.line(f"round {round_}: {what} ({seconds:.2f} s{tokens})", "dim")
 
-    def _call_finished(self, event: ToolCallFinished) -> None:
-        trace = event.trace
-        if trace.call.id not in self._started:  # refused before it ran
-            self.console.line(f"  → {_short_call(trace.call)}", "cyan")
-        mark, style = ("←", "green") if trace.result.ok else ("✗", "red")
-        timing = f"  ({trace.duration_s * 1000:.1f} ms)"
-        self.console.line(f"  {mark} {_short(trace.result.output)}{timing}", style)
+    def call_started(self, call: ToolCall) -> None:
+        self._started.add(call.id)
+        self.console.line(f"  → {_short_call(call)}", "cyan")
+
+    def call_finished(self, call: ToolCall, ok: bool, output: str, duration_s: float) -> None:
+        if call.id not in self._started:  # refused before it ran
+            self.console.line(f"  → {_short_call(call)}", "cyan")
+        mark, style = ("←", "green") if ok else ("✗", "red")
+        timing = f"  ({duration_s * 1000:.1f} ms)"
+        self.console.line(f"  {mark} {_short(output)}{timing}", style)
+
+    def call_waits(self, call: ToolCall, kind: str) -> None:
+        """A call the run paused for: a person's approval, or the application's result."""
+        waits = "approval" if kind == "approval" else "the application's result"
+        self.console.line(f"  ⏸ {_short_call(call)} waits for {waits}", "yellow")
 
     def summary(self, result: RunResult[Any], seconds: float) -> None:
         self.console.line(f"answer: {result.answer}", "bold")
-        usage = result.usage
+        self.totals(seconds, result.usage, len(result.tool_trace), result.stop_reason)
+
+    def totals(self, seconds: float, usage: Usage, calls: int, stop_reason: str) -> None:
         turns = _count(usage.requests, "model turn")
-        calls = _count(len(result.tool_trace), "tool call")
         self.console.line(
-            f"{seconds:.2f} s total, {self.model_s:.2f} s in the model; {turns}, {calls}, "
+            f"{seconds:.2f} s total, {self.model_s:.2f} s in the model; {turns}, "
+            f"{_count(calls, 'tool call')}, "
             f"{usage.input_tokens} input / {usage.output_tokens} output tokens; "
-            f"stop: {result.stop_reason}",
+            f"stop: {stop_reason}",
             "dim",
         )
 

@@ -7,6 +7,11 @@
     tooldeck tools package.module[:attr] [--toolset NAME] [--json]
     tooldeck mcp serve package.module[:attr] [--toolset NAME] [--http HOST:PORT]
         [--allow-approval-tools] [--include-error-details] [--name NAME]
+    tooldeck logs [-n N] [--tool NAME] [--errors] [--session ID] [--json]
+    tooldeck logs show RUN_ID | tooldeck logs path
+
+``run`` and ``demo`` record each run in the run log (``--no-log``: not this one); the log
+is ``logs.db`` in ``$TOOLDECK_HOME`` or the user's data directory.
 
 Errors (a module that does not import, a model file that is missing, a hosted model with
 no key) are one line on stderr and exit status 1; usage errors exit with 2.
@@ -21,7 +26,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -29,6 +35,7 @@ from pydantic import TypeAdapter
 
 from tooldeck._cli_approve import Approver
 from tooldeck._cli_display import Console, RunDisplay, show_specs
+from tooldeck._cli_logs import add_logs_parser
 from tooldeck.contracts import RunResult
 from tooldeck.errors import RunStopped, ToolDeckError
 from tooldeck.events import Event, FinalAnswer
@@ -131,6 +138,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--name", help="the server name clients see (default: the module)")
     serve.set_defaults(handler=_mcp_serve)
+    add_logs_parser(commands)
+    for command in (demo, run):
+        command.add_argument(
+            "--no-log", action="store_true", help="do not record this run in the run log"
+        )
     return parser
 
 
@@ -150,8 +162,9 @@ def _demo(args: argparse.Namespace) -> int:
         "(the first turn must call a tool)",
         "bold",
     )
-    for prompt in prompts:
-        _stream(agent, prompt, console)
+    with _logging(agent, args.no_log):
+        for prompt in prompts:
+            _stream(agent, prompt, console)
     return 0
 
 
@@ -177,7 +190,8 @@ def _run(args: argparse.Namespace) -> int:
         limits=Limits(max_rounds=args.max_rounds),
         output_type=output_type,
     )
-    result = _stream(agent, args.prompt, Console(), Approver(args.approve, args.yes))
+    with _logging(agent, args.no_log):
+        result = _stream(agent, args.prompt, Console(), Approver(args.approve, args.yes))
     if output_type is not None:
         print(TypeAdapter(output_type).dump_json(result.output, indent=2).decode())
     return 0
@@ -253,6 +267,37 @@ async def _show(events: AsyncIterator[Event], display: RunDisplay) -> RunResult[
     if result is None:
         raise CliError("the run ended without a result")
     return result
+
+
+@contextmanager
+def _logging(agent: Agent[None, Any], off: bool) -> Iterator[None]:
+    """Record the agent's runs in the run log (``tooldeck logs``) unless ``--no-log``.
+
+    A log that cannot be opened or written costs a warning, never the run.
+    """
+    if off:
+        yield
+        return
+    from tooldeck.runlog import RunLog, RunLogError
+
+    try:
+        log = RunLog()
+    except RunLogError as error:
+        _warn(f"this run is not logged: {error}")
+        yield
+        return
+    agent.run_log = log
+    try:
+        yield
+    finally:
+        try:
+            log.close()
+        except RunLogError as error:
+            _warn(str(error))
+
+
+def _warn(text: str) -> None:
+    print(f"tooldeck: warning: {' '.join(text.split())}", file=sys.stderr)
 
 
 def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:

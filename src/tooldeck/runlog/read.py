@@ -87,6 +87,7 @@ class LoggedRun:
     """1, plus one per resume of a paused run."""
     tool_calls: int
     failed_calls: int
+    """Calls with an error code (a person's rejection is not a failure)."""
     turns: tuple[LoggedTurn, ...] = ()
     calls: tuple[LoggedCall, ...] = ()
 
@@ -99,13 +100,15 @@ class LoggedRun:
         return data
 
 
+_FAILED = "c.error_code IS NOT NULL AND c.error_code <> 'rejected'"
+"""A failed call: one with an error code, except a person's rejection."""
+
 _RUN_COLUMNS = (
     "r.run_id, r.session_id, r.model, r.prompt, r.instructions, r.started_at, r.ended_at,"
     " r.duration_s, r.stop_reason, r.answer, r.error, r.input_tokens, r.output_tokens,"
     " r.model_turns, r.parts,"
     " (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id),"
-    " (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id"
-    " AND c.error_code IS NOT NULL)"
+    f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED})"
 )
 
 
@@ -118,16 +121,14 @@ def list_runs(
     session: str | None = None,
 ) -> list[LoggedRun]:
     """The latest runs, newest first: all, or those that called ``tool``, had a failed
-    call (``errors``), or belong to ``session``. A missing database has none."""
+    call (``errors``: an error code other than ``rejected``), or belong to ``session``.
+    A missing database has none."""
     where, values = [], []
     if tool is not None:
         where.append("EXISTS (SELECT 1 FROM tool_calls c WHERE c.run_id = r.run_id AND c.name = ?)")
         values.append(tool)
     if errors:
-        where.append(
-            "EXISTS (SELECT 1 FROM tool_calls c WHERE c.run_id = r.run_id"
-            " AND c.error_code IS NOT NULL)"
-        )
+        where.append(f"EXISTS (SELECT 1 FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED})")
     if session is not None:
         where.append("r.session_id = ?")
         values.append(session)
