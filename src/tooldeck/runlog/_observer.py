@@ -22,7 +22,8 @@ from tooldeck.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooldeck.runlog._writer import CALL, END, PENDING, START, TURN, Writer
+from tooldeck.runlog._rows import CALL, END, PENDING, START, TURN
+from tooldeck.runlog._writer import Writer
 
 CANCELLED = "cancelled"
 """The stop reason logged for a run whose stream was left or cancelled before its end."""
@@ -36,7 +37,8 @@ async def record_run(
     """Yield the run's events, queueing a record of each for the writer."""
     put, clock, run_id = writer.put, time.time, run.run_id
     started = asked_at = clock()
-    put((START, run_id, run.session_id, run.model, run.prompt, run.instructions, started))
+    resumed = run.decisions is not None
+    put((START, run_id, run.session_id, run.model, run.prompt, run.instructions, started, resumed))
     decisions = dict(run.decisions) if run.decisions else {}
     settings = None
     call_started: dict[str, float] = {}

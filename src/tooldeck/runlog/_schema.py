@@ -74,7 +74,6 @@ CREATE TABLE tool_calls (
     decided_by       TEXT,
     UNIQUE (run_id, round, call_id)
 );
-CREATE INDEX tool_calls_by_name ON tool_calls (name);
 """
 
 _MIGRATIONS: dict[int, str] = {0: _V1}
