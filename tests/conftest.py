@@ -1,7 +1,9 @@
-"""Fixtures shared by the tests: the OpenAI loopback server, and the session stores."""
+"""Fixtures shared by the tests: the OpenAI loopback server (JSON or SSE replies), the
+session stores, and a TOOLDECK_HOME of their own."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -34,3 +36,16 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         made = Store("postgres", request.getfixturevalue("postgres_dsn"))
     yield made
     await made.aclose()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tooldeck_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``tooldeck run`` and ``demo`` log every run: keep the tests' runs out of the user's
+    data directory (subprocesses inherit the variable)."""
+    previous = os.environ.get("TOOLDECK_HOME")
+    os.environ["TOOLDECK_HOME"] = str(tmp_path_factory.mktemp("tooldeck_home"))
+    yield
+    if previous is None:
+        del os.environ["TOOLDECK_HOME"]
+    else:
+        os.environ["TOOLDECK_HOME"] = previous

@@ -7,7 +7,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from _openai_server import (
     chat_call,
     completion_body,
     completion_chunks,
-    running,
 )
 from helpers import answer, call, calls
 from test_cli import TOOLS_MODULE
@@ -329,12 +327,6 @@ def test_logs_bad_count_and_newer_schema_are_one_line(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with running() as fake:
-        yield fake
-
-
-@pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     (tmp_path / "my_tools.py").write_text(TOOLS_MODULE, encoding="utf-8")
     return tmp_path
@@ -446,3 +438,59 @@ def test_demo_is_logged_and_a_log_it_cannot_use_costs_a_warning(
         f"schema version {SCHEMA_VERSION + 1}, newer than this tooldeck reads ({SCHEMA_VERSION}): "
         "upgrade tooldeck, or log to another path (RunLog(path) or TOOLDECK_HOME)\n"
     )
+
+
+APPROVAL_TOOLS = """
+from tooldeck import tool
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    \"\"\"Delete a file.\"\"\"
+    return f"deleted {path}"
+"""
+
+
+def test_approvals_at_the_command_line_are_logged_by_cli(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    (tmp_path / "approval_tools.py").write_text(APPROVAL_TOOLS, encoding="utf-8")
+    server.reply(
+        Reply(
+            events=completion_chunks(
+                completion_body(None, [chat_call("call_1", "delete_file", '{"path": "a.txt"}')])
+            )
+        ),
+        Reply(events=completion_chunks(completion_body("Deleted."))),
+    )
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "test"}
+    done = tooldeck(
+        tmp_path,
+        "run",
+        "Clean up.",
+        "--tools",
+        "approval_tools",
+        "--model",
+        "openai-chat:gpt-test",
+        "--yes",
+        cwd=tmp_path,
+        **env,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    (run,) = RunLog(tmp_path / "logs.db").runs()
+    (logged,) = RunLog(tmp_path / "logs.db").run(run.run_id).calls
+    assert (logged.waited_for, logged.decision, logged.decided_by, logged.result) == (
+        "approval",
+        "approved",
+        "cli",
+        "deleted a.txt",
+    )
+    assert (run.parts, run.stop_reason) == (2, "answer")
+    shown = tooldeck(tmp_path, "logs", "show", run.run_id).stdout.splitlines()
+    live = done.stdout.splitlines()
+    # The live lines, and the decision the terminal made (given here by --yes).
+    without_decision = [line for line in shown if not line.startswith("  ✓ approved by cli: ")]
+    assert len(without_decision) == len(shown) - 1
+    assert [line.split(" (")[0] for line in without_decision[2:-1]] == [
+        line.split(" (")[0] for line in live[1:-1] if not line.startswith("  … ")
+    ]
