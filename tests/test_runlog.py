@@ -393,11 +393,16 @@ def test_a_failed_write_is_reported_by_flush(log: RunLog) -> None:
     log.flush()  # reported once; the log goes on
 
 
-def test_a_closed_log_refuses_new_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("used", [False, True], ids=["unused", "used"])
+def test_a_closed_log_refuses_new_runs(tmp_path: Path, used: bool) -> None:
     log = RunLog(tmp_path / "closed.db")
+    agent = Agent(ScriptedModel([answer("hi"), answer("again")]), run_log=log)
+    if used:
+        agent.run_sync("first")
     log.close()
     log.close()  # closing twice is fine
-    agent = Agent(ScriptedModel([answer("hi")]), run_log=log)
+    log.flush()  # and so is flushing a closed log: closing wrote everything
     with pytest.raises(RunLogError) as refused:
         agent.run_sync("hello")
     assert str(refused.value) == f"the run log at {str(log.path)!r} is closed"
+    assert [run.prompt for run in log.runs()] == (["first"] if used else [])

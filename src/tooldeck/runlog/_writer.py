@@ -46,8 +46,8 @@ class Writer:
         return self._stopping
 
     def start(self) -> None:
-        """Start the thread if it is not running (cheap when it is)."""
-        if self._thread is not None:
+        """Start the thread if it is not running (cheap when it is); refuse once closed."""
+        if self._thread is not None and not self._stopping:
             return
         with self._lock:
             if self._stopping:
@@ -63,6 +63,8 @@ class Writer:
 
     def flush(self, timeout: float | None) -> bool:
         """Wait until everything queued so far is written; False if ``timeout`` passed."""
+        if self._stopping:
+            return True  # closing wrote everything
         if self._thread is None:
             self._write(self._take())  # nothing started: write here (or nothing to do)
             return True
@@ -80,8 +82,7 @@ class Writer:
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
-        else:
-            self._write(self._take())
+        self._write(self._take())  # what came after the thread's last batch
         if self._connection is not None:
             self._connection.close()
             self._connection = None
