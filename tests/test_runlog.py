@@ -260,7 +260,29 @@ def test_a_stream_left_early_is_logged_as_cancelled(log: RunLog) -> None:
 
     asyncio.run(first_event_only())
     (run,) = log.runs()
-    assert (run.stop_reason, run.error) == ("cancelled", "the run's event stream was left early")
+    assert (run.stop_reason, run.error) == (
+        "cancelled",
+        "the run's event stream was closed before its end",
+    )
+
+
+def test_a_cancelled_run_is_logged_as_cancelled(log: RunLog) -> None:
+    async def slow(request: object) -> AssistantOutput:
+        await asyncio.sleep(60)
+        return answer("too late")
+
+    agent = Agent(ScriptedModel([slow]), run_log=log)
+
+    async def cancel_it() -> None:
+        task = asyncio.ensure_future(agent.run("wait"))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_it())
+    (run,) = log.runs()
+    assert (run.stop_reason, run.error) == ("cancelled", "the run was cancelled")
 
 
 def test_concurrent_runs_are_each_logged_whole(log: RunLog) -> None:

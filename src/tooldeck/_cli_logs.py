@@ -46,7 +46,8 @@ def _list(args: argparse.Namespace) -> int:
     path = default_path()
     runs = list_runs(path, args.n, tool=args.tool, errors=args.errors, session=args.session)
     if args.json:
-        print(json.dumps([run.to_json(details=False) for run in runs], indent=2))
+        listed = [run.to_json(details=False) for run in runs]
+        print(json.dumps(listed, indent=2, ensure_ascii=False))
         return 0
     if not runs:
         filtered = args.tool or args.errors or args.session

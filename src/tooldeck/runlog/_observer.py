@@ -66,9 +66,12 @@ async def record_run(
         if not finished:
             _put_end(writer, run_id, started, clock(), stopped.result, str(stopped))
         raise
-    except (GeneratorExit, asyncio.CancelledError):
+    except (GeneratorExit, asyncio.CancelledError) as left:
         if not finished:
-            _put_stop(writer, run_id, started, CANCELLED, "the run's event stream was left early")
+            why = "the run was cancelled"
+            if isinstance(left, GeneratorExit):
+                why = "the run's event stream was closed before its end"
+            _put_stop(writer, run_id, started, CANCELLED, why)
         await events.aclose()
         raise
     except BaseException as error:
