@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from pydantic_core import to_json
 
 from tooldeck.checkpoint import Approve, Reject
 from tooldeck.contracts import (
-    AssistantOutput,
-    PendingCall,
     RecordedError,
     ToolCall,
-    ToolTrace,
     Usage,
 )
 from tooldeck.models.base import ModelSettings
@@ -29,30 +28,77 @@ START, TURN, PENDING, CALL, END, FLUSH = range(6)
 
 Record = tuple[Any, ...]
 Row = tuple[Any, ...]
+Statements = list[tuple[str, list[Row]]]
+"""(SQL, the parameters of each execution), in the order to execute them."""
 
-_RUN = (
+_NULL_TEXT = "nullif(?, '')"
+_NULL_NUMBER = "nullif(?, -1)"
+"""Optional values travel as '' or -1 and become NULL in SQL: Python 3.11's sqlite3 binds
+None through its adapter protocol (two failed attribute lookups, each raising and clearing
+an AttributeError), which costs more than the rest of the value's binding."""
+
+_ROWS_PER_STATEMENT = 64
+"""Rows one INSERT carries: a batch takes few statements, so few releases of the GIL (SQLite
+releases it per statement step), and 64 rows of at most 15 values stay under 999 values."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Insert:
+    """An INSERT whose VALUES group repeats, to write many rows in one statement."""
+
+    head: str
+    values: tuple[str, ...]
+    """Each column's value expression: ``?``, or one of the NULL mappings above."""
+    tail: str = ""
+
+    def statements(self, rows: list[Row]) -> Statements:
+        if not rows:
+            return []
+        size = _ROWS_PER_STATEMENT
+        full, rest = divmod(len(rows), size)
+        planned: Statements = []
+        if full:
+            groups = [_flat(rows[i * size : (i + 1) * size]) for i in range(full)]
+            planned.append((self._sql(size), groups))
+        if rest:
+            planned.append((self._sql(rest), [_flat(rows[full * size :])]))
+        return planned
+
+    def _sql(self, count: int) -> str:
+        group = "(" + ", ".join(self.values) + ")"
+        return f"{self.head} VALUES {', '.join([group] * count)}{self.tail}"
+
+
+def _flat(rows: list[Row]) -> Row:
+    return tuple(chain.from_iterable(rows))
+
+
+_T, _N = _NULL_TEXT, _NULL_NUMBER
+_RUN = _Insert(
     "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at, ended_at,"
-    " duration_s, stop_reason, answer, error, input_tokens, output_tokens, model_turns)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " duration_s, stop_reason, answer, error, input_tokens, output_tokens, model_turns)",
+    ("?", _T, "?", "?", "?", "?", "?", "?", "?", "?", _T, "?", "?", "?"),
 )
-_START = (
-    "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at)"
-    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET parts = parts + 1,"
-    " ended_at = NULL, stop_reason = NULL"
+_START = _Insert(
+    "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at)",
+    ("?", _T, "?", "?", "?", "?"),
+    " ON CONFLICT (run_id) DO UPDATE SET parts = parts + 1, ended_at = NULL, stop_reason = NULL",
 )
-_TURN = "INSERT OR REPLACE INTO model_turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_PENDING = (
-    "INSERT INTO tool_calls (run_id, round, call_id, name, arguments, waited_for, waited_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+_TURN = _Insert("INSERT OR REPLACE INTO model_turns", ("?", "?", "?", "?", _N, _N, "?", "?", "?"))
+_PENDING = _Insert(
+    "INSERT INTO tool_calls (run_id, round, call_id, name, arguments, waited_for, waited_at)",
+    ("?",) * 7,
+    " ON CONFLICT DO NOTHING",
 )
-_CALL = (
+_CALL = _Insert(
     "INSERT INTO tool_calls (run_id, round, call_id, name, arguments, edited_arguments,"
-    " started_at, finished_at, duration_s, result, error_code, error, decision, decided_by)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
+    " started_at, finished_at, duration_s, result, error_code, error, decision, decided_by)",
+    ("?", "?", "?", "?", "?", _T, _N, "?", "?", "?", _T, _T, _T, _T),
+    " ON CONFLICT DO UPDATE SET"
     " edited_arguments = excluded.edited_arguments, started_at = excluded.started_at,"
     " finished_at = excluded.finished_at, duration_s = excluded.duration_s,"
     " result = excluded.result, error_code = excluded.error_code, error = excluded.error,"
-    " decision = excluded.decision, decided_by = excluded.decided_by"
+    " decision = excluded.decision, decided_by = excluded.decided_by",
 )
 _END = (
     "UPDATE runs SET ended_at = ?, duration_s = coalesce(duration_s, 0) + ?,"
@@ -61,14 +107,14 @@ _END = (
     " WHERE run_id = ?"
 )
 
-Statements = list[tuple[str, list[Row]]]
-
 
 class RowMaker:
     """Turns a batch of records into statements, in an order that keeps what matters."""
 
     def __init__(self) -> None:
-        self._settings_json: dict[ModelSettings, str] = {}
+        self._settings_json: dict[int, tuple[ModelSettings, str]] = {}
+        """By the settings' id (an agent's settings are a few long-lived objects; hashing a
+        dataclass is a Python call); the entry keeps the object, so its id stays its own."""
 
     def statements(self, batch: list[Record]) -> Statements:
         """Whole runs first, then starts, turns, pending calls, calls, and ends: a run's row
@@ -82,47 +128,42 @@ class RowMaker:
         for record in batch:
             kind = record[0]
             if kind == CALL:
-                calls.append(_call_row(*record[1:]))
+                calls.append(_call_row(record))
             elif kind == TURN:
-                turns.append(self._turn_row(*record[1:]))
+                turns.append(self._turn_row(record))
             elif kind == START:
                 starts.append(record)
             elif kind == END:
                 ends.append(record)
             elif kind == PENDING:
-                pending.append(_pending_row(*record[1:]))
+                pending.append(_pending_row(record))
         whole, start_rows, end_rows = _runs(starts, ends)
         planned = [
-            (_RUN, whole),
-            (_START, start_rows),
-            (_TURN, turns),
-            (_PENDING, pending),
-            (_CALL, calls),
-            (_END, end_rows),
+            *_RUN.statements(whole),
+            *_START.statements(start_rows),
+            *_TURN.statements(turns),
+            *_PENDING.statements(pending),
+            *_CALL.statements(calls),
         ]
-        return [(sql, rows) for sql, rows in planned if rows]
+        if end_rows:  # only runs whose start was written in an earlier batch, or resumed
+            planned.append((_END, end_rows))
+        return planned
 
-    def _turn_row(
-        self,
-        run_id: str,
-        round_: int,
-        started_at: float,
-        duration_s: float,
-        settings: ModelSettings,
-        output: AssistantOutput,
-    ) -> Row:
-        text = self._settings_json.get(settings)
-        if text is None:
-            text = self._settings_json[settings] = json.dumps(dataclasses.asdict(settings))
+    def _turn_row(self, record: Record) -> Row:
+        _, run_id, round_, started_at, duration_s, settings, output = record
+        known = self._settings_json.get(id(settings))
+        if known is None:
+            text = json.dumps(dataclasses.asdict(settings))
+            known = self._settings_json[id(settings)] = (settings, text)
         usage = output.usage
         return (
             run_id,
             round_,
             started_at,
             duration_s,
-            usage.input_tokens if usage is not None else None,
-            usage.output_tokens if usage is not None else None,
-            text,
+            usage.input_tokens if usage is not None else -1,
+            usage.output_tokens if usage is not None else -1,
+            known[1],
             output.content,
             len(output.tool_calls),
         )
@@ -140,9 +181,16 @@ def _runs(starts: list[Record], ends: list[Record]) -> tuple[list[Row], list[Row
         else:
             ended_at, duration_s, reason, answer, error, *tokens = _end_row(*end[1:])[:-1]
             counted = [0 if count is None else count for count in tokens]
-            whole.append((*start[1:7], ended_at, duration_s, reason, answer, error, *counted))
-    open_starts = [record[1:7] for record in starts if record[7] or record[1] in fresh]
+            whole.append(
+                (*_start_row(start), ended_at, duration_s, reason, answer, error or "", *counted)
+            )
+    open_starts = [_start_row(record) for record in starts if record[7] or record[1] in fresh]
     return whole, open_starts, end_rows
+
+
+def _start_row(record: Record) -> Row:
+    run_id, session_id, model, prompt, instructions, started_at = record[1:7]
+    return (run_id, session_id or "", model, prompt, instructions, started_at)
 
 
 def arguments_text(call: ToolCall) -> str:
@@ -152,23 +200,19 @@ def arguments_text(call: ToolCall) -> str:
     return to_json(call.arguments).decode()
 
 
-def _call_row(
-    run_id: str,
-    round_: int,
-    trace: ToolTrace,
-    started_at: float | None,
-    finished_at: float,
-    decision: object,
-) -> Row:
+def _call_row(record: Record) -> Row:
+    """CALL record: (kind, run id, round, ToolTrace, started at or None, finished at, the
+    decision on it or None)."""
+    _, run_id, round_, trace, started_at, finished_at, decision = record
     call, result = trace.call, trace.result
-    edited = decided = by = None
+    edited = decided = by = ""
     if decision is not None:
         if isinstance(decision, Approve):
-            decided, by = "approved", decision.by or None
+            decided, by = "approved", decision.by
             if decision.arguments is not None:
                 edited = to_json(decision.arguments).decode()
         elif isinstance(decision, Reject):
-            decided, by = "rejected", decision.by or None
+            decided, by = "rejected", decision.by
         else:
             decided = "result"
     code = result.error_code
@@ -180,12 +224,12 @@ def _call_row(
         call.name,
         arguments_text(call),
         edited,
-        started_at,
+        -1 if started_at is None else started_at,
         finished_at,
         trace.duration_s,
         result.output,
-        None if code is None else code.value,
-        None if error is None else _error_text(error),
+        "" if code is None else code.value,
+        "" if error is None else _error_text(error),
         decided,
         by,
     )
@@ -196,7 +240,9 @@ def _error_text(error: BaseException) -> str:
     return f"{name}: {error}"
 
 
-def _pending_row(run_id: str, round_: int, pending: PendingCall, paused_at: float) -> Row:
+def _pending_row(record: Record) -> Row:
+    """PENDING record: (kind, run id, round, PendingCall, paused at)."""
+    _, run_id, round_, pending, paused_at = record
     call = pending.call
     return (run_id, round_, call.id, call.name, arguments_text(call), pending.kind, paused_at)
 

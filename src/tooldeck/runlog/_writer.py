@@ -59,7 +59,8 @@ class Writer:
 
     def wake(self) -> None:
         """Write what is queued now, without waiting for the next interval."""
-        self._wake.set()
+        if not self._wake.is_set():  # Event.set takes a lock and notifies, in Python
+            self._wake.set()
 
     def flush(self, timeout: float | None) -> bool:
         """Wait until everything queued so far is written; False if ``timeout`` passed."""
