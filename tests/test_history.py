@@ -19,7 +19,9 @@ from tooldeck import (
     ScriptedModel,
     tool,
 )
+from tooldeck.events import Event, FinalAnswer
 from tooldeck.history import SUMMARY_HEADING, KeepLastTurns, Summarize, TokenBudget
+from tooldeck.middleware import Middleware, ModelCall, RequestContext
 from tooldeck.models.base import estimate_tokens
 
 FILLER = "lorem ipsum dolor sit amet " * 6
@@ -270,3 +272,39 @@ def test_bad_strategies_are_refused_with_what_to_write() -> None:
         "[Message(role='user', content='hi', tool_calls=(), tool_call_id=None, "
         "provider_items=())] (a run's earlier messages go to run(..., history=...))"
     )
+
+
+class SeenByMiddleware(Middleware):
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+
+    async def before_request(self, request: ModelCall, ctx: RequestContext) -> ModelCall:
+        self.seen.append(user_turns(request.messages))
+        return request
+
+
+def test_middleware_sees_what_the_strategy_sends() -> None:
+    watcher = SeenByMiddleware()
+    model = chatty_model()
+    agent = Agent(model, [add_numbers], history=KeepLastTurns(1), middleware=[watcher])
+    converse(agent, 3)
+    assert watcher.seen[-2:] == [["Question 2", "Question 3"]] * 2
+    assert [user_turns(r.messages) for r in model.requests] == watcher.seen
+
+
+def test_a_streamed_run_sends_what_the_strategy_keeps() -> None:
+    model = chatty_model()
+    earlier = converse(Agent(model, [add_numbers]), 3)
+    agent = Agent(model, [add_numbers], history=KeepLastTurns(1))
+
+    async def stream() -> list[Event]:
+        prompt = f"Question 4: {FILLER}"
+        events = agent.stream(prompt, history=earlier.messages, deltas=True)
+        return [event async for event in events]
+
+    events = asyncio.run(stream())
+    assert isinstance(events[-1], FinalAnswer)
+    assert len(events[-1].result.messages) == 4 * 4
+    assert [user_turns(r.messages) for r in model.requests[-2:]] == [
+        ["Question 3", "Question 4"]
+    ] * 2

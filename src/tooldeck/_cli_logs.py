@@ -96,6 +96,8 @@ def _table(runs: list[LoggedRun]) -> Iterator[str]:
 def replay(run: LoggedRun, console: Console) -> None:
     """Print a logged run with the live display's lines, in the order they were shown."""
     session = f" · session {run.session_id}" if run.session_id else ""
+    if run.parent_run_id:  # an agent tool's run
+        session += f" · called by run {run.parent_run_id} (call {run.parent_call_id})"
     console.line(f"run {run.run_id} · {_when(run.started_at)} · {run.model}{session}", "bold")
     console.line("")
     console.line(f"user: {run.prompt}", "bold")

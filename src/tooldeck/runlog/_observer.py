@@ -38,7 +38,19 @@ async def record_run(
     put, clock, run_id = writer.put, time.time, run.run_id
     started = asked_at = clock()
     resumed = run.decisions is not None
-    put((START, run_id, run.session_id, run.model, run.prompt, run.instructions, started, resumed))
+    put(
+        (
+            START,
+            run_id,
+            run.session_id,
+            run.model,
+            run.prompt,
+            run.instructions,
+            started,
+            resumed,
+            run.parent,
+        )
+    )
     decisions = dict(run.decisions) if run.decisions else {}
     settings = None
     call_started: dict[str, float] = {}

@@ -38,8 +38,10 @@ None through its adapter protocol (two failed attribute lookups, each raising an
 an AttributeError), which costs more than the rest of the value's binding."""
 
 _ROWS_PER_STATEMENT = 64
-"""Rows one INSERT carries: a batch takes few statements, so few releases of the GIL (SQLite
-releases it per statement step), and 64 rows of at most 15 values stay under 999 values."""
+"""Rows one INSERT carries at most: a batch takes few statements, so few releases of the GIL
+(SQLite releases it per statement step)."""
+_MAX_VALUES = 999
+"""The fewest values one statement may bind (SQLite before 3.32); fewer rows when wider."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,7 @@ class _Insert:
     def statements(self, rows: list[Row]) -> Statements:
         if not rows:
             return []
-        size = _ROWS_PER_STATEMENT
+        size = min(_ROWS_PER_STATEMENT, _MAX_VALUES // len(self.values))
         full, rest = divmod(len(rows), size)
         planned: Statements = []
         if full:
@@ -75,13 +77,15 @@ def _flat(rows: list[Row]) -> Row:
 
 _T, _N = _NULL_TEXT, _NULL_NUMBER
 _RUN = _Insert(
-    "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at, ended_at,"
-    " duration_s, stop_reason, answer, error, input_tokens, output_tokens, model_turns)",
-    ("?", _T, "?", "?", "?", "?", "?", "?", "?", "?", _T, "?", "?", "?"),
+    "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at,"
+    " parent_run_id, parent_call_id, ended_at, duration_s, stop_reason, answer, error,"
+    " input_tokens, output_tokens, model_turns)",
+    ("?", _T, "?", "?", "?", "?", _T, _T, "?", "?", "?", "?", _T, "?", "?", "?"),
 )
 _START = _Insert(
-    "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at)",
-    ("?", _T, "?", "?", "?", "?"),
+    "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at,"
+    " parent_run_id, parent_call_id)",
+    ("?", _T, "?", "?", "?", "?", _T, _T),
     " ON CONFLICT (run_id) DO UPDATE SET parts = parts + 1, ended_at = NULL, stop_reason = NULL",
 )
 _TURN = _Insert("INSERT OR REPLACE INTO model_turns", ("?", "?", "?", "?", _N, _N, "?", "?", "?"))
@@ -153,7 +157,7 @@ class RowMaker:
         _, run_id, round_, started_at, duration_s, settings, output = record
         known = self._settings_json.get(id(settings))
         if known is None:
-            text = json.dumps(dataclasses.asdict(settings))
+            text = _settings_text(settings)
             known = self._settings_json[id(settings)] = (settings, text)
         usage = output.usage
         return (
@@ -189,8 +193,29 @@ def _runs(starts: list[Record], ends: list[Record]) -> tuple[list[Row], list[Row
 
 
 def _start_row(record: Record) -> Row:
+    """START record: (kind, run id, session id, model, prompt, instructions, started at,
+    resumed, ParentCall or None)."""
     run_id, session_id, model, prompt, instructions, started_at = record[1:7]
-    return (run_id, session_id or "", model, prompt, instructions, started_at)
+    parent = record[8]
+    parent_run, parent_call = ("", "") if parent is None else (parent.run_id, parent.call_id)
+    return (
+        run_id,
+        session_id or "",
+        model,
+        prompt,
+        instructions,
+        started_at,
+        parent_run,
+        parent_call,
+    )
+
+
+def _settings_text(settings: ModelSettings) -> str:
+    """The settings as JSON; a typed answer's schema by its name (the run's model knows it)."""
+    fields = dataclasses.asdict(dataclasses.replace(settings, output_schema=None))
+    schema = settings.output_schema
+    fields["output_schema"] = None if schema is None else schema.name
+    return json.dumps(fields)
 
 
 def arguments_text(call: ToolCall) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tooldeck.errors import ToolDeckError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the tables below (``PRAGMA user_version`` of a run log database)."""
 
 BUSY_TIMEOUT_MS = 5_000
@@ -76,7 +76,14 @@ CREATE TABLE tool_calls (
 );
 """
 
-_MIGRATIONS: dict[int, str] = {0: _V1}
+_V2 = """
+ALTER TABLE runs ADD COLUMN parent_run_id TEXT;
+ALTER TABLE runs ADD COLUMN parent_call_id TEXT;
+CREATE INDEX runs_by_parent ON runs (parent_run_id);
+"""
+"""Version 2: the run of an agent tool names the run and the call that made it."""
+
+_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""
 
 

@@ -85,6 +85,10 @@ class LoggedRun:
     model_turns: int
     parts: int
     """1, plus one per resume of a paused run."""
+    parent_run_id: str | None
+    """For the run of an agent tool (``agent.as_tool``): the run that called it."""
+    parent_call_id: str | None
+    """... and the id of that call in it."""
     tool_calls: int
     failed_calls: int
     """Calls with an error code (a person's rejection is not a failure)."""
@@ -106,7 +110,7 @@ _FAILED = "c.error_code IS NOT NULL AND c.error_code <> 'rejected'"
 _RUN_COLUMNS = (
     "r.run_id, r.session_id, r.model, r.prompt, r.instructions, r.started_at, r.ended_at,"
     " r.duration_s, r.stop_reason, r.answer, r.error, r.input_tokens, r.output_tokens,"
-    " r.model_turns, r.parts,"
+    " r.model_turns, r.parts, r.parent_run_id, r.parent_call_id,"
     " (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id),"
     f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED})"
 )
