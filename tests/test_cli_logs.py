@@ -209,6 +209,8 @@ def test_logs_as_json(home: Path) -> None:
         "output_tokens": 18,
         "model_turns": 2,
         "parts": 1,
+        "parent_run_id": None,
+        "parent_call_id": None,
         "tool_calls": 2,
         "failed_calls": 1,
     }
