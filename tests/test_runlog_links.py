@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import io
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
 from helpers import answer, call, calls
-from tooldeck import Agent, AssistantOutput, ScriptedModel, tool
+from tooldeck import Agent, AssistantOutput, Message, ScriptedModel, tool
+from tooldeck.history import TokenBudget
+from tooldeck.observe import Instrumentation
 from tooldeck.runlog import SCHEMA_VERSION, RunLog, RunLogError, _schema
 
 
@@ -170,3 +176,42 @@ def test_a_structured_turn_with_text_and_calls_is_logged_whole(log: RunLog) -> N
     (run,) = log.runs()
     first, _ = log.run(run.run_id).turns
     assert (first.content, first.tool_calls) == ("Counting.", 1)
+
+
+def test_a_traced_run_is_logged_too_and_a_history_strategys_count_reaches_the_model(
+    log: RunLog,
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = CountingModel([calls(call("word_count", text="x y")), answer("2")])
+    agent = Agent(
+        model,
+        [word_count],
+        run_log=log,
+        instrument=Instrumentation(tracer_provider=provider),
+        history=TokenBudget(10_000),
+    )
+    result = agent.run_sync("Count.")
+    provider.shutdown()
+    assert sorted(span.name for span in exporter.get_finished_spans()) == [
+        "chat scripted",
+        "chat scripted",
+        "execute_tool word_count",
+        "invoke_agent",
+    ]
+    (run,) = log.runs()
+    assert (run.run_id, run.answer, run.tool_calls) == (result.run_id, "2", 1)
+    assert model.counted  # through the tracing wrapper, to the model's own tokenizer
+
+
+class CountingModel(ScriptedModel):
+    """A model with a tokenizer of its own: it notes what it was asked to count."""
+
+    def __init__(self, script: list[AssistantOutput]) -> None:
+        super().__init__(script)
+        self.counted: list[int] = []
+
+    async def count_tokens(self, messages: Sequence[Message]) -> int:
+        self.counted.append(len(messages))
+        return len(messages)
