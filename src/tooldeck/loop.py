@@ -320,7 +320,8 @@ class Agent(Generic[DepsT, OutputT]):
         decisions: dict[str, Decision] | None = None,
         resumed: Checkpoint | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """The run's event stream, observed when this agent or every agent is instrumented."""
+        """The run's event stream, observed when this agent or every agent is instrumented,
+        and logged when the agent has a run log (the StreamObserver sees what tracing sees)."""
         instrumenter = self.instrument if self.instrument is not None else default_instrumenter()
         observer = None
         if instrumenter:
