@@ -15,10 +15,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import BaseModel
 
 from helpers import answer, call, calls
-from tooldeck import Agent, AssistantOutput, Message, ScriptedModel, tool
+from tooldeck import Agent, Approve, AssistantOutput, Message, ScriptedModel, tool
 from tooldeck.history import TokenBudget
 from tooldeck.observe import Instrumentation
 from tooldeck.runlog import SCHEMA_VERSION, RunLog, RunLogError, _schema
+from tooldeck.sessions import SQLiteSession
 
 
 @tool
@@ -215,3 +216,33 @@ class CountingModel(ScriptedModel):
     async def count_tokens(self, messages: Sequence[Message]) -> int:
         self.counted.append(len(messages))
         return len(messages)
+
+
+def test_a_run_in_a_session_is_logged_with_the_session_id(tmp_path: Path, log: RunLog) -> None:
+    session = SQLiteSession(tmp_path / "sessions.db", "ada")
+    model = ScriptedModel(
+        [calls(call("delete_file", "d1", path="notes.txt")), answer("Deleted."), answer("Hi")]
+    )
+    agent = Agent(model, [delete_file], run_log=log)
+    paused = agent.run_sync("Delete my notes.", session=session)
+    assert paused.stop_reason == "paused"
+    resumed = agent.resume_sync(decisions={"d1": Approve(by="ada")}, session=session)
+    assert resumed.answer == "Deleted."
+    Agent(model, run_log=log).run_sync("Hello")  # no session
+
+    (run,) = log.runs(session="ada")
+    assert (run.run_id, run.session_id, run.parts, run.answer) == (
+        paused.run_id,
+        "ada",
+        2,
+        "Deleted.",
+    )
+    (logged,) = log.run(run.run_id).calls
+    assert (logged.decision, logged.decided_by) == ("approved", "ada")
+    assert [r.session_id for r in log.runs()] == [None, "ada"]
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"

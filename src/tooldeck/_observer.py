@@ -87,6 +87,8 @@ class ParentCall:
 
 PARENT_CALL: ContextVar[ParentCall | None] = ContextVar("tooldeck_parent_call", default=None)
 """Set by an agent tool while it starts its inner run (``Agent._start`` reads it at once)."""
+SESSION_ID: ContextVar[str | None] = ContextVar("tooldeck_session_id", default=None)
+"""Set by a session while it starts the run it keeps (``Agent._start`` reads it at once)."""
 
 
 class StreamObserver(Protocol):

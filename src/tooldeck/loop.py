@@ -24,6 +24,7 @@ from tooldeck._calls import (
 from tooldeck._nested import agent_tool, check_nested
 from tooldeck._observer import (
     PARENT_CALL,
+    SESSION_ID,
     Instrumenter,
     RunInfo,
     RunObserver,
@@ -336,10 +337,7 @@ class Agent(Generic[DepsT, OutputT]):
         return self.run_log.observe(events, self._run_info(state, decisions))
 
     def _run_info(
-        self,
-        state: RunState,
-        decisions: Mapping[str, Decision] | None = None,
-        session_id: str | None = None,
+        self, state: RunState, decisions: Mapping[str, Decision] | None = None
     ) -> RunInfo:
         """What the run log is told as a run starts or resumes (``decisions`` given)."""
         prompt = state.messages[current_turn(state.messages)].content
@@ -348,7 +346,7 @@ class Agent(Generic[DepsT, OutputT]):
             prompt,
             self.model.name,
             self.instructions,
-            session_id,
+            SESSION_ID.get(),
             decisions,
             PARENT_CALL.get(),
         )
