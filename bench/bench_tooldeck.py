@@ -12,7 +12,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "anchors"))
 import benchlib as B
@@ -28,6 +28,9 @@ from tooldeck import (
     ToolSpec,
     tool,
 )
+
+if TYPE_CHECKING:  # the benchmark without a log must not load sqlite3
+    from tooldeck.runlog import RunLog
 
 DONE = AssistantOutput(content="done")
 
@@ -87,6 +90,8 @@ class Adapter:
     FULL_IMPORT = "from tooldeck import Agent, AssistantOutput, Model, ToolCall, tool"
     NOTES = "agent.run('go'); sync tools in the shared worker-thread pool (the default)."
     INLINE = False
+    RUN_LOG: RunLog | None = None
+    """Record the loop workloads' runs in this run log (bench/runlog_w5.py sets it)."""
 
     @staticmethod
     def version() -> str:
@@ -103,7 +108,13 @@ class Adapter:
         fn = B.make_add_numbers_async() if async_tool else B.add_numbers
         add = tool(fn, inline=True) if cls.INLINE and not async_tool else tool(fn)
         limits = Limits(max_rounds=k + 1)
-        agent = Agent(LoopModel(k, delay), [add], instructions="Use tools.", limits=limits)
+        agent = Agent(
+            LoopModel(k, delay),
+            [add],
+            instructions="Use tools.",
+            limits=limits,
+            run_log=cls.RUN_LOG,
+        )
         return make_runner(agent)
 
     @staticmethod

@@ -1,5 +1,6 @@
-"""Fixtures shared by the tests: the OpenAI loopback server, the session stores, a
-TOOLDECK_HOME of their own, and DBOS launched in the test process for the durable-run tests."""
+"""Fixtures shared by the tests: the OpenAI loopback server (JSON or SSE replies), the
+session stores, a TOOLDECK_HOME of their own, and DBOS launched in the test process for the
+durable-run tests."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def stream(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture(autouse=True, scope="session")
 def _tooldeck_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """``tooldeck run`` and ``chat`` keep conversations: keep the tests' out of the user's
-    data directory (subprocesses inherit the variable)."""
+    """``tooldeck run`` and ``chat`` keep conversations and log runs: keep the tests' out of
+    the user's data directory (subprocesses inherit the variable)."""
     previous = os.environ.get("TOOLDECK_HOME")
     os.environ["TOOLDECK_HOME"] = str(tmp_path_factory.mktemp("tooldeck_home"))
     yield

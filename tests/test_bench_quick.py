@@ -67,3 +67,11 @@ def test_session_bench_worker_measures_every_tooldeck_store(
             "append_cpu_us", "append_us", "first_load_cpu_ms", "first_load_ms",
             "load_cpu_ms", "load_ms",
         ]  # fmt: skip
+
+
+def test_runlog_w5_quick_mode_compares_with_and_without_a_log() -> None:
+    output = run("runlog_w5.py", "--quick")
+    assert "no run log" in output
+    assert "run log / none: wall " in output
+    rows = next(line for line in output.splitlines() if line.strip().startswith("run log "))
+    assert rows.split()[-1] == str(50 * 8 + 8)  # 50 runs of 8 rows and the warm-up run

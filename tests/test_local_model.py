@@ -37,6 +37,7 @@ from tooldeck.models._local_decode import _allowed
 from tooldeck.models._local_engine import TurnRequest, TurnStats, _decided
 from tooldeck.models._local_grammar import TurnSyntax, build_grammar, plan_turn
 from tooldeck.models._local_prompt import TemplateFormat, TranscriptFormat, parse_turn
+from tooldeck.models.base import estimate_tokens
 from tooldeck.models.local import LocalModel
 from tooldeck.tools.dialects import bfcl_tools
 
@@ -541,3 +542,18 @@ def test_every_bfcl_tool_record_gets_a_grammar_from_its_schemas(grammar_ok: Any)
     assert len(bfcl_cases.records()) == 2501
     assert functions > 6000
     assert loose == []  # no tool needed the "any JSON object" fallback
+
+
+def test_count_tokens_uses_the_models_own_tokenizer(model: LocalModel) -> None:
+    from llama_cpp import Llama
+
+    vocabulary = Llama(str(model.model_path), vocab_only=True, verbose=False)
+    greek = Message.user("Καλημέρα κόσμε: 1234567890")
+    counted = asyncio.run(model.count_tokens([greek]))
+    # The transcript line the message becomes, tokenized by the GGUF's own vocabulary.
+    assert counted == len(
+        vocabulary.tokenize("\nuser: Καλημέρα κόσμε: 1234567890".encode(), add_bos=False)
+    )
+    assert counted != estimate_tokens(greek)  # not the four-characters-a-token estimate
+    both = asyncio.run(model.count_tokens([greek, Message.user("hello")]))
+    assert both == counted + asyncio.run(model.count_tokens([Message.user("hello")]))

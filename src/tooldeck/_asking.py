@@ -1,7 +1,8 @@
 """Asking the model for one turn: within the run's time, through middleware, with deltas.
 
-The loop asks in one place; the plain case (no middleware, no deltas) is one awaited
-``model.complete`` inside ``bounded``. With ``deltas`` the request runs as a task whose
+The loop asks in one place; the plain case (no middleware, no deltas, no history strategy)
+is one awaited ``model.complete`` inside ``bounded``. A history strategy chooses the
+messages sent before middleware sees them. With ``deltas`` the request runs as a task whose
 writing comes out as events while it runs (middleware included), and leaving the stream
 cancels it, closing the provider's response.
 """
@@ -18,6 +19,7 @@ from tooldeck._untrusted import repaired
 from tooldeck.contracts import AssistantOutput, Message, StopReason, ToolSpec
 from tooldeck.errors import MiddlewareError, ModelError
 from tooldeck.events import TextDelta, ToolCallDelta
+from tooldeck.history import HistoryStrategy, prepare_history
 from tooldeck.middleware import MiddlewareStack, ModelCall, RequestContext
 from tooldeck.models.base import Model, ModelSettings, TextChunk
 from tooldeck.policy import RunPolicy
@@ -56,6 +58,7 @@ class Request:
     settings: ModelSettings
     instructions: str
     deps: Any
+    history: HistoryStrategy | None = None
 
 
 async def ask(
@@ -76,9 +79,12 @@ async def ask(
             turn = _streamed_turn(model, messages, specs, settings, instructions, policy, emit)
         return bounded(state, policy, turn)
 
+    messages: Sequence[Message] = state.messages
+    if request.history is not None:  # it may ask the model for a summary first
+        messages = await bounded(state, policy, prepare_history(request.history, state, model))
     if middleware is None:
-        return await complete(state.messages, request.settings, request.instructions)
-    first = ModelCall(tuple(state.messages), request.settings, request.instructions)
+        return await complete(messages, request.settings, request.instructions)
+    first = ModelCall(tuple(messages), request.settings, request.instructions)
     context = RequestContext(policy.rounds, state.run_id, request.deps, specs)
     try:
         return await middleware.ask(

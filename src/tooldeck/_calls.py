@@ -412,7 +412,7 @@ def _leg(
     """An agent tool's call: a leg of its inner run, whose events go to ``emit``."""
     handler = item.entry.handler
     assert isinstance(handler, AgentTool)  # only agent tools' calls get an ``emit``
-    return handler.leg(item.arguments, context, emit, item.resume, ctx.messages)
+    return handler.leg(item.arguments, context, emit, item.resume, ctx.messages, ctx.run_id)
 
 
 async def _bounded(item: _Ready, ctx: RoundContext, emit: Emit | None = None) -> Ran:

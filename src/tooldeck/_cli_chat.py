@@ -17,6 +17,7 @@ from tooldeck._cli_args import EXIT_ANSWER, EXIT_STATUSES, CliError, Parser
 from tooldeck._cli_display import Console, Tally
 from tooldeck._cli_exec import Run, execute
 from tooldeck._cli_run import agent_options, prepare
+from tooldeck._cli_runlog import logging_runs
 from tooldeck._cli_sessions import session_options
 from tooldeck.errors import SessionError
 
@@ -46,7 +47,7 @@ def chat_command(args: argparse.Namespace) -> int:
         "bold",
     )
     _line_editing()
-    with asyncio.Runner() as runner:
+    with logging_runs(run.agent, args.no_log), asyncio.Runner() as runner:
         while True:
             try:
                 prompt = input("> ")

@@ -25,12 +25,14 @@ from tooldeck._cli_args import (
 from tooldeck._cli_exec import Form, Run, execute
 from tooldeck._cli_load import exception_text, load_object, load_tools, raised_at
 from tooldeck._cli_model import build_model
+from tooldeck._cli_runlog import logging_runs
 from tooldeck._cli_sessions import open_session, session_options
 from tooldeck.loop import Agent
 from tooldeck.models.base import ModelSettings
 from tooldeck.policy import Limits
 from tooldeck.tools.registry import ToolView
 
+NO_LOG_HELP = "do not record this run in the run log (tooldeck logs)"
 TOOLS_HELP = (
     "a module (package.module) or a file (path/to/tools.py): the @tool functions it defines "
     "(or names in __all__); add :ATTR to name a ToolRegistry, a list of tools or one tool"
@@ -45,6 +47,7 @@ def agent_options() -> Parser:
         "-t", "--tools", required=True, metavar="MODULE[:ATTR]|FILE.py", help=TOOLS_HELP
     )
     parent.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
+    parent.add_argument("--no-log", action="store_true", help=NO_LOG_HELP)
     system = parent.add_mutually_exclusive_group()
     system.add_argument(
         "-s", "--system", "--instructions", dest="system", metavar="TEXT", help="system prompt"
@@ -122,7 +125,8 @@ def run_command(args: argparse.Namespace) -> int:
     output_type = load_object(args.output_schema, "--output-schema") if args.output_schema else None
     run = prepare(args, prompt, output_type)
     form: Form = "json" if args.json else "plain" if args.no_display else "display"
-    status, _ = execute(run, form)
+    with logging_runs(run.agent, args.no_log):
+        status, _ = execute(run, form)
     return status
 
 

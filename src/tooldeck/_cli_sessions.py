@@ -10,31 +10,14 @@ there. A run that stops without an answer leaves its conversation as it was.
 from __future__ import annotations
 
 import argparse
-import os
 import secrets
-import sys
 from pathlib import Path
 
 from tooldeck._cli_args import Parser, UsageError
+from tooldeck.runlog import tooldeck_home
 from tooldeck.sessions import SQLiteSession
 
 _LATEST = "latest_session"
-
-
-def tooldeck_home() -> Path:
-    """``$TOOLDECK_HOME``, else ``tooldeck`` in the user's data directory
-    (``$XDG_DATA_HOME`` or ``~/.local/share`` on Linux, ``~/Library/Application Support``
-    on macOS, ``%LOCALAPPDATA%`` on Windows): where the run log keeps ``logs.db`` too."""
-    home = os.environ.get("TOOLDECK_HOME")
-    if home:
-        return Path(home).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "tooldeck"
 
 
 def session_options() -> Parser:

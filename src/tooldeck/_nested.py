@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
+from tooldeck._observer import PARENT_CALL, ParentCall
 from tooldeck.checkpoint import Decision
 from tooldeck.contracts import Checkpoint, Message, RunResult, ToolResult, ToolTrace
 from tooldeck.errors import (
@@ -122,18 +123,26 @@ class AgentTool:
         emit: Emit,
         resume: NestedResume | None = None,
         conversation: Sequence[Message] = (),
+        run_id: str = "",
     ) -> NestedOutcome | Checkpoint:
         """Run the inner agent, or go on with its paused run, until it answers, stops or pauses.
 
-        ``conversation`` is the outer one, ending with the turn that made this call.
+        ``conversation`` is the outer one, ending with the turn that made this call;
+        ``run_id`` the outer run's (a run log links the inner run to the call with it).
         """
-        if resume is None:
-            prompt, history = self._prompt(arguments), self._history_of(conversation)
-            run_id = f"{context.run_id}/{context.call_id}" if self._derived_run_ids else None
-            stream = self.agent.stream(prompt, deps=context.deps, history=history, run_id=run_id)
-        else:
-            checkpoint, decisions = resume.checkpoint, resume.decisions
-            stream = self.agent.resume_stream(checkpoint, decisions, deps=context.deps)
+        parent = PARENT_CALL.set(ParentCall(run_id, context.call_id) if run_id else None)
+        try:  # the inner run reads its parent as it starts, before its first event
+            if resume is None:
+                prompt, history = self._prompt(arguments), self._history_of(conversation)
+                inner_id = f"{context.run_id}/{context.call_id}" if self._derived_run_ids else None
+                stream = self.agent.stream(
+                    prompt, deps=context.deps, history=history, run_id=inner_id
+                )
+            else:
+                checkpoint, decisions = resume.checkpoint, resume.decisions
+                stream = self.agent.resume_stream(checkpoint, decisions, deps=context.deps)
+        finally:
+            PARENT_CALL.reset(parent)
         path, call_ids = (self.name,), (context.call_id,)
         final: RunResult[Any] | None = None
         try:

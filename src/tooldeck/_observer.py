@@ -1,15 +1,21 @@
-"""The seam between the loop and what watches a run (``tooldeck.observe``'s spans).
+"""The seam between the loop and what watches a run (``tooldeck.observe``'s spans, the run log).
 
-The loop knows only these protocols. ``Agent(instrument=...)``, or the process default that
+The loop knows only these protocols, and attaches what watches a run in one place
+(``Agent._start``). ``Agent(instrument=...)``, or the process default that
 ``tooldeck.instrument()`` installs, starts one RunObserver per run; with neither the loop
-holds None, and pays one ``is None`` check per tool call.
+holds None, and pays one ``is None`` check per tool call. A StreamObserver
+(``Agent(run_log=...)``) only reads the run's event stream, which carries all it records:
+it needs no hook inside the loop, and costs nothing when there is none.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tooldeck.checkpoint import Decision
 from tooldeck.contracts import Message, PendingCall, RunResult, ToolCall, ToolTrace
 from tooldeck.events import Event, FinalAnswer
 from tooldeck.models.base import Model
@@ -50,6 +56,48 @@ class Instrumenter(Protocol):
 
         None: this run is not observed after all (no tracing SDK, or not sampled).
         """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What a StreamObserver is told about a run as it starts (or resumes)."""
+
+    run_id: str
+    prompt: str
+    """The run's prompt (for a resumed run: the latest user message of its conversation)."""
+    model: str
+    """The model's name."""
+    instructions: str
+    session_id: str | None = None
+    decisions: Mapping[str, Decision] | None = None
+    """For a resumed run: the decisions it goes on with, by call id (``Approve``,
+    ``Reject`` or an external call's ``ToolResult``)."""
+    parent: ParentCall | None = None
+    """For the run of an agent tool (``agent.as_tool``): the call of the run that made it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParentCall:
+    """The agent-tool call whose inner run this is: the outer run's id and the call's id."""
+
+    run_id: str
+    call_id: str
+
+
+PARENT_CALL: ContextVar[ParentCall | None] = ContextVar("tooldeck_parent_call", default=None)
+"""Set by an agent tool while it starts its inner run (``Agent._start`` reads it at once)."""
+SESSION_ID: ContextVar[str | None] = ContextVar("tooldeck_session_id", default=None)
+"""Set by a session while it starts the run it keeps (``Agent._start`` reads it at once)."""
+
+
+class StreamObserver(Protocol):
+    """Watches a run's event stream without changing it (the run log is one)."""
+
+    def observe(
+        self, events: AsyncGenerator[Event, None], run: RunInfo
+    ) -> AsyncGenerator[Event, None]:
+        """Yield ``events`` as they come, noting what happens; close ``events`` if left early."""
         ...
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from tooldeck.contracts import (
     AssistantOutput,
     Checkpoint,
+    HistorySummary,
     Message,
     PendingCall,
     RunResult,
@@ -55,6 +56,8 @@ class RunState:
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    summary: HistorySummary | None = None
+    """What the history strategy sends in place of the earliest turns, once it made one."""
 
     @property
     def usage(self) -> Usage:
@@ -62,6 +65,12 @@ class RunState:
         return Usage(
             input_tokens=self.input_tokens, output_tokens=self.output_tokens, requests=self.requests
         )
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count a model call made for the run beside its turns (a history summary)."""
+        self.requests += usage.requests
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
 
     def record_output(self, output: AssistantOutput, round_: int) -> None:
         """Append the model's turn; its calls, if any, become the open turn."""
@@ -129,6 +138,7 @@ class RunState:
             run_id=self.run_id,
             pending=checkpoint.pending if checkpoint is not None else (),
             checkpoint=checkpoint,
+            history_summary=self.summary,
         )
 
 

@@ -76,6 +76,7 @@ def make_checkpoint(state: RunState, policy: RunPolicy, key: bytes | None) -> Ch
         usage=state.usage,
         counters=policy.counters(),
         turn=PausedTurn(round=turn.round, answered=dict(turn.answered), pending=turn.pending),
+        history_summary=state.summary,
     )
     if key is None:
         return checkpoint
@@ -229,6 +230,7 @@ def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         requests=usage.requests,
+        summary=checkpoint.history_summary,
     )
     calls = checkpoint.messages[-1].tool_calls
     state.turn = OpenTurn(

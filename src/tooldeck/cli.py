@@ -5,12 +5,17 @@
         [--tool-choice auto|required|none|NAME] [--max-rounds N]
         [--on-limit raise|final-answer] [--error-details] [--approve TOOL]... [--yes]
         [--deps MODULE:FACTORY] [--output-schema MODULE:TYPE] [--json | --no-display]
-        [--no-stream] [-c | --session ID] [-v]
+        [--no-stream] [-c | --session ID] [--no-log] [-v]
     tooldeck chat --tools MODULE[:ATTR]|FILE.py [the options of run] [-c | --session ID]
     tooldeck demo ["PROMPT"] [--model MODEL]
     tooldeck tools MODULE[:ATTR]|FILE.py [--toolset NAME] [--json]
     tooldeck mcp serve MODULE[:ATTR]|FILE.py [--toolset NAME] [--http HOST:PORT]
         [--allow-approval-tools] [--include-error-details] [--name NAME]
+    tooldeck logs [-n N] [--tool NAME] [--errors] [--session ID] [--json]
+    tooldeck logs show RUN_ID | tooldeck logs path
+
+``run``, ``chat`` and ``demo`` record each run in the run log (``--no-log``: not these);
+the log is ``logs.db`` in ``$TOOLDECK_HOME`` or the user's data directory.
 
 Exit status: 0 the model answered, 1 the run stopped without an answer or something failed
 (one line on stderr, the traceback with ``-v``), 2 usage error, 130 interrupted.
@@ -44,8 +49,10 @@ from tooldeck._cli_chat import add_chat_parser
 from tooldeck._cli_display import Console, show_specs
 from tooldeck._cli_exec import Run, execute
 from tooldeck._cli_load import load_tools
+from tooldeck._cli_logs import add_logs_parser
 from tooldeck._cli_model import build_model
-from tooldeck._cli_run import TOOLS_HELP, add_run_parser
+from tooldeck._cli_run import NO_LOG_HELP, TOOLS_HELP, add_run_parser
+from tooldeck._cli_runlog import logging_runs
 from tooldeck.errors import ToolDeckError
 from tooldeck.tools.registry import ToolEntry
 
@@ -92,6 +99,7 @@ def _parser() -> Parser:
         help="run the demo agent (add_numbers, get_weather) offline on the local model",
     )
     demo.add_argument("prompt", nargs="*", help="what to ask (default: two sample questions)")
+    demo.add_argument("--no-log", action="store_true", help=NO_LOG_HELP)
     demo.set_defaults(handler=_demo)
 
     tools = commands.add_parser(
@@ -102,6 +110,7 @@ def _parser() -> Parser:
     tools.add_argument("--json", action="store_true", help="print the specs as JSON")
     tools.set_defaults(handler=_tools)
     _add_mcp_parser(commands, verbose)
+    add_logs_parser(commands, [verbose])
     for name in ("run", "chat", "demo", "tools"):
         commands.choices[name].set_defaults(prog=f"tooldeck {name}")
     return parser
@@ -152,8 +161,9 @@ def _demo(args: argparse.Namespace) -> int:
         "(the first turn must call a tool)",
         "bold",
     )
-    for prompt in prompts:
-        execute(Run(agent, prompt, verbose=args.verbose), "display", console)
+    with logging_runs(agent, args.no_log):
+        for prompt in prompts:
+            execute(Run(agent, prompt, verbose=args.verbose), "display", console)
     return 0
 
 

@@ -381,6 +381,22 @@ class PausedTurn(BaseModel):
     pending: tuple[PendingCall, ...]
 
 
+class HistorySummary(BaseModel):
+    """The model's summary of a conversation's first ``covers`` messages, sent in their place.
+
+    Made by the ``Summarize`` history strategy and kept (in the run, its checkpoint and its
+    result) so it is not asked for again.
+    """
+
+    model_config = _FROZEN
+
+    text: str
+    covers: int
+    """How many messages, from the start of the conversation, it stands for."""
+    digest: str
+    """SHA-256 chain over those messages: the summary applies to them and no others."""
+
+
 CHECKPOINT_VERSION = 1
 
 
@@ -400,6 +416,8 @@ class Checkpoint(BaseModel):
     usage: Usage
     counters: RunCounters
     turn: PausedTurn
+    history_summary: HistorySummary | None = None
+    """The summary of the earlier conversation, with ``Agent(history=Summarize(...))``."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 
@@ -417,7 +435,9 @@ class Checkpoint(BaseModel):
 
     def signed_payload(self) -> bytes:
         """The canonical bytes the signature covers: every field but the signature."""
-        body = self.model_dump(mode="json", exclude={"signature"})
+        # Without a summary the payload is the one checkpoints had before the field existed.
+        unsigned = {"signature"} if self.history_summary else {"signature", "history_summary"}
+        body = self.model_dump(mode="json", exclude=unsigned)
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return text.encode("utf-8", "surrogatepass")
 
@@ -487,3 +507,6 @@ class RunResult(BaseModel, Generic[OutputT]):
     """For a paused run: the calls that wait, in the model's order."""
     checkpoint: Checkpoint | None = None
     """For a paused run: what ``agent.resume(...)`` goes on from."""
+    history_summary: HistorySummary | None = None
+    """The summary the ``Summarize`` history strategy sent in place of the earliest turns
+    (store it and give it back with ``Summarize.remember`` so it is not made again)."""

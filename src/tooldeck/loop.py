@@ -23,7 +23,16 @@ from tooldeck._calls import (
     run_new_calls,
 )
 from tooldeck._nested import agent_tool, check_nested
-from tooldeck._observer import Instrumenter, RunObserver, default_instrumenter, observed
+from tooldeck._observer import (
+    PARENT_CALL,
+    SESSION_ID,
+    Instrumenter,
+    RunInfo,
+    RunObserver,
+    StreamObserver,
+    default_instrumenter,
+    observed,
+)
 from tooldeck._state import OpenTurn, RunState, attach, checked_run_id
 from tooldeck._sync import run_sync
 from tooldeck._untrusted import safe_output
@@ -38,6 +47,7 @@ from tooldeck.checkpoint import (
 from tooldeck.contracts import AssistantOutput, Checkpoint, Message, RunResult, StopReason
 from tooldeck.errors import LimitExceeded, MiddlewareError, RunStopped, ToolExecutionError
 from tooldeck.events import Event, FinalAnswer, ModelRequest, ModelResponse, NestedEvent
+from tooldeck.history import HistoryStrategy, current_turn
 from tooldeck.middleware import Middleware, MiddlewareStack
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
@@ -88,6 +98,12 @@ class Agent(Generic[DepsT, OutputT]):
         deps_type: The type of the ``deps`` runs pass to tools, for type checkers only.
         instrument: Trace this agent's runs: a ``tooldeck.observe.Instrumentation``; False
             never traces it; None (the default) follows ``tooldeck.instrument()``.
+        history: What each request carries of a long conversation (``KeepLastTurns``,
+            ``TokenBudget``, ``Summarize`` from ``tooldeck.history``); everything by default.
+            The run keeps the whole conversation either way.
+        run_log: Where every run is recorded (``RunLog(path)`` from ``tooldeck.runlog``):
+            an observer of the event stream, off by default. The runs of this agent as an
+            agent tool are logged as their own runs, linked to the call that made them.
 
     Example:
         >>> from tooldeck import Agent, AssistantOutput, ScriptedModel
@@ -115,6 +131,8 @@ class Agent(Generic[DepsT, OutputT]):
         middleware: Sequence[Middleware] = (),
         deps_type: type[DepsT] | None = None,
         instrument: Instrumenter | bool | None = None,
+        history: HistoryStrategy | None = None,
+        run_log: StreamObserver | None = None,
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
         if instrument is True:
@@ -137,6 +155,14 @@ class Agent(Generic[DepsT, OutputT]):
         self.on_limit: OnLimit = on_limit
         self.checkpoint_key = checkpoint_key
         self.instrument: Instrumenter | Literal[False] | None = instrument
+        if history is not None and not isinstance(history, HistoryStrategy):
+            raise TypeError(
+                f"history must be a history strategy such as KeepLastTurns(10), got {history!r}"
+                " (a run's earlier messages go to run(..., history=...))"
+            )
+        self.history = history
+        self.run_log = run_log
+        """The run log (or any StreamObserver) that sees every run's events; None: off."""
         self._middleware = MiddlewareStack(middleware) if middleware else None
         self._call_options = CallOptions(
             include_error_details, max_concurrency, self._middleware, self._tools.registry
@@ -324,7 +350,8 @@ class Agent(Generic[DepsT, OutputT]):
         decisions: dict[str, Decision] | None = None,
         resumed: Checkpoint | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """The run's event stream, observed when this agent or every agent is instrumented."""
+        """The run's event stream, observed when this agent or every agent is instrumented,
+        and logged when the agent has a run log (the StreamObserver sees what tracing sees)."""
         instrumenter = self.instrument if self.instrument is not None else default_instrumenter()
         observer = None
         if instrumenter:
@@ -332,7 +359,26 @@ class Agent(Generic[DepsT, OutputT]):
                 self.model, state.messages, self.instructions, state.run_id
             )
         events = self._drive(state, policy, deps, deltas, observer, decisions, resumed)
-        return events if observer is None else observed(observer, events)
+        if observer is not None:
+            events = observed(observer, events)
+        if self.run_log is None:
+            return events
+        return self.run_log.observe(events, self._run_info(state, decisions))
+
+    def _run_info(
+        self, state: RunState, decisions: Mapping[str, Decision] | None = None
+    ) -> RunInfo:
+        """What the run log is told as a run starts or resumes (``decisions`` given)."""
+        prompt = state.messages[current_turn(state.messages)].content
+        return RunInfo(
+            state.run_id,
+            prompt,
+            self.model.name,
+            self.instructions,
+            SESSION_ID.get(),
+            decisions,
+            PARENT_CALL.get(),
+        )
 
     async def _drive(
         self,
@@ -390,8 +436,10 @@ class Agent(Generic[DepsT, OutputT]):
                 specs, settings = shown_specs(self._output, ToolView.of(())), self._requests[2]
             policy.rounds += 1
             yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
-            if deltas or self._middleware is not None:
-                request = Request(state, policy, model, specs, settings, self.instructions, deps)
+            if deltas or self._middleware is not None or self.history is not None:
+                request = Request(
+                    state, policy, model, specs, settings, self.instructions, deps, self.history
+                )
                 output = None
                 async with aclosing(self._asked(request, deltas)) as asked_for:
                     async for written in asked_for:

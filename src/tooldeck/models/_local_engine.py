@@ -117,6 +117,7 @@ class LlamaSession:
         self._cache_tokens: list[int] = []
         self._raw: OrderedDict[str, str] = OrderedDict()
         self._grammars: dict[str, str] = {}
+        self._frame_tokens: int | None = None
 
     def close(self) -> None:
         self._embedder.close()
@@ -173,6 +174,15 @@ class LlamaSession:
         before = self._tokenize(context, add_bos=False)
         after = self._tokenize(context + text, add_bos=False)
         return after[len(before) :] if after[: len(before)] == before else []
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens of ``messages`` in the prompt, less the frame an empty conversation has."""
+        if self._frame_tokens is None:
+            self._frame_tokens = len(self._prompt_tokens(()))
+        return max(0, len(self._prompt_tokens(messages)) - self._frame_tokens)
+
+    def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
+        return self._tokenize(self.format.render(messages, (), "", self._raw_text), add_bos=False)
 
     def _tokens_for(self, text: str) -> list[int]:
         """Prompt tokens; when ``text`` extends the last turn, its tokens extend that turn's."""

@@ -107,6 +107,16 @@ class Model(ABC):
         """
         yield await self.complete(messages, tools, settings, instructions)
 
+    async def count_tokens(self, messages: Sequence[Message]) -> int:
+        """How many tokens ``messages`` take in this model's prompt (history strategies use it).
+
+        The default is an estimate, not a tokenizer: four characters a token (the common
+        rule for English text; other scripts take more tokens) of each message's text, its
+        calls' names and arguments, plus four tokens a message for the framing. An adapter
+        with a tokenizer overrides it (LocalModel counts with llama.cpp's).
+        """
+        return sum(estimate_tokens(message) for message in messages)
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to close by default
         """Release clients or weights the model holds."""
 
@@ -119,3 +129,11 @@ async def final_output(model: str, items: AsyncIterator[StreamItem]) -> Assistan
     if not isinstance(last, AssistantOutput):
         raise ModelError(f"{model}: the stream ended before the model's turn was complete")
     return last
+
+
+def estimate_tokens(message: Message) -> int:
+    """About how many tokens one message takes: its characters / 4, rounded up, plus 4."""
+    characters = len(message.content)
+    for call in message.tool_calls:
+        characters += len(call.name) + len(call.arguments_json)
+    return 4 + -(-characters // 4)

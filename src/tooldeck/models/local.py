@@ -194,6 +194,14 @@ class LocalModel(Model):
             on_piece=on_piece,
         )
 
+    async def count_tokens(self, messages: Sequence[Message]) -> int:
+        """How many tokens ``messages`` take in this model's prompt, by its own tokenizer.
+
+        Counted on the prompt the model would read (chat template or transcript), without
+        the instructions and tool catalogue around it. Loads the weights if they are not yet.
+        """
+        return await asyncio.to_thread(self._count, tuple(messages))
+
     async def aclose(self) -> None:
         with self._lock:
             if self._session is not None:
@@ -211,6 +219,10 @@ class LocalModel(Model):
         finally:
             if done is not None:  # a streaming caller waits for the end of the pieces
                 done(None)
+
+    def _count(self, messages: tuple[Message, ...]) -> int:
+        with self._lock:
+            return self._loaded_locked().count_tokens(messages)
 
     def _loaded(self) -> LlamaSession:
         with self._lock:

@@ -226,6 +226,9 @@ class TracedModel(Model):
         self._spans.end_chat(span, output)
         return output
 
+    async def count_tokens(self, messages: Sequence[Message]) -> int:
+        return await self._model.count_tokens(messages)
+
     async def stream(
         self,
         messages: Sequence[Message],

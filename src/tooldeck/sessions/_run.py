@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from tooldeck._observer import SESSION_ID
 from tooldeck.contracts import Checkpoint, RunResult
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, SessionError
 from tooldeck.events import Event, FinalAnswer
@@ -38,7 +39,11 @@ async def stream_in_session(
             "or clear the session, before starting another run"
         )
     messages = repair(history.messages)
-    events = agent.stream(prompt, deps=deps, history=messages, deltas=deltas, run_id=run_id)
+    named = SESSION_ID.set(session.session_id)  # the run log notes the run's session
+    try:
+        events = agent.stream(prompt, deps=deps, history=messages, deltas=deltas, run_id=run_id)
+    finally:
+        SESSION_ID.reset(named)
     async with aclosing(_committing(events, session, len(messages), history.head)) as run:
         async for event in run:
             yield event
@@ -65,7 +70,11 @@ async def resume_in_session(
             f"session {session.session_id!r}'s history is not the one paused run "
             f"{stored.run_id!r} started from: refusing to resume it"
         )
-    events = agent.resume_stream(stored, decisions, deps=deps, deltas=deltas)
+    named = SESSION_ID.set(session.session_id)
+    try:
+        events = agent.resume_stream(stored, decisions, deps=deps, deltas=deltas)
+    finally:
+        SESSION_ID.reset(named)
     head = await session.consume(stored.run_id, after=history.head)
     async with aclosing(_committing(events, session, len(messages), head)) as run:
         async for event in run:

@@ -1,0 +1,288 @@
+"""Records (what the observer queues) to rows and statements (what the writer executes).
+
+A record is a tuple whose first item is its kind. Making rows is the writer thread's work,
+so it is kept lean: JSON through pydantic-core, settings JSON made once per settings
+object, and a run whose start and end come in the same batch written as one row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from pydantic_core import to_json
+
+from tooldeck.checkpoint import Approve, Reject
+from tooldeck.contracts import (
+    RecordedError,
+    ToolCall,
+    Usage,
+)
+from tooldeck.models.base import ModelSettings
+
+START, TURN, PENDING, CALL, END, FLUSH = range(6)
+"""Record kinds."""
+
+Record = tuple[Any, ...]
+Row = tuple[Any, ...]
+Statements = list[tuple[str, list[Row]]]
+"""(SQL, the parameters of each execution), in the order to execute them."""
+
+_NULL_TEXT = "nullif(?, '')"
+_NULL_NUMBER = "nullif(?, -1)"
+"""Optional values travel as '' or -1 and become NULL in SQL: Python 3.11's sqlite3 binds
+None through its adapter protocol (two failed attribute lookups, each raising and clearing
+an AttributeError), which costs more than the rest of the value's binding."""
+
+_ROWS_PER_STATEMENT = 64
+"""Rows one INSERT carries at most: a batch takes few statements, so few releases of the GIL
+(SQLite releases it per statement step)."""
+_MAX_VALUES = 999
+"""The fewest values one statement may bind (SQLite before 3.32); fewer rows when wider."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Insert:
+    """An INSERT whose VALUES group repeats, to write many rows in one statement."""
+
+    head: str
+    values: tuple[str, ...]
+    """Each column's value expression: ``?``, or one of the NULL mappings above."""
+    tail: str = ""
+
+    def statements(self, rows: list[Row]) -> Statements:
+        if not rows:
+            return []
+        size = min(_ROWS_PER_STATEMENT, _MAX_VALUES // len(self.values))
+        full, rest = divmod(len(rows), size)
+        planned: Statements = []
+        if full:
+            groups = [_flat(rows[i * size : (i + 1) * size]) for i in range(full)]
+            planned.append((self._sql(size), groups))
+        if rest:
+            planned.append((self._sql(rest), [_flat(rows[full * size :])]))
+        return planned
+
+    def _sql(self, count: int) -> str:
+        group = "(" + ", ".join(self.values) + ")"
+        return f"{self.head} VALUES {', '.join([group] * count)}{self.tail}"
+
+
+def _flat(rows: list[Row]) -> Row:
+    return tuple(chain.from_iterable(rows))
+
+
+_T, _N = _NULL_TEXT, _NULL_NUMBER
+_RUN = _Insert(
+    "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at,"
+    " parent_run_id, parent_call_id, ended_at, duration_s, stop_reason, answer, error,"
+    " input_tokens, output_tokens, model_turns)",
+    ("?", _T, "?", "?", "?", "?", _T, _T, "?", "?", "?", "?", _T, "?", "?", "?"),
+)
+_START = _Insert(
+    "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at,"
+    " parent_run_id, parent_call_id)",
+    ("?", _T, "?", "?", "?", "?", _T, _T),
+    " ON CONFLICT (run_id) DO UPDATE SET parts = parts + 1, ended_at = NULL, stop_reason = NULL",
+)
+_TURN = _Insert("INSERT OR REPLACE INTO model_turns", ("?", "?", "?", "?", _N, _N, "?", "?", "?"))
+_PENDING = _Insert(
+    "INSERT INTO tool_calls (run_id, round, call_id, name, arguments, waited_for, waited_at)",
+    ("?",) * 7,
+    " ON CONFLICT DO NOTHING",
+)
+_CALL = _Insert(
+    "INSERT INTO tool_calls (run_id, round, call_id, name, arguments, edited_arguments,"
+    " started_at, finished_at, duration_s, result, error_code, error, decision, decided_by)",
+    ("?", "?", "?", "?", "?", _T, _N, "?", "?", "?", _T, _T, _T, _T),
+    " ON CONFLICT DO UPDATE SET"
+    " edited_arguments = excluded.edited_arguments, started_at = excluded.started_at,"
+    " finished_at = excluded.finished_at, duration_s = excluded.duration_s,"
+    " result = excluded.result, error_code = excluded.error_code, error = excluded.error,"
+    " decision = excluded.decision, decided_by = excluded.decided_by",
+)
+_END = (
+    "UPDATE runs SET ended_at = ?, duration_s = coalesce(duration_s, 0) + ?,"
+    " stop_reason = ?, answer = ?, error = ?, input_tokens = coalesce(?, input_tokens),"
+    " output_tokens = coalesce(?, output_tokens), model_turns = coalesce(?, model_turns)"
+    " WHERE run_id = ?"
+)
+
+
+class RowMaker:
+    """Turns a batch of records into statements, in an order that keeps what matters."""
+
+    def __init__(self) -> None:
+        self._settings_json: dict[int, tuple[ModelSettings, str]] = {}
+        """By the settings' id (an agent's settings are a few long-lived objects; hashing a
+        dataclass is a Python call); the entry keeps the object, so its id stays its own."""
+
+    def statements(self, batch: list[Record]) -> Statements:
+        """Whole runs first, then starts, turns, pending calls, calls, and ends: a run's row
+        exists before its end is written, a pending call's before its decision, and a
+        run's ends stay in order."""
+        starts: list[Record] = []
+        ends: list[Record] = []
+        turns: list[Row] = []
+        pending: list[Row] = []
+        calls: list[Row] = []
+        for record in batch:
+            kind = record[0]
+            if kind == CALL:
+                calls.append(_call_row(record))
+            elif kind == TURN:
+                turns.append(self._turn_row(record))
+            elif kind == START:
+                starts.append(record)
+            elif kind == END:
+                ends.append(record)
+            elif kind == PENDING:
+                pending.append(_pending_row(record))
+        whole, start_rows, end_rows = _runs(starts, ends)
+        planned = [
+            *_RUN.statements(whole),
+            *_START.statements(start_rows),
+            *_TURN.statements(turns),
+            *_PENDING.statements(pending),
+            *_CALL.statements(calls),
+        ]
+        if end_rows:  # only runs whose start was written in an earlier batch, or resumed
+            planned.append((_END, end_rows))
+        return planned
+
+    def _turn_row(self, record: Record) -> Row:
+        _, run_id, round_, started_at, duration_s, settings, output = record
+        known = self._settings_json.get(id(settings))
+        if known is None:
+            text = _settings_text(settings)
+            known = self._settings_json[id(settings)] = (settings, text)
+        usage = output.usage
+        return (
+            run_id,
+            round_,
+            started_at,
+            duration_s,
+            usage.input_tokens if usage is not None else -1,
+            usage.output_tokens if usage is not None else -1,
+            known[1],
+            output.content,
+            len(output.tool_calls),
+        )
+
+
+def _runs(starts: list[Record], ends: list[Record]) -> tuple[list[Row], list[Row], list[Row]]:
+    """A new run whose first end is in the batch becomes one whole row; the rest stay."""
+    fresh = {record[1]: record for record in starts if not record[7]}
+    whole: list[Row] = []
+    end_rows: list[Row] = []
+    for end in ends:
+        start = fresh.pop(end[1], None)
+        if start is None:
+            end_rows.append(_end_row(*end[1:]))
+        else:
+            ended_at, duration_s, reason, answer, error, *tokens = _end_row(*end[1:])[:-1]
+            counted = [0 if count is None else count for count in tokens]
+            whole.append(
+                (*_start_row(start), ended_at, duration_s, reason, answer, error or "", *counted)
+            )
+    open_starts = [_start_row(record) for record in starts if record[7] or record[1] in fresh]
+    return whole, open_starts, end_rows
+
+
+def _start_row(record: Record) -> Row:
+    """START record: (kind, run id, session id, model, prompt, instructions, started at,
+    resumed, ParentCall or None)."""
+    run_id, session_id, model, prompt, instructions, started_at = record[1:7]
+    parent = record[8]
+    parent_run, parent_call = ("", "") if parent is None else (parent.run_id, parent.call_id)
+    return (
+        run_id,
+        session_id or "",
+        model,
+        prompt,
+        instructions,
+        started_at,
+        parent_run,
+        parent_call,
+    )
+
+
+def _settings_text(settings: ModelSettings) -> str:
+    """The settings as JSON; a typed answer's schema by its name (the run's model knows it)."""
+    fields = dataclasses.asdict(dataclasses.replace(settings, output_schema=None))
+    schema = settings.output_schema
+    fields["output_schema"] = None if schema is None else schema.name
+    return json.dumps(fields)
+
+
+def arguments_text(call: ToolCall) -> str:
+    """The arguments as the model sent them: its raw text, or the object as compact JSON."""
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return to_json(call.arguments).decode()
+
+
+def _call_row(record: Record) -> Row:
+    """CALL record: (kind, run id, round, ToolTrace, started at or None, finished at, the
+    decision on it or None)."""
+    _, run_id, round_, trace, started_at, finished_at, decision = record
+    call, result = trace.call, trace.result
+    edited = decided = by = ""
+    if decision is not None:
+        if isinstance(decision, Approve):
+            decided, by = "approved", decision.by
+            if decision.arguments is not None:
+                edited = to_json(decision.arguments).decode()
+        elif isinstance(decision, Reject):
+            decided, by = "rejected", decision.by
+        else:
+            decided = "result"
+    code = result.error_code
+    error = trace.error
+    return (
+        run_id,
+        round_,
+        call.id,
+        call.name,
+        arguments_text(call),
+        edited,
+        -1 if started_at is None else started_at,
+        finished_at,
+        trace.duration_s,
+        result.output,
+        "" if code is None else code.value,
+        "" if error is None else _error_text(error),
+        decided,
+        by,
+    )
+
+
+def _error_text(error: BaseException) -> str:
+    name = error.type_name if isinstance(error, RecordedError) else type(error).__name__
+    return f"{name}: {error}"
+
+
+def _pending_row(record: Record) -> Row:
+    """PENDING record: (kind, run id, round, PendingCall, paused at)."""
+    _, run_id, round_, pending, paused_at = record
+    call = pending.call
+    return (run_id, round_, call.id, call.name, arguments_text(call), pending.kind, paused_at)
+
+
+def _end_row(
+    run_id: str,
+    ended_at: float,
+    duration_s: float,
+    stop_reason: str,
+    answer: str | None,
+    error: str | None,
+    usage: Usage | None,
+) -> Row:
+    """The end of a run, or of a part of it (a pause); without usage the tokens stay."""
+    tokens: tuple[int | None, ...] = (None, None, None)
+    if usage is not None:
+        tokens = (usage.input_tokens, usage.output_tokens, usage.requests)
+    return (ended_at, duration_s, str(stop_reason), answer, error, *tokens, run_id)

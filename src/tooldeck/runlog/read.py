@@ -1,0 +1,218 @@
+"""Reading the run log back: the latest runs, and one run with its turns and calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tooldeck.runlog._schema import RunLogError, connect
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedTurn:
+    """One model turn of a logged run (a row of ``model_turns``)."""
+
+    round: int
+    started_at: float
+    duration_s: float
+    input_tokens: int | None
+    output_tokens: int | None
+    settings: dict[str, Any]
+    content: str
+    tool_calls: int
+    """How many calls the model asked for in this turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedCall:
+    """One tool call of a logged run (a row of ``tool_calls``)."""
+
+    round: int
+    call_id: str
+    name: str
+    arguments: str
+    """The arguments as the model sent them (JSON, or its raw text when not JSON)."""
+    edited_arguments: str | None
+    """The arguments a person approved instead, as JSON."""
+    started_at: float | None
+    """When it started running; None when it was refused before running (or waits)."""
+    finished_at: float | None
+    duration_s: float | None
+    result: str | None
+    """What the model read; None while the call waits for a decision."""
+    error_code: str | None
+    error: str | None
+    """The exception the host kept, ``Type: message``."""
+    waited_for: str | None
+    """``approval`` or ``external`` for a call the run paused for."""
+    waited_at: float | None
+    """When the run paused for it."""
+    decision: str | None
+    """``approved``, ``rejected`` or ``result`` (an external call's result sent back)."""
+    decided_by: str | None
+
+    @property
+    def failed(self) -> bool:
+        return self.error_code is not None
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRun:
+    """One logged run; ``turns`` and ``calls`` are filled by ``load_run`` only."""
+
+    run_id: str
+    session_id: str | None
+    model: str
+    prompt: str
+    instructions: str
+    started_at: float
+    ended_at: float | None
+    """None while the run goes on (or if its process died)."""
+    duration_s: float | None
+    """Working time: the time spent paused does not count."""
+    stop_reason: str | None
+    answer: str | None
+    error: str | None
+    """Why it stopped, when it stopped without an answer."""
+    input_tokens: int
+    output_tokens: int
+    model_turns: int
+    parts: int
+    """1, plus one per resume of a paused run."""
+    parent_run_id: str | None
+    """For the run of an agent tool (``agent.as_tool``): the run that called it."""
+    parent_call_id: str | None
+    """... and the id of that call in it."""
+    tool_calls: int
+    failed_calls: int
+    """Calls with an error code (a person's rejection is not a failure)."""
+    turns: tuple[LoggedTurn, ...] = ()
+    calls: tuple[LoggedCall, ...] = ()
+
+    def to_json(self, details: bool = True) -> dict[str, Any]:
+        """The run as plain JSON data (what ``tooldeck logs --json`` prints); without
+        ``details``, no ``turns`` and ``calls``."""
+        data = asdict(self)
+        if not details:
+            del data["turns"], data["calls"]
+        return data
+
+
+_FAILED = "c.error_code IS NOT NULL AND c.error_code <> 'rejected'"
+"""A failed call: one with an error code, except a person's rejection."""
+
+_RUN_COLUMNS = (
+    "r.run_id, r.session_id, r.model, r.prompt, r.instructions, r.started_at, r.ended_at,"
+    " r.duration_s, r.stop_reason, r.answer, r.error, r.input_tokens, r.output_tokens,"
+    " r.model_turns, r.parts, r.parent_run_id, r.parent_call_id,"
+    " (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id),"
+    f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED})"
+)
+
+
+def list_runs(
+    path: str | os.PathLike[str],
+    limit: int | None = 20,
+    *,
+    tool: str | None = None,
+    errors: bool = False,
+    session: str | None = None,
+) -> list[LoggedRun]:
+    """The latest runs, newest first: all, or those that called ``tool``, had a failed
+    call (``errors``: an error code other than ``rejected``), or belong to ``session``.
+    A missing database has none."""
+    where, values = [], []
+    if tool is not None:
+        where.append("EXISTS (SELECT 1 FROM tool_calls c WHERE c.run_id = r.run_id AND c.name = ?)")
+        values.append(tool)
+    if errors:
+        where.append(f"EXISTS (SELECT 1 FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED})")
+    if session is not None:
+        where.append("r.session_id = ?")
+        values.append(session)
+    query = f"SELECT {_RUN_COLUMNS} FROM runs r"
+    if where:
+        query += " WHERE " + " AND ".join(where)
+    query += " ORDER BY r.started_at DESC, r.rowid DESC"
+    if limit is not None:
+        query += f" LIMIT {int(limit)}"
+    with _reading(Path(path)) as connection:
+        if connection is None:
+            return []
+        return [LoggedRun(*row) for row in connection.execute(query, values)]
+
+
+def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
+    """One run with its turns and calls, by its id or a unique start of it.
+
+    Raises:
+        RunLogError: No run, or several, match ``run_id``.
+    """
+    where = Path(path)
+    with _reading(where) as connection:
+        if connection is None:
+            raise RunLogError(f"no run log at {str(where)!r}")
+        rows = connection.execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs r WHERE r.run_id >= ? AND r.run_id < ? LIMIT 6",
+            (run_id, run_id + "\U0010ffff"),
+        ).fetchall()
+        if not run_id or not rows:
+            raise RunLogError(
+                f"no run {run_id!r} in the run log at {str(where)!r}; `tooldeck logs` lists them"
+            )
+        exact = [row for row in rows if row[0] == run_id]
+        if len(rows) > 1 and not exact:
+            ids = ", ".join(row[0] for row in rows[:5])
+            raise RunLogError(f"{run_id!r} is the start of several run ids ({ids}); give more")
+        run = LoggedRun(*(exact or rows)[0])
+        turns = connection.execute(
+            "SELECT round, started_at, duration_s, input_tokens, output_tokens, settings,"
+            " content, tool_calls FROM model_turns WHERE run_id = ? ORDER BY started_at, round",
+            (run.run_id,),
+        )
+        calls = connection.execute(
+            "SELECT round, call_id, name, arguments, edited_arguments, started_at, finished_at,"
+            " duration_s, result, error_code, error, waited_for, waited_at, decision, decided_by"
+            " FROM tool_calls WHERE run_id = ? ORDER BY id",
+            (run.run_id,),
+        )
+        return _with_details(run, turns, calls)
+
+
+def _with_details(run: LoggedRun, turns: sqlite3.Cursor, calls: sqlite3.Cursor) -> LoggedRun:
+    loaded_turns = tuple(_turn(row) for row in turns.fetchall())
+    loaded_calls = tuple(LoggedCall(*row) for row in calls.fetchall())
+    return replace(run, turns=loaded_turns, calls=loaded_calls)
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[sqlite3.Connection | None]:
+    """A connection to read the log (None if there is no file); an older one is migrated."""
+    if not path.exists():
+        yield None
+        return
+    connection = connect(path)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def _turn(row: tuple[Any, ...]) -> LoggedTurn:
+    round_, started_at, duration_s, input_tokens, output_tokens, settings, content, calls = row
+    return LoggedTurn(
+        round_,
+        started_at,
+        duration_s,
+        input_tokens,
+        output_tokens,
+        json.loads(settings),
+        content,
+        calls,
+    )
