@@ -46,18 +46,10 @@ from typing import Any
 
 import tooldeck
 from bfcl_scoring import Call, score
-from tooldeck import (
-    Agent,
-    LimitExceeded,
-    Limits,
-    Message,
-    Model,
-    ModelSettings,
-    RunResult,
-    resolve_model,
-)
-from tooldeck.errors import InvalidArguments, RunStopped
+from tooldeck import Agent, Limits, Message, Model, ModelSettings, RunResult
+from tooldeck.errors import InvalidArguments, LimitExceeded, RunStopped
 from tooldeck.models.local import CallRule, LocalModel
+from tooldeck.models.resolve import resolve_model
 from tooldeck.tools.dialects import BfclToolset, bfcl_tools
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "bfcl"

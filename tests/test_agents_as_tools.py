@@ -17,7 +17,6 @@ from tooldeck import (
     Checkpoint,
     Event,
     FinalAnswer,
-    LimitExceeded,
     Limits,
     ModelRequest,
     Reject,
@@ -27,10 +26,10 @@ from tooldeck import (
     ToolCall,
     ToolCallFinished,
     ToolResult,
-    Usage,
     tool,
 )
-from tooldeck.errors import CheckpointError, ToolDefinitionError
+from tooldeck.contracts import Usage
+from tooldeck.errors import CheckpointError, LimitExceeded, ToolDefinitionError
 from tooldeck.events import NestedEvent
 from tooldeck.middleware import Middleware
 

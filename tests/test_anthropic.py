@@ -28,16 +28,7 @@ from _anthropic_server import (
 from _loopback import LoopbackServer, Reply, running
 from _openai_server import ADD_SCHEMA, add_numbers_tool, weather_spec
 from test_docs import readme_blocks
-from tooldeck import (
-    Agent,
-    Approve,
-    FunctionTool,
-    Message,
-    ModelSettings,
-    Reject,
-    ToolSpec,
-    resolve_model,
-)
+from tooldeck import Agent, Approve, FunctionTool, Message, ModelSettings, Reject, ToolSpec
 from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
@@ -46,10 +37,11 @@ from tooldeck.errors import (
     ModelOutputTruncated,
     ModelRateLimited,
     ModelRefused,
-    ModelRequestFailed,
     ModelUnavailable,
+    ProviderError,
 )
 from tooldeck.models.anthropic import AnthropicModel
+from tooldeck.models.resolve import resolve_model
 
 ADD_TOOL = {"name": "add_numbers", "description": "Add two integers.", "input_schema": ADD_SCHEMA}
 WEATHER = weather_spec()
@@ -550,7 +542,7 @@ async def test_a_response_that_is_not_a_message_is_a_request_failure(
 ) -> None:
     server.reply(Reply(200, "<html>gateway says hi</html>"))
 
-    with pytest.raises(ModelRequestFailed, match=r"the response is not a Message: '<html>gateway"):
+    with pytest.raises(ProviderError, match=r"the response is not a Message: '<html>gateway"):
         await make_model(server).complete([Message.user("x")], [], ModelSettings())
 
 
@@ -564,9 +556,7 @@ async def test_a_response_the_sdk_cannot_validate_is_a_request_failure(
     )
     server.reply(Reply(200, {"not": "a message"}))
 
-    with pytest.raises(
-        ModelRequestFailed, match="provider reported an error: Data returned by API"
-    ):
+    with pytest.raises(ProviderError, match="provider reported an error: Data returned by API"):
         await AnthropicModel(MODEL, client=client).complete(
             [Message.user("x")], [], ModelSettings()
         )

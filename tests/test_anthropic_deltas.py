@@ -28,16 +28,8 @@ from _loopback import LoopbackServer, Reply
 from _openai_server import add_numbers_tool
 from test_openai_deltas import calls_of, first_text, tasks_left, text_of, threads_left
 from test_stream_deltas import call_texts, comparable, is_delta, split_turns
-from tooldeck import (
-    Agent,
-    AssistantOutput,
-    Event,
-    FinalAnswer,
-    Message,
-    ModelSettings,
-    TextDelta,
-    Usage,
-)
+from tooldeck import Agent, AssistantOutput, Event, FinalAnswer, Message, ModelSettings, TextDelta
+from tooldeck.contracts import Usage
 from tooldeck.errors import (
     ModelError,
     ModelOutputTruncated,

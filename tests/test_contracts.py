@@ -13,10 +13,9 @@ from tooldeck import (
     ScriptedModel,
     ToolCall,
     ToolResult,
-    Usage,
     tool,
 )
-from tooldeck.contracts import RecordedError
+from tooldeck.contracts import RecordedError, Usage
 
 
 def test_tool_result_success_has_no_error_code() -> None:

@@ -9,16 +9,8 @@ import time
 import pytest
 
 from helpers import answer, call, calls, raw_call
-from tooldeck import (
-    Agent,
-    ErrorCode,
-    InvalidArguments,
-    Limits,
-    RunResult,
-    ScriptedModel,
-    ToolExecutionError,
-    tool,
-)
+from tooldeck import Agent, Limits, RunResult, ScriptedModel, tool
+from tooldeck.errors import ErrorCode, InvalidArguments, ToolExecutionError
 
 
 @tool

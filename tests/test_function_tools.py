@@ -16,9 +16,9 @@ from tooldeck import (
     RunContext,
     ScriptedModel,
     ToolDefinitionError,
-    ToolOptions,
     tool,
 )
+from tooldeck.tools.options import ToolOptions
 
 
 @tool

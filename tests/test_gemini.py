@@ -31,7 +31,7 @@ from _gemini_server import (
 from _loopback import LoopbackServer, Reply, running
 from _openai_server import ADD_SCHEMA, add_numbers_tool, weather_spec
 from test_docs import readme_blocks
-from tooldeck import Agent, FunctionTool, Message, ModelSettings, Reject, ToolSpec, resolve_model
+from tooldeck import Agent, FunctionTool, Message, ModelSettings, Reject, ToolSpec
 from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
@@ -40,12 +40,13 @@ from tooldeck.errors import (
     ModelOutputTruncated,
     ModelRateLimited,
     ModelRefused,
-    ModelRequestFailed,
     ModelUnavailable,
+    ProviderError,
 )
 from tooldeck.models._gemini_request import Declarations
 from tooldeck.models._gemini_response import to_output, turn_from_response
 from tooldeck.models.gemini import GeminiModel
+from tooldeck.models.resolve import resolve_model
 
 ADD_DECLARATION = {
     "name": "add_numbers",
@@ -672,7 +673,7 @@ async def test_a_response_without_candidates_is_an_error(server: LoopbackServer)
 async def test_a_response_of_another_format_is_a_request_failure(server: LoopbackServer) -> None:
     respond(server, response_body([call_part("add_numbers", [1, 2])]), stream=False)
 
-    with pytest.raises(ModelRequestFailed, match=r"does not have the API's format: .*args"):
+    with pytest.raises(ProviderError, match=r"does not have the API's format: .*args"):
         await make_model(server).complete([Message.user("x")], [], ModelSettings())
 
 

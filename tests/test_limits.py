@@ -8,7 +8,9 @@ import time
 import pytest
 
 from helpers import answer, call, calls, tool_messages
-from tooldeck import Agent, LimitExceeded, Limits, ModelRequestRecord, ScriptedModel, tool
+from tooldeck import Agent, Limits, ScriptedModel, tool
+from tooldeck.errors import LimitExceeded
+from tooldeck.models.scripted import RecordedRequest
 
 
 @tool
@@ -102,7 +104,7 @@ def test_max_tool_calls_with_final_answer_lets_the_model_answer() -> None:
 
 
 def test_max_duration_bounds_a_slow_model_call() -> None:
-    async def slow(request: ModelRequestRecord) -> object:
+    async def slow(request: RecordedRequest) -> object:
         await asyncio.sleep(5)
         return answer("late")
 

@@ -20,18 +20,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 import bfcl_cases
-from tooldeck import (
-    AssistantOutput,
-    Message,
-    ModelError,
-    ModelNotConfigured,
-    ModelSettings,
-    ToolCall,
-    ToolSpec,
-    resolve_model,
-    tool,
-)
+from tooldeck import AssistantOutput, Message, ModelError, ModelSettings, ToolCall, ToolSpec, tool
 from tooldeck.demo import add_numbers, demo_agent, get_weather
+from tooldeck.errors import ModelNotConfigured
 from tooldeck.models._local_decide import BranchTokens, CallRule, decide_to_call
 from tooldeck.models._local_decode import _allowed
 from tooldeck.models._local_engine import TurnRequest, TurnStats, _decided
@@ -39,6 +30,7 @@ from tooldeck.models._local_grammar import TurnSyntax, build_grammar, plan_turn
 from tooldeck.models._local_prompt import TemplateFormat, TranscriptFormat, parse_turn
 from tooldeck.models.base import estimate_tokens
 from tooldeck.models.local import LocalModel
+from tooldeck.models.resolve import resolve_model
 from tooldeck.tools.dialects import bfcl_tools
 
 TOOLS = (add_numbers.spec, get_weather.spec)

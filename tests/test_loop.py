@@ -14,19 +14,19 @@ from tooldeck import (
     Message,
     ModelError,
     ModelRequest,
-    ModelRequestRecord,
     ModelResponse,
     ModelSettings,
     RunContext,
     ScriptedModel,
-    ScriptExhausted,
     ToolCallFinished,
     ToolCallStarted,
     ToolRegistry,
-    Usage,
     run_agent,
     tool,
 )
+from tooldeck.contracts import Usage
+from tooldeck.errors import ScriptExhausted
+from tooldeck.models.scripted import RecordedRequest
 
 
 @tool
@@ -321,7 +321,7 @@ def test_usage_adds_up_over_the_run() -> None:
 
 
 def test_script_steps_can_be_functions_of_the_request() -> None:
-    def reply(request: ModelRequestRecord) -> AssistantOutput:
+    def reply(request: RecordedRequest) -> AssistantOutput:
         return answer(f"I saw {len(request.messages)} message(s)")
 
     assert Agent(ScriptedModel([reply])).run_sync("hi").answer == "I saw 1 message(s)"
@@ -338,7 +338,7 @@ def test_exhausted_script_says_so_and_keeps_the_run() -> None:
 
 
 def test_a_model_that_raises_becomes_a_model_error_with_the_partial_run() -> None:
-    def broken(request: ModelRequestRecord) -> AssistantOutput:
+    def broken(request: RecordedRequest) -> AssistantOutput:
         raise ConnectionError("socket closed")
 
     model = ScriptedModel([calls(call("add_numbers", left=1, right=2)), broken])

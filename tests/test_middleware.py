@@ -11,7 +11,6 @@ from helpers import answer, call, calls
 from tooldeck import (
     Agent,
     AssistantOutput,
-    ErrorCode,
     Message,
     RunContext,
     ScriptedModel,
@@ -20,7 +19,7 @@ from tooldeck import (
     ToolResult,
     tool,
 )
-from tooldeck.errors import MiddlewareError
+from tooldeck.errors import ErrorCode, MiddlewareError
 from tooldeck.middleware import Middleware, ModelCall, RequestContext
 
 

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from helpers import call, calls, tool_messages
-from tooldeck import Agent, AssistantOutput, FunctionTool, InvalidArguments, ScriptedModel, tool
+from tooldeck import Agent, AssistantOutput, FunctionTool, ScriptedModel, tool
+from tooldeck.errors import InvalidArguments
 
 
 class Item(BaseModel):  # pydantic's default: extra="ignore"

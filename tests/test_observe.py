@@ -35,9 +35,9 @@ from tooldeck import (
     ScriptedModel,
     TextDelta,
     ToolCall,
-    Usage,
     tool,
 )
+from tooldeck.contracts import Usage
 from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.observe import Instrumentation, uninstrument
 from tooldeck.observe._spans import model_identity

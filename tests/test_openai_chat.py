@@ -23,7 +23,7 @@ from _openai_server import (
     error_reply,
     weather_spec,
 )
-from tooldeck import Agent, Message, ModelSettings, ToolSpec, resolve_model
+from tooldeck import Agent, Message, ModelSettings, ToolSpec
 from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
@@ -34,6 +34,7 @@ from tooldeck.errors import (
     ModelUnavailable,
 )
 from tooldeck.models.openai import HostedTool, OpenAIChatModel
+from tooldeck.models.resolve import resolve_model
 
 ADD_TOOL_JSON = {
     "type": "function",

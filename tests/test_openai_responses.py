@@ -24,7 +24,7 @@ from _openai_server import (
     running,
     weather_spec,
 )
-from tooldeck import Agent, Limits, Message, ModelSettings, ToolSpec, resolve_model
+from tooldeck import Agent, Limits, Message, ModelSettings, ToolSpec
 from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
@@ -32,10 +32,11 @@ from tooldeck.errors import (
     ModelOutputTruncated,
     ModelRateLimited,
     ModelRefused,
-    ModelRequestFailed,
     ModelUnavailable,
+    ProviderError,
 )
 from tooldeck.models.openai import HostedTool, OpenAIResponsesModel
+from tooldeck.models.resolve import resolve_model
 
 ADD_TOOL_JSON = {
     "type": "function",
@@ -441,9 +442,9 @@ async def test_failed_response_and_stream_error_event_say_what_happened(
     server.reply(Reply(events=[("error", {**error_event, "sequence_number": 0})]))
     model = make_model(server, stream=True)
 
-    with pytest.raises(ModelRequestFailed, match="server_error: The model failed"):
+    with pytest.raises(ProviderError, match="server_error: The model failed"):
         await model.complete([Message.user("x")], [], ModelSettings())
-    with pytest.raises(ModelRequestFailed, match="stream reported an error: ERR_X: Boom"):
+    with pytest.raises(ProviderError, match="stream reported an error: ERR_X: Boom"):
         await model.complete([Message.user("x")], [], ModelSettings())
 
 

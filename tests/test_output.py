@@ -16,14 +16,13 @@ from tooldeck import (
     Agent,
     Approve,
     AssistantOutput,
-    LimitExceeded,
     Limits,
     RunContext,
     ScriptedModel,
     ToolCall,
     tool,
 )
-from tooldeck.errors import ModelRetry
+from tooldeck.errors import LimitExceeded, ModelRetry
 
 
 class City(BaseModel):

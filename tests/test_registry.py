@@ -7,20 +7,10 @@ from typing import Any
 import pytest
 
 from helpers import answer, call, calls, tool_messages
-from tooldeck import (
-    Agent,
-    DuplicateToolError,
-    InvalidArguments,
-    RunContext,
-    ScriptedModel,
-    ToolEntry,
-    ToolOptions,
-    ToolRegistry,
-    ToolSpec,
-    ToolView,
-    tool,
-)
-from tooldeck.errors import ArgumentProblem
+from tooldeck import Agent, RunContext, ScriptedModel, ToolRegistry, ToolSpec, tool
+from tooldeck.errors import ArgumentProblem, DuplicateToolError, InvalidArguments
+from tooldeck.tools.options import ToolOptions
+from tooldeck.tools.registry import ToolEntry, ToolView
 
 
 @tool(toolsets=["math"])

@@ -5,14 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import answer, call, calls
-from tooldeck import (
-    Agent,
-    ModelRequest,
-    RunContext,
-    ScriptedModel,
-    ToolRegistry,
-    tool,
-)
+from tooldeck import Agent, ModelRequest, RunContext, ScriptedModel, ToolRegistry, tool
 from tooldeck.errors import ToolDeckError
 
 

@@ -10,7 +10,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 import pytest
 from pydantic import BaseModel, Field
 
-from tooldeck import InvalidArguments, tool
+from tooldeck import tool
+from tooldeck.errors import InvalidArguments
 from tooldeck.tools._arguments import DeferredPydanticArguments, PydanticArguments
 from tooldeck.tools.schema import function_schema
 

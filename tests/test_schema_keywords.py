@@ -22,7 +22,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from test_schema_table import LOOSE_TABLE, STRICT_TABLE
-from tooldeck import FunctionTool, InvalidArguments
+from tooldeck import FunctionTool
+from tooldeck.errors import InvalidArguments
 
 TABLE = [function_tool for function_tool, _ in STRICT_TABLE + LOOSE_TABLE]
 NOT_CONSTRAINTS = frozenset(

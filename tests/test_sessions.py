@@ -12,7 +12,6 @@ from tooldeck import (
     Agent,
     Approve,
     FinalAnswer,
-    LimitExceeded,
     Limits,
     Message,
     ModelError,
@@ -20,7 +19,7 @@ from tooldeck import (
     ScriptedModel,
     tool,
 )
-from tooldeck.errors import CheckpointError, SessionConflict
+from tooldeck.errors import CheckpointError, LimitExceeded, SessionConflict
 from tooldeck.sessions import Session, Turn
 
 

@@ -29,7 +29,6 @@ from tooldeck import (
     Agent,
     Event,
     FinalAnswer,
-    LimitExceeded,
     Limits,
     ModelRequest,
     ModelResponse,
@@ -41,6 +40,7 @@ from tooldeck import (
     ToolCallStarted,
     tool,
 )
+from tooldeck.errors import LimitExceeded
 from tooldeck.models.base import Model
 from tooldeck.models.openai import OpenAIChatModel, OpenAIResponsesModel
 

@@ -10,15 +10,8 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from helpers import call, calls, tool_messages
-from tooldeck import (
-    Agent,
-    AssistantOutput,
-    FunctionTool,
-    InvalidArguments,
-    ScriptedModel,
-    ToolDefinitionError,
-    tool,
-)
+from tooldeck import Agent, AssistantOutput, FunctionTool, ScriptedModel, ToolDefinitionError, tool
+from tooldeck.errors import InvalidArguments
 
 
 class Color(Enum):

@@ -165,7 +165,7 @@ class InvalidArguments(ToolDeckError, ValueError):
         self.problems = tuple(problems)
 
 
-class ModelRequestFailed(ModelError):
+class ProviderError(ModelError):
     """The provider answered a request with an error or could not be reached.
 
     Raised after the provider SDK's own retries; ``status_code`` is the HTTP status, if any.
@@ -178,19 +178,19 @@ class ModelRequestFailed(ModelError):
         self.status_code = status_code
 
 
-class ModelAuthError(ModelRequestFailed):
+class ModelAuthError(ProviderError):
     """The provider refused the credentials (HTTP 401) or the access (HTTP 403)."""
 
 
-class ModelRateLimited(ModelRequestFailed):
+class ModelRateLimited(ProviderError):
     """The provider kept answering HTTP 429 after the SDK's retries."""
 
 
-class ModelBadRequest(ModelRequestFailed):
+class ModelBadRequest(ProviderError):
     """The provider rejected the request itself (HTTP 400, 404, 409, 422): fix the request."""
 
 
-class ModelUnavailable(ModelRequestFailed):
+class ModelUnavailable(ProviderError):
     """The provider failed (HTTP 5xx), timed out or could not be reached, after retries."""
 
 

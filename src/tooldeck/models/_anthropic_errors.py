@@ -16,15 +16,15 @@ from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
     ModelRateLimited,
-    ModelRequestFailed,
     ModelUnavailable,
+    ProviderError,
 )
 from tooldeck.models._http_status import ErrorContext, status_error, unreachable
 
 if TYPE_CHECKING:
     from anthropic import APIStatusError
 
-_STREAM_ERRORS: dict[str, type[ModelRequestFailed]] = {
+_STREAM_ERRORS: dict[str, type[ProviderError]] = {
     "overloaded_error": ModelUnavailable,
     "api_error": ModelUnavailable,
     "rate_limit_error": ModelRateLimited,
@@ -37,7 +37,7 @@ _STREAM_ERRORS: dict[str, type[ModelRequestFailed]] = {
 
 @contextmanager
 def sdk_errors(context: ErrorContext) -> Iterator[None]:
-    """Re-raise the SDK's errors inside the block as tooldeck ModelRequestFailed errors."""
+    """Re-raise the SDK's errors inside the block as tooldeck ProviderError errors."""
     import anthropic
     import httpx2
 
@@ -55,7 +55,7 @@ def sdk_errors(context: ErrorContext) -> Iterator[None]:
     except httpx2.TransportError as error:
         raise unreachable(context, error, timed_out=False) from error
     except anthropic.APIError as error:
-        raise ModelRequestFailed(
+        raise ProviderError(
             f"{context.model}: the provider reported an error: {error.message}"
         ) from error
 
@@ -68,11 +68,11 @@ def refused_by_sdk(context: ErrorContext, error: ValueError) -> ModelBadRequest:
     )
 
 
-def _stream_error(context: ErrorContext, error: APIStatusError) -> ModelRequestFailed:
+def _stream_error(context: ErrorContext, error: APIStatusError) -> ProviderError:
     kind = error.type or "error"
     detail = error.api_message or error.message
     message = f"{context.model}: the stream reported an error: {kind}: {detail}"
-    return _STREAM_ERRORS.get(kind, ModelRequestFailed)(message)
+    return _STREAM_ERRORS.get(kind, ProviderError)(message)
 
 
 def _detail(error: APIStatusError) -> str:

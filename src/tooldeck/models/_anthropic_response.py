@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.contracts import AssistantOutput, ToolCall, Usage
-from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ModelRequestFailed
+from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ProviderError
 
 if TYPE_CHECKING:
     from anthropic.types import Message
@@ -51,7 +51,7 @@ def turn_from_message(model: str, message: Message) -> MessageTurn:
     from anthropic.types import Message as MessageType
 
     if not isinstance(message, MessageType):
-        raise ModelRequestFailed(f"{model}: the response is not a Message: {message!r:.200}")
+        raise ProviderError(f"{model}: the response is not a Message: {message!r:.200}")
     turn = MessageTurn(stop_reason=message.stop_reason, usage=_usage(message.usage))
     if message.stop_details is not None:
         turn.refusal = message.stop_details.explanation or ""

@@ -17,8 +17,8 @@ from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
     ModelRateLimited,
-    ModelRequestFailed,
     ModelUnavailable,
+    ProviderError,
 )
 from tooldeck.models._http_status import ErrorContext, status_error, unreachable
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 def sdk_errors(
     context: ErrorContext, streaming: Callable[[], bool] = lambda: False
 ) -> Iterator[None]:
-    """Re-raise the SDK's errors inside the block as tooldeck ModelRequestFailed errors.
+    """Re-raise the SDK's errors inside the block as tooldeck ProviderError errors.
 
     ``streaming`` says whether a stream has delivered chunks (its errors come in the stream).
     """
@@ -50,14 +50,14 @@ def sdk_errors(
     except (httpx2.TransportError, OSError) as error:
         raise unreachable(context, error, timed_out=False) from error
     except pydantic.ValidationError as error:
-        raise ModelRequestFailed(
+        raise ProviderError(
             f"{context.model}: the response does not have the API's format: "
             f"{error.error_count()} problem(s), first: {error.errors()[0]['msg']} at "
             f"{'.'.join(str(part) for part in error.errors()[0]['loc'])}"
         ) from error
 
 
-def _stream_error(context: ErrorContext, error: APIError) -> ModelRequestFailed:
+def _stream_error(context: ErrorContext, error: APIError) -> ProviderError:
     code = error.code
     message = f"{context.model}: the stream reported an error: {code} {_detail(error)}"
     if code in (401, 403) or _key_refused(error.details):
@@ -68,7 +68,7 @@ def _stream_error(context: ErrorContext, error: APIError) -> ModelRequestFailed:
         return ModelUnavailable(message, code)
     if code >= 400:
         return ModelBadRequest(message, code)
-    return ModelRequestFailed(message, code)
+    return ProviderError(message, code)
 
 
 def _detail(error: APIError) -> str:

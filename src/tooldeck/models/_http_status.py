@@ -12,8 +12,8 @@ from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
     ModelRateLimited,
-    ModelRequestFailed,
     ModelUnavailable,
+    ProviderError,
 )
 
 
@@ -39,7 +39,7 @@ class ErrorContext:
 
 def status_error(
     context: ErrorContext, status: int, detail: str, *, key_refused: bool = False
-) -> ModelRequestFailed:
+) -> ProviderError:
     """The ModelError for an HTTP error status, with the provider's own explanation.
 
     ``key_refused`` marks a refused key that the provider reports with another status
@@ -62,7 +62,7 @@ def status_error(
         )
     if 400 <= status < 500:
         return ModelBadRequest(f"{where}, the request was rejected: {detail}", status)
-    return ModelRequestFailed(f"{where}: {detail}", status)
+    return ProviderError(f"{where}: {detail}", status)
 
 
 def unreachable(context: ErrorContext, error: BaseException, timed_out: bool) -> ModelUnavailable:

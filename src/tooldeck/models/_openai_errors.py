@@ -14,8 +14,8 @@ from tooldeck.errors import (
     ModelAuthError,
     ModelBadRequest,
     ModelRateLimited,
-    ModelRequestFailed,
     ModelUnavailable,
+    ProviderError,
 )
 
 
@@ -33,7 +33,7 @@ class ErrorContext:
 
 @contextmanager
 def sdk_errors(context: ErrorContext) -> Iterator[None]:
-    """Re-raise the SDK's API errors inside the block as tooldeck ModelRequestFailed errors."""
+    """Re-raise the SDK's API errors inside the block as tooldeck ProviderError errors."""
     import openai
 
     try:
@@ -55,12 +55,10 @@ def sdk_errors(context: ErrorContext) -> Iterator[None]:
         ) from error
     except openai.APIError as error:
         detail = _detail(error.body, error.message)
-        raise ModelRequestFailed(
-            f"{context.model}: the provider reported an error: {detail}"
-        ) from error
+        raise ProviderError(f"{context.model}: the provider reported an error: {detail}") from error
 
 
-def status_error(context: ErrorContext, status: int, detail: str) -> ModelRequestFailed:
+def status_error(context: ErrorContext, status: int, detail: str) -> ProviderError:
     """The ModelError for an HTTP error status, with the provider's own explanation."""
     where = f"{context.model}: {context.base_url} answered HTTP {status}"
     if status == 401:
@@ -80,7 +78,7 @@ def status_error(context: ErrorContext, status: int, detail: str) -> ModelReques
         )
     if 400 <= status < 500:
         return ModelBadRequest(f"{where}, the request was rejected: {detail}", status)
-    return ModelRequestFailed(f"{where}: {detail}", status)
+    return ProviderError(f"{where}: {detail}", status)
 
 
 def _detail(body: object, fallback: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.contracts import AssistantOutput, Message, ToolCall, ToolSpec, Usage
-from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ModelRequestFailed
+from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ProviderError
 from tooldeck.models._openai_chat import json_schema_format
 from tooldeck.models.base import ModelSettings, TextChunk, ToolCallChunk
 
@@ -180,7 +180,7 @@ def _check_status(model: str, response: Response, content: str) -> None:
     if status == "failed":
         error = response.error
         detail = f"{error.code}: {error.message}" if error is not None else "no error given"
-        raise ModelRequestFailed(f"{model}: the response failed ({detail})")
+        raise ProviderError(f"{model}: the response failed ({detail})")
     if status == "incomplete":
         details = response.incomplete_details
         reason = details.reason if details is not None else None
@@ -238,7 +238,7 @@ class StreamCollector:
             self._final = event.response
         elif event.type == "error":
             code = f"{event.code}: " if event.code else ""
-            raise ModelRequestFailed(
+            raise ProviderError(
                 f"{self._model}: the stream reported an error: {code}{event.message}"
             )
         return None

@@ -12,7 +12,7 @@ from tooldeck.models.base import Model, ModelSettings
 
 
 @dataclass(frozen=True, slots=True)
-class ModelRequestRecord:
+class RecordedRequest:
     """One request as the model received it (a snapshot: later turns do not change it)."""
 
     messages: tuple[Message, ...]
@@ -27,8 +27,8 @@ class ModelRequestRecord:
 
 ScriptedOutput = (
     AssistantOutput
-    | Callable[[ModelRequestRecord], AssistantOutput]
-    | Callable[[ModelRequestRecord], Awaitable[AssistantOutput]]
+    | Callable[[RecordedRequest], AssistantOutput]
+    | Callable[[RecordedRequest], Awaitable[AssistantOutput]]
 )
 
 
@@ -44,7 +44,7 @@ class ScriptedModel(Model):
 
     def __init__(self, outputs: Iterable[ScriptedOutput]) -> None:
         self._outputs: list[ScriptedOutput] = list(outputs)
-        self.requests: list[ModelRequestRecord] = []
+        self.requests: list[RecordedRequest] = []
         """Every request received, in order."""
 
     @property
@@ -59,7 +59,7 @@ class ScriptedModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
-        request = ModelRequestRecord(tuple(messages), tuple(tools), settings, instructions)
+        request = RecordedRequest(tuple(messages), tuple(tools), settings, instructions)
         index = len(self.requests)
         self.requests.append(request)
         if index >= len(self._outputs):

@@ -1,0 +1,75 @@
+"""The top-level API: a short list by theme, every name real, exceptions in tooldeck.errors."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+import tooldeck
+import tooldeck.errors
+
+
+def test_the_top_level_is_a_short_list_and_every_name_resolves() -> None:
+    assert len(tooldeck.__all__) <= 40
+    assert len(set(tooldeck.__all__)) == len(tooldeck.__all__)
+    for name in tooldeck.__all__:
+        value = getattr(tooldeck, name)
+        assert getattr(value, "__name__", name) == name, name
+
+
+def test_only_the_bases_of_the_errors_are_top_level() -> None:
+    exported = {n for n in tooldeck.__all__ if isinstance(getattr(tooldeck, n), type)}
+    errors = {n for n in exported if issubclass(getattr(tooldeck, n), Exception)}
+    assert errors == {"ToolDeckError", "ToolDefinitionError", "RunStopped", "ModelError"}
+
+
+def test_every_error_class_is_importable_from_tooldeck_errors() -> None:
+    classes = {
+        name
+        for name, value in inspect.getmembers(tooldeck.errors, inspect.isclass)
+        if issubclass(value, Exception)
+        and not issubclass(value, Warning)
+        and value.__module__ == "tooldeck.errors"
+    }
+    for name in ("LimitExceeded", "ProviderError", "ModelAuthError", "CheckpointError"):
+        assert name in classes
+    assert all(issubclass(getattr(tooldeck.errors, n), tooldeck.ToolDeckError) for n in classes)
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [
+        ("LimitExceeded", "tooldeck.errors"),
+        ("ToolView", "tooldeck.tools.registry"),
+        ("RecordedRequest", "tooldeck.models.scripted"),
+        ("resolve_model", "tooldeck.models.resolve"),
+    ],
+)
+def test_a_name_that_moved_says_where_it_lives_now(name: str, where: str) -> None:
+    with pytest.raises(AttributeError) as raised:
+        getattr(tooldeck, name)
+    assert str(raised.value) == (
+        f"module 'tooldeck' has no attribute {name!r}; import it from {where}"
+    )
+    assert hasattr(__import__(where, fromlist=[name]), name)
+
+
+def test_an_unknown_name_is_a_plain_attribute_error() -> None:
+    name = "Nope"
+    with pytest.raises(AttributeError, match=r"^module 'tooldeck' has no attribute 'Nope'$"):
+        getattr(tooldeck, name)
+
+
+def test_the_confusable_names_are_gone() -> None:
+    for old in ("ModelRequestRecord", "ModelRequestFailed"):
+        assert old not in dir(tooldeck)
+        assert not hasattr(tooldeck.errors, old)
+
+
+def test_importing_tooldeck_loads_neither_pydantic_nor_asyncio() -> None:
+    code = "import sys, tooldeck; print('pydantic' in sys.modules, 'asyncio' in sys.modules)"
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert shown.stdout.split() == ["False", "False"], shown.stderr
