@@ -9,20 +9,12 @@ from collections.abc import Sequence
 import pytest
 
 from helpers import answer, call, calls
-from tooldeck import (
-    Agent,
-    Approve,
-    Message,
-    ModelError,
-    ModelRequestRecord,
-    RunResult,
-    ScriptedModel,
-    tool,
-)
+from tooldeck import Agent, Approve, Message, ModelError, RunResult, ScriptedModel, tool
 from tooldeck.events import Event, FinalAnswer
 from tooldeck.history import SUMMARY_HEADING, KeepLastTurns, Summarize, TokenBudget
 from tooldeck.middleware import Middleware, ModelCall, RequestContext
 from tooldeck.models.base import estimate_tokens
+from tooldeck.models.scripted import RecordedRequest
 
 FILLER = "lorem ipsum dolor sit amet " * 6
 
@@ -42,7 +34,7 @@ def double_checked(number: int) -> int:
 def chatty_model(tool_name: str = "add_numbers") -> ScriptedModel:
     """Calls the tool once per prompt ("Question N: ..."), then answers with the result."""
 
-    def step(request: ModelRequestRecord) -> object:
+    def step(request: RecordedRequest) -> object:
         last = request.messages[-1]
         if last.role == "user":
             match = re.match(r"Question (\d+)", last.content)
@@ -147,7 +139,7 @@ def test_the_default_token_count_is_a_documented_estimate() -> None:
 def summaries() -> ScriptedModel:
     """A summariser that says which request it was and what it was given."""
 
-    def step(request: ModelRequestRecord) -> object:
+    def step(request: RecordedRequest) -> object:
         text = request.messages[0].content
         extended = "The summary so far:" in text
         questions = re.findall(r"user: (Question \d+)", text)

@@ -18,17 +18,17 @@ from tooldeck import (
     Agent,
     Approve,
     AssistantOutput,
-    LimitExceeded,
     Limits,
     ModelError,
     ModelSettings,
     Reject,
     ScriptedModel,
     ToolResult,
-    Usage,
     external_tool,
     tool,
 )
+from tooldeck.contracts import Usage
+from tooldeck.errors import LimitExceeded
 from tooldeck.runlog import SCHEMA_VERSION, RunLog, RunLogError
 
 
