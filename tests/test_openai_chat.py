@@ -459,9 +459,10 @@ def test_azure_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_importing_tooldeck_does_not_import_openai() -> None:
     code = (
-        "import sys, tooldeck\n"
+        "import sys\n"
+        "from tooldeck.models.resolve import resolve_model\n"
         "before = 'openai' in sys.modules\n"
-        "tooldeck.resolve_model('openai-chat:m', base_url='http://127.0.0.1:9/v1')\n"
+        "resolve_model('openai-chat:m', base_url='http://127.0.0.1:9/v1')\n"
         "print(before, 'openai' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
