@@ -399,6 +399,7 @@ class Agent(Generic[DepsT, OutputT]):
             view, policy, self._call_options, deps, 0, state.run_id, observer, state.messages
         )
         model = self.model if observer is None else observer.model(self.model)
+        plain = not deltas and self._middleware is None and self.history is None
         while True:
             turn = state.turn
             stop: RunStopped | None = None
@@ -436,7 +437,7 @@ class Agent(Generic[DepsT, OutputT]):
                 specs, settings = shown_specs(self._output, ToolView.of(())), self._requests[2]
             policy.rounds += 1
             yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
-            if deltas or self._middleware is not None or self.history is not None:
+            if not plain:
                 request = Request(
                     state, policy, model, specs, settings, self.instructions, deps, self.history
                 )
@@ -448,7 +449,7 @@ class Agent(Generic[DepsT, OutputT]):
                         else:
                             yield written
                 assert output is not None  # the request ends with its turn or raises
-            else:
+            else:  # the usual request: one awaited complete(), nothing around it
                 asked = model.complete(state.messages, specs, settings, self.instructions)
                 output = await bounded(state, policy, asked)
             output = safe_output(output)  # what a model sends is untrusted: _untrusted
