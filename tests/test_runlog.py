@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -428,3 +429,52 @@ def test_a_closed_log_refuses_new_runs(tmp_path: Path, used: bool) -> None:
         agent.run_sync("hello")
     assert str(refused.value) == f"the run log at {str(log.path)!r} is closed"
     assert [run.prompt for run in log.runs()] == (["first"] if used else [])
+
+
+def _logged_answers(path: Path) -> list[str]:
+    """What another reader of the database sees now (no flush: only what was written)."""
+    with sqlite3.connect(path) as reader:
+        return [row[0] for row in reader.execute("SELECT answer FROM runs ORDER BY started_at")]
+
+
+def _poll(path: Path, expected: list[str], within_s: float) -> float:
+    """Seconds until ``expected`` is what the database holds; fail after ``within_s``."""
+    started = time.monotonic()
+    while _logged_answers(path) != expected:
+        assert time.monotonic() - started < within_s, _logged_answers(path)
+        time.sleep(0.005)
+    return time.monotonic() - started
+
+
+def test_a_run_is_written_just_after_it_ends_without_a_flush(tmp_path: Path) -> None:
+    with RunLog(tmp_path / "runs.db", interval=30) as log:
+        Agent(ScriptedModel([answer("alone")]), run_log=log).run_sync("hi")
+        assert _poll(log.path, ["alone"], within_s=5) < 1  # not the 30 s interval
+
+
+def test_runs_that_keep_recording_do_not_hold_back_an_ended_run(tmp_path: Path) -> None:
+    """The writer waits for a quiet moment to write, but never past its interval."""
+    with RunLog(tmp_path / "runs.db", interval=0.3) as log:
+        agent = Agent(ScriptedModel([answer("first")]), run_log=log)
+
+        async def first_then_busy() -> float:
+            await agent.run("first")
+            busy = Agent(ScriptedModel([answer("again")] * 10_000), run_log=log)
+            stop = asyncio.Event()
+
+            async def keep_recording() -> None:
+                while not stop.is_set():
+                    await busy.run("busy")
+                    await asyncio.sleep(0.001)
+
+            recording = asyncio.ensure_future(keep_recording())
+            try:
+                started = time.monotonic()
+                while "first" not in await asyncio.to_thread(_logged_answers, log.path):
+                    assert time.monotonic() - started < 5
+                return time.monotonic() - started
+            finally:
+                stop.set()
+                await recording
+
+        assert asyncio.run(first_then_busy()) < 2

@@ -5,8 +5,10 @@ turn (when, how long, tokens, settings, text), each tool call (arguments, result
 code, duration, and for paused runs the decision and who gave it), the answer, the stop
 reason and the model. The log observes the run's event stream and changes nothing in it;
 rows are written by a thread of the log's own, in batches, so the event loop never waits
-on the database. Everything queued is written when a run ends (within ``interval``
-seconds), on ``flush()``, on ``close()`` and at interpreter exit.
+on the database. What a run records is written just after it ends (once nothing else was
+recorded for a few milliseconds, so runs ending together are written after their burst,
+in one batch), at the latest ``interval`` seconds after it was recorded, and on
+``flush()``, on ``close()`` and at interpreter exit.
 
 The tables are documented in the README ("Run log"); read them with ``sqlite3``, Datasette,
 ``tooldeck logs``, or ``RunLog.runs()`` / ``RunLog.run()`` here.

@@ -1,7 +1,9 @@
 """Recording one run from its event stream: the events pass through unchanged.
 
-On the event loop this only reads the clock and appends a tuple to the writer's queue per
-event; rows are made by the writer's thread.
+On the event loop this only reads the clock and appends a record per event to the writer's
+tape; rows are made by the writer's thread. A record holds plain values and objects the run
+keeps anyway (its tool calls, the agent's settings), never one the run would let go: the
+log adds no garbage for the collector to walk while runs go on.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from tooldeck._observer import RunInfo
+from tooldeck.checkpoint import Decision
 from tooldeck.contracts import RunResult
 from tooldeck.errors import RunStopped
 from tooldeck.events import (
@@ -22,8 +25,8 @@ from tooldeck.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooldeck.runlog._rows import CALL, END, PENDING, START, TURN
-from tooldeck.runlog._writer import Writer
+from tooldeck.runlog._rows import CALL, END, PENDING, START, TURN, error_text
+from tooldeck.runlog._writer import Put, Writer
 
 CANCELLED = "cancelled"
 """The stop reason logged for a run whose stream was left or cancelled before its end."""
@@ -34,10 +37,11 @@ CRASHED = "error"
 async def record_run(
     events: AsyncGenerator[Event, None], run: RunInfo, writer: Writer
 ) -> AsyncGenerator[Event, None]:
-    """Yield the run's events, queueing a record of each for the writer."""
+    """Yield the run's events, recording each on the writer's tape."""
     put, clock, run_id = writer.put, time.time, run.run_id
     started = asked_at = clock()
     resumed = run.decisions is not None
+    parent = run.parent
     put(
         (
             START,
@@ -48,7 +52,8 @@ async def record_run(
             run.instructions,
             started,
             resumed,
-            run.parent,
+            "" if parent is None else parent.run_id,
+            "" if parent is None else parent.call_id,
         )
     )
     decisions = dict(run.decisions) if run.decisions else {}
@@ -57,45 +62,83 @@ async def record_run(
     finished = False
     try:
         async for event in events:
-            now = clock()
             if isinstance(event, ToolCallFinished):
-                trace = event.trace
-                call_id = trace.call.id
-                began = call_started.pop(call_id, None)
-                decision = decisions.pop(call_id, None) if decisions else None
-                put((CALL, run_id, event.round, trace, began, now, decision))
+                _put_call(put, run_id, event, call_started, decisions, clock())
             elif isinstance(event, ToolCallStarted):
-                call_started[event.call.id] = now
+                call_started[event.call.id] = clock()
             elif isinstance(event, ModelRequest):
-                asked_at, settings = now, event.settings
+                asked_at, settings = clock(), event.settings
             elif isinstance(event, ModelResponse):
-                put((TURN, run_id, event.round, asked_at, now - asked_at, settings, event.output))
+                output = event.output
+                usage, now = output.usage, clock()
+                put(
+                    (
+                        TURN,
+                        run_id,
+                        event.round,
+                        asked_at,
+                        now - asked_at,
+                        -1 if usage is None else usage.input_tokens,
+                        -1 if usage is None else usage.output_tokens,
+                        settings,
+                        output.content,
+                        len(output.tool_calls),
+                    )
+                )
             elif isinstance(event, FinalAnswer):
-                _put_end(writer, run_id, started, now, event.result, None)
+                _put_end(put, run_id, started, clock(), event.result, None)
                 finished = True
             yield event
     except RunStopped as stopped:
         if not finished:
-            _put_end(writer, run_id, started, clock(), stopped.result, str(stopped))
+            _put_end(put, run_id, started, clock(), stopped.result, str(stopped))
         raise
     except (GeneratorExit, asyncio.CancelledError) as left:
         if not finished:
             why = "the run was cancelled"
             if isinstance(left, GeneratorExit):
                 why = "the run's event stream was closed before its end"
-            _put_stop(writer, run_id, started, CANCELLED, why)
+            _put_stop(put, run_id, started, CANCELLED, why)
         await events.aclose()
         raise
     except BaseException as error:
         if not finished:
-            _put_stop(writer, run_id, started, CRASHED, f"{type(error).__name__}: {error}")
+            _put_stop(put, run_id, started, CRASHED, f"{type(error).__name__}: {error}")
         raise
     finally:
         writer.wake()
 
 
+def _put_call(
+    put: Put,
+    run_id: str,
+    event: ToolCallFinished,
+    call_started: dict[str, float],
+    decisions: dict[str, Decision],
+    now: float,
+) -> None:
+    trace = event.trace
+    call, result, error = trace.call, trace.result, trace.error
+    code = result.error_code
+    put(
+        (
+            CALL,
+            run_id,
+            event.round,
+            call,
+            call_started.pop(call.id, -1.0),
+            now,
+            trace.duration_s,
+            result.output,
+            "" if code is None else code.value,
+            "" if error is None else error_text(error),
+            decisions.pop(call.id, None) if decisions else None,
+        )
+    )
+
+
 def _put_end(
-    writer: Writer,
+    put: Put,
     run_id: str,
     started: float,
     now: float,
@@ -103,17 +146,30 @@ def _put_end(
     error: str | None,
 ) -> None:
     if result is None:
-        _put_stop(writer, run_id, started, CRASHED, error)
+        _put_stop(put, run_id, started, CRASHED, error)
         return
     checkpoint = result.checkpoint
     if checkpoint is not None:
         for pending in checkpoint.pending:
-            writer.put((PENDING, run_id, checkpoint.turn.round, pending, now))
+            put((PENDING, run_id, checkpoint.turn.round, pending.call, pending.kind, now))
     answer = result.answer if error is None else None
-    end = (END, run_id, now, now - started, result.stop_reason, answer, error, result.usage)
-    writer.put(end)
+    usage = result.usage
+    put(
+        (
+            END,
+            run_id,
+            now,
+            now - started,
+            str(result.stop_reason),
+            answer,
+            error,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.requests,
+        )
+    )
 
 
-def _put_stop(writer: Writer, run_id: str, started: float, reason: str, error: str | None) -> None:
+def _put_stop(put: Put, run_id: str, started: float, reason: str, error: str | None) -> None:
     now = time.time()
-    writer.put((END, run_id, now, now - started, reason, None, error, None))
+    put((END, run_id, now, now - started, reason, None, error, None, None, None))

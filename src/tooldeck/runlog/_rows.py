@@ -1,8 +1,11 @@
-"""Records (what the observer queues) to rows and statements (what the writer executes).
+"""Records (what the observer puts on the tape) to rows and statements (what the writer
+executes).
 
-A record is a tuple whose first item is its kind. Making rows is the writer thread's work,
-so it is kept lean: JSON through pydantic-core, settings JSON made once per settings
-object, and a run whose start and end come in the same batch written as one row.
+The tape is one flat list: a record is its kind followed by that kind's fields (``FIELDS``
+of them), appended in one ``list.extend`` (atomic under the GIL, and no object kept per
+record). Making rows is the writer thread's work, so it is kept lean: JSON through
+pydantic-core, settings JSON made once per settings object, and a run whose start and end
+come in the same batch written as one row.
 """
 
 from __future__ import annotations
@@ -16,17 +19,16 @@ from typing import Any
 from pydantic_core import to_json
 
 from tooldeck.checkpoint import Approve, Reject
-from tooldeck.contracts import (
-    RecordedError,
-    ToolCall,
-    Usage,
-)
+from tooldeck.contracts import RecordedError, ToolCall
 from tooldeck.models.base import ModelSettings
 
 START, TURN, PENDING, CALL, END, FLUSH = range(6)
 """Record kinds."""
+FIELDS = {START: 9, TURN: 9, PENDING: 5, CALL: 10, END: 9, FLUSH: 1}
+"""How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
+"""A record: its kind, then its fields."""
 Row = tuple[Any, ...]
 Statements = list[tuple[str, list[Row]]]
 """(SQL, the parameters of each execution), in the order to execute them."""
@@ -112,6 +114,22 @@ _END = (
 )
 
 
+def read_tape(tape: list[Any]) -> tuple[list[Record], list[Any]]:
+    """The records on a stretch of tape, and the flush requests' events among them."""
+    records: list[Record] = []
+    flushes: list[Any] = []
+    position, end = 0, len(tape)
+    while position < end:
+        kind = tape[position]
+        following = position + 1 + FIELDS[kind]
+        if kind == FLUSH:
+            flushes.append(tape[position + 1])
+        else:
+            records.append(tuple(tape[position:following]))
+        position = following
+    return records, flushes
+
+
 class RowMaker:
     """Turns a batch of records into statements, in an order that keeps what matters."""
 
@@ -154,23 +172,14 @@ class RowMaker:
         return planned
 
     def _turn_row(self, record: Record) -> Row:
-        _, run_id, round_, started_at, duration_s, settings, output = record
+        """TURN: (kind, run id, round, asked at, duration, input tokens or -1, output tokens
+        or -1, ModelSettings, text, number of calls)."""
+        settings = record[7]
         known = self._settings_json.get(id(settings))
         if known is None:
             text = _settings_text(settings)
             known = self._settings_json[id(settings)] = (settings, text)
-        usage = output.usage
-        return (
-            run_id,
-            round_,
-            started_at,
-            duration_s,
-            usage.input_tokens if usage is not None else -1,
-            usage.output_tokens if usage is not None else -1,
-            known[1],
-            output.content,
-            len(output.tool_calls),
-        )
+        return (*record[1:7], known[1], *record[8:])
 
 
 def _runs(starts: list[Record], ends: list[Record]) -> tuple[list[Row], list[Row], list[Row]]:
@@ -181,9 +190,9 @@ def _runs(starts: list[Record], ends: list[Record]) -> tuple[list[Row], list[Row
     for end in ends:
         start = fresh.pop(end[1], None)
         if start is None:
-            end_rows.append(_end_row(*end[1:]))
+            end_rows.append(_end_row(end))
         else:
-            ended_at, duration_s, reason, answer, error, *tokens = _end_row(*end[1:])[:-1]
+            ended_at, duration_s, reason, answer, error, *tokens = _end_row(end)[:-1]
             counted = [0 if count is None else count for count in tokens]
             whole.append(
                 (*_start_row(start), ended_at, duration_s, reason, answer, error or "", *counted)
@@ -193,21 +202,10 @@ def _runs(starts: list[Record], ends: list[Record]) -> tuple[list[Row], list[Row
 
 
 def _start_row(record: Record) -> Row:
-    """START record: (kind, run id, session id, model, prompt, instructions, started at,
-    resumed, ParentCall or None)."""
-    run_id, session_id, model, prompt, instructions, started_at = record[1:7]
-    parent = record[8]
-    parent_run, parent_call = ("", "") if parent is None else (parent.run_id, parent.call_id)
-    return (
-        run_id,
-        session_id or "",
-        model,
-        prompt,
-        instructions,
-        started_at,
-        parent_run,
-        parent_call,
-    )
+    """START: (kind, run id, session id or None, model, prompt, instructions, started at,
+    resumed, parent run id or "", parent call id or "")."""
+    session_id = record[2]
+    return (record[1], session_id or "", *record[3:7], *record[8:])
 
 
 def _settings_text(settings: ModelSettings) -> str:
@@ -226,10 +224,11 @@ def arguments_text(call: ToolCall) -> str:
 
 
 def _call_row(record: Record) -> Row:
-    """CALL record: (kind, run id, round, ToolTrace, started at or None, finished at, the
-    decision on it or None)."""
-    _, run_id, round_, trace, started_at, finished_at, decision = record
-    call, result = trace.call, trace.result
+    """CALL: (kind, run id, round, ToolCall, started at or -1, finished at, duration, result
+    text, error code or "", error text or "", the decision on it or None)."""
+    _, run_id, round_, call, started_at, finished_at, duration_s, output, code, error, decision = (
+        record
+    )
     edited = decided = by = ""
     if decision is not None:
         if isinstance(decision, Approve):
@@ -240,8 +239,6 @@ def _call_row(record: Record) -> Row:
             decided, by = "rejected", decision.by
         else:
             decided = "result"
-    code = result.error_code
-    error = trace.error
     return (
         run_id,
         round_,
@@ -249,40 +246,32 @@ def _call_row(record: Record) -> Row:
         call.name,
         arguments_text(call),
         edited,
-        -1 if started_at is None else started_at,
+        started_at,
         finished_at,
-        trace.duration_s,
-        result.output,
-        "" if code is None else code.value,
-        "" if error is None else _error_text(error),
+        duration_s,
+        output,
+        code,
+        error,
         decided,
         by,
     )
 
 
-def _error_text(error: BaseException) -> str:
+def error_text(error: BaseException) -> str:
+    """A call's exception as the log keeps it: its type's name and its message."""
     name = error.type_name if isinstance(error, RecordedError) else type(error).__name__
     return f"{name}: {error}"
 
 
 def _pending_row(record: Record) -> Row:
-    """PENDING record: (kind, run id, round, PendingCall, paused at)."""
-    _, run_id, round_, pending, paused_at = record
-    call = pending.call
-    return (run_id, round_, call.id, call.name, arguments_text(call), pending.kind, paused_at)
+    """PENDING: (kind, run id, round, ToolCall, "approval" or "external", paused at)."""
+    _, run_id, round_, call, kind, paused_at = record
+    return (run_id, round_, call.id, call.name, arguments_text(call), kind, paused_at)
 
 
-def _end_row(
-    run_id: str,
-    ended_at: float,
-    duration_s: float,
-    stop_reason: str,
-    answer: str | None,
-    error: str | None,
-    usage: Usage | None,
-) -> Row:
-    """The end of a run, or of a part of it (a pause); without usage the tokens stay."""
-    tokens: tuple[int | None, ...] = (None, None, None)
-    if usage is not None:
-        tokens = (usage.input_tokens, usage.output_tokens, usage.requests)
-    return (ended_at, duration_s, str(stop_reason), answer, error, *tokens, run_id)
+def _end_row(record: Record) -> Row:
+    """END: (kind, run id, ended at, duration, stop reason, answer or None, error or None,
+    input tokens, output tokens, requests — the three None when the run's usage is unknown:
+    then the tokens already logged stay)."""
+    _, run_id, *fields = record
+    return (*fields, run_id)

@@ -1,9 +1,15 @@
 """The run log's writer: one thread per log that turns records into rows, in batches.
 
-The event loop only appends small tuples to a deque (atomic, lock-free); the thread wakes
-when a run ends (or every ``interval`` seconds while runs go on), takes everything queued,
-converts it to rows and writes it in one transaction. Conversion (JSON and all) happens
-here, off the event loop.
+The event loop only extends a list, the tape, by a record's values (atomic under the GIL,
+lock-free); the thread wakes when a run ends (or every ``interval`` seconds while runs go
+on), takes the tape so far, converts it to rows and writes them in one transaction.
+Conversion (JSON and all) happens here, off the event loop.
+
+Woken by a run's end, the thread first waits for the event loop to go quiet (nothing put on
+the tape for ``QUIET_S``), but never past ``interval`` after its last write: when many runs
+end together, the rows are made after the burst, in one batch, instead of taking the
+interpreter's lock from the runs still going. A run ending alone is written ``QUIET_S``
+after its end; no record waits much longer than ``interval``.
 """
 
 from __future__ import annotations
@@ -12,15 +18,22 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import weakref
-from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
-from tooldeck.runlog._rows import FLUSH, Record, RowMaker, Statements
+from tooldeck.runlog._rows import FLUSH, Record, RowMaker, Statements, read_tape
 from tooldeck.runlog._schema import RunLogError, connect
 
 _log = logging.getLogger("tooldeck.runlog")
+
+Put = Callable[[Record], None]
+"""Puts one record on the tape (a tuple: its kind, then its fields)."""
+
+QUIET_S = 0.005
+"""How long no record may be queued before a woken writer takes the queue."""
 
 
 class Writer:
@@ -30,9 +43,12 @@ class Writer:
         self.path = path
         self.interval = interval
         self._connection: sqlite3.Connection | None = connection
-        self._queue: deque[Record] = deque()
-        self.put: Callable[[Record], None] = self._queue.append
+        self._tape: list[Any] = []
+        """Records, one after another: a kind, then its fields (see _rows)."""
+        self.put: Put = self._tape.extend
         self._wake = threading.Event()
+        self._hurry = False
+        """A flush or close waits: write without waiting for quiet."""
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._stopping = False
@@ -71,6 +87,7 @@ class Writer:
             return True
         done = threading.Event()
         self.put((FLUSH, done))
+        self._hurry = True
         self._wake.set()
         return done.wait(timeout)
 
@@ -90,30 +107,45 @@ class Writer:
         _live.discard(self)
 
     def _work(self) -> None:
+        written = time.monotonic()
         while True:
-            self._wake.wait(self.interval)
+            if self._wake.wait(self.interval):
+                self._wait_for_quiet(written + self.interval)
             self._wake.clear()
+            self._hurry = False
             stopping = self._stopping
             self._write(self._take())
-            if stopping and not self._queue:
+            written = time.monotonic()
+            if stopping and not self._tape:
                 return
 
-    def _take(self) -> list[Record]:
-        queue = self._queue
-        batch = []
-        while queue:
-            batch.append(queue.popleft())
-        return batch
+    def _wait_for_quiet(self, deadline: float) -> None:
+        """Wait until no record was queued for QUIET_S (or the deadline, a flush, a close)."""
+        queued = len(self._tape)
+        while not (self._hurry or self._stopping) and time.monotonic() < deadline:
+            time.sleep(QUIET_S)
+            now = len(self._tape)
+            if now == queued:
+                return
+            queued = now
 
-    def _write(self, batch: list[Record]) -> None:
-        if not batch:
+    def _take(self) -> list[Any]:
+        """The tape so far (whole records: each was put in one atomic extend)."""
+        tape = self._tape
+        end = len(tape)
+        taken = tape[:end]
+        del tape[:end]
+        return taken
+
+    def _write(self, tape: list[Any]) -> None:
+        if not tape:
             return
-        flushes = [record[1] for record in batch if record[0] == FLUSH]
+        records, flushes = read_tape(tape)
         try:
-            self._commit(self._rows.statements(batch))
+            self._commit(self._rows.statements(records))
         except Exception as error:  # the thread must go on; the failure is reported
             self.failure = (
-                f"{len(batch) - len(flushes)} run log records were not written to "
+                f"{len(records)} run log records were not written to "
                 f"{str(self.path)!r}: {type(error).__name__}: {error}"
             )
             _log.warning("%s", self.failure)
@@ -138,9 +170,10 @@ class Writer:
         """In a forked child: the parent's thread and connection are not ours."""
         self._thread = None
         self._connection = None
-        self._queue.clear()
+        self._tape.clear()
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._hurry = False
 
 
 _live: weakref.WeakSet[Writer] = weakref.WeakSet()
