@@ -25,6 +25,15 @@ survives its process, and ``durable.resume(run_id, decisions)`` (or ``send_decis
 from any process delivers them, checked against the stored checkpoint as
 ``Agent.resume`` checks them.
 
+Sessions: ``DurableAgent(agent, name=..., sessions=lambda session_id: PostgresSession(dsn,
+session_id))`` opens a run's session where it executes; ``durable.run(prompt,
+session="conversation-42")`` starts from that session's history (read once, as a step: a
+replay starts from the same history) and commits the run's turn when it ends, after any
+pauses, as a step too (a commit written just before a crash is recognised, not written
+twice). A durable run does not store its pauses in the session (the workflow holds them);
+if another run commits to the session meanwhile, the durable run ends with SessionConflict
+carrying its result, as a plain run would.
+
 An agent tool (``agent.as_tool``) runs its inner run in the same workflow, its requests and
 calls steps too; in a durable run its calls run one at a time, so the inner runs' steps
 keep their ids in a replay. A recorded model turn that would meet changed tools (gone,
@@ -57,5 +66,6 @@ from __future__ import annotations
 
 from tooldeck.durable._agent import DepsSource, DurableAgent
 from tooldeck.durable._recover import recover_runs
+from tooldeck.durable._sessions import SessionSource
 
-__all__ = ["DepsSource", "DurableAgent", "recover_runs"]
+__all__ = ["DepsSource", "DurableAgent", "SessionSource", "recover_runs"]

@@ -13,15 +13,18 @@ from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
 from dbos import error as dbos_errors
 from typing_extensions import TypeVar
 
+from tooldeck._observer import SESSION_ID
 from tooldeck._sync import run_sync
 from tooldeck.checkpoint import Decision
 from tooldeck.contracts import Message, RunResult
 from tooldeck.durable._pauses import LocalPauses, current_pause, portable, publish, receive, send
 from tooldeck.durable._pauses import watch as watch_pause
+from tooldeck.durable._sessions import SessionSource, commit_turn, load_history
 from tooldeck.durable._steps import DurableModel, durable_entries, reserved_steps
 from tooldeck.errors import RunStopped
 from tooldeck.loop import Agent
 from tooldeck.models.base import Model
+from tooldeck.sessions import Session
 
 DepsT = TypeVar("DepsT", default=Any)
 OutputT = TypeVar("OutputT", default=str)
@@ -51,6 +54,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         agent: The agent (each process builds its own, with its own model).
         name: Names the workflow and its steps; the same in every process, unique in each.
         deps: Named deps for runs to use: a mapping, or a function from a name to deps.
+        sessions: How this process opens a session by its id (``lambda session_id:
+            PostgresSession(dsn, session_id)``), for runs started with ``session=ID``.
     """
 
     def __init__(
@@ -59,6 +64,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         *,
         name: str,
         deps: DepsSource[DepsT] | None = None,
+        sessions: SessionSource | None = None,
     ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"DurableAgent wraps an Agent, got {type(agent).__name__}")
@@ -66,6 +72,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.agent = agent
         self.name = name
         self._deps = deps
+        self._sessions = sessions
         self._twin = agent.wrapped(model=self._durable_model, tool=durable_entries(name))
         _claim(name, self)
         self._pauses = LocalPauses()
@@ -76,9 +83,12 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
     def _declare(self) -> Callable[..., Any]:
         async def tooldeck_run(
-            prompt: str, history: tuple[Message, ...], deps: str | None
+            prompt: str,
+            history: tuple[Message, ...],
+            deps: str | None,
+            session: str | None = None,
         ) -> RunResult[OutputT]:
-            return await self._execute(prompt, history, deps)
+            return await self._execute(prompt, history, deps, session)
 
         return DBOS.workflow(name=f"tooldeck.run:{self.name}")(tooldeck_run)
 
@@ -89,21 +99,23 @@ class DurableAgent(Generic[DepsT, OutputT]):
         deps: str | None = None,
         history: Sequence[Message] = (),
         run_id: str | None = None,
+        session: str | None = None,
     ) -> RunResult[OutputT]:
         """Run as a workflow until the model answers or the run pauses (then it waits,
         durably, for ``resume``); a RunStopped is raised as by ``Agent.run``.
 
         ``deps`` names the deps (a key of ``DurableAgent(deps=...)``); ``run_id`` is the
-        workflow id (random by default): starting an id again joins that run.
+        workflow id (random by default): starting an id again joins that run. ``session``
+        is a session id (opened by ``DurableAgent(sessions=...)`` where the run executes):
+        the run starts from that session's history, read once, and commits its turn when it
+        ends — after its pauses — or raises SessionConflict if another run committed first.
         """
         run_id = run_id or uuid.uuid4().hex
-        key = self._deps_key(deps)
+        args = self._arguments(prompt, history, deps, session)
         told = self._pauses.expect(run_id, 1)
         try:
             with _launched(self.name), SetWorkflowID(run_id):
-                handle = await DBOS.start_workflow_async(
-                    self._workflow, prompt, tuple(history), key
-                )
+                handle = await DBOS.start_workflow_async(self._workflow, *args)
             return await _next_stop(handle, told, run_id, 1, _LOCAL_FIRST_S)
         finally:
             self._pauses.forget(run_id, 1)
@@ -115,9 +127,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
         deps: str | None = None,
         history: Sequence[Message] = (),
         run_id: str | None = None,
+        session: str | None = None,
     ) -> RunResult[OutputT]:
         """``run()`` for synchronous code."""
-        run = self.run(prompt, deps=deps, history=history, run_id=run_id)
+        run = self.run(prompt, deps=deps, history=history, run_id=run_id, session=session)
         return run_sync(run, lane=_LANE)
 
     def start(
@@ -128,11 +141,12 @@ class DurableAgent(Generic[DepsT, OutputT]):
         history: Sequence[Message] = (),
         run_id: str | None = None,
         queue: Queue | str | None = None,
+        session: str | None = None,
     ) -> WorkflowHandle[RunResult[OutputT]]:
         """Start the run and return DBOS's handle at once (``get_workflow_id()``,
         ``get_result()`` waits for the end, through any pauses). With ``queue`` the run
         waits on that DBOS queue for a worker (``DBOS.register_queue(name, ...)``)."""
-        args = (prompt, tuple(history), self._deps_key(deps))
+        args = self._arguments(prompt, history, deps, session)
         with _launched(self.name), SetWorkflowID(run_id) if run_id else nullcontext():
             if queue is None:
                 return DBOS.start_workflow(self._workflow, *args)
@@ -146,9 +160,10 @@ class DurableAgent(Generic[DepsT, OutputT]):
         history: Sequence[Message] = (),
         run_id: str | None = None,
         queue: Queue | str | None = None,
+        session: str | None = None,
     ) -> WorkflowHandleAsync[RunResult[OutputT]]:
         """``start()`` for async code (without a queue the run executes on this loop)."""
-        args = (prompt, tuple(history), self._deps_key(deps))
+        args = self._arguments(prompt, history, deps, session)
         with _launched(self.name), SetWorkflowID(run_id) if run_id else nullcontext():
             if queue is None:
                 return await DBOS.start_workflow_async(self._workflow, *args)
@@ -185,7 +200,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         return found[1] if found is not None else None
 
     async def _execute(
-        self, prompt: str, history: tuple[Message, ...], key: str | None
+        self, prompt: str, history: tuple[Message, ...], key: str | None, session_id: str | None
     ) -> RunResult[OutputT]:
         """The workflow's body: the agent's run, and its pauses, as one workflow."""
         run_id = DBOS.workflow_id
@@ -193,6 +208,23 @@ class DurableAgent(Generic[DepsT, OutputT]):
             raise RuntimeError("a durable run executes only as its DBOS workflow")
         reserved_steps.set({})
         deps = self._resolve(key)
+        if session_id is None:
+            return await self._run_and_wait(prompt, history, deps, run_id)
+        session = self._open_session(session_id)
+        named = SESSION_ID.set(session_id)  # the run log notes the run's session
+        try:
+            loaded = await load_history(self.name, session)
+            result = await self._run_and_wait(prompt, loaded.messages, deps, run_id)
+            await commit_turn(self.name, session, result, loaded)
+            return result
+        finally:
+            SESSION_ID.reset(named)
+            await session.aclose()
+
+    async def _run_and_wait(
+        self, prompt: str, history: tuple[Message, ...], deps: DepsT | None, run_id: str
+    ) -> RunResult[OutputT]:
+        """Run, and wait durably through each pause for its decisions, until the end."""
         try:
             result = await self._twin.run(prompt, deps=deps, history=history, run_id=run_id)
             pause = 0
@@ -208,6 +240,31 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 stopped.result = portable(stopped.result)
             raise
         return portable(result)
+
+    def _arguments(
+        self, prompt: str, history: Sequence[Message], deps: object, session: object
+    ) -> tuple[Any, ...]:
+        """The workflow's arguments, checked before anything starts."""
+        key = self._deps_key(deps)
+        if session is None:
+            return (prompt, tuple(history), key)
+        if not isinstance(session, str) or not session:
+            raise TypeError(
+                "a durable run takes its session by id (DurableAgent(sessions=...) opens it "
+                f"where the run executes), got {type(session).__name__}: {session!r}"
+            )
+        if history:
+            raise ValueError("pass history= or session=, not both: a session has its history")
+        return (prompt, (), key, session)
+
+    def _open_session(self, session_id: str) -> Session:
+        if self._sessions is None:
+            raise LookupError(
+                f"the run keeps session {session_id!r}, but DurableAgent {self.name!r} opens "
+                "no sessions in this process: declare it with DurableAgent(..., "
+                "sessions=lambda session_id: SQLiteSession(path, session_id))"
+            )
+        return self._sessions(session_id)
 
     def _deps_key(self, deps: object) -> str | None:
         """The deps name a run carries; checked here when this process knows the names."""
