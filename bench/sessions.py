@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/sessions.py              # alternating rounds, prints the table
     .venv/bin/python bench/sessions.py --rounds 1   # a quick look
+    .venv/bin/python bench/sessions.py --split      # where a SQLite append's time goes
 
 Figures per store, all from the application's side of an ``await``, as wall time and as
 the process's CPU time (every thread; not the PostgreSQL server's) — on a shared, loaded
@@ -303,6 +304,42 @@ def _cell(
     return f"{wall:.{digits}f} / {cpu:.{digits}f}"
 
 
+async def split_append(folder: Path) -> dict[str, float]:
+    """Where a SQLite append's time goes (medians of 300, µs): encoding the turn, the round
+    trip to the connection thread with an empty job, and the SQL transaction in the thread."""
+    from tooldeck.sessions import SQLiteSession, Turn, _log
+    from tooldeck.sessions.sqlite import _append, _write
+
+    store = ToolDeckStore("sqlite", str(folder / "split.db"))
+    session = SQLiteSession(store.where, "split")
+    head = (await session.load()).head
+
+    def turn() -> Turn:
+        return Turn(uuid.uuid4().hex, store.turn)
+
+    encode, hop, transaction = [], [], []
+    for _ in range(COUNTS["appends"]):
+        started = time.perf_counter()
+        parameters = _log.append_parameters("split", turn(), head)
+        encode.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        await session._run(lambda db: None)
+        hop.append(time.perf_counter() - started)
+
+        def commit(db: Any, parameters: tuple[Any, ...] = parameters) -> float:
+            started = time.perf_counter()
+            _write(db, _append, parameters)
+            return time.perf_counter() - started
+
+        transaction.append(await session._run(commit))
+        head += 1
+    await session.aclose()
+    return {
+        name: statistics.median(samples) * 1e6
+        for name, samples in (("encode", encode), ("hop", hop), ("transaction", transaction))
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -310,10 +347,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--worker", nargs=3, metavar=("LIBRARY", "WORKDIR", "POSTGRES"))
     parser.add_argument("--quick", action="store_true", help="a few of each (a smoke test)")
+    parser.add_argument(
+        "--split", action="store_true", help="where a SQLite append's time goes (tooldeck only)"
+    )
     options = parser.parse_args()
     if options.quick:
         COUNTS.update(appends=5, turns=20, loads=2)
-    if options.worker:
+    if options.split:
+        with tempfile.TemporaryDirectory() as folder:
+            parts = asyncio.run(split_append(Path(folder)))
+        print(", ".join(f"{name} {value:.0f} µs" for name, value in parts.items()))
+    elif options.worker:
         library, workdir, postgres = options.worker
         print(json.dumps(worker(library, Path(workdir), postgres)))
     else:
