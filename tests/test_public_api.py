@@ -46,6 +46,12 @@ def test_every_error_class_is_importable_from_tooldeck_errors() -> None:
         ("ToolView", "tooldeck.tools.registry"),
         ("RecordedRequest", "tooldeck.models.scripted"),
         ("resolve_model", "tooldeck.models.resolve"),
+        ("SQLiteSession", "tooldeck.sessions"),
+        ("SessionConflict", "tooldeck.errors"),
+        ("KeepLastTurns", "tooldeck.history"),
+        ("RunLog", "tooldeck.runlog"),
+        ("DurableAgent", "tooldeck.durable"),
+        ("MCPToolset", "tooldeck.tools.mcp"),
     ],
 )
 def test_a_name_that_moved_says_where_it_lives_now(name: str, where: str) -> None:
@@ -55,6 +61,16 @@ def test_a_name_that_moved_says_where_it_lives_now(name: str, where: str) -> Non
         f"module 'tooldeck' has no attribute {name!r}; import it from {where}"
     )
     assert hasattr(__import__(where, fromlist=[name]), name)
+
+
+def test_sessions_hold_what_a_conversation_needs_the_run_log_included() -> None:
+    import tooldeck.errors
+    import tooldeck.runlog
+    import tooldeck.sessions
+
+    assert tooldeck.sessions.RunLog is tooldeck.runlog.RunLog  # where DESIGN.md puts it
+    assert tooldeck.sessions.SessionConflict is tooldeck.errors.SessionConflict
+    assert set(tooldeck.sessions.__all__) >= {"Session", "SQLiteSession", "PostgresSession"}
 
 
 def test_an_unknown_name_is_a_plain_attribute_error() -> None:

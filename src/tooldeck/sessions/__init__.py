@@ -25,13 +25,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tooldeck.errors import SessionConflict, SessionError
 from tooldeck.sessions.base import History, Session, Turn
 from tooldeck.sessions.sqlite import SQLiteSession
 
 if TYPE_CHECKING:
+    from tooldeck.runlog import RunLog
     from tooldeck.sessions.postgres import PostgresSession
 
-__all__ = ["History", "PostgresSession", "SQLiteSession", "Session", "Turn"]
+__all__ = [
+    "History",
+    "PostgresSession",
+    "RunLog",
+    "SQLiteSession",
+    "Session",
+    "SessionConflict",
+    "SessionError",
+    "Turn",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -39,4 +50,8 @@ def __getattr__(name: str) -> Any:
         from tooldeck.sessions.postgres import PostgresSession
 
         return PostgresSession
+    if name == "RunLog":  # the run log lives in tooldeck.runlog; here too, as DESIGN.md has it
+        from tooldeck.runlog import RunLog
+
+        return RunLog
     raise AttributeError(f"module 'tooldeck.sessions' has no attribute {name!r}")
