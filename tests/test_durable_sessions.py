@@ -149,3 +149,27 @@ async def test_a_session_is_named_by_id_and_opened_where_the_run_executes(store:
         f"the run keeps session 'chat', but DurableAgent {without.name!r} opens no sessions in "
         "this process"
     )
+
+
+async def test_a_durable_run_stores_its_history_summary_and_the_next_agent_extends_it(
+    store: Store,
+) -> None:
+    from tooldeck.history import KeepLastTurns, Summarize
+
+    def agent_with(summaries: list[str], questions: int) -> DurableAgent[Any, Any]:
+        model = ScriptedModel([answer(f"answer {n}") for n in range(questions)])
+        summariser = ScriptedModel([answer(text) for text in summaries])
+        strategy = Summarize(KeepLastTurns(1), model=summariser)
+        name = f"summaries-{uuid.uuid4().hex[:8]}"
+        return DurableAgent(Agent(model, history=strategy), name=name, sessions=store.session)
+
+    first = agent_with(["summary of 1"], 3)
+    for n in (1, 2, 3):
+        result = await first.run(f"question {n}", session="chat")
+    assert (await store.session("chat").load()).summary == result.history_summary
+
+    later = agent_with(["summary of 1 and 2"], 1)
+    again = await later.run("question 4", session="chat")
+    (asked,) = later.agent.history.model.requests  # type: ignore[union-attr]
+    assert "The summary so far:\nsummary of 1\n\n" in asked.messages[0].content
+    assert (await store.session("chat").load()).summary == again.history_summary

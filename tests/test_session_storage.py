@@ -92,7 +92,7 @@ async def test_messages_are_stored_as_the_contracts_json(store: Store) -> None:
     session = store.session()
     result = await Agent(ScriptedModel([answer("hi")])).run("hello", session=session)
     (row,) = execute(store, "SELECT run_id, kind, schema_version, body FROM tooldeck_session_log")
-    assert row[:3] == (result.run_id, "turn", 1)
+    assert row[:3] == (result.run_id, "turn", 2)
     assert json.loads(row[3]) == [
         m.model_dump(mode="json", exclude_defaults=True) for m in result.messages
     ]
@@ -122,10 +122,10 @@ async def test_a_database_of_schema_0_is_migrated_when_opened(store: Store) -> N
         "ORDER BY session_id, seq",
     )  # fmt: skip
     assert migrated == [
-        ("alice", 1, "run-1", "turn", 1), ("alice", 2, "run-2", "turn", 1),
-        ("bob", 1, "run-3", "turn", 1),
+        ("alice", 1, "run-1", "turn", 2), ("alice", 2, "run-2", "turn", 2),
+        ("bob", 1, "run-3", "turn", 2),
     ]  # fmt: skip
-    assert execute(store, "SELECT version FROM tooldeck_session_schema") == [(1,)]
+    assert execute(store, "SELECT version FROM tooldeck_session_schema") == [(2,)]
     with pytest.raises(Exception, match="tooldeck_session_messages"):
         execute(store, "SELECT * FROM tooldeck_session_messages")
 
@@ -146,14 +146,14 @@ async def test_a_schema_0_row_that_does_not_parse_stops_the_migration(store: Sto
 
 async def test_a_database_from_a_newer_tooldeck_is_refused(store: Store) -> None:
     setup = store.session("setup")
-    await setup.load()  # creates schema 1
+    await setup.load()  # creates schema 2
     await setup.aclose()  # the schema is checked when a connection opens
-    execute(store, "UPDATE tooldeck_session_schema SET version = 2")
+    execute(store, "UPDATE tooldeck_session_schema SET version = 3")
 
     with pytest.raises(SessionError) as refused:
         await store.session("later").load()
 
-    assert "holds sessions in schema version 2, newer than this tooldeck reads (1): it was " in (
+    assert "holds sessions in schema version 3, newer than this tooldeck reads (2): it was " in (
         str(refused.value)
     )
     assert str(refused.value).endswith("Upgrade tooldeck to read it, or use another database.")
@@ -194,3 +194,76 @@ async def test_a_log_rewritten_by_hand_is_read_again_in_full(store: Store) -> No
         (json.dumps([{"role": "user", "content": "added"}]),),
     )
     assert [m.content for m in (await session.load()).messages] == ["edited", "added"]
+
+
+async def test_a_database_of_schema_1_gains_the_summary_table_when_opened(store: Store) -> None:
+    setup = store.session("old")
+    await setup.append(Turn("r1", (Message.user("kept"),)), after=0)
+    await setup.aclose()
+    execute(store, "DROP TABLE tooldeck_session_summary")  # as tooldeck's schema 1 was
+    execute(store, "UPDATE tooldeck_session_log SET schema_version = 1")
+    execute(store, "UPDATE tooldeck_session_schema SET version = 1")
+
+    opened = await store.session("old").load()
+
+    assert [m.content for m in opened.messages] == ["kept"]
+    assert execute(store, "SELECT version FROM tooldeck_session_schema") == [(2,)]
+    assert execute(store, "SELECT count(*) FROM tooldeck_session_summary") == [(0,)]
+
+
+def _summarising_agent(summaries: list[str], questions: int) -> Agent[None]:
+    """An agent that keeps one earlier turn and summarises the rest with ``summaries``."""
+    from tooldeck.history import KeepLastTurns, Summarize
+
+    answers = [answer(f"answer {n}") for n in range(1, questions + 1)]
+    summariser = ScriptedModel([answer(text) for text in summaries])
+    return Agent(ScriptedModel(answers), history=Summarize(KeepLastTurns(1), model=summariser))
+
+
+async def test_a_history_summary_is_stored_with_its_turn_and_not_asked_again(
+    store: Store,
+) -> None:
+    first = _summarising_agent(["summary of 1"], 3)
+    for n in (1, 2, 3):
+        result = await first.run(f"question {n}", session=store.session())
+    assert result.history_summary is not None
+    assert result.history_summary.text == "summary of 1"
+
+    # Another agent, as in a new process: a fresh Summarize with no memory of its own.
+    later = _summarising_agent(["summary of 1 and 2"], 1)
+    session = store.session()
+    assert (await session.load()).summary == result.history_summary
+    again = await later.run("question 4", session=session)
+
+    summariser = later.history.model  # type: ignore[union-attr]
+    (asked,) = summariser.requests  # only the new turn is summarised, on top of the stored
+    assert "The summary so far:\nsummary of 1\n\nThe conversation:\nuser: question 2" in (
+        asked.messages[0].content
+    )
+    sent = later.model.requests[0].messages  # type: ignore[attr-defined]
+    assert sent[0].content.endswith("\nsummary of 1 and 2")
+    assert (await store.session().load()).summary == again.history_summary
+
+
+async def test_clearing_a_session_forgets_its_summary(store: Store) -> None:
+    agent = _summarising_agent(["summary of 1"], 3)
+    for n in (1, 2, 3):
+        await agent.run(f"question {n}", session=store.session())
+    session = store.session()
+    assert (await session.load()).summary is not None
+    await session.clear()
+    assert (await store.session().load()).summary is None
+    assert execute(store, "SELECT count(*) FROM tooldeck_session_summary") == [(0,)]
+
+
+async def test_a_stored_summary_that_does_not_parse_is_a_session_error(store: Store) -> None:
+    agent = _summarising_agent(["summary of 1"], 3)
+    for n in (1, 2, 3):
+        await agent.run(f"question {n}", session=store.session())
+    execute(store, "UPDATE tooldeck_session_summary SET body = '{\"text\": 5}'")
+
+    with pytest.raises(SessionError) as refused:
+        await store.session().load()
+
+    assert str(refused.value).startswith("the history summary stored in ")
+    assert "cannot be read: text: Input should be a valid string" in str(refused.value)

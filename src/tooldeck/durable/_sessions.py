@@ -13,7 +13,7 @@ from typing import Any
 
 from dbos import DBOS, StepOptions
 
-from tooldeck.contracts import Message, RunResult
+from tooldeck.contracts import HistorySummary, Message, RunResult
 from tooldeck.errors import SessionConflict, SessionError
 from tooldeck.sessions import Session, Turn
 from tooldeck.sessions._repair import repair
@@ -32,6 +32,8 @@ class Loaded:
     """The session's last entry then: the run's turn goes after it."""
     stored: int
     """How many messages the session held then, as stored (before any repair)."""
+    summary: HistorySummary | None = None
+    """The session's summary of its earlier turns then (``Summarize``), if it had one."""
 
 
 async def load_history(agent_name: str, session: Session) -> Loaded:
@@ -47,7 +49,8 @@ async def commit_turn(
     """The step that stores the run's turn after the entry it loaded (SessionConflict if
     another run stored one first; the error carries the run's result)."""
     options: StepOptions = {"name": f"{agent_name}.session.commit"}
-    turn = Turn(result.run_id, messages=result.messages[len(loaded.messages) :])
+    new = result.messages[len(loaded.messages) :]
+    turn = Turn(result.run_id, messages=new, summary=result.history_summary)
     try:
         await DBOS.run_step_async(options, _commit, session, turn, loaded)
     except SessionError as error:
@@ -64,7 +67,7 @@ async def _load(session: Session) -> Loaded:
             "or clear the session, before starting a durable run in it"
         )
     messages = history.messages
-    return Loaded(repair(messages), history.head, len(messages))
+    return Loaded(repair(messages), history.head, len(messages), history.summary)
 
 
 async def _commit(session: Session, turn: Turn, loaded: Loaded) -> None:

@@ -16,6 +16,9 @@ The rules:
   once (it does not wait), with its finished run in ``error.result``; nothing is lost and
   nothing is mixed. A session with a paused run refuses new runs the same way until the
   run is resumed (or the session cleared).
+- A run with ``Agent(history=Summarize(...))`` stores its summary of the earlier turns with
+  its turn; the next run that loads the session, in any process, extends it instead of
+  asking the model for it again.
 - The history is repaired when it is loaded: a tool call with no result gets an
   ``error[interrupted]`` observation and a result that answers no call is dropped, so a
   provider never refuses a stored conversation.

@@ -15,12 +15,13 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from tooldeck.contracts import Checkpoint, Message
+from tooldeck.contracts import Checkpoint, HistorySummary, Message
 from tooldeck.errors import CheckpointError, SessionConflict, SessionError
 from tooldeck.sessions.base import History, Turn
 
-SCHEMA_VERSION = 1
-"""The layout and row format this tooldeck writes (0: one row per message, before turns)."""
+SCHEMA_VERSION = 2
+"""The layout and row format this tooldeck writes (0: one row per message, before turns;
+1: no stored history summary)."""
 
 TURN, PAUSED, RESUMED, CLEARED = "turn", "paused", "resumed", "cleared"
 
@@ -36,6 +37,12 @@ CREATE = (
     PRIMARY KEY (session_id, seq)
 )""",
     "CREATE TABLE IF NOT EXISTS tooldeck_session_schema (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS tooldeck_session_summary (
+    session_id TEXT PRIMARY KEY,
+    body TEXT NOT NULL,
+    schema_version INTEGER NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL
+)""",
 )
 SCHEMA_TABLE = "tooldeck_session_schema"
 GET_VERSION = "SELECT max(version) FROM tooldeck_session_schema"
@@ -59,6 +66,14 @@ HEAD = (
     "SELECT seq, run_id, kind, schema_version, body FROM tooldeck_session_log WHERE session_id = ? "
     "ORDER BY seq DESC LIMIT 1"
 )
+SAVE_SUMMARY = (
+    "INSERT INTO tooldeck_session_summary VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
+    "SET body = excluded.body, schema_version = excluded.schema_version, "
+    "created_at = excluded.created_at"
+)
+"""Keep the latest summary of the session's earlier turns (``Summarize``), with its turn."""
+READ_SUMMARY = "SELECT schema_version, body FROM tooldeck_session_summary WHERE session_id = ?"
+DELETE_SUMMARY = "DELETE FROM tooldeck_session_summary WHERE session_id = ?"
 MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM tooldeck_session_log WHERE session_id = ?"
 INSERT = "INSERT INTO tooldeck_session_log VALUES (?, ?, ?, ?, ?, ?, ?)"
 APPEND = (
@@ -75,6 +90,8 @@ DELETE = "DELETE FROM tooldeck_session_log WHERE session_id = ?"
 
 Row = tuple[int, str, str, int, str | None]
 """seq, run_id, kind, schema_version, body."""
+SummaryRow = tuple[int, str]
+"""schema_version, body (READ_SUMMARY)."""
 
 _TURN_MESSAGES = TypeAdapter(tuple[Message, ...])
 _TURNS = TypeAdapter(list[tuple[Message, ...]])
@@ -134,6 +151,13 @@ def append_parameters(session_id: str, turn: Turn, after: int) -> tuple[Any, ...
     return (*row, session_id, after)
 
 
+def summary_parameters(session_id: str, turn: Turn) -> tuple[Any, ...] | None:
+    """The parameters of SAVE_SUMMARY for a turn that carries a history summary."""
+    if turn.summary is None:
+        return None
+    return (session_id, turn.summary.model_dump_json(), SCHEMA_VERSION, time.time())
+
+
 def claim_parameters(session_id: str, run_id: str, after: int) -> tuple[Any, ...]:
     """The parameters of CLAIM: the ``resumed`` entry of ``run_id`` after its paused entry."""
     row = (session_id, after + 1, run_id, RESUMED, None, SCHEMA_VERSION, time.time())
@@ -145,8 +169,11 @@ def cleared_row(session_id: str, head: int) -> tuple[Any, ...]:
     return (session_id, head + 1, "", CLEARED, None, SCHEMA_VERSION, time.time())
 
 
-def read_history(rows: Sequence[Row], where: str, cache: TurnCache) -> History:
-    """The History of LOAD's rows: every turn's messages, the head, a paused run."""
+def read_history(
+    rows: Sequence[Row], where: str, cache: TurnCache, summary: SummaryRow | None = None
+) -> History:
+    """The History of LOAD's rows (and READ_SUMMARY's row): every turn's messages, the head,
+    a paused run, the summary of earlier turns."""
     _check_versions(rows, where)
     fresh = [row for row in rows if row[2] == TURN and row[0] > cache.seen]
     if fresh:
@@ -168,7 +195,22 @@ def read_history(rows: Sequence[Row], where: str, cache: TurnCache) -> History:
         raise StaleCache from None
     head = rows[-1]
     cache.seen = head[0]
-    return History(tuple(chain.from_iterable(found)), head[0], _pending(head, where))
+    messages = tuple(chain.from_iterable(found))
+    return History(messages, head[0], _pending(head, where), _summary(summary, where))
+
+
+def _summary(row: SummaryRow | None, where: str) -> HistorySummary | None:
+    if row is None:
+        return None
+    version, body = row
+    if version > SCHEMA_VERSION:
+        raise SessionError(newer_schema(where, version))
+    try:
+        return HistorySummary.model_validate_json(body)
+    except ValidationError as error:
+        raise SessionError(
+            f"the history summary stored in {where} cannot be read: {_first(error)}"
+        ) from None
 
 
 def read_pending(row: Row | None, where: str) -> Checkpoint | None:

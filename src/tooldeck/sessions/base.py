@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from tooldeck.contracts import Checkpoint, Message
+from tooldeck.contracts import Checkpoint, HistorySummary, Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,8 @@ class History:
     """The number of the log's last entry (0 for a new session); the next append goes after."""
     pending: Checkpoint | None = None
     """The checkpoint of a paused run waiting for decisions, if the head is one."""
+    summary: HistorySummary | None = None
+    """The latest summary of the earlier turns (``Summarize``), if a run stored one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +39,15 @@ class Turn:
     """A finished run's new messages: its prompt through its answer."""
     checkpoint: Checkpoint | None = None
     """A paused run's checkpoint; its messages are committed when a resume finishes it."""
+    summary: HistorySummary | None = None
+    """A finished run's summary of the earlier turns (``RunResult.history_summary``): kept
+    with the turn, so a later run, in any process, does not ask the model for it again."""
 
     def __post_init__(self) -> None:
         if (self.checkpoint is None) == (not self.messages):
             raise ValueError("a Turn holds either a finished run's messages or a checkpoint")
+        if self.summary is not None and self.checkpoint is not None:
+            raise ValueError("a paused run's summary is kept in its checkpoint, not the Turn")
 
 
 @runtime_checkable
@@ -59,11 +66,13 @@ class Session(Protocol):
         ...
 
     async def load(self) -> History:
-        """The committed messages, the head, and the paused run's checkpoint if any."""
+        """The committed messages, the head, the paused run's checkpoint and the latest
+        history summary, if any."""
         ...
 
     async def append(self, turn: Turn, *, after: int) -> int:
-        """Append ``turn`` as entry ``after + 1`` and return that number.
+        """Append ``turn`` as entry ``after + 1`` and return that number; keep its summary
+        (``turn.summary``), in the same transaction, for ``load()`` to return.
 
         Raises:
             SessionConflict: ``after`` is no longer the head: another writer came first.
@@ -84,7 +93,7 @@ class Session(Protocol):
         ...
 
     async def clear(self) -> None:
-        """Delete the session's entries (a paused run's checkpoint too)."""
+        """Delete the session's entries (a paused run's checkpoint and the summary too)."""
         ...
 
     async def aclose(self) -> None:

@@ -42,6 +42,9 @@ def _pg(sql: str) -> str:
 
 _LOAD, _HEAD, _APPEND, _CLAIM = map(_pg, (_log.LOAD, _log.HEAD, _log.APPEND, _log.CLAIM))
 _MAX_SEQ, _INSERT, _DELETE = map(_pg, (_log.MAX_SEQ, _log.INSERT, _log.DELETE))
+_SAVE_SUMMARY, _READ_SUMMARY, _DELETE_SUMMARY = map(
+    _pg, (_log.SAVE_SUMMARY, _log.READ_SUMMARY, _log.DELETE_SUMMARY)
+)
 
 
 class PostgresSession:
@@ -102,12 +105,19 @@ class PostgresSession:
         async with self._connection() as db:
             cursor = await db.execute(_LOAD, self._turns.load_parameters(self._session_id))
             rows = await cursor.fetchall()
-        return _log.read_history(rows, self._where, self._turns)
+            cursor = await db.execute(_READ_SUMMARY, (self._session_id,))
+            summary = await cursor.fetchone()
+        return _log.read_history(rows, self._where, self._turns, summary)
 
     async def append(self, turn: Turn, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
         parameters = _log.append_parameters(self._session_id, turn, after)
-        if not await self._write(_insert_if_head, (_APPEND, parameters), one_statement=True):
+        summary = _log.summary_parameters(self._session_id, turn)
+        if summary is None:
+            written = await self._write(_insert_if_head, (_APPEND, parameters), one_statement=True)
+        else:
+            written = await self._write(_insert_with_summary, (parameters, summary))
+        if not written:
             raise _log.conflict(self._session_id, after)
         self._turns.wrote(after + 1, turn)
         return after + 1
@@ -221,12 +231,24 @@ async def _insert_if_head(db: Connection, statement: tuple[str, tuple[Any, ...]]
     return cursor.rowcount == 1
 
 
+async def _insert_with_summary(
+    db: Connection, entry: tuple[tuple[Any, ...], tuple[Any, ...]]
+) -> bool:
+    """APPEND, and the turn's summary with it (in the caller's transaction)."""
+    parameters, summary = entry
+    if not await _insert_if_head(db, (_APPEND, parameters)):
+        return False
+    await db.execute(_SAVE_SUMMARY, summary)
+    return True
+
+
 async def _clear(db: Connection, session_id: str) -> bool:
     cursor = await db.execute(_MAX_SEQ, (session_id,))
     row = await cursor.fetchone()
     head = row[0] if row is not None else 0
     if head:
         await db.execute(_DELETE, (session_id,))
+        await db.execute(_DELETE_SUMMARY, (session_id,))
         await db.execute(_INSERT, _log.cleared_row(session_id, head))
     return True
 

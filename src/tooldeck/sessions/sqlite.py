@@ -93,11 +93,15 @@ class SQLiteSession:
     def _read(self, db: sqlite3.Connection) -> History:
         """LOAD, read and decoded in the database's thread."""
         rows = db.execute(_log.LOAD, self._turns.load_parameters(self._session_id)).fetchall()
-        return _log.read_history(rows, self._where, self._turns)
+        summary = db.execute(_log.READ_SUMMARY, (self._session_id,)).fetchone()
+        return _log.read_history(rows, self._where, self._turns, summary)
 
     async def append(self, turn: Turn, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
-        parameters = _log.append_parameters(self._session_id, turn, after)
+        parameters = (
+            _log.append_parameters(self._session_id, turn, after),
+            _log.summary_parameters(self._session_id, turn),
+        )
         if not await self._run(lambda db: self._commit(db, _append, parameters, turn)):
             raise _log.conflict(self._session_id, after)
         return after + 1
@@ -111,7 +115,7 @@ class SQLiteSession:
     async def consume(self, run_id: str, *, after: int) -> int:
         """Claim paused run ``run_id`` (entry ``after``) for one resume; CheckpointError if
         it was claimed or cleared first."""
-        parameters = _log.claim_parameters(self._session_id, run_id, after)
+        parameters = (_log.claim_parameters(self._session_id, run_id, after), None)
         if not await self._run(lambda db: self._commit(db, _claim, parameters, None)):
             raise _log.already_claimed(self._session_id, run_id)
         return after + 1
@@ -119,14 +123,14 @@ class SQLiteSession:
     def _commit(
         self,
         db: sqlite3.Connection,
-        insert: Callable[[sqlite3.Connection, tuple[Any, ...]], bool],
-        parameters: tuple[Any, ...],
+        insert: Callable[[sqlite3.Connection, _Entry], bool],
+        parameters: _Entry,
         turn: Turn | None,
     ) -> bool:
         """Write one entry, in the database's thread; remember a turn it wrote."""
         written = _write(db, insert, parameters)
         if written:
-            self._turns.wrote(parameters[1], turn)
+            self._turns.wrote(parameters[0][1], turn)
         return written
 
     async def clear(self) -> None:
@@ -155,13 +159,22 @@ class SQLiteSession:
             raise _database_error(error, self._where, self._busy_timeout_s) from error
 
 
-def _append(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> bool:
-    """Insert the entry if its ``after`` is still the head; False when another came first."""
-    return _insert_if_head(db, _log.APPEND, parameters)
+_Entry = tuple[tuple[Any, ...], tuple[Any, ...] | None]
+"""An entry's parameters, and its summary's (SAVE_SUMMARY) if it carries one."""
 
 
-def _claim(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> bool:
-    return _insert_if_head(db, _log.CLAIM, parameters)
+def _append(db: sqlite3.Connection, entry: _Entry) -> bool:
+    """Insert the entry if its ``after`` is still the head (and keep its summary); False
+    when another came first."""
+    parameters, summary = entry
+    written = _insert_if_head(db, _log.APPEND, parameters)
+    if written and summary is not None:
+        db.execute(_log.SAVE_SUMMARY, summary)
+    return written
+
+
+def _claim(db: sqlite3.Connection, entry: _Entry) -> bool:
+    return _insert_if_head(db, _log.CLAIM, entry[0])
 
 
 def _insert_if_head(db: sqlite3.Connection, statement: str, parameters: tuple[Any, ...]) -> bool:
@@ -179,6 +192,7 @@ def _clear(db: sqlite3.Connection, session_id: str) -> None:
     (head,) = db.execute(_log.MAX_SEQ, (session_id,)).fetchone()
     if head:
         db.execute(_log.DELETE, (session_id,))
+        db.execute(_log.DELETE_SUMMARY, (session_id,))
         db.execute(_log.INSERT, _log.cleared_row(session_id, head))
 
 
