@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from _stores import Store
 from helpers import answer, call, calls
 from tooldeck import Agent, Approve, Message, ModelError, RunResult, ScriptedModel, tool
 from tooldeck.events import Event, FinalAnswer
@@ -300,3 +301,22 @@ def test_a_streamed_run_sends_what_the_strategy_keeps() -> None:
     assert [user_turns(r.messages) for r in model.requests[-2:]] == [
         ["Question 3", "Question 4"]
     ] * 2
+
+
+async def test_a_long_conversation_in_a_session_stays_under_the_budget_and_keeps_every_turn(
+    store: Store,
+) -> None:
+    model = chatty_model()
+    budget = 400
+    agent = Agent(model, [add_numbers], history=TokenBudget(budget))
+    for number in range(1, 13):
+        await agent.run(f"Question {number}: {FILLER}", session=store.session("long"))
+
+    kept = (await store.session("long").load()).messages
+    assert len(kept) == 12 * 4  # the session keeps every turn...
+    assert await model.count_tokens(kept) > 3 * budget
+    sizes = [await model.count_tokens(request.messages) for request in model.requests]
+    assert max(sizes) <= budget  # ...while no request carries more than the budget
+    assert user_turns(model.requests[-1].messages)[-1] == "Question 12"
+    for request in model.requests:
+        assert_calls_paired(request.messages)
