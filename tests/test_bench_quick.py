@@ -65,7 +65,7 @@ def test_session_bench_worker_measures_every_tooldeck_store(
     for store in figures.values():
         assert sorted(store) == [
             "append_cpu_us", "append_us", "first_load_cpu_ms", "first_load_ms",
-            "load_cpu_ms", "load_ms",
+            "load_cpu_ms", "load_ms", "object_load_cpu_ms", "object_load_ms",
         ]  # fmt: skip
 
 

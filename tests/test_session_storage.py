@@ -5,6 +5,7 @@ so a provider never refuses it."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -267,3 +268,72 @@ async def test_a_stored_summary_that_does_not_parse_is_a_session_error(store: St
 
     assert str(refused.value).startswith("the history summary stored in ")
     assert "cannot be read: text: Input should be a valid string" in str(refused.value)
+
+
+class _Decodes:
+    """Counts the turns each load decodes (wrapping the session log's decoder)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from tooldeck.sessions import _log
+
+        self.counts: list[int] = []
+        real = _log._TURNS
+
+        class Counting:
+            def validate_json(inner, text: str) -> Any:
+                decoded = real.validate_json(text)
+                self.counts.append(len(decoded))
+                return decoded
+
+        monkeypatch.setattr(_log, "_TURNS", Counting())
+
+
+async def _three_turns(store: Store, session_id: str) -> None:
+    writer = store.session(session_id)
+    for seq, text in enumerate(("one", "two", "three")):
+        await writer.append(Turn(f"run-{text}", (Message.user(text),)), after=seq)
+    await writer.aclose()
+
+
+async def test_a_new_session_object_decodes_only_what_was_added_since(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decodes = _Decodes(monkeypatch)
+    await _three_turns(store, "chat")
+    first = store.session("chat")
+    assert [m.content for m in (await first.load()).messages] == ["one", "two", "three"]
+    assert decodes.counts == []  # written by this process: nothing to decode
+
+    other = store.session("chat")  # a request handler's own object, say
+    await other.append(Turn("run-four", (Message.user("four"),)), after=3)
+    execute(
+        store,
+        "INSERT INTO tooldeck_session_log VALUES ('chat', 5, 'run-five', 'turn', ?, 2, 0)",
+        (json.dumps([{"role": "user", "content": "five"}]),),
+    )  # another process's turn
+    fresh = store.session("chat")
+    assert [m.content for m in (await fresh.load()).messages][-2:] == ["four", "five"]
+    assert decodes.counts == [1]  # only the other process's turn
+
+
+async def test_the_process_keeps_the_latest_conversations_up_to_its_limit(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooldeck.sessions import turn_cache
+
+    monkeypatch.setattr(turn_cache, "max_messages", 4)
+    decodes = _Decodes(monkeypatch)
+    await _three_turns(store, "a")
+    await _three_turns(store, "b")  # 6 messages in all: "a" is let go
+    assert decodes.counts == []
+
+    assert len((await store.session("b").load()).messages) == 3
+    assert decodes.counts == []
+    assert len((await store.session("a").load()).messages) == 3
+    assert decodes.counts == [3]  # decoded again, in full
+    assert turn_cache.messages <= 4
+
+    monkeypatch.setattr(turn_cache, "max_messages", 0)  # nothing kept between objects
+    await store.session("b").load()
+    assert len((await store.session("b").load()).messages) == 3
+    assert decodes.counts == [3, 3, 3]

@@ -19,6 +19,9 @@ The rules:
 - A run with ``Agent(history=Summarize(...))`` stores its summary of the earlier turns with
   its turn; the next run that loads the session, in any process, extends it instead of
   asking the model for it again.
+- Decoded turns are shared by the session objects of one conversation in a process (a
+  stored turn never changes), so a new object per request decodes only what was added
+  since; ``turn_cache`` bounds what the process keeps (``turn_cache.max_messages``).
 - The history is repaired when it is loaded: a tool call with no result gets an
   ``error[interrupted]`` observation and a result that answers no call is dropped, so a
   provider never refuses a stored conversation.
@@ -29,6 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import SessionConflict, SessionError
+from tooldeck.sessions._cache import TurnCaches, turn_cache
 from tooldeck.sessions.base import History, Session, Turn
 from tooldeck.sessions.sqlite import SQLiteSession
 
@@ -45,6 +49,8 @@ __all__ = [
     "SessionConflict",
     "SessionError",
     "Turn",
+    "TurnCaches",
+    "turn_cache",
 ]
 
 

@@ -7,6 +7,7 @@ written once, with ``?`` placeholders and types both SQLite and PostgreSQL read 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from itertools import chain, groupby
@@ -102,33 +103,45 @@ class StaleCache(Exception):
 
 
 class TurnCache:
-    """The turns one session object has read or written, by entry number.
+    """The turns read or written by the session objects of one conversation, by entry number.
 
     An entry never changes once written (the log is append-only and its numbers are never
     reused, not even by a clear), so loading again reads and decodes only the turns added
-    since by others. An entry is known by its number and run id: if the log was rewritten by hand
-    under a session object, it reads everything again. Turns cleared by another process
-    stay here, unused, until this session object clears.
+    since by others. An entry is known by its number and run id: if the log was rewritten by
+    hand, the next load reads everything again. Each load keeps only the turns the log still
+    holds (another process may have cleared some). Shared by the session objects of one
+    conversation in a process (``tooldeck.sessions.turn_cache``); ``lock`` is held while a
+    load or a write updates it.
     """
 
-    __slots__ = ("seen", "turns")
+    __slots__ = ("lock", "seen", "size", "turns")
 
     def __init__(self) -> None:
         self.seen = 0
         """Every turn entry up to this number is in ``turns``."""
         self.turns: dict[tuple[int, str], tuple[Message, ...]] = {}
         """(entry number, run id) -> the turn's messages."""
+        self.size = 0
+        """How many messages ``turns`` holds."""
+        self.lock = threading.Lock()
 
     def forget(self) -> None:
+        with self.lock:
+            self._forget()
+
+    def _forget(self) -> None:
         self.seen = 0
         self.turns = {}
+        self.size = 0
 
     def wrote(self, seq: int, turn: Turn | None) -> None:
-        """This session object committed entry ``seq`` (a turn, or another kind: None)."""
-        if turn is not None and turn.checkpoint is None:
-            self.turns[seq, turn.run_id] = turn.messages
-        if self.seen == seq - 1:
-            self.seen = seq
+        """A session object committed entry ``seq`` (a turn, or another kind: None)."""
+        with self.lock:
+            if turn is not None and turn.checkpoint is None:
+                self.turns[seq, turn.run_id] = turn.messages
+                self.size += len(turn.messages)
+            if self.seen == seq - 1:
+                self.seen = seq
 
     def load_parameters(self, session_id: str) -> tuple[Any, ...]:
         """The parameters of LOAD for this session and what this cache holds."""
@@ -175,6 +188,17 @@ def read_history(
     """The History of LOAD's rows (and READ_SUMMARY's row): every turn's messages, the head,
     a paused run, the summary of earlier turns."""
     _check_versions(rows, where)
+    with cache.lock:
+        messages = _messages(rows, where, cache)
+    if not rows:
+        return History((), 0)
+    head = rows[-1]
+    return History(messages, head[0], _pending(head, where), _summary(summary, where))
+
+
+def _messages(rows: Sequence[Row], where: str, cache: TurnCache) -> tuple[Message, ...]:
+    """Every turn's messages: decoded from the rows that have a body, the rest from the cache."""
+    turns = cache.turns
     fresh = [row for row in rows if row[2] == TURN and row[0] > cache.seen]
     if fresh:
         bodies = ",".join(body or "[]" for *_, body in fresh)
@@ -184,19 +208,19 @@ def read_history(
             raise SessionError(
                 f"a stored turn in {where} cannot be read: {_first(error)}"
             ) from None
-        cache.turns.update(zip([(seq, run) for seq, run, *_ in fresh], decoded, strict=True))
-    if not rows:
-        return History((), 0)
-    turns = cache.turns
+        turns.update(zip([(seq, run) for seq, run, *_ in fresh], decoded, strict=True))
+    keys = [(seq, run) for seq, run, kind, *_ in rows if kind == TURN]
     try:
-        found = [turns[seq, run] for seq, run, kind, *_ in rows if kind == TURN]
-    except KeyError:  # the log was rewritten by hand under this session object
-        cache.forget()
+        found = [turns[key] for key in keys]
+    except KeyError:  # the log was rewritten by hand under this cache
+        cache._forget()
         raise StaleCache from None
-    head = rows[-1]
-    cache.seen = head[0]
+    if len(turns) > len(keys):  # turns cleared (by another process) since: let them go
+        cache.turns = dict(zip(keys, found, strict=True))
     messages = tuple(chain.from_iterable(found))
-    return History(messages, head[0], _pending(head, where), _summary(summary, where))
+    cache.seen = rows[-1][0] if rows else cache.seen
+    cache.size = len(messages)
+    return messages
 
 
 def _summary(row: SummaryRow | None, where: str) -> HistorySummary | None:

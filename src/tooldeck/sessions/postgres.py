@@ -24,6 +24,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from tooldeck.contracts import Checkpoint
 from tooldeck.errors import SessionError
 from tooldeck.sessions import _log
+from tooldeck.sessions._cache import turn_cache
 from tooldeck.sessions.base import History, Turn
 
 T = TypeVar("T")
@@ -85,7 +86,9 @@ class PostgresSession:
             self._dsn, self._pool, self._owns_pool = None, dsn, False
             self._where = f"PostgreSQL pool {dsn.name!r}"
         self._max_connections = max_connections
-        self._turns = _log.TurnCache()
+        database = dsn if isinstance(dsn, str) else getattr(dsn, "conninfo", id(dsn))
+        self._cache_key = ("postgres", database, session_id)
+        self._turns = turn_cache.get(self._cache_key)
 
     @property
     def session_id(self) -> str:
@@ -107,7 +110,10 @@ class PostgresSession:
             rows = await cursor.fetchall()
             cursor = await db.execute(_READ_SUMMARY, (self._session_id,))
             summary = await cursor.fetchone()
-        return _log.read_history(rows, self._where, self._turns, summary)
+        try:
+            return _log.read_history(rows, self._where, self._turns, summary)
+        finally:
+            turn_cache.used(self._cache_key, self._turns)
 
     async def append(self, turn: Turn, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
@@ -120,6 +126,7 @@ class PostgresSession:
         if not written:
             raise _log.conflict(self._session_id, after)
         self._turns.wrote(after + 1, turn)
+        turn_cache.used(self._cache_key, self._turns)
         return after + 1
 
     async def pending(self) -> Checkpoint | None:
@@ -142,7 +149,8 @@ class PostgresSession:
         """Delete every entry of this session (numbering goes on after the old head)."""
         while not await self._write(_clear, self._session_id):
             pass  # a writer appended meanwhile: clear again, after it
-        self._turns = _log.TurnCache()
+        self._turns.forget()
+        turn_cache.used(self._cache_key, self._turns)
 
     async def aclose(self) -> None:
         """Close the pool the session made (a pool that was given stays open)."""

@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 from tooldeck.contracts import Checkpoint
 from tooldeck.errors import SessionError
 from tooldeck.sessions import _log
+from tooldeck.sessions._cache import turn_cache
 from tooldeck.sessions._thread import ConnectionThread
 from tooldeck.sessions.base import History, Turn
 
@@ -67,8 +68,9 @@ class SQLiteSession:
         self._session_id = session_id
         self._where = f"SQLite database {str(self.path)!r}"
         self._busy_timeout_s = busy_timeout_s
-        self._turns = _log.TurnCache()
         self._key = (os.path.abspath(self.path), synchronous, busy_timeout_s)
+        self._cache_key = ("sqlite", *self._key, session_id)
+        self._turns = turn_cache.get(self._cache_key)
         self._attach()
 
     def _attach(self) -> None:
@@ -94,7 +96,10 @@ class SQLiteSession:
         """LOAD, read and decoded in the database's thread."""
         rows = db.execute(_log.LOAD, self._turns.load_parameters(self._session_id)).fetchall()
         summary = db.execute(_log.READ_SUMMARY, (self._session_id,)).fetchone()
-        return _log.read_history(rows, self._where, self._turns, summary)
+        try:
+            return _log.read_history(rows, self._where, self._turns, summary)
+        finally:
+            turn_cache.used(self._cache_key, self._turns)
 
     async def append(self, turn: Turn, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
@@ -131,13 +136,15 @@ class SQLiteSession:
         written = _write(db, insert, parameters)
         if written:
             self._turns.wrote(parameters[0][1], turn)
+            turn_cache.used(self._cache_key, self._turns)
         return written
 
     async def clear(self) -> None:
         """Delete every entry of this session (numbering goes on after the old head)."""
         session_id = self._session_id
         await self._run(lambda db: _write(db, _clear, session_id))
-        self._turns = _log.TurnCache()
+        self._turns.forget()
+        turn_cache.used(self._cache_key, self._turns)
 
     async def aclose(self) -> None:
         """Let go of the shared connection (closed with the file's last session); using the
