@@ -337,3 +337,45 @@ async def test_the_process_keeps_the_latest_conversations_up_to_its_limit(
     await store.session("b").load()
     assert len((await store.session("b").load()).messages) == 3
     assert decodes.counts == [3, 3, 3]
+
+
+def _load_in_child(path: str, done: Any) -> None:
+    import asyncio
+
+    from tooldeck.sessions import SQLiteSession
+
+    async def load() -> int:
+        session = SQLiteSession(path, "forked")
+        return len((await session.load()).messages)
+
+    done.put(asyncio.run(load()))
+
+
+def test_a_forked_child_loads_even_if_a_thread_held_the_cache_at_the_fork(
+    tmp_path: Any,
+) -> None:
+    import asyncio
+    import multiprocessing
+
+    from tooldeck.sessions import SQLiteSession, turn_cache
+
+    path = str(tmp_path / "forked.db")
+
+    async def write() -> SQLiteSession:
+        session = SQLiteSession(path, "forked")
+        await session.append(Turn("r1", (Message.user("before the fork"),)), after=0)
+        return session
+
+    session = asyncio.run(write())
+    cache = session._turns
+    context = multiprocessing.get_context("fork")
+    done = context.Queue()
+    with cache.lock, turn_cache._lock:  # as a loading thread would hold them at the fork
+        child = context.Process(target=_load_in_child, args=(path, done))
+        child.start()
+    child.join(timeout=30)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the child hung on a lock held by a thread that is not in it")
+    assert child.exitcode == 0
+    assert done.get(timeout=5) == 1

@@ -11,6 +11,7 @@ process let it go.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -71,3 +72,11 @@ class TurnCaches:
 
 turn_cache = TurnCaches()
 """The process's shared decoded turns (``tooldeck.sessions.turn_cache``)."""
+
+
+def _after_fork_in_child() -> None:
+    # The registry's lock may have been held by a thread that is not in the child.
+    turn_cache._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

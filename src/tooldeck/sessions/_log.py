@@ -7,8 +7,10 @@ written once, with ``?`` placeholders and types both SQLite and PostgreSQL read 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from itertools import chain, groupby
 from operator import itemgetter
@@ -114,9 +116,10 @@ class TurnCache:
     load or a write updates it.
     """
 
-    __slots__ = ("lock", "seen", "size", "turns")
+    __slots__ = ("__weakref__", "lock", "seen", "size", "turns")
 
     def __init__(self) -> None:
+        _every_cache.add(self)
         self.seen = 0
         """Every turn entry up to this number is in ``turns``."""
         self.turns: dict[tuple[int, str], tuple[Message, ...]] = {}
@@ -146,6 +149,18 @@ class TurnCache:
     def load_parameters(self, session_id: str) -> tuple[Any, ...]:
         """The parameters of LOAD for this session and what this cache holds."""
         return (self.seen, session_id, session_id)
+
+
+_every_cache: weakref.WeakSet[TurnCache] = weakref.WeakSet()
+
+
+def _unlock_after_fork() -> None:
+    """In a forked child: a cache's lock may have been held by a thread that is not there."""
+    for cache in list(_every_cache):
+        cache.lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_unlock_after_fork)
 
 
 def encode_messages(messages: tuple[Message, ...]) -> str:
