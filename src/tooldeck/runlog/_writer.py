@@ -33,11 +33,11 @@ Put = Callable[[Record], None]
 """Puts one record on the tape (a tuple: its kind, then its fields)."""
 
 QUIET_S = 0.005
-"""How long no record may be queued before a woken writer takes the queue."""
+"""How long nothing may be put on the tape before a woken writer takes it."""
 
 
 class Writer:
-    """Queue records from any thread; a daemon thread writes them in batches."""
+    """Records put on a tape from any thread; a daemon thread writes them in batches."""
 
     def __init__(self, path: Path, connection: sqlite3.Connection, interval: float) -> None:
         self.path = path
@@ -120,7 +120,8 @@ class Writer:
                 return
 
     def _wait_for_quiet(self, deadline: float) -> None:
-        """Wait until no record was queued for QUIET_S (or the deadline, a flush, a close)."""
+        """Wait until nothing was put on the tape for QUIET_S (or the deadline, a flush, a
+        close)."""
         queued = len(self._tape)
         while not (self._hurry or self._stopping) and time.monotonic() < deadline:
             time.sleep(QUIET_S)
