@@ -47,6 +47,8 @@ class Terminal:
         deadline = time.monotonic() + timeout
         while text not in self.shown[after:]:
             if not self._read(deadline - time.monotonic()):
+                self.process.kill()  # the test fails here: leave no process behind it
+                self.process.wait()
                 raise AssertionError(f"{text!r} never appeared; the screen shows:\n{self.shown}")
         return self.shown
 

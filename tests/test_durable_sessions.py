@@ -5,6 +5,7 @@ and every refusal's message."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +15,8 @@ from _stores import Store
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, Approve, Message, ScriptedModel, tool
 from tooldeck.durable import DurableAgent
-from tooldeck.errors import SessionConflict
-from tooldeck.sessions import Turn
+from tooldeck.errors import SessionConflict, SessionError
+from tooldeck.sessions import SQLiteSession, Turn
 from tooldeck.tools.registry import ToolsLike
 
 pytestmark = pytest.mark.usefixtures("launched_dbos")
@@ -173,3 +174,21 @@ async def test_a_durable_run_stores_its_history_summary_and_the_next_agent_exten
     (asked,) = later.agent.history.model.requests  # type: ignore[union-attr]
     assert "The summary so far:\nsummary of 1\n\n" in asked.messages[0].content
     assert (await store.session("chat").load()).summary == again.history_summary
+
+
+async def test_a_session_that_cannot_be_opened_fails_the_run_saying_which(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "no-such-folder" / "sessions.db"
+    model = ScriptedModel([answer("never")])
+    agent = DurableAgent(
+        Agent(model),
+        name=f"unopened-{uuid.uuid4().hex[:8]}",
+        sessions=lambda session_id: SQLiteSession(missing, session_id),
+    )
+    with pytest.raises(SessionError) as failed:
+        await agent.run("Hello?", session="chat")
+    assert str(failed.value) == (
+        f"SQLite database {str(missing)!r}: OperationalError: unable to open database file"
+    )
+    assert model.requests == []  # the model is not asked without the conversation

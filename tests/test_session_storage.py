@@ -379,3 +379,21 @@ def test_a_forked_child_loads_even_if_a_thread_held_the_cache_at_the_fork(
         pytest.fail("the child hung on a lock held by a thread that is not in it")
     assert child.exitcode == 0
     assert done.get(timeout=5) == 1
+
+
+async def test_clearing_the_process_cache_makes_the_next_load_decode_everything(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooldeck.sessions import turn_cache
+
+    decodes = _Decodes(monkeypatch)
+    await _three_turns(store, "chat")
+    assert turn_cache.messages >= 3
+    turn_cache.clear()
+    assert turn_cache.messages == 0
+    assert [m.content for m in (await store.session("chat").load()).messages] == [
+        "one",
+        "two",
+        "three",
+    ]
+    assert decodes.counts == [3]

@@ -273,6 +273,13 @@ class Summarize(HistoryStrategy):
         return f"Summarize({self.keep!r})"
 
 
+def give_back(strategy: HistoryStrategy | None, summary: HistorySummary | None) -> None:
+    """Hand a stored summary (a session's) to ``strategy`` if it summarises, so its runs
+    extend the summary (or use it as it is) instead of asking the model for it again."""
+    if summary is not None and isinstance(strategy, Summarize):
+        strategy.remember(summary)
+
+
 def transcript(messages: Sequence[Message]) -> str:
     """The messages as plain lines, for a summary request."""
     lines = []

@@ -22,7 +22,7 @@ from tooldeck.durable._pauses import watch as watch_pause
 from tooldeck.durable._sessions import SessionSource, commit_turn, load_history
 from tooldeck.durable._steps import DurableModel, durable_entries, reserved_steps
 from tooldeck.errors import RunStopped
-from tooldeck.history import Summarize
+from tooldeck.history import give_back
 from tooldeck.loop import Agent
 from tooldeck.models.base import Model
 from tooldeck.sessions import Session
@@ -215,8 +215,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         named = SESSION_ID.set(session_id)  # the run log notes the run's session
         try:
             loaded = await load_history(self.name, session)
-            if loaded.summary is not None and isinstance(self._twin.history, Summarize):
-                self._twin.history.remember(loaded.summary)
+            give_back(self._twin.history, loaded.summary)
             result = await self._run_and_wait(prompt, loaded.messages, deps, run_id)
             await commit_turn(self.name, session, result, loaded)
             return result

@@ -25,6 +25,7 @@ from tooldeck.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from tooldeck.models.base import ModelSettings
 from tooldeck.runlog._rows import CALL, END, PENDING, START, TURN, error_text
 from tooldeck.runlog._writer import Put, Writer
 
@@ -40,22 +41,7 @@ async def record_run(
     """Yield the run's events, recording each on the writer's tape."""
     put, clock, run_id = writer.put, time.time, run.run_id
     started = asked_at = clock()
-    resumed = run.decisions is not None
-    parent = run.parent
-    put(
-        (
-            START,
-            run_id,
-            run.session_id,
-            run.model,
-            run.prompt,
-            run.instructions,
-            started,
-            resumed,
-            "" if parent is None else parent.run_id,
-            "" if parent is None else parent.call_id,
-        )
-    )
+    _put_start(put, run, started)
     decisions = dict(run.decisions) if run.decisions else {}
     settings = None
     call_started: dict[str, float] = {}
@@ -69,22 +55,7 @@ async def record_run(
             elif isinstance(event, ModelRequest):
                 asked_at, settings = clock(), event.settings
             elif isinstance(event, ModelResponse):
-                output = event.output
-                usage, now = output.usage, clock()
-                put(
-                    (
-                        TURN,
-                        run_id,
-                        event.round,
-                        asked_at,
-                        now - asked_at,
-                        -1 if usage is None else usage.input_tokens,
-                        -1 if usage is None else usage.output_tokens,
-                        settings,
-                        output.content,
-                        len(output.tool_calls),
-                    )
-                )
+                _put_turn(put, run_id, event, asked_at, clock(), settings)
             elif isinstance(event, FinalAnswer):
                 _put_end(put, run_id, started, clock(), event.result, None)
                 finished = True
@@ -107,6 +78,50 @@ async def record_run(
         raise
     finally:
         writer.wake()
+
+
+def _put_start(put: Put, run: RunInfo, started: float) -> None:
+    parent = run.parent
+    put(
+        (
+            START,
+            run.run_id,
+            run.session_id,
+            run.model,
+            run.prompt,
+            run.instructions,
+            started,
+            run.decisions is not None,
+            "" if parent is None else parent.run_id,
+            "" if parent is None else parent.call_id,
+        )
+    )
+
+
+def _put_turn(
+    put: Put,
+    run_id: str,
+    event: ModelResponse,
+    asked_at: float,
+    now: float,
+    settings: ModelSettings | None,
+) -> None:
+    output = event.output
+    usage = output.usage
+    put(
+        (
+            TURN,
+            run_id,
+            event.round,
+            asked_at,
+            now - asked_at,
+            -1 if usage is None else usage.input_tokens,
+            -1 if usage is None else usage.output_tokens,
+            settings,
+            output.content,
+            len(output.tool_calls),
+        )
+    )
 
 
 def _put_call(

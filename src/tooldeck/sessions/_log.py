@@ -233,7 +233,8 @@ def _messages(rows: Sequence[Row], where: str, cache: TurnCache) -> tuple[Messag
     if len(turns) > len(keys):  # turns cleared (by another process) since: let them go
         cache.turns = dict(zip(keys, found, strict=True))
     messages = tuple(chain.from_iterable(found))
-    cache.seen = rows[-1][0] if rows else cache.seen
+    if rows:
+        cache.seen = rows[-1][0]
     cache.size = len(messages)
     return messages
 

@@ -11,10 +11,10 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from tooldeck._observer import SESSION_ID
-from tooldeck.contracts import Checkpoint, HistorySummary, RunResult
+from tooldeck.contracts import Checkpoint, RunResult
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, SessionError
 from tooldeck.events import Event, FinalAnswer
-from tooldeck.history import Summarize
+from tooldeck.history import give_back
 from tooldeck.sessions._repair import repair
 from tooldeck.sessions.base import Session, Turn
 
@@ -40,7 +40,7 @@ async def stream_in_session(
             "or clear the session, before starting another run"
         )
     messages = repair(history.messages)
-    _remember(agent, history.summary)
+    give_back(agent.history, history.summary)
     named = SESSION_ID.set(session.session_id)  # the run log notes the run's session
     try:
         events = agent.stream(prompt, deps=deps, history=messages, deltas=deltas, run_id=run_id)
@@ -72,7 +72,7 @@ async def resume_in_session(
             f"session {session.session_id!r}'s history is not the one paused run "
             f"{stored.run_id!r} started from: refusing to resume it"
         )
-    _remember(agent, history.summary)
+    give_back(agent.history, history.summary)
     named = SESSION_ID.set(session.session_id)
     try:
         events = agent.resume_stream(stored, decisions, deps=deps, deltas=deltas)
@@ -82,13 +82,6 @@ async def resume_in_session(
     async with aclosing(_committing(events, session, len(messages), head)) as run:
         async for event in run:
             yield event
-
-
-def _remember(agent: Agent[Any, Any], summary: HistorySummary | None) -> None:
-    """Give the session's stored summary to the agent's Summarize strategy, so the run
-    extends it (or uses it as it is) instead of asking the model for it again."""
-    if summary is not None and isinstance(agent.history, Summarize):
-        agent.history.remember(summary)
 
 
 def _paused_run(
