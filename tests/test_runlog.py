@@ -478,3 +478,13 @@ def test_runs_that_keep_recording_do_not_hold_back_an_ended_run(tmp_path: Path) 
                 await recording
 
         assert asyncio.run(first_then_busy()) < 2
+
+
+def test_a_tape_that_cannot_be_read_is_reported_and_the_writer_goes_on(log: RunLog) -> None:
+    log._writer.put(("not a kind",))  # what a mismatched record would leave on the tape
+    with pytest.raises(RunLogError) as failed:
+        log.flush()
+    assert str(failed.value).startswith("0 run log records were not written to ")
+    assert str(failed.value).endswith("KeyError: 'not a kind'")
+    Agent(ScriptedModel([answer("still logged")]), run_log=log).run_sync("after")
+    assert [run.answer for run in log.runs()] == ["still logged"]

@@ -141,8 +141,10 @@ class Writer:
     def _write(self, tape: list[Any]) -> None:
         if not tape:
             return
-        records, flushes = read_tape(tape)
+        records: list[Record] = []
+        flushes = [item for item in tape if isinstance(item, threading.Event)]
         try:
+            records, flushes = read_tape(tape)
             self._commit(self._rows.statements(records))
         except Exception as error:  # the thread must go on; the failure is reported
             self.failure = (
