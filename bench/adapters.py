@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tooldeck import AssistantOutput, Message, ModelSettings, ToolCall, ToolSpec, tool
-from tooldeck.models import _anthropic_request as anthropic_request
-from tooldeck.models import _anthropic_response as anthropic_response
-from tooldeck.models import _gemini_request as gemini_request
-from tooldeck.models import _gemini_response as gemini_response
-from tooldeck.models import _openai_chat as chat
-from tooldeck.models import _openai_responses as responses
+from tooldeck.models.anthropic import _request as anthropic_request
+from tooldeck.models.anthropic import _response as anthropic_response
+from tooldeck.models.gemini import _request as gemini_request
+from tooldeck.models.gemini import _response as gemini_response
+from tooldeck.models.openai import _chat as chat
+from tooldeck.models.openai import _responses as responses
 
 HISTORIES = (1, 10)
 SETTINGS = ModelSettings()

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 
 from tooldeck import FinalAnswer, Message, ModelResponse, ModelSettings
-from tooldeck.demo import DEMO_PROMPTS, add_numbers, demo_agent, get_weather
+from tooldeck.cli.demo import DEMO_PROMPTS, add_numbers, demo_agent, get_weather
 from tooldeck.models.local import LocalModel, TurnStats
 
 

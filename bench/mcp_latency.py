@@ -57,7 +57,7 @@ def own_work(toolset: MCPToolset, entry_handler: Any) -> Call:
     """What MCPToolset adds to a call, without the I/O: validation and result to text."""
     from mcp_types import CallToolResult, TextContent
 
-    from tooldeck.tools._mcp_content import result_text
+    from tooldeck.tools.mcp._content import result_text
 
     reply = CallToolResult(content=[TextContent(text="3")], structured_content={"result": 3})
 

@@ -11,9 +11,9 @@ import pytest
 
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, RunContext, ScriptedModel, ToolRegistry, tool
-from tooldeck.contracts import RecordedError
 from tooldeck.errors import ArgumentProblem, InvalidArguments, LimitExceeded, ToolExecutionError
 from tooldeck.models.base import Model
+from tooldeck.results import RecordedError
 from tooldeck.tools.registry import ToolEntry
 
 

@@ -28,10 +28,10 @@ from tooldeck import (
     ToolResult,
     tool,
 )
-from tooldeck.contracts import Usage
 from tooldeck.errors import CheckpointError, LimitExceeded, ToolDefinitionError
-from tooldeck.events import NestedEvent
-from tooldeck.middleware import Middleware
+from tooldeck.messages import Usage
+from tooldeck.run.events import NestedEvent
+from tooldeck.run.middleware import Middleware
 
 
 def spent(output: AssistantOutput, tokens: int = 10) -> AssistantOutput:
@@ -572,7 +572,7 @@ def test_inner_requests_name_the_inner_tools_and_one_final_answer_ends_the_strea
 
 
 def test_the_cli_asks_about_a_nested_call_naming_its_agent_and_keys_it_by_its_full_id() -> None:
-    from tooldeck._cli_approve import Approver
+    from tooldeck.cli.approve import Approver
 
     inner = Agent(ScriptedModel([asked(call("delete_file", "c1", path="a"))]), [delete_file])
     outer_model = ScriptedModel([asked(call("cleaner", "o1", input="delete a"))])

@@ -29,13 +29,13 @@ from _openai_server import add_numbers_tool
 from test_openai_deltas import calls_of, first_text, tasks_left, text_of, threads_left
 from test_stream_deltas import call_texts, comparable, is_delta, split_turns
 from tooldeck import Agent, AssistantOutput, Event, FinalAnswer, Message, ModelSettings, TextDelta
-from tooldeck.contracts import Usage
 from tooldeck.errors import (
     ModelError,
     ModelOutputTruncated,
     ModelRefused,
     ModelUnavailable,
 )
+from tooldeck.messages import Usage
 from tooldeck.models.anthropic import AnthropicModel
 from tooldeck.models.base import StreamItem, TextChunk, ToolCallChunk
 

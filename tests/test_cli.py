@@ -14,8 +14,8 @@ import pytest
 
 from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, completion_chunks
 from tooldeck import AssistantOutput, ModelSettings, ToolCall
-from tooldeck._cli_display import Console, RunDisplay
-from tooldeck.events import ModelRequest, ModelResponse, TextDelta, ToolCallDelta
+from tooldeck.cli.display import Console, RunDisplay
+from tooldeck.run.events import ModelRequest, ModelResponse, TextDelta, ToolCallDelta
 
 TOOLS_MODULE = textwrap.dedent(
     '''
@@ -100,7 +100,7 @@ def test_tools_as_json_from_a_registry_attribute_and_a_toolset(workdir: Path) ->
 
 
 def test_tools_of_the_demo_module() -> None:
-    done = tooldeck("tools", "tooldeck.demo", "--json")
+    done = tooldeck("tools", "tooldeck.cli.demo", "--json")
     specs = json.loads(done.stdout)
     assert [spec["name"] for spec in specs] == ["add_numbers", "get_weather"]
     assert specs[1]["parameters"]["properties"]["unit"]["anyOf"][0]["enum"] == [
@@ -132,12 +132,12 @@ def test_an_unknown_toolset_is_a_usage_error(workdir: Path) -> None:
 
 def test_a_missing_model_file_is_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "model.gguf"
-    done = tooldeck("run", "Hi", "--tools", "tooldeck.demo", "--model", f"local:{missing}")
+    done = tooldeck("run", "Hi", "--tools", "tooldeck.cli.demo", "--model", f"local:{missing}")
     assert_one_line_error(done, f"no GGUF model file at '{missing}'")
 
 
 def test_a_hosted_model_without_a_key_is_one_line() -> None:
-    done = tooldeck("run", "Hi", "--tools", "tooldeck.demo", "--model", "openai:gpt-4.1-mini")
+    done = tooldeck("run", "Hi", "--tools", "tooldeck.cli.demo", "--model", "openai:gpt-4.1-mini")
     assert_one_line_error(done)
     assert done.stderr == (
         "tooldeck: error: no API key for 'openai:gpt-4.1-mini': set OPENAI_API_KEY, or name the "
@@ -147,7 +147,7 @@ def test_a_hosted_model_without_a_key_is_one_line() -> None:
 
 
 def test_an_unknown_model_string_is_one_line() -> None:
-    done = tooldeck("run", "Hi", "--tools", "tooldeck.demo", "--model", "llama:7b")
+    done = tooldeck("run", "Hi", "--tools", "tooldeck.cli.demo", "--model", "llama:7b")
     assert_one_line_error(done, "unknown model 'llama:7b'")
 
 
@@ -259,7 +259,7 @@ def test_on_a_terminal_the_writing_shows_in_a_region_that_gives_way_to_the_lines
 BORROWING_MODULE = textwrap.dedent(
     '''
     from tooldeck import tool
-    from tooldeck.demo import add_numbers
+    from tooldeck.cli.demo import add_numbers
 
 
     @tool

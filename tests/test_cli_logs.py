@@ -21,8 +21,8 @@ from _openai_server import (
 from helpers import answer, call, calls
 from test_cli import TOOLS_MODULE
 from tooldeck import Agent, Approve, AssistantOutput, Limits, Reject, ScriptedModel, tool
-from tooldeck.contracts import Usage
 from tooldeck.errors import LimitExceeded
+from tooldeck.messages import Usage
 from tooldeck.runlog import SCHEMA_VERSION, RunLog
 
 JAN_1 = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC

@@ -15,7 +15,8 @@ from tooldeck import (
     ToolResult,
     tool,
 )
-from tooldeck.contracts import RecordedError, Usage
+from tooldeck.messages import Usage
+from tooldeck.results import RecordedError
 
 
 def test_tool_result_success_has_no_error_code() -> None:

@@ -77,7 +77,11 @@ def test_docstring_examples_run(name: str) -> None:
 
 def test_the_entry_points_have_examples_that_run() -> None:
     documented = set(_modules_with_examples())
-    assert {"tooldeck.loop", "tooldeck.tools.function", "tooldeck.tools.registry"} <= documented
+    assert {
+        "tooldeck.run.agent",
+        "tooldeck.tools.function",
+        "tooldeck.tools.registry",
+    } <= documented
 
 
 def test_import_does_not_load_provider_sdks() -> None:

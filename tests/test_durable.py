@@ -24,7 +24,6 @@ from tooldeck import (
     external_tool,
     tool,
 )
-from tooldeck.contracts import RecordedError
 from tooldeck.durable import DurableAgent, recover_runs
 from tooldeck.errors import (
     CheckpointError,
@@ -33,7 +32,8 @@ from tooldeck.errors import (
     ModelRetry,
     ToolExecutionError,
 )
-from tooldeck.policy import Limits
+from tooldeck.results import RecordedError
+from tooldeck.run.policy import Limits
 from tooldeck.tools.registry import ToolsLike
 
 pytestmark = pytest.mark.usefixtures("launched_dbos")

@@ -22,12 +22,12 @@ from _openai_server import (
     response_body,
 )
 from tooldeck import Agent, ModelSettings
-from tooldeck.demo import get_weather
+from tooldeck.cli.demo import get_weather
 from tooldeck.durable import DurableAgent
 from tooldeck.models.base import Model
 from tooldeck.models.local import LocalModel
 from tooldeck.models.openai import OpenAIChatModel, OpenAIResponsesModel
-from tooldeck.policy import Limits
+from tooldeck.run.policy import Limits
 
 pytestmark = pytest.mark.usefixtures("launched_dbos")
 

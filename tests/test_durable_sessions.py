@@ -155,7 +155,7 @@ async def test_a_session_is_named_by_id_and_opened_where_the_run_executes(store:
 async def test_a_durable_run_stores_its_history_summary_and_the_next_agent_extends_it(
     store: Store,
 ) -> None:
-    from tooldeck.history import KeepLastTurns, Summarize
+    from tooldeck.run.history import KeepLastTurns, Summarize
 
     def agent_with(summaries: list[str], questions: int) -> DurableAgent[Any, Any]:
         model = ScriptedModel([answer(f"answer {n}") for n in range(questions)])

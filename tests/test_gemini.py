@@ -43,9 +43,9 @@ from tooldeck.errors import (
     ModelUnavailable,
     ProviderError,
 )
-from tooldeck.models._gemini_request import Declarations
-from tooldeck.models._gemini_response import to_output, turn_from_response
 from tooldeck.models.gemini import GeminiModel
+from tooldeck.models.gemini._request import Declarations
+from tooldeck.models.gemini._response import to_output, turn_from_response
 from tooldeck.models.resolve import resolve_model
 
 ADD_DECLARATION = {

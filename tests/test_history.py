@@ -11,11 +11,11 @@ import pytest
 from _stores import Store
 from helpers import answer, call, calls
 from tooldeck import Agent, Approve, Message, ModelError, RunResult, ScriptedModel, tool
-from tooldeck.events import Event, FinalAnswer
-from tooldeck.history import SUMMARY_HEADING, KeepLastTurns, Summarize, TokenBudget
-from tooldeck.middleware import Middleware, ModelCall, RequestContext
 from tooldeck.models.base import estimate_tokens
 from tooldeck.models.scripted import RecordedRequest
+from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.history import SUMMARY_HEADING, KeepLastTurns, Summarize, TokenBudget
+from tooldeck.run.middleware import Middleware, ModelCall, RequestContext
 
 FILLER = "lorem ipsum dolor sit amet " * 6
 

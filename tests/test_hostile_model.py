@@ -18,12 +18,12 @@ from pydantic import BaseModel
 from helpers import answer, call, calls, raw_call, tool_messages
 from test_output import NativeModel
 from tooldeck import Agent, AssistantOutput, Limits, RunResult, ScriptedModel, ToolCall, tool
-from tooldeck._cli_display import Console, RunDisplay
-from tooldeck.checkpoint import Approve, Reject
-from tooldeck.contracts import Checkpoint
+from tooldeck.cli.display import Console, RunDisplay
 from tooldeck.errors import CheckpointError, LimitExceeded, ToolExecutionError
-from tooldeck.events import FinalAnswer, TextDelta, ToolCallDelta
 from tooldeck.models.base import TextChunk, ToolCallChunk
+from tooldeck.results import Checkpoint
+from tooldeck.run.checkpoint import Approve, Reject
+from tooldeck.run.events import FinalAnswer, TextDelta, ToolCallDelta
 
 
 @tool

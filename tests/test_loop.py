@@ -24,8 +24,8 @@ from tooldeck import (
     run_agent,
     tool,
 )
-from tooldeck.contracts import Usage
 from tooldeck.errors import ScriptExhausted
+from tooldeck.messages import Usage
 from tooldeck.models.scripted import RecordedRequest
 
 

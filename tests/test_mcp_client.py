@@ -15,7 +15,7 @@ import pytest
 from _mcp import EXAMPLE_SERVER, GROWING_SERVER, RAW_SERVER, SLOW, example_registry
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, ScriptedModel, ToolRegistry, tool
-from tooldeck.events import ModelRequest
+from tooldeck.run.events import ModelRequest
 from tooldeck.tools.mcp import MCPConnectionError, MCPToolset
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -230,7 +230,7 @@ def test_results_keep_every_content_kind() -> None:
         TextResourceContents,
     )
 
-    from tooldeck.tools._mcp_content import result_text
+    from tooldeck.tools.mcp._content import result_text
 
     structured = CallToolResult(
         content=[

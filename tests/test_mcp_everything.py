@@ -14,7 +14,7 @@ import pytest
 from _mcp import SLOW, children, free_port, http_server, kill_children, npm_command
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, ScriptedModel
-from tooldeck.events import ToolCallStarted
+from tooldeck.run.events import ToolCallStarted
 from tooldeck.tools.mcp import MCPToolset
 
 pytestmark = pytest.mark.filterwarnings("error")

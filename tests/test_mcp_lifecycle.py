@@ -14,7 +14,7 @@ import pytest
 from _mcp import RAW_SERVER, SLOW, children, stray_tasks, wait_until_no_children
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, Approve, Reject, ScriptedModel
-from tooldeck.events import ToolCallStarted
+from tooldeck.run.events import ToolCallStarted
 from tooldeck.tools.mcp import MCPToolset
 
 pytestmark = pytest.mark.filterwarnings("error")

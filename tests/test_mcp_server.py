@@ -249,7 +249,16 @@ def test_cli_says_what_it_serves_and_refuses_bad_addresses() -> None:
         "--allow-approval-tools (allow_approval_tools=True) if the MCP client asks a person",
     ]
     bad = subprocess.run(
-        [sys.executable, "-m", "tooldeck.cli", "mcp", "serve", "tooldeck.demo", "--http", "8000"],
+        [
+            sys.executable,
+            "-m",
+            "tooldeck.cli",
+            "mcp",
+            "serve",
+            "tooldeck.cli.demo",
+            "--http",
+            "8000",
+        ],
         capture_output=True,
         text=True,
         timeout=SLOW,

@@ -20,7 +20,7 @@ from tooldeck import (
     tool,
 )
 from tooldeck.errors import ErrorCode, MiddlewareError
-from tooldeck.middleware import Middleware, ModelCall, RequestContext
+from tooldeck.run.middleware import Middleware, ModelCall, RequestContext
 
 
 @tool

@@ -37,7 +37,7 @@ from tooldeck import (
     ToolCall,
     tool,
 )
-from tooldeck.contracts import Usage
+from tooldeck.messages import Usage
 from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.observe import Instrumentation, uninstrument
 from tooldeck.observe._spans import model_identity

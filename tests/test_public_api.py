@@ -48,7 +48,7 @@ def test_every_error_class_is_importable_from_tooldeck_errors() -> None:
         ("resolve_model", "tooldeck.models.resolve"),
         ("SQLiteSession", "tooldeck.sessions"),
         ("SessionConflict", "tooldeck.errors"),
-        ("KeepLastTurns", "tooldeck.history"),
+        ("KeepLastTurns", "tooldeck.run.history"),
         ("RunLog", "tooldeck.runlog"),
         ("DurableAgent", "tooldeck.durable"),
         ("MCPToolset", "tooldeck.tools.mcp"),

@@ -28,8 +28,8 @@ from tooldeck import (
     external_tool,
     tool,
 )
-from tooldeck.contracts import Usage
 from tooldeck.errors import LimitExceeded
+from tooldeck.messages import Usage
 from tooldeck.runlog import SCHEMA_VERSION, RunLog, RunLogError
 
 

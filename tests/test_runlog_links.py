@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from helpers import answer, call, calls
 from tooldeck import Agent, Approve, AssistantOutput, Message, ScriptedModel, tool
-from tooldeck.history import TokenBudget
 from tooldeck.observe import Instrumentation
+from tooldeck.run.history import TokenBudget
 from tooldeck.runlog import SCHEMA_VERSION, RunLog, RunLogError, _schema
 from tooldeck.sessions import SQLiteSession
 
@@ -73,8 +73,8 @@ def test_an_inner_agent_without_a_log_of_its_own_is_not_logged(log: RunLog) -> N
 
 
 def test_logs_show_names_the_run_that_called_an_agent_tool(log: RunLog) -> None:
-    from tooldeck._cli_display import Console
-    from tooldeck._cli_logs import replay
+    from tooldeck.cli.display import Console
+    from tooldeck.cli.logs import replay
 
     result = counting_agents(log, log).run_sync("Count 'a b c'.")
     inner, _ = log.runs()

@@ -13,7 +13,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
 from tooldeck import FunctionTool, ToolDefinitionError
-from tooldeck.tools._schema_check import check_schema
+from tooldeck.tools.schema._check import check_schema
 
 DRAFTS = [
     None,

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 
 from tooldeck import tool
 from tooldeck.errors import InvalidArguments
-from tooldeck.tools._arguments import DeferredPydanticArguments, PydanticArguments
 from tooldeck.tools.schema import function_schema
+from tooldeck.tools.schema._arguments import DeferredPydanticArguments, PydanticArguments
 
 
 def f_scalars(text: str, count: int, ratio: float, flag: bool) -> None:
@@ -190,7 +190,7 @@ def test_a_direct_tool_validates_on_first_call() -> None:
 
 
 def test_strict_form_keeps_only_definitions_still_referred_to() -> None:
-    from tooldeck.tools._strict import to_strict
+    from tooldeck.tools.schema._strict import to_strict
 
     schema = {
         "type": "object",

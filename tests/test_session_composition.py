@@ -16,7 +16,7 @@ from _stores import Store
 from helpers import answer, call, calls
 from tooldeck import Agent, Approve, Message, ScriptedModel, tool
 from tooldeck.errors import CheckpointError, MiddlewareError
-from tooldeck.middleware import Middleware, ModelCall, RequestContext
+from tooldeck.run.middleware import Middleware, ModelCall, RequestContext
 
 deleted: list[str] = []
 

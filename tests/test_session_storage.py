@@ -13,8 +13,8 @@ from _stores import Store, execute
 from helpers import answer, call, calls
 from tooldeck import Agent, AssistantOutput, Limits, Message, ScriptedModel, ToolCall, tool
 from tooldeck.errors import SessionError
+from tooldeck.run.repair import repair
 from tooldeck.sessions import Turn
-from tooldeck.sessions._repair import repair
 
 INTERRUPTED = (
     "error[interrupted]: the result of this call was lost: the run stopped before it was "
@@ -214,7 +214,7 @@ async def test_a_database_of_schema_1_gains_the_summary_table_when_opened(store:
 
 def _summarising_agent(summaries: list[str], questions: int) -> Agent[None]:
     """An agent that keeps one earlier turn and summarises the rest with ``summaries``."""
-    from tooldeck.history import KeepLastTurns, Summarize
+    from tooldeck.run.history import KeepLastTurns, Summarize
 
     answers = [answer(f"answer {n}") for n in range(1, questions + 1)]
     summariser = ScriptedModel([answer(text) for text in summaries])

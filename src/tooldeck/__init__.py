@@ -16,37 +16,37 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # `as` re-exports each name for type checkers; at run time they resolve lazily
-    from tooldeck.checkpoint import Approve as Approve
-    from tooldeck.checkpoint import Reject as Reject
-    from tooldeck.contracts import AssistantOutput as AssistantOutput
-    from tooldeck.contracts import Checkpoint as Checkpoint
-    from tooldeck.contracts import Message as Message
-    from tooldeck.contracts import PendingCall as PendingCall
-    from tooldeck.contracts import RunResult as RunResult
-    from tooldeck.contracts import StopReason as StopReason
-    from tooldeck.contracts import ToolCall as ToolCall
-    from tooldeck.contracts import ToolResult as ToolResult
-    from tooldeck.contracts import ToolSpec as ToolSpec
-    from tooldeck.contracts import ToolTrace as ToolTrace
     from tooldeck.errors import ModelError as ModelError
     from tooldeck.errors import RunStopped as RunStopped
     from tooldeck.errors import ToolDeckError as ToolDeckError
     from tooldeck.errors import ToolDefinitionError as ToolDefinitionError
-    from tooldeck.events import Event as Event
-    from tooldeck.events import FinalAnswer as FinalAnswer
-    from tooldeck.events import ModelRequest as ModelRequest
-    from tooldeck.events import ModelResponse as ModelResponse
-    from tooldeck.events import TextDelta as TextDelta
-    from tooldeck.events import ToolCallDelta as ToolCallDelta
-    from tooldeck.events import ToolCallFinished as ToolCallFinished
-    from tooldeck.events import ToolCallStarted as ToolCallStarted
-    from tooldeck.loop import Agent as Agent
-    from tooldeck.loop import run_agent as run_agent
+    from tooldeck.messages import AssistantOutput as AssistantOutput
+    from tooldeck.messages import Message as Message
+    from tooldeck.messages import ToolCall as ToolCall
+    from tooldeck.messages import ToolResult as ToolResult
+    from tooldeck.messages import ToolSpec as ToolSpec
     from tooldeck.models.base import Model as Model
     from tooldeck.models.base import ModelSettings as ModelSettings
     from tooldeck.models.scripted import ScriptedModel as ScriptedModel
     from tooldeck.observe import instrument as instrument
-    from tooldeck.policy import Limits as Limits
+    from tooldeck.results import Checkpoint as Checkpoint
+    from tooldeck.results import PendingCall as PendingCall
+    from tooldeck.results import RunResult as RunResult
+    from tooldeck.results import StopReason as StopReason
+    from tooldeck.results import ToolTrace as ToolTrace
+    from tooldeck.run.agent import Agent as Agent
+    from tooldeck.run.agent import run_agent as run_agent
+    from tooldeck.run.checkpoint import Approve as Approve
+    from tooldeck.run.checkpoint import Reject as Reject
+    from tooldeck.run.events import Event as Event
+    from tooldeck.run.events import FinalAnswer as FinalAnswer
+    from tooldeck.run.events import ModelRequest as ModelRequest
+    from tooldeck.run.events import ModelResponse as ModelResponse
+    from tooldeck.run.events import TextDelta as TextDelta
+    from tooldeck.run.events import ToolCallDelta as ToolCallDelta
+    from tooldeck.run.events import ToolCallFinished as ToolCallFinished
+    from tooldeck.run.events import ToolCallStarted as ToolCallStarted
+    from tooldeck.run.policy import Limits as Limits
     from tooldeck.tools.context import RunContext as RunContext
     from tooldeck.tools.function import FunctionTool as FunctionTool
     from tooldeck.tools.function import external_tool as external_tool
@@ -54,15 +54,16 @@ if TYPE_CHECKING:  # `as` re-exports each name for type checkers; at run time th
     from tooldeck.tools.registry import ToolRegistry as ToolRegistry
     from tooldeck.tools.registry import Toolset as Toolset
 
-__version__ = "0.1.0"
+from tooldeck import _compat
+from tooldeck._version import __version__ as __version__
 
 # Names resolve on first use, so `import tooldeck` stays cheap (no pydantic, no asyncio)
 # until an agent or a tool is actually built. Grouped by theme; __all__ is this table.
 _EXPORTS: dict[str, str] = {
     # building and running agents
-    "Agent": "tooldeck.loop",
-    "run_agent": "tooldeck.loop",
-    "Limits": "tooldeck.policy",
+    "Agent": "tooldeck.run.agent",
+    "run_agent": "tooldeck.run.agent",
+    "Limits": "tooldeck.run.policy",
     "RunContext": "tooldeck.tools.context",
     "instrument": "tooldeck.observe",
     # tools
@@ -75,29 +76,29 @@ _EXPORTS: dict[str, str] = {
     "Model": "tooldeck.models.base",
     "ModelSettings": "tooldeck.models.base",
     "ScriptedModel": "tooldeck.models.scripted",
-    "Message": "tooldeck.contracts",
-    "AssistantOutput": "tooldeck.contracts",
-    "ToolCall": "tooldeck.contracts",
-    "ToolSpec": "tooldeck.contracts",
+    "Message": "tooldeck.messages",
+    "AssistantOutput": "tooldeck.messages",
+    "ToolCall": "tooldeck.messages",
+    "ToolSpec": "tooldeck.messages",
     # results
-    "RunResult": "tooldeck.contracts",
-    "StopReason": "tooldeck.contracts",
-    "ToolTrace": "tooldeck.contracts",
-    "ToolResult": "tooldeck.contracts",
+    "RunResult": "tooldeck.results",
+    "StopReason": "tooldeck.results",
+    "ToolTrace": "tooldeck.results",
+    "ToolResult": "tooldeck.messages",
     # pausing for a person or the application
-    "Approve": "tooldeck.checkpoint",
-    "Reject": "tooldeck.checkpoint",
-    "PendingCall": "tooldeck.contracts",
-    "Checkpoint": "tooldeck.contracts",
+    "Approve": "tooldeck.run.checkpoint",
+    "Reject": "tooldeck.run.checkpoint",
+    "PendingCall": "tooldeck.results",
+    "Checkpoint": "tooldeck.results",
     # events of a streamed run
-    "Event": "tooldeck.events",
-    "ModelRequest": "tooldeck.events",
-    "TextDelta": "tooldeck.events",
-    "ToolCallDelta": "tooldeck.events",
-    "ModelResponse": "tooldeck.events",
-    "ToolCallStarted": "tooldeck.events",
-    "ToolCallFinished": "tooldeck.events",
-    "FinalAnswer": "tooldeck.events",
+    "Event": "tooldeck.run.events",
+    "ModelRequest": "tooldeck.run.events",
+    "TextDelta": "tooldeck.run.events",
+    "ToolCallDelta": "tooldeck.run.events",
+    "ModelResponse": "tooldeck.run.events",
+    "ToolCallStarted": "tooldeck.run.events",
+    "ToolCallFinished": "tooldeck.run.events",
+    "FinalAnswer": "tooldeck.run.events",
     # the bases of tooldeck's errors (every error class: tooldeck.errors)
     "ToolDeckError": "tooldeck.errors",
     "ToolDefinitionError": "tooldeck.errors",
@@ -135,16 +136,19 @@ _MOVED: dict[str, str] = {
         "tooldeck.errors",
     ),
     **dict.fromkeys(("PostgresSession", "SQLiteSession", "Session"), "tooldeck.sessions"),
-    **dict.fromkeys(("KeepLastTurns", "Summarize", "TokenBudget"), "tooldeck.history"),
+    **dict.fromkeys(("KeepLastTurns", "Summarize", "TokenBudget"), "tooldeck.run.history"),
     "RunLog": "tooldeck.runlog",
     "DurableAgent": "tooldeck.durable",
     "MCPToolset": "tooldeck.tools.mcp",
     **dict.fromkeys(("ToolEntry", "ToolHandler", "ToolView"), "tooldeck.tools.registry"),
     "ToolOptions": "tooldeck.tools.options",
-    "Usage": "tooldeck.contracts",
+    "Usage": "tooldeck.messages",
     "resolve_model": "tooldeck.models.resolve",
     "RecordedRequest": "tooldeck.models.scripted",
 }
+
+
+_compat.install()  # tooldeck.loop, tooldeck.contracts, ... import as the modules they became
 
 
 def __getattr__(name: str) -> Any:

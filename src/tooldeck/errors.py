@@ -1,13 +1,15 @@
-"""Exception types, and the stable error codes the model reads in failed tool results."""
+"""Exception types, and the stable error codes the model reads in failed tool results.
+
+The bottom of the package: it imports nothing of tooldeck. A ``RunStopped``'s ``result`` is
+the ``RunResult`` of the partial run (``tooldeck.results``), typed ``Any`` here so that this
+module stays below every other.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from tooldeck.contracts import RunResult
+from typing import Any
 
 
 class ErrorCode(StrEnum):
@@ -62,7 +64,7 @@ class DuplicateToolError(ToolDeckError, ValueError):
 class RunStopped(ToolDeckError):
     """A run ended without a final answer; ``result`` keeps everything it produced."""
 
-    def __init__(self, message: str, result: RunResult[Any] | None = None) -> None:
+    def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
         self.result = result
         """The partial run: messages, trace and usage up to the stop. Set by the loop."""
@@ -71,7 +73,7 @@ class RunStopped(ToolDeckError):
 class LimitExceeded(RunStopped):
     """A limit (rounds, tool calls, duration, a tool's retries) ended the run."""
 
-    def __init__(self, message: str, limit: str, result: RunResult[Any] | None = None) -> None:
+    def __init__(self, message: str, limit: str, result: Any = None) -> None:
         super().__init__(message, result)
         self.limit = limit
         """Which limit: ``max_rounds``, ``max_tool_calls``, ``max_duration_s`` or ``retries``
@@ -81,7 +83,7 @@ class LimitExceeded(RunStopped):
 class ToolExecutionError(RunStopped):
     """A tool with ``on_error="raise"`` raised; the original exception is ``__cause__``."""
 
-    def __init__(self, message: str, tool_name: str, result: RunResult[Any] | None = None) -> None:
+    def __init__(self, message: str, tool_name: str, result: Any = None) -> None:
         super().__init__(message, result)
         self.tool_name = tool_name
 
@@ -101,9 +103,7 @@ class ModelRetry(ToolDeckError):
 class MiddlewareError(RunStopped):
     """A middleware hook raised or returned something unusable; the cause is ``__cause__``."""
 
-    def __init__(
-        self, message: str, middleware: str, hook: str, result: RunResult[Any] | None = None
-    ) -> None:
+    def __init__(self, message: str, middleware: str, hook: str, result: Any = None) -> None:
         super().__init__(message, result)
         self.middleware = middleware
         """The middleware's class name."""
@@ -121,7 +121,7 @@ class SessionError(ToolDeckError):
     """A session's database could not be read or written (locked, unreachable, a schema this
     tooldeck does not know). ``result`` keeps the run whose turn could not be stored."""
 
-    def __init__(self, message: str, result: RunResult[Any] | None = None) -> None:
+    def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
         self.result = result
         """The run whose turn was not stored, when a commit failed; None otherwise."""
@@ -171,9 +171,7 @@ class ProviderError(ModelError):
     Raised after the provider SDK's own retries; ``status_code`` is the HTTP status, if any.
     """
 
-    def __init__(
-        self, message: str, status_code: int | None = None, result: RunResult[Any] | None = None
-    ) -> None:
+    def __init__(self, message: str, status_code: int | None = None, result: Any = None) -> None:
         super().__init__(message, result)
         self.status_code = status_code
 
@@ -197,9 +195,7 @@ class ModelUnavailable(ProviderError):
 class ModelRefused(ModelError):
     """The model refused to answer, or the provider's content filter stopped the response."""
 
-    def __init__(
-        self, message: str, refusal: str = "", result: RunResult[Any] | None = None
-    ) -> None:
+    def __init__(self, message: str, refusal: str = "", result: Any = None) -> None:
         super().__init__(message, result)
         self.refusal = refusal
         """The model's refusal text, when it wrote one."""
@@ -208,9 +204,7 @@ class ModelRefused(ModelError):
 class ModelOutputTruncated(ModelError):
     """The response stopped at the token limit (``max_tokens``) before it was complete."""
 
-    def __init__(
-        self, message: str, partial_text: str = "", result: RunResult[Any] | None = None
-    ) -> None:
+    def __init__(self, message: str, partial_text: str = "", result: Any = None) -> None:
         super().__init__(message, result)
         self.partial_text = partial_text
         """The text the model wrote before it was cut off."""

@@ -13,18 +13,19 @@ from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
 from dbos import error as dbos_errors
 from typing_extensions import TypeVar
 
-from tooldeck._observer import SESSION_ID
-from tooldeck._sync import run_sync
-from tooldeck.checkpoint import Decision
-from tooldeck.contracts import Message, RunResult
 from tooldeck.durable._pauses import LocalPauses, current_pause, portable, publish, receive, send
 from tooldeck.durable._pauses import watch as watch_pause
 from tooldeck.durable._sessions import SessionSource, commit_turn, load_history
 from tooldeck.durable._steps import DurableModel, durable_entries, reserved_steps
 from tooldeck.errors import RunStopped
-from tooldeck.history import give_back
-from tooldeck.loop import Agent
+from tooldeck.messages import Message
 from tooldeck.models.base import Model
+from tooldeck.results import RunResult
+from tooldeck.run._sync import run_sync
+from tooldeck.run.agent import Agent
+from tooldeck.run.checkpoint import Decision
+from tooldeck.run.history import give_back
+from tooldeck.run.observer import SESSION_ID
 from tooldeck.sessions import Session
 
 DepsT = TypeVar("DepsT", default=Any)

@@ -19,9 +19,9 @@ from typing import Any
 
 from dbos import DBOS
 
-from tooldeck.checkpoint import Decision, check_decisions, verify
-from tooldeck.contracts import Checkpoint, RecordedError, RunResult
 from tooldeck.errors import CheckpointError
+from tooldeck.results import Checkpoint, RecordedError, RunResult
+from tooldeck.run.checkpoint import Decision, check_decisions, verify
 
 DECISIONS_TOPIC = "tooldeck.decisions"
 WAITING_EVENT = "tooldeck.waiting"

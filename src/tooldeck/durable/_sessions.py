@@ -13,10 +13,11 @@ from typing import Any
 
 from dbos import DBOS, StepOptions
 
-from tooldeck.contracts import HistorySummary, Message, RunResult
 from tooldeck.errors import SessionConflict, SessionError
+from tooldeck.messages import Message
+from tooldeck.results import HistorySummary, RunResult
+from tooldeck.run.repair import repair
 from tooldeck.sessions import Session, Turn
-from tooldeck.sessions._repair import repair
 
 SessionSource = Callable[[str], Session]
 """How a worker opens a run's session by its id (e.g. ``lambda id: SQLiteSession(path, id)``)."""

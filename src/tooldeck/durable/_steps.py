@@ -27,18 +27,12 @@ from typing import Any
 from dbos import DBOS, StepOptions, StepReservation
 from pydantic import BaseModel
 
-from tooldeck._call_texts import timeout_text
-from tooldeck._nested import AgentTool
-from tooldeck.contracts import (
-    AssistantOutput,
-    Message,
-    RecordedError,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-)
 from tooldeck.errors import ErrorCode, ModelError
+from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
+from tooldeck.results import RecordedError
+from tooldeck.run.agent_tool import AgentTool
+from tooldeck.run.calls.texts import timeout_text
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import EntryWrapper, ToolEntry, ToolHandler
 

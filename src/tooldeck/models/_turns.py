@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tooldeck.contracts import Message
+from tooldeck.messages import Message
 
 _FAILURE = re.compile(r"error\[[a-z_]+\]: ")
 """How a failed ToolResult's text starts (``ToolResult.failure``): ``error[<code>]: ``."""

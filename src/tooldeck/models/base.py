@@ -7,8 +7,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from tooldeck.contracts import AssistantOutput, Message, ToolSpec
 from tooldeck.errors import ModelError
+from tooldeck.messages import AssistantOutput, Message, ToolSpec
 
 ToolChoice = Literal["auto", "required", "none"] | str
 """``auto``: the model decides; ``required``: it must call some tool; ``none``: it must answer;

@@ -6,8 +6,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from tooldeck.contracts import AssistantOutput, Message, ToolSpec
 from tooldeck.errors import ScriptExhausted
+from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
 
 

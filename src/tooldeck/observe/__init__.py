@@ -12,9 +12,9 @@ import importlib.util
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tooldeck._observer import RunObserver, set_default_instrumenter
-from tooldeck.contracts import Message
+from tooldeck.messages import Message
 from tooldeck.models.base import Model
+from tooldeck.run.observer import RunObserver, set_default_instrumenter
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
@@ -47,7 +47,7 @@ class Instrumentation:
             raise ImportError(f"tooldeck's tracing needs opentelemetry-api: {_INSTALL_HINT}")
         from opentelemetry import trace
 
-        from tooldeck import __version__
+        from tooldeck._version import __version__
 
         self.tracer_provider = tracer_provider
         self.capture_content = capture_content

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tooldeck.contracts import AssistantOutput, Message, ToolCall
+from tooldeck.messages import AssistantOutput, Message, ToolCall
 
 
 def finish_reason(output: AssistantOutput) -> str:

@@ -14,18 +14,11 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from tooldeck.contracts import (
-    AssistantOutput,
-    Message,
-    PendingCall,
-    RunResult,
-    ToolCall,
-    ToolSpec,
-    ToolTrace,
-)
 from tooldeck.errors import ErrorCode, RunStopped
+from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, StreamItem
 from tooldeck.observe import _content as content
+from tooldeck.results import PendingCall, RunResult, ToolTrace
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context

@@ -22,8 +22,8 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from types import TracebackType
 
-from tooldeck._observer import RunInfo
-from tooldeck.events import Event
+from tooldeck.run.events import Event
+from tooldeck.run.observer import RunInfo
 from tooldeck.runlog._observer import record_run
 from tooldeck.runlog._schema import (
     SCHEMA_VERSION,

@@ -13,11 +13,11 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from tooldeck._observer import RunInfo
-from tooldeck.checkpoint import Decision
-from tooldeck.contracts import RunResult
 from tooldeck.errors import RunStopped
-from tooldeck.events import (
+from tooldeck.models.base import ModelSettings
+from tooldeck.results import RunResult
+from tooldeck.run.checkpoint import Decision
+from tooldeck.run.events import (
     Event,
     FinalAnswer,
     ModelRequest,
@@ -25,7 +25,7 @@ from tooldeck.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooldeck.models.base import ModelSettings
+from tooldeck.run.observer import RunInfo
 from tooldeck.runlog._rows import CALL, END, PENDING, START, TURN, error_text
 from tooldeck.runlog._writer import Put, Writer
 

@@ -18,9 +18,10 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from tooldeck.checkpoint import Approve, Reject
-from tooldeck.contracts import RecordedError, ToolCall
+from tooldeck.messages import ToolCall
 from tooldeck.models.base import ModelSettings
+from tooldeck.results import RecordedError
+from tooldeck.run.checkpoint import Approve, Reject
 
 START, TURN, PENDING, CALL, END, FLUSH = range(6)
 """Record kinds."""

@@ -19,10 +19,10 @@ from typing import Any, TextIO
 
 from pydantic import PrivateAttr
 
-from tooldeck._calls import CallOptions, RoundContext, run_new_calls
-from tooldeck.contracts import ToolCall, ToolResult, ToolSpec
 from tooldeck.errors import InvalidArguments
-from tooldeck.policy import Limits, RunPolicy
+from tooldeck.messages import ToolCall, ToolResult, ToolSpec
+from tooldeck.run.calls.round import CallOptions, RoundContext, run_new_calls
+from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView
 
 try:

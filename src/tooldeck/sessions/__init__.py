@@ -32,8 +32,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import SessionConflict, SessionError
+from tooldeck.run.session import History, Session, Turn
 from tooldeck.sessions._cache import TurnCaches, turn_cache
-from tooldeck.sessions.base import History, Session, Turn
 from tooldeck.sessions.sqlite import SQLiteSession
 
 if TYPE_CHECKING:

@@ -18,9 +18,10 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from tooldeck.contracts import Checkpoint, HistorySummary, Message
 from tooldeck.errors import CheckpointError, SessionConflict, SessionError
-from tooldeck.sessions.base import History, Turn
+from tooldeck.messages import Message
+from tooldeck.results import Checkpoint, HistorySummary
+from tooldeck.run.session import History, Turn
 
 SCHEMA_VERSION = 2
 """The layout and row format this tooldeck writes (0: one row per message, before turns;

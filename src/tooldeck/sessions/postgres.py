@@ -21,11 +21,11 @@ from psycopg.errors import UniqueViolation
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from tooldeck.contracts import Checkpoint
 from tooldeck.errors import SessionError
+from tooldeck.results import Checkpoint
+from tooldeck.run.session import History, Turn
 from tooldeck.sessions import _log
 from tooldeck.sessions._cache import turn_cache
-from tooldeck.sessions.base import History, Turn
 
 T = TypeVar("T")
 Connection = psycopg.AsyncConnection[TupleRow]

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from tooldeck.contracts import Checkpoint
 from tooldeck.errors import SessionError
+from tooldeck.results import Checkpoint
+from tooldeck.run.session import History, Turn
 from tooldeck.sessions import _log
 from tooldeck.sessions._cache import turn_cache
 from tooldeck.sessions._thread import ConnectionThread
-from tooldeck.sessions.base import History, Turn
 
 T = TypeVar("T")
 Synchronous = Literal["NORMAL", "FULL"]

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooldeck.errors import ToolDefinitionError
-from tooldeck.tools._schema_walk import JsonSchema, rebuild
 from tooldeck.tools.function import TOOL_NAME, FunctionTool
+from tooldeck.tools.schema._walk import JsonSchema, rebuild
 
 BFCL_TYPES: Mapping[str, str] = {
     "string": "string",

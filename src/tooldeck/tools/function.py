@@ -13,20 +13,20 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from pydantic import BaseModel
 from typing_extensions import Unpack
 
-from tooldeck.contracts import ToolSpec
 from tooldeck.errors import ToolDefinitionError, ToolDefinitionWarning
-from tooldeck.tools._arguments import (
+from tooldeck.messages import ToolSpec
+from tooldeck.tools._output import output_text
+from tooldeck.tools._threads import run_in_thread
+from tooldeck.tools.context import RunContext
+from tooldeck.tools.options import ToolOptionArgs, ToolOptions
+from tooldeck.tools.schema import function_schema, not_strict_parameter
+from tooldeck.tools.schema._arguments import (
     ArgumentSchema,
     DeferredPydanticArguments,
     JsonSchemaArguments,
     PydanticArguments,
 )
-from tooldeck.tools._output import output_text
-from tooldeck.tools._strict import NotStrictError, to_strict
-from tooldeck.tools._threads import run_in_thread
-from tooldeck.tools.context import RunContext
-from tooldeck.tools.options import ToolOptionArgs, ToolOptions
-from tooldeck.tools.schema import function_schema, not_strict_parameter
+from tooldeck.tools.schema._strict import NotStrictError, to_strict
 
 P = ParamSpec("P")
 R = TypeVar("R")

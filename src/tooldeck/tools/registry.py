@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tooldeck.contracts import ToolResult, ToolSpec
 from tooldeck.errors import DuplicateToolError
+from tooldeck.messages import ToolResult, ToolSpec
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import FunctionTool, tool
 from tooldeck.tools.options import DEFAULT_OPTIONS, ToolOptions

@@ -1,0 +1,87 @@
+"""Module paths of before 0.2, kept working: each imports, with a DeprecationWarning, as the
+module its names moved to (``tooldeck.loop`` is ``tooldeck.run.agent``).
+
+Installed by ``tooldeck/__init__.py``; a finder on ``sys.meta_path`` that answers only for
+the names below, so it costs nothing to any other import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import warnings
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+
+MOVED_MODULES: dict[str, tuple[str, ...]] = {
+    "tooldeck.loop": ("tooldeck.run.agent",),
+    "tooldeck.contracts": ("tooldeck.messages", "tooldeck.results"),
+    "tooldeck.policy": ("tooldeck.run.policy",),
+    "tooldeck.checkpoint": ("tooldeck.run.checkpoint",),
+    "tooldeck.events": ("tooldeck.run.events",),
+    "tooldeck.middleware": ("tooldeck.run.middleware",),
+    "tooldeck.history": ("tooldeck.run.history",),
+    "tooldeck.output": ("tooldeck.run.output",),
+    "tooldeck.demo": ("tooldeck.cli.demo",),
+    "tooldeck.sessions.base": ("tooldeck.run.session",),
+}
+"""Old module path -> the modules its public names live in now."""
+
+
+class _MovedLoader:  # the loader protocol; importlib.abc costs 9 ms to import
+    def __init__(self, targets: tuple[str, ...]) -> None:
+        self.targets = targets
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        warnings.warn(
+            f"{spec.name} moved to {' and '.join(self.targets)}; import it from there",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        modules = [importlib.import_module(target) for target in self.targets]
+        if len(modules) == 1:
+            return modules[0]  # the same module object: classes stay the same classes
+        alias = ModuleType(spec.name, f"Moved to {' and '.join(self.targets)}.")
+        for module in modules:
+            public = getattr(module, "__all__", None) or [
+                name for name in vars(module) if not name.startswith("_")
+            ]
+            for name in public:
+                setattr(alias, name, getattr(module, name))
+        return alias
+
+    def exec_module(self, module: ModuleType) -> None:
+        del module  # nothing to run: the module is the one it moved to
+
+    def load_module(self, fullname: str) -> ModuleType:
+        """The loader protocol of before Python 3.4 (importlib uses the two above)."""
+        module = sys.modules[fullname] = self.create_module(_spec(fullname, self))
+        return module
+
+
+class _MovedFinder:  # the finder protocol
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        targets = MOVED_MODULES.get(fullname)
+        if targets is None:
+            return None
+        return _spec(fullname, _MovedLoader(targets))
+
+
+def _spec(fullname: str, loader: _MovedLoader) -> ModuleSpec:
+    from importlib.util import spec_from_loader  # only when an old path is imported
+
+    spec = spec_from_loader(fullname, loader)
+    assert spec is not None  # a loader was given
+    return spec
+
+
+def install() -> None:
+    """Answer the old module paths (once per process)."""
+    if not any(isinstance(finder, _MovedFinder) for finder in sys.meta_path):
+        sys.meta_path.append(_MovedFinder())

@@ -1,0 +1,365 @@
+"""How ``tooldeck`` shows a run as it happens: each call, its result, the answer, the timing.
+
+While the model writes, its text and tool arguments show as they come: in a live region on
+a terminal with rich (the ``local`` and ``cli`` extras), else as plain text written piece by
+piece. Uses rich when it is installed and plain lines otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, TextIO
+
+from tooldeck.cli.load import is_own_code
+from tooldeck.errors import ErrorCode, ModelRetry
+from tooldeck.messages import ToolCall, Usage
+from tooldeck.results import RecordedError, RunResult, ToolTrace
+from tooldeck.run.events import (
+    Event,
+    FinalAnswer,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from tooldeck.tools.registry import ToolEntry, ToolView
+
+_RESULT_CHARS = 300
+
+
+class Console:
+    """Styled lines on stdout: rich when available, plain text otherwise."""
+
+    def __init__(self, stream: TextIO | None = None, *, terminal: bool | None = None) -> None:
+        """``terminal`` overrides whether ``stream`` is taken for a terminal (rich only)."""
+        self._stream = stream or sys.stdout
+        self._rich: Any = None
+        try:
+            from rich.console import Console as RichConsole
+        except ImportError:
+            return
+        self._rich = RichConsole(
+            file=self._stream, highlight=False, soft_wrap=True, force_terminal=terminal
+        )
+
+    def line(self, text: str, style: str = "") -> None:
+        if self._rich is None:
+            print(text, file=self._stream, flush=True)
+            return
+        from rich.text import Text
+
+        self._rich.print(Text(text, style=style))
+
+    @property
+    def live(self) -> bool:
+        """Whether the console can redraw a region in place (rich on a terminal)."""
+        return self._rich is not None and bool(self._rich.is_terminal)
+
+    def status(self, text: str) -> AbstractContextManager[Any]:
+        """A spinner while something runs (on a terminal with rich); nothing otherwise."""
+        if not self.live:
+            return nullcontext()
+        return self._rich.status(text, spinner="dots")  # type: ignore[no-any-return]
+
+    def write(self, text: str) -> None:
+        """Plain text as it is, no newline added, shown at once."""
+        self._stream.write(text)
+        self._stream.flush()
+
+    def live_region(self) -> LiveRegion:
+        """A region redrawn in place until closed, then erased (needs ``live``)."""
+        return LiveRegion(self._rich)
+
+
+class LiveRegion:
+    """Lines redrawn in place on a rich terminal while the model writes them."""
+
+    def __init__(self, rich_console: Any) -> None:
+        from rich.live import Live
+
+        self._live = Live(console=rich_console, transient=True, refresh_per_second=12)
+        self._live.start()
+
+    def show(self, lines: list[tuple[str, str]]) -> None:
+        """Replace the region's content with ``(text, style)`` lines."""
+        from rich.text import Text
+
+        text = Text()
+        for index, (line, style) in enumerate(lines):
+            text.append(("\n" if index else "") + line, style=style)
+        self._live.update(text)
+
+    def close(self) -> None:
+        self._live.stop()
+
+
+def call_text(call: ToolCall) -> str:
+    """``name(a=1, b="x")``, or the model's raw text when it was not a JSON object (whole:
+    a person approving a call reads all of it)."""
+    if call.raw_arguments is not None:
+        return f"{call.name}({call.raw_arguments})"
+    arguments = ", ".join(
+        f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in call.arguments.items()
+    )
+    return f"{call.name}({arguments})"
+
+
+def _short_call(call: ToolCall) -> str:
+    """``call_text`` as long as a shown result at most, for the run display (a model may send
+    megabytes of arguments)."""
+    return _short(call_text(call))
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _RESULT_CHARS else flat[: _RESULT_CHARS - 3] + "..."
+
+
+class _Writing:
+    """One turn while the model writes it: a live region, or plain text piece by piece."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._text: list[str] = []
+        self._calls: dict[int, tuple[str, list[str]]] = {}
+        self._region = console.live_region() if console.live else None
+        self._open: tuple[str, int] | None = None
+        """Plain text: what the line being written shows (the text, or call ``index``)."""
+
+    def add(self, event: TextDelta | ToolCallDelta) -> None:
+        if isinstance(event, TextDelta):
+            self._text.append(event.text)
+            where, head, piece = ("text", 0), "  … ", event.text
+        else:
+            name, pieces = self._calls.setdefault(event.index, (event.name, []))
+            pieces.append(event.arguments_delta)
+            where, head = ("call", event.index), f"  … {name or event.name} "
+            piece = event.arguments_delta
+        if self._region is not None:
+            self._region.show(self._lines())
+            return
+        if self._open != where:
+            self.console.write(("\n" if self._open else "") + head)
+            self._open = where
+        self.console.write(piece)
+
+    def _lines(self) -> list[tuple[str, str]]:
+        lines = [("  … " + "".join(self._text), "")] if self._text else []
+        lines.extend(
+            (f"  … {name} {''.join(pieces)}", "cyan") for name, pieces in self._calls.values()
+        )
+        return lines
+
+    def close(self) -> None:
+        if self._region is not None:
+            self._region.close()
+        elif self._open is not None:
+            self.console.write("\n")
+
+
+class Tally:
+    """What a run spent so far, from its events: the totals of a run that has no result
+    (interrupted), and the time in the model (which the result does not keep)."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        """Tokens, and model turns answered."""
+        self.calls = 0
+        """Tool calls finished."""
+        self.model_s = 0.0
+        """Seconds spent waiting for the model."""
+        self.last_turn_s = 0.0
+        """Seconds the latest model turn took."""
+        self._asked_at = 0.0
+
+    def show(self, event: Event) -> None:
+        if isinstance(event, ModelRequest):
+            self._asked_at = time.perf_counter()
+        elif isinstance(event, ModelResponse):
+            self.last_turn_s = time.perf_counter() - self._asked_at
+            self.model_s += self.last_turn_s
+            usage = event.output.usage or Usage()
+            self.usage += Usage(
+                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
+            )
+        elif isinstance(event, ToolCallFinished):
+            self.calls += 1
+
+    def spent(self, result: RunResult[Any] | None) -> tuple[Usage, int]:
+        """The usage and the number of calls: the result's when there is one, else counted."""
+        if result is None:
+            return self.usage, self.calls
+        return result.usage, len(result.tool_trace)
+
+    def line(self, seconds: float, stop_reason: str, result: RunResult[Any] | None) -> str:
+        """The totals line, from ``result`` when there is one (else from the events)."""
+        usage, calls = self.spent(result)
+        return totals_line(seconds, self.model_s, usage, calls, stop_reason)
+
+
+class RunDisplay:
+    """Turns the events of ``Agent.stream()`` into lines as they come."""
+
+    def __init__(self, console: Console, model_name: str, *, verbose: bool = False) -> None:
+        """``verbose``: a tool's traceback under its call's line."""
+        self.console = console
+        self.model_name = model_name
+        self.verbose = verbose
+        self.tally = Tally()
+        self._started: set[str] = set()
+        self._status: AbstractContextManager[Any] | None = None
+        self._writing: _Writing | None = None
+
+    def show(self, event: Event) -> None:
+        self.tally.show(event)
+        if isinstance(event, TextDelta | ToolCallDelta):
+            if self._writing is None:
+                self._spin(None)
+                self._writing = _Writing(self.console)
+            self._writing.add(event)
+        elif isinstance(event, ModelRequest):
+            self._spin(f"round {event.round}: {self.model_name} is thinking...")
+        elif isinstance(event, ModelResponse):
+            self._spin(None)
+            output = event.output
+            seconds = self.tally.last_turn_s
+            self.model_answered(event.round, seconds, output.usage, len(output.tool_calls))
+        elif isinstance(event, ToolCallStarted):
+            self.call_started(event.call)
+        elif isinstance(event, ToolCallFinished):
+            trace = event.trace
+            outcome = trace.result
+            raised = raised_by_tool(trace)
+            self.call_finished(trace.call, outcome.ok, outcome.output, trace.duration_s, raised)
+        elif isinstance(event, FinalAnswer):
+            self._spin(None)
+            for pending in event.result.pending:
+                self.call_waits(pending.call, pending.kind)
+
+    def close(self) -> None:
+        self._spin(None)
+
+    def _spin(self, text: str | None) -> None:
+        if self._writing is not None:
+            self._writing.close()
+            self._writing = None
+        if self._status is not None:
+            self._status.__exit__(None, None, None)
+            self._status = None
+        if text is not None:
+            self._status = self.console.status(text)
+            self._status.__enter__()
+
+    def model_answered(self, round_: int, seconds: float, usage: Usage | None, calls: int) -> None:
+        tokens = f", {usage.input_tokens} in / {usage.output_tokens} out tokens" if usage else ""
+        what = _count(calls, "tool call") if calls else "answer"
+        self.console.line(f"round {round_}: {what} ({seconds:.2f} s{tokens})", "dim")
+
+    def call_started(self, call: ToolCall) -> None:
+        self._started.add(call.id)
+        self.console.line(f"  → {_short_call(call)}", "cyan")
+
+    def call_finished(
+        self,
+        call: ToolCall,
+        ok: bool,
+        output: str,
+        duration_s: float,
+        raised: BaseException | None = None,
+    ) -> None:
+        """The call's result; for a tool that raised, the exception (the person at the
+        terminal is the host), what the model read, and with ``verbose`` the traceback."""
+        if call.id not in self._started:  # refused before it ran
+            self.console.line(f"  → {_short_call(call)}", "cyan")
+        timing = f"  ({duration_s * 1000:.1f} ms)"
+        if raised is None:
+            mark, style = ("←", "green") if ok else ("✗", "red")
+            self.console.line(f"  {mark} {_short(output)}{timing}", style)
+            return
+        shown = exception_line(raised)
+        self.console.line(f"  ✗ {_short(shown)}{timing}", "red")
+        if (str(raised) or shown) not in output:  # the model read other words
+            self.console.line(f"    the model read: {_short(output)}", "dim")
+        if self.verbose and raised.__traceback__ is not None:
+            for line in traceback_lines(raised):
+                self.console.line(f"    {line}", "dim")
+
+    def call_waits(self, call: ToolCall, kind: str) -> None:
+        """A call the run paused for: a person's approval, or the application's result."""
+        waits = "approval" if kind == "approval" else "the application's result"
+        self.console.line(f"  ⏸ {_short_call(call)} waits for {waits}", "yellow")
+
+    def summary(self, result: RunResult[Any], seconds: float) -> None:
+        self.console.line(f"answer: {result.answer}", "bold")
+        self.totals(seconds, result.usage, len(result.tool_trace), result.stop_reason)
+
+    def totals(self, seconds: float, usage: Usage, calls: int, stop_reason: str) -> None:
+        """The totals line: time, model turns, calls, tokens, why the run ended."""
+        line = totals_line(seconds, self.tally.model_s, usage, calls, stop_reason)
+        self.console.line(line, "dim")
+
+
+def totals_line(seconds: float, model_s: float, usage: Usage, calls: int, stop: str) -> str:
+    """``3.37 s total, 3.36 s in the model; 2 model turns, 1 tool call, 834 input / 46
+    output tokens; stop: answer``."""
+    return (
+        f"{seconds:.2f} s total, {model_s:.2f} s in the model; "
+        f"{_count(usage.requests, 'model turn')}, {_count(calls, 'tool call')}, "
+        f"{usage.input_tokens} input / {usage.output_tokens} output tokens; stop: {stop}"
+    )
+
+
+def raised_by_tool(trace: ToolTrace) -> BaseException | None:
+    """The exception a tool's own code raised (not a ModelRetry, which speaks to the model)."""
+    error = trace.error
+    if trace.result.error_code != ErrorCode.TOOL_ERROR or isinstance(error, ModelRetry):
+        return None
+    return error
+
+
+def traceback_lines(error: BaseException) -> list[str]:
+    """The traceback from the first frame of the person's own code (tooldeck's left out)."""
+    frames = error.__traceback__
+    while frames is not None and not is_own_code(frames.tb_frame.f_code.co_filename):
+        frames = frames.tb_next
+    shown = traceback.format_exception(type(error), error, frames or error.__traceback__)
+    return "".join(shown).rstrip().splitlines()
+
+
+def exception_line(error: BaseException) -> str:
+    """``KeyError: 'Oslo'`` (the type as it was, for an exception read back from JSON)."""
+    name = error.type_name if isinstance(error, RecordedError) else type(error).__name__
+    message = str(error)
+    return f"{name}: {message}" if message else name
+
+
+def show_specs(console: Console, view: ToolView) -> None:
+    """The tool specs the model would see, one block each, marked when a call waits."""
+    for entry in view.dispatch.values():
+        spec = entry.spec
+        console.line(spec.name + _marks(entry), "bold cyan")
+        if spec.description:
+            console.line(f"  {spec.description}")
+        schema = json.dumps(spec.parameters, indent=2, ensure_ascii=False)
+        for line in schema.splitlines():
+            console.line(f"  {line}", "dim")
+        console.line("")
+
+
+def _marks(entry: ToolEntry) -> str:
+    if entry.external:
+        return "  [external: the application runs its calls]"
+    rule = entry.options.requires_approval
+    if rule is True:
+        return "  [asks for approval]"
+    return "  [asks for approval of some calls]" if rule else ""

@@ -1,0 +1,182 @@
+"""The wire-neutral messages: what the loop, the tools and the model adapters exchange.
+
+Nothing here knows a provider's wire format: adapters convert to and from these types, and
+the loop only ever sees them. May import: ``tooldeck.errors`` and ``tooldeck._untrusted``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from tooldeck._untrusted import SHORT_JSON, argument_problem
+from tooldeck.errors import ErrorCode
+
+FROZEN = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
+"""The configuration of every record here and in ``tooldeck.results``."""
+
+
+class Usage(BaseModel):
+    """Tokens and requests spent; adds up across model calls with ``+``."""
+
+    model_config = FROZEN
+
+    input_tokens: int = 0
+    """Tokens sent to the model (prompt, history, tool schemas)."""
+    output_tokens: int = 0
+    """Tokens the model generated."""
+    requests: int = 0
+    """Model calls made."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            requests=self.requests + other.requests,
+        )
+
+
+class ToolCall(BaseModel):
+    """One tool call the model asked for."""
+
+    model_config = FROZEN
+
+    id: str
+    """The provider's call id; the result is sent back under the same id."""
+    name: str
+    """The tool's name, exactly as the model wrote it."""
+    arguments: dict[str, Any] = {}
+    """The arguments, parsed from the model's JSON."""
+    raw_arguments: str | None = None
+    """The model's text, kept only when it did not parse as a JSON object.
+
+    The loop answers such a call with an ``invalid_json`` observation instead of running it.
+    """
+
+    @classmethod
+    def from_json(cls, id: str, name: str, text: str | None) -> ToolCall:
+        """Build a call from the model's argument text, keeping text that is not a JSON object.
+
+        An empty text means no arguments, as several providers send for parameterless tools.
+        Arguments nested too deeply or holding invalid Unicode are kept as text too.
+        """
+        if text is None or not text.strip():
+            return cls(id=id, name=name)
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):  # RecursionError: nested 100,000 levels deep
+            parsed = None
+        if isinstance(parsed, dict) and (
+            # the usual text needs no walk: too short to nest too deep, no \u escape to
+            # hold a lone surrogate
+            (len(text) <= SHORT_JSON and text.isascii() and "\\u" not in text)
+            or argument_problem(parsed) is None
+        ):
+            return cls(id=id, name=name, arguments=parsed)
+        return cls(id=id, name=name, raw_arguments=text)
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as the model sent them: its raw text, or the parsed object as JSON."""
+        if self.raw_arguments is not None:
+            return self.raw_arguments
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+class AssistantOutput(BaseModel):
+    """What the model returned for one request: text, tool calls, or both."""
+
+    model_config = FROZEN
+
+    content: str = ""
+    """Text the model wrote; the final answer when there are no tool calls."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Calls to run, in the model's order; several in one turn run concurrently."""
+    usage: Usage | None = None
+    """Tokens this response cost, when the provider reports them."""
+    provider_items: tuple[dict[str, Any], ...] = ()
+    """Provider-side activity kept for the host (e.g. hosted tool calls), as plain JSON."""
+
+
+class Message(BaseModel):
+    """One entry of the conversation the model is shown."""
+
+    model_config = FROZEN
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """For an assistant message: the calls it made."""
+    tool_call_id: str | None = None
+    """For a tool message: the id of the call this is the result of."""
+    provider_items: tuple[dict[str, Any], ...] = ()
+    """For an assistant message: provider-side items to send back as they came (opaque JSON)."""
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls(role="user", content=content)
+
+    @classmethod
+    def assistant(cls, output: AssistantOutput) -> Message:
+        """The assistant turn that ``output`` describes."""
+        return cls(
+            role="assistant",
+            content=output.content,
+            tool_calls=output.tool_calls,
+            provider_items=output.provider_items,
+        )
+
+    @classmethod
+    def tool(cls, call_id: str, content: str) -> Message:
+        return cls(role="tool", content=content, tool_call_id=call_id)
+
+
+class ToolSpec(BaseModel):
+    """What the model is shown about a tool: a name, a description and a JSON Schema."""
+
+    model_config = FROZEN
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments object."""
+    strict: bool = True
+    """Whether ``parameters`` is in the strict form (every object closed, all fields listed)."""
+
+
+class ToolResult(BaseModel):
+    """The outcome of one call, as the model will read it."""
+
+    model_config = FROZEN
+
+    ok: bool
+    output: str
+    """The observation text the model reads."""
+    error_code: ErrorCode | None = None
+    """Stable code of a failure (``unknown_tool``, ``invalid_arguments``...); None on success."""
+
+    @model_validator(mode="after")
+    def _code_matches_outcome(self) -> Self:
+        if self.ok and self.error_code is not None:
+            raise ValueError(f"a successful result has no error_code, got {self.error_code!r}")
+        if not self.ok and not self.error_code:
+            raise ValueError("a failed result needs an error_code")
+        return self
+
+    @classmethod
+    def success(cls, output: str) -> ToolResult:
+        return cls(ok=True, output=output)
+
+    @classmethod
+    def failure(cls, error_code: ErrorCode | str, message: str) -> ToolResult:
+        """A failed result whose text starts with its code: ``error[code]: message``."""
+        if not error_code:
+            raise ValueError("a failed result needs an error_code")
+        code = ErrorCode(error_code)
+        return cls(ok=False, output=f"error[{code}]: {message}", error_code=code)

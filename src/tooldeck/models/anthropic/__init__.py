@@ -1,0 +1,210 @@
+"""Claude through the official ``anthropic`` SDK: the Messages API (``/v1/messages``).
+
+The SDK is imported when a model is built, never by ``import tooldeck``; install it with
+``pip install 'tooldeck[anthropic]'``. Every request carries the whole conversation.
+
+Mapping: instructions go in ``system``; each ToolSpec becomes a tool with its JSON Schema
+as ``input_schema``, unchanged (``ToolSpec.strict`` is not sent: Anthropic's strict mode
+takes only a subset of JSON Schema, and tooldeck validates every call against the full
+schema itself); ``tool_choice`` ``auto`` / ``required`` / ``none`` / a tool's name becomes
+``auto`` / ``any`` / ``none`` / ``tool``, and ``parallel_tool_calls=False`` sets
+``disable_parallel_tool_use``. Thinking blocks (``thinking``, ``redacted_thinking``) are
+kept in the assistant message's ``provider_items`` and sent back unchanged, with their
+signatures, before the text and calls of their turn. ``stream()`` yields text and tool
+input pieces as the server-sent events bring them, then the same turn ``complete()`` gives.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tooldeck.errors import ModelNotConfigured
+from tooldeck.messages import AssistantOutput, Message, ToolSpec
+from tooldeck.models._http import ErrorContext
+from tooldeck.models.anthropic import _request as request_format
+from tooldeck.models.anthropic import _response as response_format
+from tooldeck.models.anthropic._errors import refused_by_sdk, sdk_errors
+from tooldeck.models.anthropic._stream import EventReader
+from tooldeck.models.base import Model, ModelSettings, StreamItem, final_output
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+__all__ = ["AnthropicModel"]
+
+DEFAULT_MAX_TOKENS = 4096
+"""``max_tokens`` when neither the model nor ``ModelSettings`` sets it (the API requires it)."""
+
+_KEY_HINT = "set ANTHROPIC_API_KEY or pass api_key="
+_NO_KEY = "no-key-needed"
+"""The key sent to a ``base_url`` server when none is configured (local servers need none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Connection:
+    client: AsyncAnthropic
+    owns_client: bool
+    """Close the client in ``aclose()`` (tooldeck built it; a client passed in stays open)."""
+
+
+class AnthropicModel(Model):
+    """Claude behind the Anthropic Messages API.
+
+    Args:
+        model_name: The model, e.g. ``"claude-sonnet-5"``.
+        client: An ``anthropic.AsyncAnthropic`` used as it is: the way to other credentials
+            (``auth_token=``, profiles), proxies and gateways. When given, pass no other
+            connection option.
+        api_key: The key; defaults to ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``).
+        base_url: Another endpoint of the same API; defaults to ``ANTHROPIC_BASE_URL`` or
+            Anthropic. It gets a placeholder key when none is set.
+        max_tokens: Sent when ``ModelSettings.max_tokens`` is not set (the API requires a
+            limit). Above ~21,000 the SDK insists on ``stream=True``.
+        stream: Make ``complete()`` receive the message as server-sent events and assemble
+            it (``stream()``, which a run with ``deltas=True`` calls, always streams).
+        max_retries: The SDK's retries for 429, 5xx (529 overloaded too) and connection
+            errors (SDK default 2). Only when tooldeck builds the client.
+        timeout: Seconds per request. Only when tooldeck builds the client.
+        request_options: Any other body fields, e.g. ``{"thinking": {"type": "adaptive"}}``
+            or ``{"metadata": {"user_id": "u1"}}``; they override tooldeck's.
+
+    ``ModelSettings.temperature`` is sent as ``temperature`` when set (the SDK no longer
+    lists it; current models may refuse a value other than the default with HTTP 400).
+
+    Example:
+        >>> model = AnthropicModel("claude-sonnet-5", api_key="sk-ant-...")
+        >>> model.name
+        'anthropic:claude-sonnet-5'
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        client: AsyncAnthropic | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        stream: bool = False,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        request_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not model_name or not model_name.strip():
+            raise ModelNotConfigured(f"anthropic needs a model name, got {model_name!r}")
+        if max_tokens < 1:
+            raise ModelNotConfigured(f"max_tokens must be at least 1, got {max_tokens!r}")
+        self.name = f"anthropic:{model_name}"
+        self._connection = _connect(client, api_key, base_url, max_retries, timeout)
+        self._stream = stream
+        self._parts = request_format.RequestParts(
+            model_name, max_tokens, dict(request_options or {})
+        )
+
+    @property
+    def client(self) -> AsyncAnthropic:
+        """The SDK client requests go through."""
+        return self._connection.client
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AssistantOutput:
+        if self._stream:
+            return await final_output(
+                self.name, self.stream(messages, tools, settings, instructions)
+            )
+        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
+        named, extra = request_format.split_request(request)
+        with self._sdk_errors() as context:
+            try:
+                message = await self.client.messages.create(**named, extra_body=extra or None)
+            except ValueError as error:  # raised before sending, e.g. max_tokens too large
+                raise refused_by_sdk(context, error) from error
+            turn = response_format.turn_from_message(self.name, message)
+        return response_format.to_output(self.name, turn)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The message as server-sent events: text and tool input pieces, then the whole turn.
+
+        Thinking is assembled into the turn (signatures kept for replay) without pieces.
+        Closing the generator closes the HTTP response.
+        """
+        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
+        named, extra = request_format.split_request(request)
+        reader = EventReader(self.name)
+        with self._sdk_errors():
+            events = await self.client.messages.create(
+                **named, extra_body=extra or None, stream=True
+            )
+            async with events:
+                async for event in events:
+                    chunk = reader.add(event)
+                    if chunk is not None:
+                        yield chunk
+        yield response_format.to_output(self.name, reader.turn())
+
+    @contextmanager
+    def _sdk_errors(self) -> Iterator[ErrorContext]:
+        client = self._connection.client
+        context = ErrorContext(self.name, str(client.base_url), _KEY_HINT, client.max_retries)
+        with sdk_errors(context):
+            yield context
+
+    async def aclose(self) -> None:
+        if self._connection.owns_client:
+            await self._connection.client.close()
+
+
+def _connect(
+    client: AsyncAnthropic | None,
+    api_key: str | None,
+    base_url: str | None,
+    max_retries: int | None,
+    timeout: float | None,
+) -> _Connection:
+    """The caller's client as it is, or a new one from the arguments and the environment."""
+    if client is not None:
+        given = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
+        named = [name for name, value in {**given, "timeout": timeout}.items() if value is not None]
+        if named:
+            raise ModelNotConfigured(
+                f"a client was passed, so {', '.join(named)} would be ignored: set them on "
+                "the client, or pass them without a client"
+            )
+        return _Connection(client, owns_client=False)
+    try:
+        from anthropic import AsyncAnthropic
+    except ImportError as error:
+        raise ModelNotConfigured(
+            "AnthropicModel needs the anthropic package: pip install 'tooldeck[anthropic]'"
+        ) from error
+    key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+    token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    if not key and not token:
+        if base_url is None and not os.environ.get("ANTHROPIC_BASE_URL"):
+            raise ModelNotConfigured(
+                "no Anthropic API key: set the ANTHROPIC_API_KEY environment variable or pass "
+                "api_key=... (for other credentials pass client=anthropic.AsyncAnthropic(...))"
+            )
+        key = _NO_KEY
+    settings: dict[str, Any] = {}
+    if max_retries is not None:
+        settings["max_retries"] = max_retries
+    if timeout is not None:
+        settings["timeout"] = timeout
+    built = AsyncAnthropic(api_key=key, auth_token=token, base_url=base_url, **settings)
+    return _Connection(built, owns_client=True)

@@ -1,0 +1,99 @@
+"""The Anthropic Messages wire format, coming out: a Message (or a streamed one) -> AssistantOutput.
+
+Only this module and ``_anthropic_stream`` know how the Messages API spells an answer:
+``text`` and ``tool_use`` blocks, thinking blocks (kept, with their signatures, for the next
+request), the ``stop_reason`` and ``usage``. ``_anthropic_stream`` assembles a streamed
+message into the same MessageTurn a whole Message gives; ``to_output`` reads either.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ProviderError
+from tooldeck.messages import AssistantOutput, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from anthropic.types import Message
+    from anthropic.types import Usage as AnthropicUsage
+
+_FINISHED = frozenset({"end_turn", "tool_use", "stop_sequence"})
+_TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
+
+
+@dataclass(slots=True)
+class MessageTurn:
+    """One answer, streamed or not, before it becomes an AssistantOutput."""
+
+    text: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    """Blocks other than text and tool_use (thinking, server tools), as the API's JSON."""
+    stop_reason: str | None = None
+    refusal: str = ""
+    """The refusal's explanation (``stop_details``), when the API gave one."""
+    usage: Usage | None = None
+
+    def add_call(self, id: str, name: str, given: object) -> None:
+        """A ``tool_use`` block; input that is not a JSON object is kept as raw text."""
+        if isinstance(given, dict):
+            self.calls.append(ToolCall(id=id, name=name, arguments=given))
+        elif isinstance(given, str):
+            self.calls.append(ToolCall.from_json(id, name, given))
+        else:
+            self.calls.append(ToolCall(id=id, name=name, raw_arguments=json.dumps(given)))
+
+
+def turn_from_message(model: str, message: Message) -> MessageTurn:
+    """A whole Message; anything else in its place (a gateway's page) is a request failure."""
+    from anthropic.types import Message as MessageType
+
+    if not isinstance(message, MessageType):
+        raise ProviderError(f"{model}: the response is not a Message: {message!r:.200}")
+    turn = MessageTurn(stop_reason=message.stop_reason, usage=_usage(message.usage))
+    if message.stop_details is not None:
+        turn.refusal = message.stop_details.explanation or ""
+    for block in message.content:
+        if block.type == "text":
+            turn.text.append(block.text)
+        elif block.type == "tool_use":
+            turn.add_call(block.id, block.name, block.input)
+        else:
+            turn.kept.append(block.to_dict(mode="json"))
+    return turn
+
+
+def to_output(model: str, turn: MessageTurn) -> AssistantOutput:
+    """The AssistantOutput of a turn; a refusal or truncation raises a ModelError."""
+    content = "".join(turn.text)
+    reason = turn.stop_reason
+    if reason == "refusal":
+        refusal = turn.refusal or content
+        raise ModelRefused(
+            f"{model}: the model refused (stop_reason 'refusal'): {refusal!r}", refusal
+        )
+    if reason in _TRUNCATED:
+        raise ModelOutputTruncated(
+            f"{model}: the response stopped early (stop_reason {reason!r}) after "
+            f"{len(content)} characters; raise ModelSettings.max_tokens or shorten the task",
+            content,
+        )
+    if reason is not None and reason not in _FINISHED:
+        raise ModelError(
+            f"{model}: the response stopped with stop_reason {reason!r}, which tooldeck does "
+            "not handle (pause_turn comes from server tools, which AnthropicModel does not run)"
+        )
+    return AssistantOutput(
+        content=content,
+        tool_calls=tuple(turn.calls),
+        usage=turn.usage,
+        provider_items=tuple(turn.kept),
+    )
+
+
+def _usage(usage: AnthropicUsage) -> Usage:
+    """Input counts cached tokens too: the API reports them apart from ``input_tokens``."""
+    cached = (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
+    return Usage(input_tokens=usage.input_tokens + cached, output_tokens=usage.output_tokens)

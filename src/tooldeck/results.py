@@ -1,0 +1,346 @@
+"""What a run produces for the host: stop reasons, call traces, pauses and the run's result.
+
+``Checkpoint`` is a paused run as versioned JSON (its signing and restoring live in
+``tooldeck.run.checkpoint``). May import: ``tooldeck.errors``, ``tooldeck._untrusted``,
+``tooldeck.messages``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import (
+    BaseModel,
+    GetCoreSchemaHandler,
+    GetPydanticSchema,
+    PlainSerializer,
+    PlainValidator,
+    SerializationInfo,
+    ValidationError,
+)
+from pydantic_core import CoreSchema, core_schema
+
+from tooldeck._untrusted import repaired
+from tooldeck.errors import CheckpointError, ErrorCode
+from tooldeck.messages import FROZEN, Message, ToolCall, ToolResult, Usage
+
+
+class StopReason(StrEnum):
+    """Why a run ended (``RunResult.stop_reason``); JSON keeps the plain text."""
+
+    ANSWER = "answer"
+    """The model answered."""
+    PAUSED = "paused"
+    """Calls wait for a person's decision or the application's result (``result.pending``)."""
+    MAX_ROUNDS = "max_rounds"
+    MAX_TOOL_CALLS = "max_tool_calls"
+    MAX_DURATION_S = "max_duration_s"
+    RETRIES = "retries"
+    """A tool's calls failed too many times in a row."""
+    MODEL_ERROR = "model_error"
+    TOOL_RAISED = "tool_raised"
+    """A tool with ``on_error="raise"`` raised."""
+    OUTPUT_RETRIES = "output_retries"
+    """The model's typed answer did not validate too many times."""
+    MIDDLEWARE_ERROR = "middleware_error"
+    """A middleware hook raised (``MiddlewareError``)."""
+
+
+class RecordedError(Exception):
+    """An exception read back from JSON: its type's name and its message."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+        """The original exception's class name, e.g. ``KeyError``."""
+
+    def __repr__(self) -> str:
+        return f"{self.type_name}({str(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RecordedError, (self.type_name, str(self)))
+
+
+def _error_from_json(value: dict[str, Any]) -> RecordedError:
+    return RecordedError(str(value.get("type", "Exception")), str(value.get("message", "")))
+
+
+def _error_to_json(error: BaseException | None) -> dict[str, str] | None:
+    if error is None:
+        return None
+    name = error.type_name if isinstance(error, RecordedError) else type(error).__name__
+    try:
+        message = repaired(str(error))
+    except Exception:  # an exception whose __str__ fails still has a type to record
+        message = ""
+    return {"type": name, "message": message}
+
+
+def _traced_error_schema(source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+    # Left to right, so an exception or None (every trace the loop makes) is accepted without
+    # calling Python code; only a dict read back from JSON goes through _error_from_json.
+    from_json = core_schema.no_info_after_validator_function(
+        _error_from_json, core_schema.dict_schema()
+    )
+    return core_schema.union_schema(
+        [
+            core_schema.none_schema(),
+            core_schema.is_instance_schema(BaseException),
+            from_json,
+        ],
+        mode="left_to_right",
+        serialization=core_schema.plain_serializer_function_ser_schema(
+            _error_to_json, when_used="json"
+        ),
+    )
+
+
+TracedError = Annotated[BaseException | None, GetPydanticSchema(_traced_error_schema)]
+"""An exception that JSON keeps as its type's name and message (a RecordedError when read)."""
+
+
+class ToolTrace(BaseModel):
+    """What happened to one call, for the host: the result and, if any, the real exception."""
+
+    model_config = FROZEN
+
+    call: ToolCall
+    result: ToolResult
+    duration_s: float
+    error: TracedError = None
+    """The exception behind a failure, even when the model only read a generic line.
+
+    In JSON it is ``{"type": ..., "message": ...}``, read back as a RecordedError.
+    """
+    inner_trace: InnerTrace = None
+    """For a call of an agent tool (``agent.as_tool``): every call of the inner run."""
+
+
+def _inner_from_python(value: Any) -> tuple[ToolTrace, ...] | None:
+    if value is None:
+        return None
+    return tuple(t if isinstance(t, ToolTrace) else ToolTrace.model_validate(t) for t in value)
+
+
+def _inner_to_python(
+    value: tuple[ToolTrace, ...] | None, info: SerializationInfo
+) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    return [trace.model_dump(mode=info.mode) for trace in value]
+
+
+InnerTrace = Annotated[
+    tuple["ToolTrace", ...] | None,
+    PlainValidator(_inner_from_python),
+    PlainSerializer(_inner_to_python),
+]
+"""Traces of an inner run. Validated and serialized by functions, so that ToolTrace is not a
+recursive schema: pydantic validates recursive models through an indirection that costs
+every ToolTrace, nested or not, about 15% more to build."""
+
+
+PendingKind = Literal["approval", "external", "agent"]
+
+
+class PendingCall(BaseModel):
+    """A call the run paused for: a person must decide on it, or the application run it."""
+
+    model_config = FROZEN
+
+    call: ToolCall
+    """The call exactly as stored; a decision approves this call and no other."""
+    kind: PendingKind
+    """``approval``: Approve or Reject it; ``external``: send back its ToolResult; ``agent``:
+    a call of an agent tool whose run paused (stored only: ``Checkpoint.pending`` shows the
+    inner run's pending calls in its place)."""
+    digest: str
+    """SHA-256 of (run id, call id, tool name, canonical JSON of the arguments)."""
+    nested: Checkpoint | None = None
+    """For an ``agent`` call: the checkpoint of the inner run, which goes on when this one does."""
+    path: tuple[str, ...] = ()
+    """For a call made inside agent tools: their names, outermost first (``("planner",
+    "researcher")``); empty for the run's own calls."""
+    call_ids: tuple[str, ...] = ()
+    """The ids of those agent-tool calls, in the same order as ``path``."""
+
+    @property
+    def id(self) -> str:
+        """The key of this call's decision: its call id, after those of the agent-tool calls
+        it runs inside (``"c1/c7"``). A bare call id is accepted too when it is unique."""
+        if not self.call_ids:
+            return self.call.id
+        return "/".join((*self.call_ids, self.call.id))
+
+
+class RunCounters(BaseModel):
+    """What the run policy has counted so far, as a checkpoint keeps it."""
+
+    model_config = FROZEN
+
+    rounds: int = 0
+    tool_calls: int = 0
+    failures: dict[str, tuple[ErrorCode, ...]] = {}
+    """Per tool: the codes of its consecutive failed calls."""
+    repeats: tuple[RepeatRecord, ...] = ()
+    output_failures: int = 0
+    """Typed answers refused so far."""
+    elapsed_s: float = 0.0
+    """Time the run has used; the time spent paused does not count."""
+
+
+class RepeatRecord(BaseModel):
+    """How often the model made one exact call, and what that call returned last."""
+
+    model_config = FROZEN
+
+    name: str
+    arguments: dict[str, Any] = {}
+    raw_arguments: str | None = None
+    count: int
+    last_output: str | None = None
+
+
+class PausedTurn(BaseModel):
+    """The model turn a run paused in: the calls answered so far and those that wait."""
+
+    model_config = FROZEN
+
+    round: int
+    answered: dict[str, ToolResult] = {}
+    """Call id -> result, for the turn's calls that already ran or were refused."""
+    pending: tuple[PendingCall, ...]
+
+
+class HistorySummary(BaseModel):
+    """The model's summary of a conversation's first ``covers`` messages, sent in their place.
+
+    Made by the ``Summarize`` history strategy and kept (in the run, its checkpoint and its
+    result) so it is not asked for again.
+    """
+
+    model_config = FROZEN
+
+    text: str
+    covers: int
+    """How many messages, from the start of the conversation, it stands for."""
+    digest: str
+    """SHA-256 chain over those messages: the summary applies to them and no others."""
+
+
+CHECKPOINT_VERSION = 1
+
+
+class Checkpoint(BaseModel):
+    """A paused run: everything needed to go on later, in any process, as plain JSON.
+
+    ``deps`` are not stored: pass them again to ``agent.resume(...)``.
+    """
+
+    model_config = FROZEN
+
+    version: int = CHECKPOINT_VERSION
+    run_id: str
+    messages: tuple[Message, ...]
+    """The conversation; the last message is the assistant turn with the waiting calls."""
+    trace: tuple[ToolTrace, ...]
+    usage: Usage
+    counters: RunCounters
+    turn: PausedTurn
+    history_summary: HistorySummary | None = None
+    """The summary of the earlier conversation, with ``Agent(history=Summarize(...))``."""
+    signature: str | None = None
+    """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
+
+    @property
+    def pending(self) -> tuple[PendingCall, ...]:
+        """The calls that wait for a decision, in the model's order; a paused agent tool's
+        call is replaced by the pending calls of its inner run (with ``path`` and ``call_ids``)."""
+        if not any(pending.nested is not None for pending in self.turn.pending):
+            return self.turn.pending
+        return tuple(_leaves(self.turn.pending, (), ()))
+
+    def to_json(self) -> str:
+        """The checkpoint as JSON text (``Checkpoint.from_json`` reads it back)."""
+        return self.model_dump_json()
+
+    def signed_payload(self) -> bytes:
+        """The canonical bytes the signature covers: every field but the signature."""
+        # Without a summary the payload is the one checkpoints had before the field existed.
+        unsigned = {"signature"} if self.history_summary else {"signature", "history_summary"}
+        body = self.model_dump(mode="json", exclude=unsigned)
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8", "surrogatepass")
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Checkpoint:
+        """Read a checkpoint; a broken one, or one of an unknown version, is a CheckpointError."""
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            raise CheckpointError(f"the checkpoint is not valid JSON: {error}") from None
+        if not isinstance(data, dict) or "version" not in data:
+            raise CheckpointError(
+                "not a tooldeck checkpoint: expected a JSON object with 'version'"
+            )
+        if data["version"] != CHECKPOINT_VERSION:
+            raise CheckpointError(
+                f"checkpoint version {data['version']!r} is not one this tooldeck reads "
+                f"(version {CHECKPOINT_VERSION}); resume it with the tooldeck that made it"
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'checkpoint'}: {e['msg']}"
+                for e in error.errors()[:5]
+            )
+            raise CheckpointError(f"the checkpoint is broken: {problems}") from None
+
+
+def _leaves(
+    pending: tuple[PendingCall, ...], path: tuple[str, ...], call_ids: tuple[str, ...]
+) -> Iterator[PendingCall]:
+    for item in pending:
+        if item.nested is not None:
+            inner = item.nested.turn.pending
+            yield from _leaves(inner, (*path, item.call.name), (*call_ids, item.call.id))
+        elif path:
+            yield item.model_copy(update={"path": path, "call_ids": call_ids})
+        else:
+            yield item
+
+
+OutputT = TypeVar("OutputT")
+
+
+class RunResult(BaseModel, Generic[OutputT]):
+    """Everything a run produced; ``output`` is the typed answer (``Agent(output_type=T)``)."""
+
+    model_config = FROZEN
+
+    answer: str
+    """The model's final text (for a typed answer, the JSON it wrote); empty when the run
+    stopped before it answered."""
+    output: OutputT | None = None
+    """The validated answer: an ``output_type`` value, or the answer text without one; None
+    when the run stopped before it answered."""
+    messages: tuple[Message, ...]
+    """The whole conversation, starting with the given history and the prompt."""
+    tool_trace: tuple[ToolTrace, ...]
+    """Every call in order, with its result, duration and exception."""
+    usage: Usage
+    stop_reason: StopReason
+    """``answer`` when the model answered; ``paused``; otherwise the limit or error."""
+    run_id: str = ""
+    """The run's id: the same across a pause and its resumes."""
+    pending: tuple[PendingCall, ...] = ()
+    """For a paused run: the calls that wait, in the model's order."""
+    checkpoint: Checkpoint | None = None
+    """For a paused run: what ``agent.resume(...)`` goes on from."""
+    history_summary: HistorySummary | None = None
+    """The summary the ``Summarize`` history strategy sent in place of the earliest turns
+    (store it and give it back with ``Summarize.remember`` so it is not made again)."""

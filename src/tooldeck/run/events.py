@@ -1,0 +1,123 @@
+"""What ``Agent.stream()`` yields, in order, as a run happens.
+
+Events are plain slotted records (not frozen: that costs a third of a microsecond each, four
+times a round); treat them as read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tooldeck.messages import AssistantOutput, ToolCall, ToolSpec
+from tooldeck.models.base import ModelSettings
+from tooldeck.results import RunResult, ToolTrace
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """The model is about to be asked for its turn in round ``round``."""
+
+    round: int
+    message_count: int
+    settings: ModelSettings
+    tools: tuple[ToolSpec, ...] = ()
+    """The tool list the model is shown in this request (it may change between rounds when
+    the tools come from a registry or a toolset, e.g. after an MCP server's list changed)."""
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self.tools)
+
+
+@dataclass(slots=True)
+class TextDelta:
+    """Text the model has just written in round ``round`` (only with ``stream(deltas=True)``).
+
+    The pieces of a turn joined are its ``ModelResponse.output.content``.
+    """
+
+    round: int
+    text: str
+
+
+@dataclass(slots=True)
+class ToolCallDelta:
+    """A piece of a tool call the model is writing in round ``round`` (``deltas=True`` only).
+
+    Every delta of a call carries its ``index`` in the turn and the ``call_id`` and ``name``
+    known so far; the ``arguments_delta`` pieces joined are the arguments' JSON text.
+    """
+
+    round: int
+    index: int
+    call_id: str
+    name: str
+    arguments_delta: str
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    """The model answered in round ``round``; ``output`` may hold tool calls."""
+
+    round: int
+    output: AssistantOutput
+
+
+@dataclass(slots=True)
+class ToolCallStarted:
+    """A call passed its checks and is about to run."""
+
+    round: int
+    call: ToolCall
+
+
+@dataclass(slots=True)
+class ToolCallFinished:
+    """A call ended (or was refused); ``trace.result`` is what the model will read."""
+
+    round: int
+    trace: ToolTrace
+
+
+@dataclass(slots=True)
+class FinalAnswer:
+    """The run is over; ``result`` holds the answer, the conversation and the trace."""
+
+    result: RunResult[Any]
+
+
+AgentEvent = (
+    ModelRequest
+    | TextDelta
+    | ToolCallDelta
+    | ModelResponse
+    | ToolCallStarted
+    | ToolCallFinished
+    | FinalAnswer
+)
+"""What one agent's own loop yields."""
+
+
+@dataclass(slots=True)
+class NestedEvent:
+    """An event of an agent run inside an agent tool (``agent.as_tool``), in the outer stream.
+
+    Nesting is flat: an event two agent tools deep is one NestedEvent whose ``path`` has two
+    names. The inner run's usage is counted in the outer run's from these events.
+    """
+
+    path: tuple[str, ...]
+    """The agent tools the event comes from, outermost first: ``("planner", "researcher")``."""
+    call_ids: tuple[str, ...]
+    """The ids of those agent-tool calls, in the same order as ``path``."""
+    event: AgentEvent
+    """What the innermost agent's loop yielded."""
+
+    @property
+    def call_id(self) -> str:
+        """The id of the call, in this run, of the agent tool the event comes from."""
+        return self.call_ids[0]
+
+
+Event = AgentEvent | NestedEvent

@@ -1,0 +1,323 @@
+"""Long histories: what the model is sent of a conversation that keeps growing.
+
+``Agent(history=...)`` takes a strategy that runs before each model request and chooses
+what to send; the run keeps the whole conversation (``RunResult.messages``) either way.
+
+A conversation is a series of *turns*: a user message and everything after it up to the
+next user message (the model's turns, its tool calls and their results). The *current
+turn* starts at the latest user message, the run's prompt. A strategy only ever drops
+whole earlier turns from the start of the conversation, so a tool call is never sent
+without its result (nor a result without its call), and the current turn is sent whole.
+
+- ``KeepLastTurns(n)``: the last ``n`` earlier turns and the current one.
+- ``TokenBudget(max_tokens)``: as many of the latest earlier turns as fit, with the current
+  turn, in ``max_tokens`` (counted by ``Model.count_tokens``: the model's tokenizer where
+  it has one, else an estimate). Instructions and tool schemas come on top; a current
+  turn larger than the budget is still sent whole.
+- ``Summarize(keep)``: what ``keep`` drops is summarised by the model into one user
+  message sent first. The summary is kept in the run (its checkpoint and
+  ``RunResult.history_summary``) and in the strategy's memory, and only extended, never
+  made again, as the conversation grows; ``Summarize.remember(summary)`` gives it back
+  after a restart (what a session store does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tooldeck.errors import ModelError
+from tooldeck.messages import Message, Usage
+from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.resolve import resolve_model
+from tooldeck.results import HistorySummary
+from tooldeck.run.state import RunState
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRequest:
+    """What a strategy decides on: the whole conversation, before one model request."""
+
+    messages: Sequence[Message]
+    current: int
+    """Where the current turn starts: ``messages[current:]`` is always sent."""
+    model: Model
+    """The agent's model (it counts tokens, and summarises by default)."""
+    summary: HistorySummary | None
+    """The summary this run made or resumed with, if any."""
+
+    @property
+    def turn_starts(self) -> list[int]:
+        """Where each earlier turn starts, oldest first (the first one at 0)."""
+        messages = self.messages
+        starts = [0] if self.current > 0 else []
+        starts += [i for i in range(1, self.current) if messages[i].role == "user"]
+        return starts
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What to send, and what to keep for the next request."""
+
+    messages: Sequence[Message]
+    summary: HistorySummary | None = None
+    usage: Usage | None = None
+    """Tokens spent preparing (a summary request), counted in the run's usage."""
+
+
+class HistoryStrategy(ABC):
+    """Chooses what of the conversation each model request carries."""
+
+    @abstractmethod
+    async def keep_from(self, request: HistoryRequest) -> int:
+        """The index of the first message to send: the start of an earlier turn, or
+        ``request.current`` to send the current turn only."""
+
+    async def prepare(self, request: HistoryRequest) -> Prepared:
+        """The messages to send; by default from ``keep_from`` on."""
+        cut = await self.keep_from(request)
+        return Prepared(request.messages[cut:], request.summary)
+
+    def remember(self, summary: HistorySummary) -> None:  # noqa: B027 - optional hook
+        """Take back a summary stored earlier (only ``Summarize`` keeps any)."""
+
+
+class KeepLastTurns(HistoryStrategy):
+    """Send the last ``turns`` earlier turns and the current one.
+
+    Example:
+        >>> from tooldeck import Agent, ScriptedModel
+        >>> agent = Agent(ScriptedModel([]), history=KeepLastTurns(3))
+    """
+
+    def __init__(self, turns: int) -> None:
+        if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
+            raise ValueError(f"KeepLastTurns needs a number of turns >= 0, got {turns!r}")
+        self.turns = turns
+
+    async def keep_from(self, request: HistoryRequest) -> int:
+        starts = request.turn_starts
+        if self.turns == 0 or not starts:
+            return request.current
+        return starts[max(0, len(starts) - self.turns)]
+
+    def __repr__(self) -> str:
+        return f"KeepLastTurns({self.turns})"
+
+
+class TokenBudget(HistoryStrategy):
+    """Send the latest earlier turns that fit in ``max_tokens`` with the current turn.
+
+    Tokens are counted by the agent's model (``Model.count_tokens``); counts of messages
+    already seen are remembered, so a long conversation is not counted again each request.
+    """
+
+    def __init__(self, max_tokens: int, *, memory: int = 10_000) -> None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"TokenBudget needs max_tokens >= 1, got {max_tokens!r}")
+        self.max_tokens = max_tokens
+        self._counts = _CountMemory(memory)
+
+    async def keep_from(self, request: HistoryRequest) -> int:
+        messages, model = request.messages, request.model
+        left = self.max_tokens - await self._counts.count(model, messages[request.current :])
+        cut = request.current
+        for start in reversed(request.turn_starts):
+            size = await self._counts.count(model, messages[start:cut])
+            if size > left:
+                break
+            left -= size
+            cut = start
+        return cut
+
+    def __repr__(self) -> str:
+        return f"TokenBudget({self.max_tokens})"
+
+
+class _CountMemory:
+    """Token counts of messages by identity (each entry keeps its message, so the id holds)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._known: OrderedDict[tuple[int, int], tuple[Message, Model, int]] = OrderedDict()
+
+    async def count(self, model: Model, messages: Sequence[Message]) -> int:
+        total = 0
+        for message in messages:
+            key = (id(model), id(message))
+            known = self._known.get(key)
+            if known is None:
+                known = (message, model, await model.count_tokens((message,)))
+                self._known[key] = known
+                if len(self._known) > self._size:
+                    self._known.popitem(last=False)
+            total += known[2]
+        return total
+
+
+SUMMARY_INSTRUCTIONS = (
+    "You summarise conversations between a user and an assistant that uses tools, so the "
+    "assistant can go on without the full transcript."
+)
+
+SUMMARY_PROMPT = (
+    "Summarise the conversation below in a few short paragraphs. Keep what the user wants, "
+    "names, numbers, decisions, and the tool results that matter. Write the summary only."
+)
+
+SUMMARY_HEADING = "Summary of the earlier conversation:"
+"""The first line of the message sent in place of the summarised turns."""
+
+
+class Summarize(HistoryStrategy):
+    """Send what ``keep`` keeps, after a summary of the turns it drops.
+
+    Args:
+        keep: The strategy that chooses the turns sent whole (``KeepLastTurns(n)`` or
+            ``TokenBudget(...)``); the earlier ones are summarised.
+        model: The model that writes summaries (a Model or model string); the agent's by
+            default.
+        prompt: What the summary request asks for, before the transcript.
+        memory: Summaries remembered across runs of this strategy (newest kept).
+
+    The summary request is one extra model call with no tools, counted in the run's usage.
+    When ``keep`` drops more turns later, the summary is extended with them (the old
+    summary and the newly dropped turns are sent), not made again from the start.
+
+    Example:
+        >>> from tooldeck import Agent, ScriptedModel
+        >>> agent = Agent(ScriptedModel([]), history=Summarize(KeepLastTurns(4)))
+    """
+
+    def __init__(
+        self,
+        keep: HistoryStrategy,
+        *,
+        model: Model | str | None = None,
+        prompt: str = SUMMARY_PROMPT,
+        memory: int = 256,
+    ) -> None:
+        if not isinstance(keep, HistoryStrategy) or isinstance(keep, Summarize):
+            raise TypeError(
+                f"Summarize(keep=...) takes KeepLastTurns(...) or TokenBudget(...), got {keep!r}"
+            )
+        self.keep = keep
+        self.model = resolve_model(model) if model is not None else None
+        self.prompt = prompt
+        self._memory: OrderedDict[str, HistorySummary] = OrderedDict()
+        self._memory_size = memory
+
+    def remember(self, summary: HistorySummary) -> None:
+        """Keep ``summary`` for later runs; it applies only to the messages it was made of."""
+        self._memory[summary.digest] = summary
+        self._memory.move_to_end(summary.digest)
+        while len(self._memory) > self._memory_size:
+            self._memory.popitem(last=False)
+
+    async def keep_from(self, request: HistoryRequest) -> int:
+        return await self.keep.keep_from(request)
+
+    async def prepare(self, request: HistoryRequest) -> Prepared:
+        cut = await self.keep.keep_from(request)
+        if cut == 0:
+            return Prepared(request.messages, request.summary)
+        summary, usage = request.summary, None
+        if summary is None or summary.covers != cut:
+            summary, usage = await self._summary_of(request, cut)
+        head = Message.user(f"{SUMMARY_HEADING}\n{summary.text}")
+        return Prepared([head, *request.messages[cut:]], summary, usage)
+
+    async def _summary_of(self, request: HistoryRequest, cut: int) -> tuple[HistorySummary, Usage]:
+        """The summary of ``messages[:cut]``: remembered, or the model's (extending one)."""
+        messages = request.messages
+        digests = _prefix_digests(messages, cut)
+        found = self._memory.get(digests[cut])
+        if found is not None:
+            return found, Usage()
+        base = request.summary if request.summary and request.summary.covers < cut else None
+        if base is None:  # the longest remembered start of this conversation, if any
+            base = next(
+                (self._memory[d] for d in reversed(digests[:cut]) if d in self._memory), None
+            )
+        start = base.covers if base is not None else 0
+        text, usage = await self._ask(self.model or request.model, base, messages[start:cut])
+        summary = HistorySummary(text=text, covers=cut, digest=digests[cut])
+        self.remember(summary)
+        return summary, usage
+
+    async def _ask(
+        self, model: Model, base: HistorySummary | None, dropped: Sequence[Message]
+    ) -> tuple[str, Usage]:
+        parts = [self.prompt]
+        if base is not None:
+            parts.append(f"The summary so far:\n{base.text}")
+        parts.append("The conversation:\n" + transcript(dropped))
+        request = [Message.user("\n\n".join(parts))]
+        output = await model.complete(
+            request, (), ModelSettings(tool_choice="none"), SUMMARY_INSTRUCTIONS
+        )
+        text = output.content.strip()
+        if not text:
+            raise ModelError(
+                f"the model ({model.name}) wrote an empty summary of {len(dropped)} messages; "
+                "give Summarize(model=...) a model that can summarise"
+            )
+        usage = output.usage or Usage()
+        return text, Usage(
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
+        )
+
+    def __repr__(self) -> str:
+        return f"Summarize({self.keep!r})"
+
+
+def give_back(strategy: HistoryStrategy | None, summary: HistorySummary | None) -> None:
+    """Hand a stored summary (a session's) to ``strategy`` if it summarises, so its runs
+    extend the summary (or use it as it is) instead of asking the model for it again."""
+    if summary is not None and isinstance(strategy, Summarize):
+        strategy.remember(summary)
+
+
+def transcript(messages: Sequence[Message]) -> str:
+    """The messages as plain lines, for a summary request."""
+    lines = []
+    for message in messages:
+        if message.content:
+            lines.append(f"{message.role}: {message.content}")
+        for call in message.tool_calls:
+            lines.append(f"assistant called {call.name}({call.arguments_json})")
+    return "\n".join(lines)
+
+
+def _prefix_digests(messages: Sequence[Message], upto: int) -> list[str]:
+    """``digests[k]``: the SHA-256 chain over ``messages[:k]``, for k from 0 to ``upto``."""
+    digest = hashlib.sha256(b"tooldeck history v1")
+    digests = [digest.hexdigest()]
+    for message in messages[:upto]:
+        digest = hashlib.sha256(digest.digest() + message.model_dump_json().encode())
+        digests.append(digest.hexdigest())
+    return digests
+
+
+def current_turn(messages: Sequence[Message]) -> int:
+    """Where the current turn starts: the latest user message (0 when there is none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user":
+            return index
+    return 0
+
+
+async def prepare_history(
+    strategy: HistoryStrategy, state: RunState, model: Model
+) -> list[Message]:
+    """The messages to send for the run's next request; keeps the run's summary up to date."""
+    messages = state.messages
+    request = HistoryRequest(messages, current_turn(messages), model, state.summary)
+    prepared = await strategy.prepare(request)
+    state.summary = prepared.summary
+    if prepared.usage is not None and prepared.usage.requests:
+        state.add_usage(prepared.usage)
+    return list(prepared.messages)

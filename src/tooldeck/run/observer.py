@@ -1,0 +1,131 @@
+"""The seam between the loop and what watches a run (``tooldeck.observe``'s spans, the run log).
+
+The loop knows only these protocols, and attaches what watches a run in one place
+(``Agent._start``). ``Agent(instrument=...)``, or the process default that
+``tooldeck.instrument()`` installs, starts one RunObserver per run; with neither the loop
+holds None, and pays one ``is None`` check per tool call. A StreamObserver
+(``Agent(run_log=...)``) only reads the run's event stream, which carries all it records:
+it needs no hook inside the loop, and costs nothing when there is none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tooldeck.messages import Message, ToolCall
+from tooldeck.models.base import Model
+from tooldeck.results import PendingCall, RunResult, ToolTrace
+from tooldeck.run.checkpoint import Decision
+from tooldeck.run.events import Event, FinalAnswer
+
+
+class RunObserver(Protocol):
+    """Told about one run as it happens."""
+
+    def model(self, model: Model) -> Model:
+        """``model`` as this run calls it (e.g. wrapped so each request is observed)."""
+        ...
+
+    async def tool_call(
+        self, call: ToolCall, execute: Callable[[], Awaitable[ToolTrace | PendingCall]]
+    ) -> ToolTrace | PendingCall:
+        """Run a call (``execute``) under observation and return its trace (or, for an agent
+        tool whose inner run paused, its PendingCall)."""
+        ...
+
+    def answered(self, trace: ToolTrace) -> None:
+        """A call was answered without running: refused (unknown tool, bad arguments, a
+        limit), rejected by a person, or given its result by the application."""
+
+    def finished(self, result: RunResult[Any]) -> None:
+        """The run ended with a result: an answer, a limit's last answer, or a pause."""
+
+    def failed(self, error: BaseException) -> None:
+        """The run ended with ``error``, or was closed or cancelled before it ended."""
+
+
+class Instrumenter(Protocol):
+    """What ``Agent(instrument=...)`` takes: it starts an observer for each run."""
+
+    def start_run(
+        self, model: Model, messages: Sequence[Message], instructions: str, run_id: str
+    ) -> RunObserver | None:
+        """A run of ``model`` on ``messages`` begins, or a paused run (``run_id``) goes on.
+
+        None: this run is not observed after all (no tracing SDK, or not sampled).
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What a StreamObserver is told about a run as it starts (or resumes)."""
+
+    run_id: str
+    prompt: str
+    """The run's prompt (for a resumed run: the latest user message of its conversation)."""
+    model: str
+    """The model's name."""
+    instructions: str
+    session_id: str | None = None
+    decisions: Mapping[str, Decision] | None = None
+    """For a resumed run: the decisions it goes on with, by call id (``Approve``,
+    ``Reject`` or an external call's ``ToolResult``)."""
+    parent: ParentCall | None = None
+    """For the run of an agent tool (``agent.as_tool``): the call of the run that made it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParentCall:
+    """The agent-tool call whose inner run this is: the outer run's id and the call's id."""
+
+    run_id: str
+    call_id: str
+
+
+PARENT_CALL: ContextVar[ParentCall | None] = ContextVar("tooldeck_parent_call", default=None)
+"""Set by an agent tool while it starts its inner run (``Agent._start`` reads it at once)."""
+SESSION_ID: ContextVar[str | None] = ContextVar("tooldeck_session_id", default=None)
+"""Set by a session while it starts the run it keeps (``Agent._start`` reads it at once)."""
+
+
+class StreamObserver(Protocol):
+    """Watches a run's event stream without changing it (the run log is one)."""
+
+    def observe(
+        self, events: AsyncGenerator[Event, None], run: RunInfo
+    ) -> AsyncGenerator[Event, None]:
+        """Yield ``events`` as they come, noting what happens; close ``events`` if left early."""
+        ...
+
+
+_default: Instrumenter | None = None
+
+
+def default_instrumenter() -> Instrumenter | None:
+    """What every agent without its own ``instrument=`` uses (None: nothing)."""
+    return _default
+
+
+def set_default_instrumenter(instrumenter: Instrumenter | None) -> None:
+    global _default
+    _default = instrumenter
+
+
+async def observed(
+    observer: RunObserver, events: AsyncGenerator[Event, None]
+) -> AsyncGenerator[Event, None]:
+    """A run's events as they come, telling ``observer`` how the run ended."""
+    try:
+        async for event in events:
+            if isinstance(event, FinalAnswer):
+                observer.finished(event.result)
+            yield event
+    except BaseException as error:  # told, then re-raised unchanged
+        observer.failed(error)
+        raise
+    finally:
+        await events.aclose()

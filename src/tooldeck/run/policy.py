@@ -1,0 +1,260 @@
+"""The run's limits, what it has counted so far, and the stop decisions built on them.
+
+The loop asks one ``RunPolicy`` per run: may this call run (``admit``), what happened
+(``record``), must the run stop before the next model request or after a round of calls.
+Adding a limit touches this file only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from tooldeck.errors import ErrorCode, LimitExceeded, ToolExecutionError
+from tooldeck.messages import ToolCall, ToolResult
+from tooldeck.results import RepeatRecord, RunCounters, StopReason
+from tooldeck.tools.registry import ToolEntry
+
+CallSignature = tuple[object, ...]
+"""A hashable key: the tool's name and its arguments in a canonical order."""
+
+_MODEL_MISTAKES = frozenset(
+    {ErrorCode.INVALID_ARGUMENTS, ErrorCode.INVALID_JSON, ErrorCode.UNKNOWN_TOOL}
+)
+_NOT_COUNTED = frozenset({ErrorCode.REJECTED, ErrorCode.CALL_LIMIT})
+"""Failures that say nothing about the tool: a person's decision, the run's call budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """When a run must stop. ``None`` means no limit."""
+
+    max_rounds: int = 10
+    """Rounds a run may take: model requests, each with the tool calls it asked for (the
+    last-answer call of ``on_limit="final_answer"`` aside)."""
+    max_tool_calls: int | None = None
+    """Tool calls a run may make; calls past it are answered as not run."""
+    max_duration_s: float | None = None
+    """Wall-clock seconds of work (time spent paused does not count). Bounds each model
+    call and each round of tool calls: calls still running at the limit get ``tool_timeout``."""
+    tool_retries: int = 2
+    """Consecutive failed calls of one tool allowed before the run stops (a tool's
+    ``retries=`` overrides it)."""
+    repeat_limit: int | None = 3
+    """Identical calls (same tool, same arguments) allowed; the next gets ``repeated_call``."""
+
+    def __post_init__(self) -> None:
+        positive = {
+            "max_rounds": self.max_rounds,
+            "max_tool_calls": self.max_tool_calls,
+            "max_duration_s": self.max_duration_s,
+            "repeat_limit": self.repeat_limit,
+        }
+        for name, value in positive.items():
+            if value is not None and value <= 0:
+                raise ValueError(f"Limits.{name} must be positive, got {value!r}")
+        if self.tool_retries < 0:
+            raise ValueError(f"Limits.tool_retries must be >= 0, got {self.tool_retries!r}")
+
+
+class RunPolicy:
+    """One run's counters and the decisions built on them and on the Limits."""
+
+    __slots__ = ("_elapsed_before", "_started", "failures", "last_output", "limits",
+                 "output_failures", "rounds", "seen", "tool_calls")  # fmt: skip
+
+    def __init__(self, limits: Limits, counters: RunCounters | None = None) -> None:
+        self.limits = limits
+        self.rounds = 0
+        self.tool_calls = 0
+        self.failures: dict[str, list[ErrorCode]] = {}
+        """Per tool: the codes of its consecutive failed calls."""
+        self.seen: dict[CallSignature, int] = {}
+        self.last_output: dict[CallSignature, str] = {}
+        self.output_failures = 0
+        """Typed answers refused so far (``Agent(output_type=...)``)."""
+        self._started = time.monotonic()
+        self._elapsed_before = 0.0
+        if counters is not None:
+            self._restore(counters)
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds of work so far; time spent paused does not count."""
+        return self._elapsed_before + time.monotonic() - self._started
+
+    def remaining_s(self) -> float | None:
+        """Seconds left before ``max_duration_s``; None without that limit."""
+        if self.limits.max_duration_s is None:
+            return None
+        return max(0.0, self.limits.max_duration_s - self.elapsed_s)
+
+    def admit(self) -> ToolResult | None:
+        """Count a call against the run's budget; the refusal when the budget is spent."""
+        limit = self.limits.max_tool_calls
+        if limit is not None and self.tool_calls >= limit:
+            text = (
+                f"not run: this run reached its limit of {limit} tool calls; "
+                "answer with the results you have"
+            )
+            return ToolResult.failure(ErrorCode.CALL_LIMIT, text)
+        self.tool_calls += 1
+        return None
+
+    def check_repeat(self, call: ToolCall) -> tuple[ToolResult | None, CallSignature | None]:
+        """Count this exact call; refuse a runaway repeat. The signature goes to ``record``."""
+        if self.limits.repeat_limit is None:
+            return None, None
+        signature = call_signature(call)
+        count = self.seen.get(signature, 0)
+        self.seen[signature] = count + 1
+        if count < self.limits.repeat_limit:
+            return None, signature
+        return _repeat_refusal(call, count, self.last_output.get(signature)), signature
+
+    def record(self, name: str, result: ToolResult, signature: CallSignature | None) -> None:
+        """Note a call's outcome: consecutive failures per tool, and the output for repeats."""
+        code = result.error_code
+        if code is None:
+            self.failures.pop(name, None)
+        elif code not in _NOT_COUNTED:
+            self.failures.setdefault(name, []).append(code)
+        if signature is not None and code is not ErrorCode.REPEATED_CALL:
+            self.last_output[signature] = result.output
+
+    def stop_before_request(self) -> LimitExceeded | None:
+        """The limit that forbids asking the model again, if any."""
+        if self.rounds >= self.limits.max_rounds:
+            return LimitExceeded(
+                f"the model asked for tools after {self.rounds} rounds "
+                f"(max_rounds={self.limits.max_rounds})",
+                StopReason.MAX_ROUNDS,
+            )
+        if self.limits.max_duration_s is not None and self.remaining_s() == 0:
+            return self.out_of_time()
+        return None
+
+    def out_of_time(self) -> LimitExceeded:
+        return LimitExceeded(
+            f"the run took longer than max_duration_s={self.limits.max_duration_s}",
+            StopReason.MAX_DURATION_S,
+        )
+
+    def stop_after_round(
+        self,
+        dispatch: Mapping[str, ToolEntry],
+        raised: Sequence[tuple[str, BaseException]],
+        over_call_limit: bool,
+    ) -> LimitExceeded | ToolExecutionError | None:
+        """The reason the run must stop after a round of calls, if any."""
+        if raised:
+            name, error = raised[0]
+            stopped = ToolExecutionError(
+                f"tool {name!r} raised {type(error).__name__}: {error}", name
+            )
+            stopped.__cause__ = error
+            return stopped
+        if over_call_limit:
+            return LimitExceeded(
+                f"the model asked for more than max_tool_calls={self.limits.max_tool_calls} calls",
+                StopReason.MAX_TOOL_CALLS,
+            )
+        for name, codes in self.failures.items():
+            entry = dispatch.get(name)
+            own = entry.options.retries if entry is not None else None
+            allowed = self.limits.tool_retries if own is None else own
+            if len(codes) > allowed:
+                return LimitExceeded(_retries_text(name, codes, allowed), StopReason.RETRIES)
+        return None
+
+    def refuse_output(self, allowed: int, problem: str) -> LimitExceeded | None:
+        """Count a refused typed answer; the stop when more than ``allowed`` were refused."""
+        self.output_failures += 1
+        if self.output_failures <= allowed:
+            return None
+        return LimitExceeded(
+            f"the model's answer did not fit the output type {self.output_failures} times "
+            f"(output_retries={allowed}); the last problem: {problem}",
+            StopReason.OUTPUT_RETRIES,
+        )
+
+    def counters(self) -> RunCounters:
+        """The counters as a checkpoint stores them."""
+        repeats = tuple(
+            _repeat_record(signature, count, self.last_output.get(signature))
+            for signature, count in self.seen.items()
+        )
+        return RunCounters(
+            rounds=self.rounds,
+            tool_calls=self.tool_calls,
+            failures={name: tuple(codes) for name, codes in self.failures.items()},
+            repeats=repeats,
+            output_failures=self.output_failures,
+            elapsed_s=self.elapsed_s,
+        )
+
+    def _restore(self, counters: RunCounters) -> None:
+        self.rounds = counters.rounds
+        self.tool_calls = counters.tool_calls
+        self.failures = {name: list(codes) for name, codes in counters.failures.items()}
+        for record in counters.repeats:
+            call = ToolCall(
+                id="",
+                name=record.name,
+                arguments=record.arguments,
+                raw_arguments=record.raw_arguments,
+            )
+            signature = call_signature(call)
+            self.seen[signature] = record.count
+            if record.last_output is not None:
+                self.last_output[signature] = record.last_output
+        self.output_failures = counters.output_failures
+        self._elapsed_before = counters.elapsed_s
+
+
+def call_signature(call: ToolCall) -> CallSignature:
+    """The same tool with the same arguments gives the same signature (a hashable key)."""
+    if call.raw_arguments is not None:
+        return (call.name, "raw", call.raw_arguments)
+    flat = tuple(sorted((key, type(value), value) for key, value in call.arguments.items()))
+    try:
+        hash(flat)
+    except TypeError:  # nested lists/dicts: canonical JSON instead
+        return (call.name, "json", json.dumps(call.arguments, sort_keys=True, default=repr))
+    return (call.name, "flat", *flat)
+
+
+def _repeat_record(signature: CallSignature, count: int, last_output: str | None) -> RepeatRecord:
+    name, kind, *rest = signature
+    if kind == "raw":
+        return RepeatRecord(
+            name=str(name), raw_arguments=str(rest[0]), count=count, last_output=last_output
+        )
+    if kind == "json":
+        arguments = json.loads(str(rest[0]))
+    else:
+        arguments = {str(item[0]): item[2] for item in rest if isinstance(item, tuple)}
+    return RepeatRecord(name=str(name), arguments=arguments, count=count, last_output=last_output)
+
+
+def _repeat_refusal(call: ToolCall, count: int, previous: str | None) -> ToolResult:
+    text = (
+        f"you already called {call.name!r} with these exact arguments {count} times; "
+        "do not call it again with the same arguments"
+    )
+    if previous is not None:
+        text += f". Its last result was:\n{previous}"
+    return ToolResult.failure(ErrorCode.REPEATED_CALL, text)
+
+
+def _retries_text(name: str, codes: Sequence[ErrorCode], allowed: int) -> str:
+    tally = ", ".join(f"{code} x{n}" for code, n in Counter(codes).items())
+    head = f"{len(codes)} calls of {name!r} in a row failed (retries={allowed}): {tally}; "
+    if all(code is ErrorCode.REPEATED_CALL for code in codes):
+        return head + "the model kept repeating a call it had already made (the tool did not fail)"
+    if all(code in _MODEL_MISTAKES or code is ErrorCode.REPEATED_CALL for code in codes):
+        return head + "the model's calls were malformed, so the tool did not run"
+    return head + "the tool itself failed"

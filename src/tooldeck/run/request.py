@@ -1,0 +1,141 @@
+"""Asking the model for one turn: within the run's time, through middleware, with deltas.
+
+The loop asks in one place; the plain case (no middleware, no deltas, no history strategy)
+is one awaited ``model.complete`` inside ``bounded``. A history strategy chooses the
+messages sent before middleware sees them. With ``deltas`` the request runs as a task whose
+writing comes out as events while it runs (middleware included), and leaving the stream
+cancels it, closing the provider's response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from tooldeck._untrusted import repaired
+from tooldeck.errors import MiddlewareError, ModelError
+from tooldeck.messages import AssistantOutput, Message, ToolSpec
+from tooldeck.models.base import Model, ModelSettings, TextChunk
+from tooldeck.results import StopReason
+from tooldeck.run.events import TextDelta, ToolCallDelta
+from tooldeck.run.history import HistoryStrategy, prepare_history
+from tooldeck.run.middleware import MiddlewareStack, ModelCall, RequestContext
+from tooldeck.run.policy import RunPolicy
+from tooldeck.run.state import RunState, attach
+
+T = TypeVar("T")
+Delta = TextDelta | ToolCallDelta
+Emit = Callable[[Delta], None]
+
+
+async def bounded(state: RunState, policy: RunPolicy, request: Awaitable[T]) -> T:
+    """Await a model request within the run's remaining time; failures keep the run."""
+    remaining = None if policy.limits.max_duration_s is None else policy.remaining_s()
+    scope = None
+    try:
+        if remaining is None:
+            return await request
+        async with asyncio.timeout(remaining) as scope:
+            return await request
+    except ModelError as error:
+        raise attach(error, state, StopReason.MODEL_ERROR) from None
+    except Exception as error:
+        if scope is not None and scope.expired():
+            raise attach(policy.out_of_time(), state, StopReason.MAX_DURATION_S) from None
+        failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
+        raise attach(failure, state, StopReason.MODEL_ERROR) from error
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One model request of a run, before middleware sees it."""
+
+    state: RunState
+    policy: RunPolicy
+    model: Model
+    specs: tuple[ToolSpec, ...]
+    settings: ModelSettings
+    instructions: str
+    deps: Any
+    history: HistoryStrategy | None = None
+
+
+async def ask(
+    request: Request, middleware: MiddlewareStack | None, emit: Emit | None
+) -> AssistantOutput:
+    """The model's turn, through ``middleware`` when there is some; ``emit`` gets deltas.
+
+    (The loop awaits ``model.complete`` itself when there is neither.)
+    """
+    state, policy, model, specs = request.state, request.policy, request.model, request.specs
+
+    def complete(
+        messages: Sequence[Message], settings: ModelSettings, instructions: str
+    ) -> Awaitable[AssistantOutput]:
+        if emit is None:
+            turn = model.complete(messages, specs, settings, instructions)
+        else:
+            turn = _streamed_turn(model, messages, specs, settings, instructions, policy, emit)
+        return bounded(state, policy, turn)
+
+    messages: Sequence[Message] = state.messages
+    if request.history is not None:  # it may ask the model for a summary first
+        messages = await bounded(state, policy, prepare_history(request.history, state, model))
+    if middleware is None:
+        return await complete(messages, request.settings, request.instructions)
+    first = ModelCall(tuple(messages), request.settings, request.instructions)
+    context = RequestContext(policy.rounds, state.run_id, request.deps, specs)
+    try:
+        return await middleware.ask(
+            first, context, lambda sent: complete(sent.messages, sent.settings, sent.instructions)
+        )
+    except MiddlewareError as error:
+        raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
+
+
+async def _streamed_turn(
+    model: Model,
+    messages: Sequence[Message],
+    specs: tuple[ToolSpec, ...],
+    settings: ModelSettings,
+    instructions: str,
+    policy: RunPolicy,
+    emit: Emit,
+) -> AssistantOutput:
+    """The turn from the model's stream, each piece emitted as a delta event."""
+    round_ = policy.rounds
+    items = model.stream(messages, specs, settings, instructions)
+    try:
+        async for item in items:
+            if isinstance(item, AssistantOutput):
+                return item
+            if isinstance(item, TextChunk):  # shown as it comes: no lone surrogates
+                emit(TextDelta(round_, repaired(item.text)))
+            else:
+                call_id, name = repaired(item.call_id), repaired(item.name)
+                emit(ToolCallDelta(round_, item.index, call_id, name, repaired(item.arguments)))
+    finally:
+        await items.aclose()
+    raise ModelError(f"{model.name}: the stream ended without the turn")
+
+
+async def with_deltas(
+    run: Callable[[Emit], Awaitable[AssistantOutput]],
+) -> AsyncGenerator[Delta | AssistantOutput, None]:
+    """Run a request as a task: its deltas as they are written, then its turn last.
+
+    Closing the generator (or cancelling its consumer) cancels the request at once.
+    """
+    queue: asyncio.Queue[Delta | None] = asyncio.Queue()
+    task = asyncio.ensure_future(run(queue.put_nowait))
+    task.add_done_callback(lambda _: queue.put_nowait(None))
+    try:
+        while (delta := await queue.get()) is not None:
+            yield delta
+        yield task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})

@@ -1,0 +1,102 @@
+"""What a session store does: the ``Session`` protocol and the records it reads and writes.
+
+A session is an append-only log of entries numbered 1, 2, 3... per session id. An entry is
+a finished turn (every message of one run, its prompt through its answer), a paused run
+(its checkpoint), the claim of a paused run by a resume, or a clear. The log's last entry
+is its *head*; a writer appends after the head it read, and the append fails with
+``SessionConflict`` if another writer got there first. A turn is one entry, so it is
+stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from tooldeck.messages import Message
+from tooldeck.results import Checkpoint, HistorySummary
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """A session as ``Session.load()`` reads it."""
+
+    messages: tuple[Message, ...]
+    """Every message of the committed turns, oldest first (as stored: not repaired)."""
+    head: int
+    """The number of the log's last entry (0 for a new session); the next append goes after."""
+    pending: Checkpoint | None = None
+    """The checkpoint of a paused run waiting for decisions, if the head is one."""
+    summary: HistorySummary | None = None
+    """The latest summary of the earlier turns (``Summarize``), if a run stored one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What one run adds to a session: its messages, or the checkpoint it paused with."""
+
+    run_id: str
+    messages: tuple[Message, ...] = ()
+    """A finished run's new messages: its prompt through its answer."""
+    checkpoint: Checkpoint | None = None
+    """A paused run's checkpoint; its messages are committed when a resume finishes it."""
+    summary: HistorySummary | None = None
+    """A finished run's summary of the earlier turns (``RunResult.history_summary``): kept
+    with the turn, so a later run, in any process, does not ask the model for it again."""
+
+    def __post_init__(self) -> None:
+        if (self.checkpoint is None) == (not self.messages):
+            raise ValueError("a Turn holds either a finished run's messages or a checkpoint")
+        if self.summary is not None and self.checkpoint is not None:
+            raise ValueError("a paused run's summary is kept in its checkpoint, not the Turn")
+
+
+@runtime_checkable
+class Session(Protocol):
+    """A conversation kept between runs (``agent.run(prompt, session=...)``).
+
+    ``SQLiteSession`` and ``PostgresSession`` implement it; implement it for another store
+    with the same rules: ``append`` and ``consume`` write one entry at ``after + 1`` only if
+    ``after`` is still the head (atomically: of two writers with the same ``after``, exactly
+    one wins), and every write is one transaction.
+    """
+
+    @property
+    def session_id(self) -> str:
+        """Which conversation of the store this is."""
+        ...
+
+    async def load(self) -> History:
+        """The committed messages, the head, the paused run's checkpoint and the latest
+        history summary, if any."""
+        ...
+
+    async def append(self, turn: Turn, *, after: int) -> int:
+        """Append ``turn`` as entry ``after + 1`` and return that number; keep its summary
+        (``turn.summary``), in the same transaction, for ``load()`` to return.
+
+        Raises:
+            SessionConflict: ``after`` is no longer the head: another writer came first.
+        """
+        ...
+
+    async def pending(self) -> Checkpoint | None:
+        """The checkpoint of the paused run that waits for decisions, if any."""
+        ...
+
+    async def consume(self, run_id: str, *, after: int) -> int:
+        """Claim the paused run ``run_id`` (entry ``after``) for one resume; return the new head.
+
+        Raises:
+            CheckpointError: the entry is not that paused run, or another resume (or a clear)
+                claimed it first. A checkpoint is consumed exactly once.
+        """
+        ...
+
+    async def clear(self) -> None:
+        """Delete the session's entries (a paused run's checkpoint and the summary too)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connection; the session can be opened again later."""
+        ...
