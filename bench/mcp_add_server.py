@@ -3,7 +3,7 @@
     python bench/mcp_add_server.py [--tooldeck] [--http PORT]
 
 By default the SDK's own ``MCPServer`` with a decorated function; ``--tooldeck`` serves the
-same tool from a tooldeck registry (``registry.to_mcp_server``). stdio unless ``--http``.
+same tool from a tooldeck registry (``mcp_server(registry, ...)``). stdio unless ``--http``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 from mcp.server.mcpserver import MCPServer
 
 from tooldeck import ToolRegistry, tool
+from tooldeck.serve.mcp import mcp_server
 
 
 def add(a: int, b: int) -> int:
@@ -22,7 +23,7 @@ def add(a: int, b: int) -> int:
 
 def build(tooldeck: bool) -> MCPServer[object]:
     if tooldeck:
-        return ToolRegistry([tool(inline=True)(add)]).to_mcp_server(name="add")
+        return mcp_server(ToolRegistry([tool(inline=True)(add)]), name="add")
     server: MCPServer[object] = MCPServer("add", log_level="WARNING")
     server.add_tool(add)
     return server

@@ -32,7 +32,7 @@ from typing import Any
 from helpers import answer, call, calls
 from tooldeck import Agent, Approve, Message, ScriptedModel, tool
 from tooldeck.errors import CheckpointError, SessionConflict
-from tooldeck.sessions import PostgresSession, Session, SQLiteSession, Turn
+from tooldeck.sessions import PostgresSession, Session, SQLiteSession, StoredRun
 
 kind, where, session_id, workdir_text, scenario = sys.argv[1:6]
 name = sys.argv[6] if len(sys.argv) > 6 else "child"
@@ -167,7 +167,9 @@ def pause_inside_the_write_transaction() -> None:
 async def big_writes(session: Session) -> dict[str, Any]:
     head = (await session.load()).head
     while True:
-        turn = Turn(f"big-{head}", (Message.user(f"big {head}"), Message.user("x" * 2_000_000)))
+        turn = StoredRun(
+            f"big-{head}", (Message.user(f"big {head}"), Message.user("x" * 2_000_000))
+        )
         head = await session.append(turn, after=head)
         (workdir / "wrote-one").touch()
 

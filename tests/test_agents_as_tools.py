@@ -32,6 +32,7 @@ from tooldeck.errors import CheckpointError, LimitExceeded, ToolDefinitionError
 from tooldeck.messages import Usage
 from tooldeck.run.events import NestedEvent
 from tooldeck.run.middleware import Middleware
+from tooldeck.tools.handler import Pause, ToolOutcome
 
 
 def spent(output: AssistantOutput, tokens: int = 10) -> AssistantOutput:
@@ -541,12 +542,23 @@ def test_as_tool_refuses_what_it_cannot_use() -> None:
         agent.as_tool(name="x", description=".", parameters={"type": "object"})  # type: ignore[arg-type]
 
 
-def test_the_handler_keeps_the_plain_tool_contract_outside_a_loop() -> None:
+def test_the_handler_keeps_the_one_tool_contract_outside_a_loop() -> None:
     inner = Agent(ScriptedModel([said("hello")]))
     entry = inner.as_tool(name="greeter", description=".")
     context: RunContext[None] = RunContext("c1", "greeter", None)
     arguments = entry.handler.validate({"input": "hi"})
-    assert asyncio.run(entry.handler.run(arguments, context)) == "hello"
+    outcome = asyncio.run(entry.handler.run(arguments, context))
+    assert isinstance(outcome, ToolOutcome)
+    assert (outcome.result, outcome.inner_trace) == (ToolResult.success("hello"), ())
+
+
+def test_a_paused_inner_run_is_a_pause_any_handler_could_return() -> None:
+    inner = Agent(ScriptedModel([asked(call("delete_file", "c1", path="a"))]), [delete_file])
+    entry = inner.as_tool(name="cleaner", description=".")
+    context: RunContext[None] = RunContext("o1", "cleaner", None, run_id="outer")
+    outcome = asyncio.run(entry.handler.run({"input": "delete a"}, context))
+    assert isinstance(outcome, Pause)
+    assert [p.call.name for p in outcome.state.pending] == ["delete_file"]
 
 
 def test_inner_requests_name_the_inner_tools_and_one_final_answer_ends_the_stream() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -25,3 +26,44 @@ def test_tool_is_clean(command: list[str]) -> None:
         [sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+PACKAGE = ROOT / "src" / "tooldeck"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+"""A function's lines from ``def`` to its end, its docstring excluded (decorators too)."""
+
+
+def function_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    assert node.end_lineno is not None
+    lines = node.end_lineno - node.lineno + 1
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        assert first.end_lineno is not None
+        lines -= first.end_lineno - first.lineno + 1
+    return lines
+
+
+def test_no_module_or_function_is_too_long_to_read_at_once() -> None:
+    too_long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT)
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            too_long.append(f"{where}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            is_function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            if is_function and function_lines(node) > MAX_FUNCTION_LINES:
+                too_long.append(f"{where}:{node.lineno} {node.name}: {function_lines(node)}")
+    assert too_long == []
+
+
+def test_the_length_rule_counts_a_function_without_its_docstring() -> None:
+    source = 'def f():\n    """Doc\n    string."""\n    a = 1\n    return a\n'
+    (node,) = ast.parse(source).body
+    assert isinstance(node, ast.FunctionDef)
+    assert function_lines(node) == 3

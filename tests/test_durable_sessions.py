@@ -16,7 +16,7 @@ from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, Approve, Message, ScriptedModel, tool
 from tooldeck.durable import DurableAgent
 from tooldeck.errors import SessionConflict, SessionError
-from tooldeck.sessions import SQLiteSession, Turn
+from tooldeck.sessions import SQLiteSession, StoredRun
 from tooldeck.tools.registry import ToolsLike
 
 pytestmark = pytest.mark.usefixtures("launched_dbos")
@@ -87,7 +87,7 @@ async def test_a_replay_starts_from_the_history_it_read_and_commits_once(store: 
     await agent.run("First.", session="chat")
     second = await agent.run("Second.", session="chat")
     other = store.session("chat")
-    await other.append(Turn("elsewhere", (Message.user("x"), Message.user("y"))), after=2)
+    await other.append(StoredRun("elsewhere", (Message.user("x"), Message.user("y"))), after=2)
 
     # Executed again from its model request, as a recovery would: the recorded history is
     # read back (not the session's third turn), and the turn it finds already committed
@@ -155,14 +155,16 @@ async def test_a_session_is_named_by_id_and_opened_where_the_run_executes(store:
 async def test_a_durable_run_stores_its_history_summary_and_the_next_agent_extends_it(
     store: Store,
 ) -> None:
-    from tooldeck.run.history import KeepLastTurns, Summarize
+    from tooldeck.run.history import KeepLastExchanges, Summarize
 
     def agent_with(summaries: list[str], questions: int) -> DurableAgent[Any, Any]:
         model = ScriptedModel([answer(f"answer {n}") for n in range(questions)])
         summariser = ScriptedModel([answer(text) for text in summaries])
-        strategy = Summarize(KeepLastTurns(1), model=summariser)
+        strategy = Summarize(KeepLastExchanges(1), model=summariser)
         name = f"summaries-{uuid.uuid4().hex[:8]}"
-        return DurableAgent(Agent(model, history=strategy), name=name, sessions=store.session)
+        return DurableAgent(
+            Agent(model, history_strategy=strategy), name=name, sessions=store.session
+        )
 
     first = agent_with(["summary of 1"], 3)
     for n in (1, 2, 3):
@@ -171,7 +173,7 @@ async def test_a_durable_run_stores_its_history_summary_and_the_next_agent_exten
 
     later = agent_with(["summary of 1 and 2"], 1)
     again = await later.run("question 4", session="chat")
-    (asked,) = later.agent.history.model.requests  # type: ignore[union-attr]
+    (asked,) = later.agent.history_strategy.model.requests  # type: ignore[union-attr]
     assert "The summary so far:\nsummary of 1\n\n" in asked.messages[0].content
     assert (await store.session("chat").load()).summary == again.history_summary
 

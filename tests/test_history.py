@@ -14,7 +14,7 @@ from tooldeck import Agent, Approve, Message, ModelError, RunResult, ScriptedMod
 from tooldeck.models.base import estimate_tokens
 from tooldeck.models.scripted import RecordedRequest
 from tooldeck.run.events import Event, FinalAnswer
-from tooldeck.run.history import SUMMARY_HEADING, KeepLastTurns, Summarize, TokenBudget
+from tooldeck.run.history import SUMMARY_HEADING, KeepLastExchanges, Summarize, TokenBudget
 from tooldeck.run.middleware import Middleware, ModelCall, RequestContext
 
 FILLER = "lorem ipsum dolor sit amet " * 6
@@ -78,7 +78,7 @@ def user_turns(messages: Sequence[Message]) -> list[str]:
 
 def test_keep_last_turns_sends_the_last_turns_whole_and_keeps_everything() -> None:
     model = chatty_model()
-    agent = Agent(model, [add_numbers], history=KeepLastTurns(2))
+    agent = Agent(model, [add_numbers], history_strategy=KeepLastExchanges(2))
     result = converse(agent, 6)
 
     assert len(result.messages) == 6 * 4  # user, call, result, answer per question
@@ -98,7 +98,7 @@ def test_keep_no_earlier_turn_still_sends_the_whole_current_turn() -> None:
     script = [calls(call("add_numbers", f"c{i}", left=i, right=1)) for i in range(4)]
     model = ScriptedModel([*script, answer("done")])
     earlier = converse(Agent(chatty_model(), [add_numbers]), 2)
-    agent = Agent(model, [add_numbers], history=KeepLastTurns(0))
+    agent = Agent(model, [add_numbers], history_strategy=KeepLastExchanges(0))
     result = agent.run_sync("Count up four times.", history=earlier.messages)
     last = model.requests[-1].messages
     assert last[0] == Message.user("Count up four times.")
@@ -109,7 +109,7 @@ def test_keep_no_earlier_turn_still_sends_the_whole_current_turn() -> None:
 def test_token_budget_keeps_each_request_under_the_budget() -> None:
     model = chatty_model()
     budget = 400
-    agent = Agent(model, [add_numbers], history=TokenBudget(budget))
+    agent = Agent(model, [add_numbers], history_strategy=TokenBudget(budget))
     result = converse(agent, 12)
 
     def size(messages: Sequence[Message]) -> int:
@@ -151,8 +151,8 @@ def summaries() -> ScriptedModel:
 
 def test_summarize_sends_one_summary_in_place_of_the_dropped_turns() -> None:
     model, summariser = chatty_model(), summaries()
-    strategy = Summarize(KeepLastTurns(2), model=summariser)
-    agent = Agent(model, [add_numbers], history=strategy)
+    strategy = Summarize(KeepLastExchanges(2), model=summariser)
+    agent = Agent(model, [add_numbers], history_strategy=strategy)
     result = converse(agent, 5)
 
     # Questions 1-3 need no summary; 4 drops question 1; 5 drops question 2 as well.
@@ -191,16 +191,16 @@ def test_summarize_sends_one_summary_in_place_of_the_dropped_turns() -> None:
 def test_a_summary_given_back_after_a_restart_is_extended_not_made_again() -> None:
     first = converse(Agent(chatty_model(), [add_numbers]), 3)
     summariser = summaries()
-    strategy = Summarize(KeepLastTurns(2), model=summariser)
-    agent = Agent(chatty_model(), [add_numbers], history=strategy)
+    strategy = Summarize(KeepLastExchanges(2), model=summariser)
+    agent = Agent(chatty_model(), [add_numbers], history_strategy=strategy)
     made = agent.run_sync(f"Question 4: {FILLER}", history=first.messages)
     assert made.history_summary is not None
     assert made.history_summary.text == "summary Question 1"
 
     fresh_summariser = summaries()  # a new process: a new strategy, the summary from storage
-    restarted = Summarize(KeepLastTurns(2), model=fresh_summariser)
+    restarted = Summarize(KeepLastExchanges(2), model=fresh_summariser)
     restarted.remember(made.history_summary)
-    again = Agent(chatty_model(), [add_numbers], history=restarted)
+    again = Agent(chatty_model(), [add_numbers], history_strategy=restarted)
     result = again.run_sync(f"Question 5: {FILLER}", history=made.messages)
     (request,) = fresh_summariser.requests
     assert "The summary so far:\nsummary Question 1" in request.messages[0].content
@@ -211,10 +211,10 @@ def test_a_summary_given_back_after_a_restart_is_extended_not_made_again() -> No
 
 def test_a_paused_run_resumes_with_its_summary_without_asking_again() -> None:
     summariser = summaries()
-    strategy = Summarize(KeepLastTurns(1), model=summariser)
+    strategy = Summarize(KeepLastExchanges(1), model=summariser)
     earlier = converse(Agent(chatty_model(), [add_numbers]), 2)
     model = chatty_model("double_checked")
-    paused = Agent(model, [double_checked], history=strategy).run_sync(
+    paused = Agent(model, [double_checked], history_strategy=strategy).run_sync(
         f"Question 3: {FILLER}", history=earlier.messages
     )
     assert paused.stop_reason == "paused"
@@ -225,7 +225,9 @@ def test_a_paused_run_resumes_with_its_summary_without_asking_again() -> None:
     checkpoint = paused.checkpoint.to_json()  # another process: a new agent and strategy
     other_summariser = summaries()
     resuming = Agent(
-        model, [double_checked], history=Summarize(KeepLastTurns(1), model=other_summariser)
+        model,
+        [double_checked],
+        history_strategy=Summarize(KeepLastExchanges(1), model=other_summariser),
     )
     result = resuming.resume_sync(checkpoint, {"c3": Approve()})
     assert result.answer.startswith("The result is 6.")
@@ -235,8 +237,8 @@ def test_a_paused_run_resumes_with_its_summary_without_asking_again() -> None:
 
 def test_an_empty_summary_stops_the_run_with_a_model_error() -> None:
     earlier = converse(Agent(chatty_model(), [add_numbers]), 2)
-    strategy = Summarize(KeepLastTurns(0), model=ScriptedModel([answer("")]))
-    agent = Agent(chatty_model(), [add_numbers], history=strategy)
+    strategy = Summarize(KeepLastExchanges(0), model=ScriptedModel([answer("")]))
+    agent = Agent(chatty_model(), [add_numbers], history_strategy=strategy)
     with pytest.raises(ModelError) as stopped:
         agent.run_sync(f"Question 3: {FILLER}", history=earlier.messages)
     assert str(stopped.value) == (
@@ -248,20 +250,20 @@ def test_an_empty_summary_stops_the_run_with_a_model_error() -> None:
 
 
 def test_bad_strategies_are_refused_with_what_to_write() -> None:
-    with pytest.raises(ValueError, match=r"KeepLastTurns needs a number of turns >= 0, got -1"):
-        KeepLastTurns(-1)
+    with pytest.raises(ValueError, match=r"KeepLastExchanges needs a number of exchanges >= 0"):
+        KeepLastExchanges(-1)
     with pytest.raises(ValueError, match=r"TokenBudget needs max_tokens >= 1, got 0"):
         TokenBudget(0)
     with pytest.raises(TypeError) as nested:
-        Summarize(Summarize(KeepLastTurns(1)))  # type: ignore[arg-type]
+        Summarize(Summarize(KeepLastExchanges(1)))  # type: ignore[arg-type]
     assert str(nested.value) == (
-        "Summarize(keep=...) takes KeepLastTurns(...) or TokenBudget(...), "
-        "got Summarize(KeepLastTurns(1))"
+        "Summarize(keep=...) takes KeepLastExchanges(...) or TokenBudget(...), "
+        "got Summarize(KeepLastExchanges(1))"
     )
     with pytest.raises(TypeError) as messages:
-        Agent(ScriptedModel([]), history=[Message.user("hi")])  # type: ignore[arg-type]
+        Agent(ScriptedModel([]), history_strategy=[Message.user("hi")])  # type: ignore[arg-type]
     assert str(messages.value) == (
-        "history must be a history strategy such as KeepLastTurns(10), got "
+        "history_strategy must be a history strategy such as KeepLastExchanges(10), got "
         "[Message(role='user', content='hi', tool_calls=(), tool_call_id=None, "
         "provider_items=())] (a run's earlier messages go to run(..., history=...))"
     )
@@ -279,7 +281,7 @@ class SeenByMiddleware(Middleware):
 def test_middleware_sees_what_the_strategy_sends() -> None:
     watcher = SeenByMiddleware()
     model = chatty_model()
-    agent = Agent(model, [add_numbers], history=KeepLastTurns(1), middleware=[watcher])
+    agent = Agent(model, [add_numbers], history_strategy=KeepLastExchanges(1), middleware=[watcher])
     converse(agent, 3)
     assert watcher.seen[-2:] == [["Question 2", "Question 3"]] * 2
     assert [user_turns(r.messages) for r in model.requests] == watcher.seen
@@ -288,7 +290,7 @@ def test_middleware_sees_what_the_strategy_sends() -> None:
 def test_a_streamed_run_sends_what_the_strategy_keeps() -> None:
     model = chatty_model()
     earlier = converse(Agent(model, [add_numbers]), 3)
-    agent = Agent(model, [add_numbers], history=KeepLastTurns(1))
+    agent = Agent(model, [add_numbers], history_strategy=KeepLastExchanges(1))
 
     async def stream() -> list[Event]:
         prompt = f"Question 4: {FILLER}"
@@ -308,7 +310,7 @@ async def test_a_long_conversation_in_a_session_stays_under_the_budget_and_keeps
 ) -> None:
     model = chatty_model()
     budget = 400
-    agent = Agent(model, [add_numbers], history=TokenBudget(budget))
+    agent = Agent(model, [add_numbers], history_strategy=TokenBudget(budget))
     for number in range(1, 13):
         await agent.run(f"Question {number}: {FILLER}", session=store.session("long"))
 

@@ -21,8 +21,7 @@ from tooldeck import Agent, AssistantOutput, Limits, RunResult, ScriptedModel, T
 from tooldeck.cli.display import Console, RunDisplay
 from tooldeck.errors import CheckpointError, LimitExceeded, ToolExecutionError
 from tooldeck.models.base import TextChunk, ToolCallChunk
-from tooldeck.results import Checkpoint
-from tooldeck.run.checkpoint import Approve, Reject
+from tooldeck.results import Approve, Checkpoint, Reject
 from tooldeck.run.events import FinalAnswer, TextDelta, ToolCallDelta
 
 

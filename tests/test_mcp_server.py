@@ -16,6 +16,7 @@ from mcp import Client
 
 from _mcp import EXAMPLE_SERVER, ROOT, SLOW, example_registry, free_port, http_server, npm_command
 from tooldeck import RunContext, ToolRegistry, external_tool, tool
+from tooldeck.serve.mcp import mcp_server
 from tooldeck.tools.mcp import MCPToolset
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -83,7 +84,7 @@ async def call_text(client: Client, name: str, arguments: dict[str, Any]) -> tup
 
 
 async def test_tools_are_listed_with_the_schema_a_model_sees() -> None:
-    async with Client(registry.to_mcp_server(name="tests")) as client:
+    async with Client(mcp_server(registry, name="tests")) as client:
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert list(listed) == ["add", "broken", "who", "slow", "wait_for_release", "release"]
     for name, served in listed.items():
@@ -95,7 +96,7 @@ async def test_tools_are_listed_with_the_schema_a_model_sees() -> None:
 
 
 async def test_approval_tools_only_when_allowed_and_external_tools_never() -> None:
-    server = registry.to_mcp_server(name="tests", allow_approval_tools=True)
+    server = mcp_server(registry, name="tests", allow_approval_tools=True)
     async with Client(server) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
         assert await call_text(client, "delete_all", {}) == (False, "deleted")
@@ -104,7 +105,7 @@ async def test_approval_tools_only_when_allowed_and_external_tools_never() -> No
 
 
 async def test_calls_are_validated_and_fail_with_tooldeck_observations() -> None:
-    async with Client(registry.to_mcp_server(name="tests", deps="ops")) as client:
+    async with Client(mcp_server(registry, name="tests", deps="ops")) as client:
         assert await call_text(client, "add", {"a": 2, "b": 40}) == (False, "42")
         assert await call_text(client, "add", {"a": 2, "b": 40, "c": 1}) == (
             True,
@@ -136,7 +137,7 @@ async def test_calls_are_validated_and_fail_with_tooldeck_observations() -> None
 async def test_exception_text_only_with_include_error_details(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    server = registry.to_mcp_server(name="tests", include_error_details=True)
+    server = mcp_server(registry, name="tests", include_error_details=True)
     async with Client(server) as client:
         assert await call_text(client, "broken", {}) == (
             True,
@@ -150,7 +151,7 @@ async def test_exception_text_only_with_include_error_details(
 
 async def test_a_sync_tool_does_not_block_the_server() -> None:
     released.clear()
-    async with Client(registry.to_mcp_server(name="tests")) as client:
+    async with Client(mcp_server(registry, name="tests")) as client:
         waiting = asyncio.create_task(call_text(client, "wait_for_release", {}))
         await asyncio.sleep(0.1)
         assert await call_text(client, "release", {}) == (False, "done")

@@ -48,7 +48,7 @@ def test_every_error_class_is_importable_from_tooldeck_errors() -> None:
         ("resolve_model", "tooldeck.models.resolve"),
         ("SQLiteSession", "tooldeck.sessions"),
         ("SessionConflict", "tooldeck.errors"),
-        ("KeepLastTurns", "tooldeck.run.history"),
+        ("KeepLastExchanges", "tooldeck.run.history"),
         ("RunLog", "tooldeck.runlog"),
         ("DurableAgent", "tooldeck.durable"),
         ("MCPToolset", "tooldeck.tools.mcp"),
@@ -92,3 +92,61 @@ def test_importing_tooldeck_loads_neither_pydantic_nor_asyncio() -> None:
     code = "import sys, tooldeck; print('pydantic' in sys.modules, 'asyncio' in sys.modules)"
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert shown.stdout.split() == ["False", "False"], shown.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "name"),
+    [
+        ("tooldeck.loop", "tooldeck.run.agent", "Agent"),
+        ("tooldeck.contracts", "tooldeck.messages", "ToolCall"),
+        ("tooldeck.contracts", "tooldeck.results", "RunResult"),
+        ("tooldeck.policy", "tooldeck.run.policy", "Limits"),
+        ("tooldeck.checkpoint", "tooldeck.run.checkpoint", "call_digest"),
+        ("tooldeck.events", "tooldeck.run.events", "NestedEvent"),
+        ("tooldeck.middleware", "tooldeck.run.middleware", "Middleware"),
+        ("tooldeck.history", "tooldeck.run.history", "Summarize"),
+        ("tooldeck.output", "tooldeck.run.output", "OutputSchema"),
+        ("tooldeck.demo", "tooldeck.cli.demo", "demo_agent"),
+    ],
+)
+def test_an_old_module_path_imports_as_the_one_it_became_with_a_warning(
+    old: str, new: str, name: str
+) -> None:
+    code = (
+        "import importlib, warnings\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    old = importlib.import_module({old!r})\n"
+        f"new = importlib.import_module({new!r})\n"
+        f"assert getattr(old, {name!r}) is getattr(new, {name!r})\n"
+        "print(caught[0].category.__name__, caught[0].message)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"DeprecationWarning {old} moved to ")
+    assert new in done.stdout
+
+
+def test_renamed_names_keep_working_with_a_deprecation_warning() -> None:
+    from tooldeck import Agent, ScriptedModel
+    from tooldeck.messages import Message
+    from tooldeck.run import history
+    from tooldeck.sessions import StoredRun
+
+    with pytest.warns(DeprecationWarning, match="KeepLastTurns is now KeepLastExchanges"):
+        old = history.KeepLastTurns(2)
+    assert isinstance(old, history.KeepLastExchanges)
+    assert old.turns == 2
+    with pytest.warns(DeprecationWarning, match=r"Agent\(history=...\) is now Agent\(history_s"):
+        agent = Agent(ScriptedModel([]), history=old)
+    assert agent.history_strategy is old
+    with pytest.warns(DeprecationWarning, match="tooldeck.sessions.Turn is now StoredRun"):
+        assert tooldeck.sessions.Turn is StoredRun
+    with pytest.warns(DeprecationWarning, match="current_turn is now current_exchange"):
+        assert history.current_turn([Message.user("a"), Message.user("b")]) == 1
+
+
+def test_a_registry_says_where_its_mcp_server_went() -> None:
+    registry = tooldeck.ToolRegistry()
+    with pytest.raises(AttributeError, match=r"tooldeck\.serve\.mcp\.mcp_server\(registry"):
+        registry.to_mcp_server(name="x")  # type: ignore[attr-defined]

@@ -318,7 +318,7 @@ def test_runs_filter_by_tool_by_failure_and_by_limit(log: RunLog) -> None:
 
 def test_an_agent_without_a_run_log_streams_the_loop_itself() -> None:
     stream = Agent(ScriptedModel([answer("hi")])).stream("hello")
-    assert stream.ag_code.co_name == "_drive"  # no wrapper
+    assert stream.ag_code.co_name == "drive"  # no wrapper
     asyncio.run(stream.aclose())
 
 

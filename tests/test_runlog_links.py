@@ -191,7 +191,7 @@ def test_a_traced_run_is_logged_too_and_a_history_strategys_count_reaches_the_mo
         [word_count],
         run_log=log,
         instrument=Instrumentation(tracer_provider=provider),
-        history=TokenBudget(10_000),
+        history_strategy=TokenBudget(10_000),
     )
     result = agent.run_sync("Count.")
     provider.shutdown()

@@ -17,9 +17,9 @@ from _stores import Store, execute
 from helpers import answer
 from tooldeck import Agent, Message, ScriptedModel
 from tooldeck.errors import SessionConflict, SessionError
-from tooldeck.sessions import PostgresSession, SQLiteSession, Turn
+from tooldeck.sessions import PostgresSession, SQLiteSession, StoredRun
 
-HELLO = Turn("r1", (Message.user("hello"),))
+HELLO = StoredRun("r1", (Message.user("hello"),))
 
 
 async def pragma(session: SQLiteSession, name: str) -> object:

@@ -10,7 +10,7 @@ import pytest
 from helpers import answer, call, calls
 from tooldeck import Agent, Approve, Checkpoint, ScriptedModel, tool
 from tooldeck.errors import CheckpointError, SessionConflict
-from tooldeck.sessions import History, Session, Turn
+from tooldeck.sessions import History, Session, StoredRun
 
 
 class MemorySession:
@@ -18,7 +18,7 @@ class MemorySession:
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        self.entries: list[tuple[str, Turn | None]] = []  # (kind, turn)
+        self.entries: list[tuple[str, StoredRun | None]] = []  # (kind, turn)
         self._lock = asyncio.Lock()
 
     async def load(self) -> History:
@@ -27,7 +27,7 @@ class MemorySession:
         )
         return History(messages, len(self.entries), await self.pending())
 
-    async def append(self, turn: Turn, *, after: int) -> int:
+    async def append(self, turn: StoredRun, *, after: int) -> int:
         async with self._lock:
             if after != len(self.entries):
                 raise SessionConflict(f"session {self.session_id!r} moved past entry {after}")

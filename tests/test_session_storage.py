@@ -14,7 +14,7 @@ from helpers import answer, call, calls
 from tooldeck import Agent, AssistantOutput, Limits, Message, ScriptedModel, ToolCall, tool
 from tooldeck.errors import SessionError
 from tooldeck.run.repair import repair
-from tooldeck.sessions import Turn
+from tooldeck.sessions import StoredRun
 
 INTERRUPTED = (
     "error[interrupted]: the result of this call was lost: the run stopped before it was "
@@ -162,7 +162,7 @@ async def test_a_database_from_a_newer_tooldeck_is_refused(store: Store) -> None
 
 async def test_an_entry_written_by_a_newer_tooldeck_is_refused(store: Store) -> None:
     session = store.session()
-    await session.append(Turn("r1", (Message.user("hi"),)), after=0)
+    await session.append(StoredRun("r1", (Message.user("hi"),)), after=0)
     execute(store, "UPDATE tooldeck_session_log SET schema_version = 3")
 
     with pytest.raises(SessionError, match="schema version 3, newer than this tooldeck reads"):
@@ -171,9 +171,9 @@ async def test_an_entry_written_by_a_newer_tooldeck_is_refused(store: Store) -> 
 
 async def test_a_session_object_loads_what_others_wrote_and_cleared_since(store: Store) -> None:
     reader, writer = store.session(), store.session()
-    await writer.append(Turn("r1", (Message.user("one"),)), after=0)
+    await writer.append(StoredRun("r1", (Message.user("one"),)), after=0)
     assert [m.content for m in (await reader.load()).messages] == ["one"]
-    await writer.append(Turn("r2", (Message.user("two"),)), after=1)
+    await writer.append(StoredRun("r2", (Message.user("two"),)), after=1)
     assert [m.content for m in (await reader.load()).messages] == ["one", "two"]
     await writer.clear()
     assert (await reader.load()).messages == ()
@@ -181,7 +181,7 @@ async def test_a_session_object_loads_what_others_wrote_and_cleared_since(store:
 
 async def test_a_log_rewritten_by_hand_is_read_again_in_full(store: Store) -> None:
     session = store.session()
-    await session.append(Turn("r1", (Message.user("before"),)), after=0)
+    await session.append(StoredRun("r1", (Message.user("before"),)), after=0)
     await session.load()
     execute(store, "DELETE FROM tooldeck_session_log")
     execute(
@@ -199,7 +199,7 @@ async def test_a_log_rewritten_by_hand_is_read_again_in_full(store: Store) -> No
 
 async def test_a_database_of_schema_1_gains_the_summary_table_when_opened(store: Store) -> None:
     setup = store.session("old")
-    await setup.append(Turn("r1", (Message.user("kept"),)), after=0)
+    await setup.append(StoredRun("r1", (Message.user("kept"),)), after=0)
     await setup.aclose()
     execute(store, "DROP TABLE tooldeck_session_summary")  # as tooldeck's schema 1 was
     execute(store, "UPDATE tooldeck_session_log SET schema_version = 1")
@@ -214,11 +214,13 @@ async def test_a_database_of_schema_1_gains_the_summary_table_when_opened(store:
 
 def _summarising_agent(summaries: list[str], questions: int) -> Agent[None]:
     """An agent that keeps one earlier turn and summarises the rest with ``summaries``."""
-    from tooldeck.run.history import KeepLastTurns, Summarize
+    from tooldeck.run.history import KeepLastExchanges, Summarize
 
     answers = [answer(f"answer {n}") for n in range(1, questions + 1)]
     summariser = ScriptedModel([answer(text) for text in summaries])
-    return Agent(ScriptedModel(answers), history=Summarize(KeepLastTurns(1), model=summariser))
+    return Agent(
+        ScriptedModel(answers), history_strategy=Summarize(KeepLastExchanges(1), model=summariser)
+    )
 
 
 async def test_a_history_summary_is_stored_with_its_turn_and_not_asked_again(
@@ -236,7 +238,7 @@ async def test_a_history_summary_is_stored_with_its_turn_and_not_asked_again(
     assert (await session.load()).summary == result.history_summary
     again = await later.run("question 4", session=session)
 
-    summariser = later.history.model  # type: ignore[union-attr]
+    summariser = later.history_strategy.model  # type: ignore[union-attr]
     (asked,) = summariser.requests  # only the new turn is summarised, on top of the stored
     assert "The summary so far:\nsummary of 1\n\nThe conversation:\nuser: question 2" in (
         asked.messages[0].content
@@ -291,7 +293,7 @@ class _Decodes:
 async def _three_turns(store: Store, session_id: str) -> None:
     writer = store.session(session_id)
     for seq, text in enumerate(("one", "two", "three")):
-        await writer.append(Turn(f"run-{text}", (Message.user(text),)), after=seq)
+        await writer.append(StoredRun(f"run-{text}", (Message.user(text),)), after=seq)
     await writer.aclose()
 
 
@@ -305,7 +307,7 @@ async def test_a_new_session_object_decodes_only_what_was_added_since(
     assert decodes.counts == []  # written by this process: nothing to decode
 
     other = store.session("chat")  # a request handler's own object, say
-    await other.append(Turn("run-four", (Message.user("four"),)), after=3)
+    await other.append(StoredRun("run-four", (Message.user("four"),)), after=3)
     execute(
         store,
         "INSERT INTO tooldeck_session_log VALUES ('chat', 5, 'run-five', 'turn', ?, 2, 0)",
@@ -363,7 +365,7 @@ def test_a_forked_child_loads_even_if_a_thread_held_the_cache_at_the_fork(
 
     async def write() -> SQLiteSession:
         session = SQLiteSession(path, "forked")
-        await session.append(Turn("r1", (Message.user("before the fork"),)), after=0)
+        await session.append(StoredRun("r1", (Message.user("before the fork"),)), after=0)
         return session
 
     session = asyncio.run(write())

@@ -20,7 +20,7 @@ from tooldeck import (
     tool,
 )
 from tooldeck.errors import CheckpointError, LimitExceeded, SessionConflict
-from tooldeck.sessions import Session, Turn
+from tooldeck.sessions import Session, StoredRun
 
 
 @tool
@@ -229,7 +229,7 @@ async def test_a_run_after_another_committed_gets_a_conflict_with_its_result(
     started = await first.load()
     await Agent(ScriptedModel([answer("first")])).run("one", session=second)
 
-    late = Turn("late-run", messages=(Message.user("two"),))
+    late = StoredRun("late-run", messages=(Message.user("two"),))
     with pytest.raises(SessionConflict) as conflict:
         await first.append(late, after=started.head)
 
@@ -255,7 +255,7 @@ async def test_clear_forgets_the_history_and_a_pending_pause(store: Store) -> No
     assert cleared.pending is None
     assert cleared.head == before_clear.head + 2  # numbering goes on: no entry number reused
     with pytest.raises(SessionConflict):
-        await session.append(Turn("stale", (Message.user("x"),)), after=before_clear.head)
+        await session.append(StoredRun("stale", (Message.user("x"),)), after=before_clear.head)
     assert (await agent.run("fresh start", session=session)).answer == "b"
 
 

@@ -29,15 +29,15 @@ if TYPE_CHECKING:  # `as` re-exports each name for type checkers; at run time th
     from tooldeck.models.base import ModelSettings as ModelSettings
     from tooldeck.models.scripted import ScriptedModel as ScriptedModel
     from tooldeck.observe import instrument as instrument
+    from tooldeck.results import Approve as Approve
     from tooldeck.results import Checkpoint as Checkpoint
     from tooldeck.results import PendingCall as PendingCall
+    from tooldeck.results import Reject as Reject
     from tooldeck.results import RunResult as RunResult
     from tooldeck.results import StopReason as StopReason
     from tooldeck.results import ToolTrace as ToolTrace
     from tooldeck.run.agent import Agent as Agent
     from tooldeck.run.agent import run_agent as run_agent
-    from tooldeck.run.checkpoint import Approve as Approve
-    from tooldeck.run.checkpoint import Reject as Reject
     from tooldeck.run.events import Event as Event
     from tooldeck.run.events import FinalAnswer as FinalAnswer
     from tooldeck.run.events import ModelRequest as ModelRequest
@@ -86,8 +86,8 @@ _EXPORTS: dict[str, str] = {
     "ToolTrace": "tooldeck.results",
     "ToolResult": "tooldeck.messages",
     # pausing for a person or the application
-    "Approve": "tooldeck.run.checkpoint",
-    "Reject": "tooldeck.run.checkpoint",
+    "Approve": "tooldeck.results",
+    "Reject": "tooldeck.results",
     "PendingCall": "tooldeck.results",
     "Checkpoint": "tooldeck.results",
     # events of a streamed run
@@ -135,8 +135,12 @@ _MOVED: dict[str, str] = {
         ],
         "tooldeck.errors",
     ),
-    **dict.fromkeys(("PostgresSession", "SQLiteSession", "Session"), "tooldeck.sessions"),
-    **dict.fromkeys(("KeepLastTurns", "Summarize", "TokenBudget"), "tooldeck.run.history"),
+    **dict.fromkeys(
+        ("PostgresSession", "SQLiteSession", "Session", "StoredRun"), "tooldeck.sessions"
+    ),
+    **dict.fromkeys(
+        ("KeepLastExchanges", "KeepLastTurns", "Summarize", "TokenBudget"), "tooldeck.run.history"
+    ),
     "RunLog": "tooldeck.runlog",
     "DurableAgent": "tooldeck.durable",
     "MCPToolset": "tooldeck.tools.mcp",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -176,6 +177,30 @@ class PendingCall(BaseModel):
         return "/".join((*self.call_ids, self.call.id))
 
 
+@dataclass(frozen=True, slots=True)
+class Approve:
+    """Run the pending call as stored, or with ``arguments`` edited by the person."""
+
+    arguments: dict[str, Any] | None = None
+    """Replacement arguments, validated again against the tool's schema before it runs."""
+    by: str = ""
+    """Who decided (a user name, "cli", "policy"...), for the run log."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Do not run the call; the model reads ``error[rejected]: <message>``."""
+
+    message: str = ""
+    """Why, in words the model can act on (a default line when empty)."""
+    by: str = ""
+    """Who decided, for the run log."""
+
+
+Decision = Approve | Reject | ToolResult
+"""What the application says about one pending call (a ToolResult: an external call's outcome)."""
+
+
 class RunCounters(BaseModel):
     """What the run policy has counted so far, as a checkpoint keeps it."""
 
@@ -251,7 +276,7 @@ class Checkpoint(BaseModel):
     counters: RunCounters
     turn: PausedTurn
     history_summary: HistorySummary | None = None
-    """The summary of the earlier conversation, with ``Agent(history=Summarize(...))``."""
+    """The summary of the earlier conversation, with ``Agent(history_strategy=Summarize(...))``."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 

@@ -14,8 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TextIO
 
 from tooldeck.cli.display import call_text
-from tooldeck.results import PendingCall
-from tooldeck.run.checkpoint import Approve, Decision, Reject
+from tooldeck.results import Approve, Decision, PendingCall, Reject
 
 _CHOICES = "[y]es / [n]o / [a]lways this tool / [e]dit"
 _NO_TERMINAL = "nobody was at the terminal to approve this call"

@@ -7,11 +7,11 @@ import concurrent.futures
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any, Generic
+from typing import Any, Generic, TypedDict
 
 from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
 from dbos import error as dbos_errors
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar, Unpack
 
 from tooldeck.durable._pauses import LocalPauses, current_pause, portable, publish, receive, send
 from tooldeck.durable._pauses import watch as watch_pause
@@ -20,16 +20,32 @@ from tooldeck.durable._steps import DurableModel, durable_entries, reserved_step
 from tooldeck.errors import RunStopped
 from tooldeck.messages import Message
 from tooldeck.models.base import Model
-from tooldeck.results import RunResult
+from tooldeck.results import Decision, RunResult
 from tooldeck.run._sync import run_sync
 from tooldeck.run.agent import Agent
-from tooldeck.run.checkpoint import Decision
 from tooldeck.run.history import give_back
-from tooldeck.run.observer import SESSION_ID
 from tooldeck.sessions import Session
 
 DepsT = TypeVar("DepsT", default=Any)
 OutputT = TypeVar("OutputT", default=str)
+
+
+class DurableRunArgs(TypedDict, total=False):
+    """The keyword options of a durable run (``run``, ``run_sync``, ``start``,
+    ``start_async``): like ``RunArgs``, but what cannot be stored is named."""
+
+    deps: str | None
+    """The name of the run's deps (a key of ``DurableAgent(deps=...)``); the process that
+    executes the run builds them."""
+    history: Sequence[Message]
+    """An earlier conversation to continue; not with ``session``."""
+    run_id: str | None
+    """The workflow id (random by default): starting an id again joins that run."""
+    session: str | None
+    """A session id (opened by ``DurableAgent(sessions=...)`` where the run executes): the
+    run starts from its history, read once, and commits its turn when it ends — after its
+    pauses — or raises SessionConflict if another run committed first."""
+
 
 DepsSource = Mapping[str, DepsT] | Callable[[str], DepsT]
 """Where a worker finds a run's deps by name: a mapping, or a function of the name."""
@@ -94,26 +110,12 @@ class DurableAgent(Generic[DepsT, OutputT]):
 
         return DBOS.workflow(name=f"tooldeck.run:{self.name}")(tooldeck_run)
 
-    async def run(
-        self,
-        prompt: str,
-        *,
-        deps: str | None = None,
-        history: Sequence[Message] = (),
-        run_id: str | None = None,
-        session: str | None = None,
-    ) -> RunResult[OutputT]:
+    async def run(self, prompt: str, **options: Unpack[DurableRunArgs]) -> RunResult[OutputT]:
         """Run as a workflow until the model answers or the run pauses (then it waits,
-        durably, for ``resume``); a RunStopped is raised as by ``Agent.run``.
-
-        ``deps`` names the deps (a key of ``DurableAgent(deps=...)``); ``run_id`` is the
-        workflow id (random by default): starting an id again joins that run. ``session``
-        is a session id (opened by ``DurableAgent(sessions=...)`` where the run executes):
-        the run starts from that session's history, read once, and commits its turn when it
-        ends — after its pauses — or raises SessionConflict if another run committed first.
-        """
-        run_id = run_id or uuid.uuid4().hex
-        args = self._arguments(prompt, history, deps, session)
+        durably, for ``resume``); a RunStopped is raised as by ``Agent.run``. ``options``:
+        see ``DurableRunArgs`` (``deps`` and ``session`` by name)."""
+        run_id = options.get("run_id") or uuid.uuid4().hex
+        args = self._arguments(prompt, options)
         told = self._pauses.expect(run_id, 1)
         try:
             with _launched(self.name), SetWorkflowID(run_id):
@@ -122,33 +124,22 @@ class DurableAgent(Generic[DepsT, OutputT]):
         finally:
             self._pauses.forget(run_id, 1)
 
-    def run_sync(
-        self,
-        prompt: str,
-        *,
-        deps: str | None = None,
-        history: Sequence[Message] = (),
-        run_id: str | None = None,
-        session: str | None = None,
-    ) -> RunResult[OutputT]:
+    def run_sync(self, prompt: str, **options: Unpack[DurableRunArgs]) -> RunResult[OutputT]:
         """``run()`` for synchronous code."""
-        run = self.run(prompt, deps=deps, history=history, run_id=run_id, session=session)
-        return run_sync(run, lane=_LANE)
+        return run_sync(self.run(prompt, **options), lane=_LANE)
 
     def start(
         self,
         prompt: str,
         *,
-        deps: str | None = None,
-        history: Sequence[Message] = (),
-        run_id: str | None = None,
         queue: Queue | str | None = None,
-        session: str | None = None,
+        **options: Unpack[DurableRunArgs],
     ) -> WorkflowHandle[RunResult[OutputT]]:
         """Start the run and return DBOS's handle at once (``get_workflow_id()``,
         ``get_result()`` waits for the end, through any pauses). With ``queue`` the run
         waits on that DBOS queue for a worker (``DBOS.register_queue(name, ...)``)."""
-        args = self._arguments(prompt, history, deps, session)
+        args = self._arguments(prompt, options)
+        run_id = options.get("run_id")
         with _launched(self.name), SetWorkflowID(run_id) if run_id else nullcontext():
             if queue is None:
                 return DBOS.start_workflow(self._workflow, *args)
@@ -158,14 +149,12 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self,
         prompt: str,
         *,
-        deps: str | None = None,
-        history: Sequence[Message] = (),
-        run_id: str | None = None,
         queue: Queue | str | None = None,
-        session: str | None = None,
+        **options: Unpack[DurableRunArgs],
     ) -> WorkflowHandleAsync[RunResult[OutputT]]:
         """``start()`` for async code (without a queue the run executes on this loop)."""
-        args = self._arguments(prompt, history, deps, session)
+        args = self._arguments(prompt, options)
+        run_id = options.get("run_id")
         with _launched(self.name), SetWorkflowID(run_id) if run_id else nullcontext():
             if queue is None:
                 return await DBOS.start_workflow_async(self._workflow, *args)
@@ -211,25 +200,32 @@ class DurableAgent(Generic[DepsT, OutputT]):
         reserved_steps.set({})
         deps = self._resolve(key)
         if session_id is None:
-            return await self._run_and_wait(prompt, history, deps, run_id)
+            return await self._run_and_wait(prompt, history, deps, run_id, None)
         session = self._open_session(session_id)
-        named = SESSION_ID.set(session_id)  # the run log notes the run's session
         try:
             loaded = await load_history(self.name, session)
-            give_back(self._twin.history, loaded.summary)
-            result = await self._run_and_wait(prompt, loaded.messages, deps, run_id)
+            give_back(self._twin.history_strategy, loaded.summary)
+            result = await self._run_and_wait(prompt, loaded.messages, deps, run_id, session_id)
             await commit_turn(self.name, session, result, loaded)
             return result
         finally:
-            SESSION_ID.reset(named)
             await session.aclose()
 
     async def _run_and_wait(
-        self, prompt: str, history: tuple[Message, ...], deps: DepsT | None, run_id: str
+        self,
+        prompt: str,
+        history: tuple[Message, ...],
+        deps: DepsT | None,
+        run_id: str,
+        session_id: str | None,
     ) -> RunResult[OutputT]:
-        """Run, and wait durably through each pause for its decisions, until the end."""
+        """Run, and wait durably through each pause for its decisions, until the end (the
+        run log notes ``session_id``, the session the run's history came from)."""
+        twin = self._twin
         try:
-            result = await self._twin.run(prompt, deps=deps, history=history, run_id=run_id)
+            result = await twin.run(
+                prompt, deps=deps, history=history, run_id=run_id, session_id=session_id
+            )
             pause = 0
             while result.checkpoint is not None:
                 pause += 1
@@ -237,18 +233,26 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 await publish(pause, paused)
                 self._pauses.paused(run_id, pause, paused)
                 decisions = await receive(pause, result.checkpoint)
-                result = await self._twin.resume(result.checkpoint, decisions, deps=deps)
+                result = await twin.resume(
+                    result.checkpoint, decisions, deps=deps, session_id=session_id
+                )
         except RunStopped as stopped:
             if stopped.result is not None:
                 stopped.result = portable(stopped.result)
             raise
         return portable(result)
 
-    def _arguments(
-        self, prompt: str, history: Sequence[Message], deps: object, session: object
-    ) -> tuple[Any, ...]:
+    def _arguments(self, prompt: str, options: DurableRunArgs) -> tuple[Any, ...]:
         """The workflow's arguments, checked before anything starts."""
-        key = self._deps_key(deps)
+        unknown = set(options) - set(DurableRunArgs.__annotations__)
+        if unknown:
+            raise TypeError(
+                f"unknown durable run option(s) {', '.join(map(repr, sorted(unknown)))}; the "
+                f"options are: {', '.join(DurableRunArgs.__annotations__)}"
+            )
+        key = self._deps_key(options.get("deps"))
+        history = tuple(options.get("history") or ())
+        session = options.get("session")
         if session is None:
             return (prompt, tuple(history), key)
         if not isinstance(session, str) or not session:

@@ -20,8 +20,8 @@ from typing import Any
 from dbos import DBOS
 
 from tooldeck.errors import CheckpointError
-from tooldeck.results import Checkpoint, RecordedError, RunResult
-from tooldeck.run.checkpoint import Decision, check_decisions, verify
+from tooldeck.results import Checkpoint, Decision, RecordedError, RunResult
+from tooldeck.run.checkpoint import check_decisions, verify
 
 DECISIONS_TOPIC = "tooldeck.decisions"
 WAITING_EVENT = "tooldeck.waiting"

@@ -17,7 +17,7 @@ from tooldeck.errors import SessionConflict, SessionError
 from tooldeck.messages import Message
 from tooldeck.results import HistorySummary, RunResult
 from tooldeck.run.repair import repair
-from tooldeck.sessions import Session, Turn
+from tooldeck.sessions import Session, StoredRun
 
 SessionSource = Callable[[str], Session]
 """How a worker opens a run's session by its id (e.g. ``lambda id: SQLiteSession(path, id)``)."""
@@ -51,7 +51,7 @@ async def commit_turn(
     another run stored one first; the error carries the run's result)."""
     options: StepOptions = {"name": f"{agent_name}.session.commit"}
     new = result.messages[len(loaded.messages) :]
-    turn = Turn(result.run_id, messages=new, summary=result.history_summary)
+    turn = StoredRun(result.run_id, messages=new, summary=result.history_summary)
     try:
         await DBOS.run_step_async(options, _commit, session, turn, loaded)
     except SessionError as error:
@@ -71,7 +71,7 @@ async def _load(session: Session) -> Loaded:
     return Loaded(repair(messages), history.head, len(messages), history.summary)
 
 
-async def _commit(session: Session, turn: Turn, loaded: Loaded) -> None:
+async def _commit(session: Session, turn: StoredRun, loaded: Loaded) -> None:
     try:
         await session.append(turn, after=loaded.head)
     except SessionConflict:
@@ -79,7 +79,7 @@ async def _commit(session: Session, turn: Turn, loaded: Loaded) -> None:
             raise
 
 
-async def _stored_already(session: Session, turn: Turn, loaded: Loaded) -> bool:
+async def _stored_already(session: Session, turn: StoredRun, loaded: Loaded) -> bool:
     """Whether the turn after the loaded head is this very turn: an earlier execution of
     this step wrote it, and its process died before DBOS recorded the step as done."""
     history = await session.load()

@@ -31,10 +31,11 @@ from tooldeck.errors import ErrorCode, ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.results import RecordedError
-from tooldeck.run.agent_tool import AgentTool
+from tooldeck.run.agent_tool import NestingHandler
 from tooldeck.run.calls.texts import timeout_text
 from tooldeck.tools.context import RunContext
-from tooldeck.tools.registry import EntryWrapper, ToolEntry, ToolHandler
+from tooldeck.tools.handler import HandlerOutput, ToolHandler, ToolOutcome
+from tooldeck.tools.registry import EntryWrapper, ToolEntry
 
 CallSteps = dict[tuple[str, str], list[StepReservation]]
 """(agent name, call id) -> the step ids reserved for the call (a list: a model may reuse an
@@ -180,7 +181,7 @@ class DurableHandler:
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return self.inner.validate(arguments)
 
-    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str | ToolResult:
+    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> HandlerOutput:
         options: StepOptions = {
             "name": f"{self.agent_name}.tool:{context.tool_name}:{context.call_id}"
         }
@@ -189,19 +190,21 @@ class DurableHandler:
             return await DBOS.run_step_async(options, self._call, arguments, context)
         return await reserved.run_async(options, self._call, arguments, context)
 
-    async def _call(self, arguments: dict[str, Any], context: RunContext[Any]) -> str | ToolResult:
+    async def _call(self, arguments: dict[str, Any], context: RunContext[Any]) -> HandlerOutput:
         try:
             if self.timeout is None:
-                return await self.inner.run(arguments, context)
-            return await self._call_within(self.timeout, arguments, context)
+                output = await self.inner.run(arguments, context)
+            else:
+                output = await self._call_within(self.timeout, arguments, context)
         except Exception as error:
             if _survives_pickling(error):
                 raise
             raise RecordedError(type(error).__name__, str(error)) from error
+        return _picklable(output)
 
     async def _call_within(
         self, limit: float, arguments: dict[str, Any], context: RunContext[Any]
-    ) -> str | ToolResult:
+    ) -> HandlerOutput:
         scope = None
         try:
             async with asyncio.timeout(limit) as scope:
@@ -218,8 +221,8 @@ def durable_entries(agent_name: str) -> EntryWrapper:
     def wrap(entry: ToolEntry) -> ToolEntry:
         if entry.external:
             return entry
-        if isinstance(entry.handler, AgentTool):
-            return _durable_agent_tool(entry, entry.handler, agent_name)
+        if isinstance(entry.handler, NestingHandler):  # its inner run's steps are ours
+            return _durable_nesting(entry, entry.handler, agent_name)
         timeout = entry.options.timeout
         text = timeout_text(entry) if timeout is not None else ""
         handler = DurableHandler(entry.handler, agent_name, timeout, text)
@@ -228,17 +231,30 @@ def durable_entries(agent_name: str) -> EntryWrapper:
     return wrap
 
 
-def _durable_agent_tool(entry: ToolEntry, handler: AgentTool, agent_name: str) -> ToolEntry:
-    """An agent tool whose inner run's requests and calls are steps of the outer workflow,
-    named ``<agent>/<tool>.model`` and ``<agent>/<tool>.tool:...``. Its calls run one at a
-    time (``sequential``): an inner run's requests take the next step ids, so two inner runs
-    at once would take them in an order a replay could not repeat."""
+def _durable_nesting(entry: ToolEntry, handler: NestingHandler, agent_name: str) -> ToolEntry:
+    """A tool whose calls run a run of their own (an agent tool): that run's requests and
+    calls are steps of the outer workflow, named ``<agent>/<tool>.model`` and
+    ``<agent>/<tool>.tool:...``, and its id is derived from the call's. Its calls run one at
+    a time (``sequential``): an inner run's requests take the next step ids, so two inner
+    runs at once would take them in an order a replay could not repeat."""
     inner_name = f"{agent_name}/{entry.spec.name}"
-    inner = handler.agent.wrapped(
-        model=lambda model: DurableModel(model, inner_name), tool=durable_entries(inner_name)
+    durable = handler.wrapped(
+        lambda model: DurableModel(model, inner_name),
+        durable_entries(inner_name),
+        derived_run_ids=True,
     )
-    durable = handler.with_agent(inner, derived_run_ids=True)
     return replace(entry, handler=durable, options=replace(entry.options, sequential=True))
+
+
+def _picklable(output: HandlerOutput) -> HandlerOutput:
+    """A handler's output as DBOS can record it: an exception kept beside a result that
+    would not survive pickling is kept as its type's name and message."""
+    if not isinstance(output, ToolOutcome) or not isinstance(output.error, Exception):
+        return output
+    if _survives_pickling(output.error):
+        return output
+    kept = RecordedError(type(output.error).__name__, str(output.error))
+    return ToolOutcome(output.result, kept, output.inner_trace)
 
 
 def _survives_pickling(error: Exception) -> bool:

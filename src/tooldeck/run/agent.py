@@ -1,69 +1,55 @@
-"""The ReAct loop: ask the model, run the tools it chose, feed the results back, repeat.
+"""The front door: ``Agent``, a model with the tools it may call and the rules of its runs.
 
-``Agent.stream()`` and ``Agent.resume_stream()`` both drive the one loop (``_drive``);
-``run``, ``run_sync``, ``resume``, ``resume_sync`` and ``run_agent`` consume it.
+Its entry points — ``run``, ``run_sync``, ``stream``, ``resume``, ``resume_sync``,
+``resume_stream`` — take the same options (``RunArgs``, declared once in ``options.py``),
+and all drive the one loop (``loop.drive``). Here the run is started: from a prompt or a
+pause, in a session or not, watched by an observer (traces) and a run log when the agent
+has them.
 """
 
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from contextlib import aclosing
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Generic, Literal
+from typing import Any, Generic
 
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar, Unpack
 
-from tooldeck.errors import LimitExceeded, MiddlewareError, RunStopped, ToolExecutionError
-from tooldeck.messages import AssistantOutput, Message
+from tooldeck.messages import Message
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
-from tooldeck.results import Checkpoint, RunResult, StopReason
+from tooldeck.results import Checkpoint, Decision, RunResult
+from tooldeck.run._checks import check_settings, instrumenter, strategy
 from tooldeck.run._sync import run_sync
-from tooldeck.run.agent_tool import agent_tool, check_nested
-from tooldeck.run.answers import output_plan, request_settings, shown_specs, take_answer
-from tooldeck.run.calls.round import (
-    CallOptions,
-    RoundContext,
-    run_decided_calls,
-    run_new_calls,
-)
-from tooldeck.run.checkpoint import (
-    Decision,
-    check_decisions,
-    check_tools,
-    make_checkpoint,
-    restore,
-    verify,
-)
-from tooldeck.run.events import Event, FinalAnswer, ModelRequest, ModelResponse, NestedEvent
-from tooldeck.run.history import HistoryStrategy, current_turn
+from tooldeck.run.agent_tool import agent_tool
+from tooldeck.run.answers import output_plan, request_settings
+from tooldeck.run.calls.shared import CallOptions
+from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
+from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.history import HistoryStrategy, current_exchange
+from tooldeck.run.in_session import resume_in_session, stream_in_session
+from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive
 from tooldeck.run.middleware import Middleware, MiddlewareStack
 from tooldeck.run.observer import (
-    PARENT_CALL,
-    SESSION_ID,
     Instrumenter,
     RunInfo,
-    RunObserver,
     StreamObserver,
     default_instrumenter,
     observed,
 )
+from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
-from tooldeck.run.request import Request, ask, bounded, with_deltas
-from tooldeck.run.state import OpenTurn, RunState, attach, checked_run_id
-from tooldeck.run.untrusted import safe_output
+from tooldeck.run.request import Asking
+from tooldeck.run.state import RunState
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
-
-if TYPE_CHECKING:
-    from tooldeck.run.session import Session
 
 DepsT = TypeVar("DepsT", default=Any)
 """The type of ``deps`` a run passes to its tools; ``Any`` unless ``deps_type=`` says."""
 OutputT = TypeVar("OutputT", default=str)
 """The type of ``RunResult.output``: ``output_type``, or the answer text without one."""
-OnLimit = Literal["raise", "final_answer"]
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -76,7 +62,7 @@ class Agent(Generic[DepsT, OutputT]):
             the next turn), or a fixed ToolView.
         instructions: The system prompt.
         settings: Tool choice and sampling for every request. A forced tool choice
-            (``"required"`` or a tool name) applies to the first turn only.
+            (``"required"`` or a tool name) applies to the first request of a run only.
         limits: When the run stops (rounds, tool calls, duration, retries, repeats).
         on_limit: ``"raise"`` ends a run at a limit with LimitExceeded; ``"final_answer"``
             asks the model once more, without tools, for an answer.
@@ -99,12 +85,14 @@ class Agent(Generic[DepsT, OutputT]):
         deps_type: The type of the ``deps`` runs pass to tools, for type checkers only.
         instrument: Trace this agent's runs: a ``tooldeck.observe.Instrumentation``; False
             never traces it; None (the default) follows ``tooldeck.instrument()``.
-        history: What each request carries of a long conversation (``KeepLastTurns``,
-            ``TokenBudget``, ``Summarize`` from ``tooldeck.run.history``); everything by default.
-            The run keeps the whole conversation either way.
+        history_strategy: What each request carries of a long conversation
+            (``KeepLastExchanges``, ``TokenBudget``, ``Summarize`` from
+            ``tooldeck.run.history``); everything by default. The run keeps the whole
+            conversation either way. (The history a run starts from is ``run(history=...)``.)
         run_log: Where every run is recorded (``RunLog(path)`` from ``tooldeck.runlog``):
             an observer of the event stream, off by default. The runs of this agent as an
             agent tool are logged as their own runs, linked to the call that made them.
+        history: The name ``history_strategy`` had before 0.2 (deprecated).
 
     Example:
         >>> from tooldeck import Agent, AssistantOutput, ScriptedModel
@@ -132,21 +120,12 @@ class Agent(Generic[DepsT, OutputT]):
         middleware: Sequence[Middleware] = (),
         deps_type: type[DepsT] | None = None,
         instrument: Instrumenter | bool | None = None,
-        history: HistoryStrategy | None = None,
+        history_strategy: HistoryStrategy | None = None,
         run_log: StreamObserver | None = None,
+        history: HistoryStrategy | None = None,
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
-        if instrument is True:
-            raise ValueError(
-                "instrument=True is not a setting: pass tooldeck.observe.Instrumentation() "
-                "(the global tracer provider) or call tooldeck.instrument() for every agent"
-            )
-        if on_limit not in ("raise", "final_answer"):
-            raise ValueError(f"on_limit must be 'raise' or 'final_answer', got {on_limit!r}")
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency!r}")
-        if checkpoint_key is not None and not isinstance(checkpoint_key, bytes):
-            raise TypeError(f"checkpoint_key must be bytes, got {type(checkpoint_key).__name__}")
+        check_settings(on_limit, max_concurrency, checkpoint_key)
         self._owns_model = isinstance(model, str)
         self.model = resolve_model(model)
         self._tools = ToolSource(tools)
@@ -155,13 +134,8 @@ class Agent(Generic[DepsT, OutputT]):
         self.limits = limits or Limits()
         self.on_limit: OnLimit = on_limit
         self.checkpoint_key = checkpoint_key
-        self.instrument: Instrumenter | Literal[False] | None = instrument
-        if history is not None and not isinstance(history, HistoryStrategy):
-            raise TypeError(
-                f"history must be a history strategy such as KeepLastTurns(10), got {history!r}"
-                " (a run's earlier messages go to run(..., history=...))"
-            )
-        self.history = history
+        self.instrument = instrumenter(instrument)
+        self.history_strategy = strategy(history_strategy, history)
         self.run_log = run_log
         """The run log (or any StreamObserver) that sees every run's events; None: off."""
         self._middleware = MiddlewareStack(middleware) if middleware else None
@@ -177,32 +151,23 @@ class Agent(Generic[DepsT, OutputT]):
         """The tools of the latest model turn (a registry's tools can change between rounds)."""
         return self._tools.current
 
+    @property
+    def history(self) -> HistoryStrategy | None:
+        """Deprecated: ``history_strategy``."""
+        warnings.warn(
+            "Agent.history is now Agent.history_strategy", DeprecationWarning, stacklevel=2
+        )
+        return self.history_strategy
+
     as_tool = agent_tool
     """This agent as a tool of another agent (see ``tooldeck.run.agent_tool.agent_tool``)."""
 
-    async def run(
-        self,
-        prompt: str,
-        *,
-        deps: DepsT | None = None,
-        history: Sequence[Message] = (),
-        session: Session | None = None,
-        run_id: str | None = None,
-    ) -> RunResult[OutputT]:
+    async def run(self, prompt: str, **options: Unpack[RunArgs[DepsT]]) -> RunResult[OutputT]:
         """Run until the model answers or the run pauses; raise a RunStopped (with
-        ``.result``) if it cannot go on."""
-        stream = self.stream(prompt, deps=deps, history=history, session=session, run_id=run_id)
-        return await _last_result(stream)
+        ``.result``) if it cannot go on. ``options``: see ``RunArgs``."""
+        return await _last_result(self.stream(prompt, **options))
 
-    def run_sync(
-        self,
-        prompt: str,
-        *,
-        deps: DepsT | None = None,
-        history: Sequence[Message] = (),
-        session: Session | None = None,
-        run_id: str | None = None,
-    ) -> RunResult[OutputT]:
+    def run_sync(self, prompt: str, **options: Unpack[RunArgs[DepsT]]) -> RunResult[OutputT]:
         """``run()`` for synchronous code.
 
         Called inside a running event loop (Jupyter, an async web handler) it still works:
@@ -211,49 +176,33 @@ class Agent(Generic[DepsT, OutputT]):
         scheduled on it) cannot work there. In async code ``await agent.run(...)`` is the
         better way.
         """
-        return run_sync(
-            self.run(prompt, deps=deps, history=history, session=session, run_id=run_id)
-        )
+        return run_sync(self.run(prompt, **options))
 
-    def stream(
-        self,
-        prompt: str,
-        *,
-        deps: DepsT | None = None,
-        history: Sequence[Message] = (),
-        deltas: bool = False,
-        session: Session | None = None,
-        run_id: str | None = None,
-    ) -> AsyncGenerator[Event, None]:
+    def stream(self, prompt: str, **options: Unpack[RunArgs[DepsT]]) -> AsyncGenerator[Event, None]:
         """Run, yielding each event as it happens; the last event is FinalAnswer.
 
-        ``history`` is an earlier conversation to continue (e.g. ``result.messages``).
-        ``deltas=True`` also yields the model's text and tool calls as it writes them
-        (TextDelta, ToolCallDelta), from models that can stream. Close the stream early
-        (``aclose()``, or leave an ``aclosing`` block) to stop the run and its request.
-        ``session`` (``tooldeck.sessions``) keeps the conversation instead of ``history``:
-        the run starts from its history, and its turn is committed before FinalAnswer.
-        ``run_id`` is an id the application already has for this run (a request or
-        workflow id); a random one is drawn otherwise.
+        Close the stream early (``aclose()``, or leave an ``aclosing`` block) to stop the
+        run and its request. ``options`` (see ``RunArgs``): ``deps``, ``history`` (an
+        earlier conversation to continue), ``session`` (a conversation kept in a store: the
+        run starts from its history and commits its turn before FinalAnswer), ``run_id``,
+        ``deltas`` (also yield TextDelta and ToolCallDelta as the model writes).
         """
-        if session is not None:
-            if history:
-                raise ValueError("pass history= or session=, not both: a session has its history")
-            from tooldeck.run.in_session import stream_in_session  # sessions sit above the loop
-
-            return stream_in_session(self, session, prompt, deps, deltas, run_id)
-        state = RunState(messages=[*history, Message.user(prompt)])
-        if run_id is not None:
-            state.run_id = checked_run_id(run_id)
-        return self._start(state, RunPolicy(self.limits), deps, deltas)
+        opts = RunOptions.of(options)
+        session = opts.session
+        if session is None:
+            return self._from_prompt(prompt, opts)
+        in_session = replace(opts, session=None)
+        return stream_in_session(
+            session,
+            self.history_strategy,
+            lambda history: self._from_prompt(prompt, replace(in_session, history=history)),
+        )
 
     async def resume(
         self,
         checkpoint: Checkpoint | str | None = None,
         decisions: Mapping[str, Decision] | None = None,
-        *,
-        deps: DepsT | None = None,
-        session: Session | None = None,
+        **options: Unpack[RunArgs[DepsT]],
     ) -> RunResult[OutputT]:
         """Go on with a paused run; ``decisions`` maps pending call ids to Approve(),
         Reject(...) or, for an external call, its ToolResult. Calls without a decision stay
@@ -262,55 +211,51 @@ class Agent(Generic[DepsT, OutputT]):
         With ``session=``, the session's paused run is resumed (the checkpoint may be left
         out) and claimed: a second resume of the same pause is refused with CheckpointError.
         """
-        events = self.resume_stream(checkpoint, decisions, deps=deps, session=session)
-        return await _last_result(events)
+        return await _last_result(self.resume_stream(checkpoint, decisions, **options))
 
     def resume_sync(
         self,
         checkpoint: Checkpoint | str | None = None,
         decisions: Mapping[str, Decision] | None = None,
-        *,
-        deps: DepsT | None = None,
-        session: Session | None = None,
+        **options: Unpack[RunArgs[DepsT]],
     ) -> RunResult[OutputT]:
         """``resume()`` for synchronous code (inside a running loop, as ``run_sync``)."""
-        return run_sync(self.resume(checkpoint, decisions, deps=deps, session=session))
+        return run_sync(self.resume(checkpoint, decisions, **options))
 
     def resume_stream(
         self,
         checkpoint: Checkpoint | str | None = None,
         decisions: Mapping[str, Decision] | None = None,
-        *,
-        deps: DepsT | None = None,
-        deltas: bool = False,
-        session: Session | None = None,
+        **options: Unpack[RunArgs[DepsT]],
     ) -> AsyncGenerator[Event, None]:
-        """``resume()`` as the event stream (``deltas`` as in ``stream()``); raises
-        CheckpointError before anything runs for a changed or broken checkpoint or decisions
-        that do not fit it (at once, or, with a session, on the first step)."""
+        """``resume()`` as the event stream; raises CheckpointError before anything runs for
+        a changed or broken checkpoint or decisions that do not fit it (at once, or, with a
+        session, on the first step)."""
+        opts = RunOptions.of(options, resuming=True)
+        session = opts.session
         if session is not None:
-            from tooldeck.run.in_session import resume_in_session  # sessions sit above the loop
-
-            return resume_in_session(self, session, checkpoint, decisions, deps, deltas)
+            in_session = replace(opts, session=None)
+            return resume_in_session(
+                session,
+                self.history_strategy,
+                checkpoint,
+                lambda stored: self._from_pause(stored, decisions, in_session),
+            )
         if checkpoint is None:
             raise TypeError("resume() needs the paused run's checkpoint, or session= holding it")
         if isinstance(checkpoint, str):
             checkpoint = Checkpoint.from_json(checkpoint)
-        self._check_paused(checkpoint)
-        decided = check_decisions(checkpoint, decisions or {})
-        state, policy = restore(checkpoint, self.limits)
-        return self._start(state, policy, deps, deltas, decided, checkpoint)
+        return self._from_pause(checkpoint, decisions, opts)
 
-    def _check_paused(self, checkpoint: Checkpoint, view: ToolView | None = None) -> None:
-        """Refuse a checkpoint this agent cannot go on from (changed, or a pending call's tool
-        gone, in paused agent tools' runs too); the tools are checked when known without
-        loading (else by the loop, before anything runs)."""
-        if view is None:
-            verify(checkpoint, self.checkpoint_key)
-            view = self._tools.unchanged()
+    def check_resumable(self, checkpoint: Checkpoint) -> None:
+        """Refuse (CheckpointError) a checkpoint this agent cannot go on from: changed since
+        it was made, or a pending call's tool gone (in paused agent tools' runs too). The
+        tools are checked here when known without loading them, else as the run starts,
+        before anything runs."""
+        verify(checkpoint, self.checkpoint_key)
+        view = self._tools.unchanged()
         if view is not None:
-            check_tools(checkpoint, view.names)
-            check_nested(checkpoint, view)
+            check_tools(checkpoint, view)
 
     def wrapped(
         self,
@@ -342,188 +287,68 @@ class Agent(Generic[DepsT, OutputT]):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    def _start(
+    def _from_prompt(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]:
+        state = RunState(messages=[*opts.history, Message.user(prompt)])
+        if opts.run_id is not None:
+            state.run_id = opts.run_id
+        return self._start(RunStart(state, RunPolicy(self.limits), opts.deps, opts.deltas), opts)
+
+    def _from_pause(
         self,
-        state: RunState,
-        policy: RunPolicy,
-        deps: Any,
-        deltas: bool,
-        decisions: dict[str, Decision] | None = None,
-        resumed: Checkpoint | None = None,
+        checkpoint: Checkpoint,
+        decisions: Mapping[str, Decision] | None,
+        opts: RunOptions,
     ) -> AsyncGenerator[Event, None]:
+        self.check_resumable(checkpoint)
+        decided = check_decisions(checkpoint, decisions or {})
+        state, policy = restore(checkpoint, self.limits)
+        start = RunStart(state, policy, opts.deps, opts.deltas, decided, checkpoint)
+        return self._start(start, opts)
+
+    def _start(self, start: RunStart, opts: RunOptions) -> AsyncGenerator[Event, None]:
         """The run's event stream, observed when this agent or every agent is instrumented,
         and logged when the agent has a run log (the StreamObserver sees what tracing sees)."""
-        instrumenter = self.instrument if self.instrument is not None else default_instrumenter()
+        state = start.state
+        instrument = self.instrument
+        instrumenter = instrument if instrument is not None else default_instrumenter()
         observer = None
         if instrumenter:
             observer = instrumenter.start_run(
                 self.model, state.messages, self.instructions, state.run_id
             )
-        events = self._drive(state, policy, deps, deltas, observer, decisions, resumed)
+        events = drive(self._setup(), start, observer)
         if observer is not None:
             events = observed(observer, events)
         if self.run_log is None:
             return events
-        return self.run_log.observe(events, self._run_info(state, decisions))
+        return self.run_log.observe(events, self._run_info(start, opts))
 
-    def _run_info(
-        self, state: RunState, decisions: Mapping[str, Decision] | None = None
-    ) -> RunInfo:
+    def _setup(self) -> RunSetup:
+        asking = Asking(self.model, self.instructions, self._middleware, self.history_strategy)
+        return RunSetup(
+            asking,
+            self._tools,
+            self._call_options,
+            self._requests,
+            self._output,
+            self.output_retries,
+            self.on_limit,
+            self.checkpoint_key,
+        )
+
+    def _run_info(self, start: RunStart, opts: RunOptions) -> RunInfo:
         """What the run log is told as a run starts or resumes (``decisions`` given)."""
-        prompt = state.messages[current_turn(state.messages)].content
+        messages = start.state.messages
+        prompt = messages[current_exchange(messages)].content
         return RunInfo(
-            state.run_id,
+            start.state.run_id,
             prompt,
             self.model.name,
             self.instructions,
-            SESSION_ID.get(),
-            decisions,
-            PARENT_CALL.get(),
+            opts.session_id,
+            start.decisions,
+            opts.parent,
         )
-
-    async def _drive(
-        self,
-        state: RunState,
-        policy: RunPolicy,
-        deps: Any,
-        deltas: bool,
-        observer: RunObserver | None,
-        decisions: dict[str, Decision] | None = None,
-        resumed: Checkpoint | None = None,
-    ) -> AsyncGenerator[Event, None]:
-        """The loop. It starts from a prompt or from a paused run (``decisions`` given)."""
-        source = self._tools
-        view = source.unchanged() or await source.view()
-        if resumed is not None:
-            self._check_paused(resumed, view)
-        ctx = RoundContext(
-            view, policy, self._call_options, deps, 0, state.run_id, observer, state.messages
-        )
-        model = self.model if observer is None else observer.model(self.model)
-        plain = not deltas and self._middleware is None and self.history is None
-        while True:
-            turn = state.turn
-            stop: RunStopped | None = None
-            if turn is not None:
-                ctx.view, ctx.round = view, turn.round
-                ctx.outcome = None
-                calls = _round(turn, ctx, decisions)
-                try:
-                    async for item in calls:
-                        if isinstance(item, NestedEvent):
-                            state.count_nested(item.event)
-                        yield item
-                except MiddlewareError as error:
-                    raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
-                finally:  # closed or cancelled mid-round: the calls stop now
-                    await calls.aclose()
-                decisions = None
-                outcome = ctx.outcome
-                assert outcome is not None  # the round runner always ends with its outcome
-                if state.close_round(turn, outcome.traces, outcome.pending):
-                    checkpoint = make_checkpoint(state, policy, self.checkpoint_key)
-                    yield FinalAnswer(state.result("", StopReason.PAUSED, checkpoint))
-                    return
-                stop = policy.stop_after_round(
-                    view.dispatch, outcome.raised, outcome.over_call_limit
-                )
-            stop = stop or policy.stop_before_request()
-            if stop is None:
-                view = source.unchanged() or await source.view()
-                specs = view.specs if self._output is None else shown_specs(self._output, view)
-                reason = StopReason.ANSWER
-                settings = self._requests[0] if policy.rounds == 0 else self._requests[1]
-            else:  # raise, or ask once more for an answer without tools
-                reason = self._last_request(state, stop)
-                specs, settings = shown_specs(self._output, ToolView.of(())), self._requests[2]
-            policy.rounds += 1
-            yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
-            if not plain:
-                request = Request(
-                    state, policy, model, specs, settings, self.instructions, deps, self.history
-                )
-                output = None
-                async with aclosing(self._asked(request, deltas)) as asked_for:
-                    async for written in asked_for:
-                        if isinstance(written, AssistantOutput):
-                            output = written
-                        else:
-                            yield written
-                assert output is not None  # the request ends with its turn or raises
-            else:  # the usual request: one awaited complete(), nothing around it
-                asked = model.complete(state.messages, specs, settings, self.instructions)
-                output = await bounded(state, policy, asked)
-            output = safe_output(output)  # what a model sends is untrusted: _untrusted
-            state.record_output(output, policy.rounds)
-            yield ModelResponse(policy.rounds, output)
-            if stop is None and self._output is None and output.tool_calls:
-                continue  # the usual round: run the calls (no coroutine for _ended)
-            ended = await self._ended(state, policy, output, deps, stop, reason)
-            if ended is not None:
-                yield FinalAnswer(ended)
-                return
-
-    async def _asked(
-        self, request: Request, deltas: bool
-    ) -> AsyncGenerator[Event | AssistantOutput, None]:
-        """A request through middleware and/or with its deltas as events, then its turn."""
-        if not deltas:
-            yield await ask(request, self._middleware, None)
-            return
-        written = with_deltas(lambda emit: ask(request, self._middleware, emit))
-        async with aclosing(written):  # closed or cancelled mid-turn: end the request now
-            async for item in written:
-                yield item
-
-    async def _ended(
-        self,
-        state: RunState,
-        policy: RunPolicy,
-        output: AssistantOutput,
-        deps: Any,
-        stop: RunStopped | None,
-        reason: StopReason,
-    ) -> RunResult[Any] | None:
-        """The run's result if this turn ends it: an answer (typed, when asked for), or the
-        last answer at a limit; None to go on with the turn's calls."""
-        if self._output is not None:
-            answered = await take_answer(
-                self._output, self.output_retries, state, policy, output, deps
-            )
-            if answered is not None:
-                if stop is None:
-                    return answered
-                return answered.model_copy(update={"stop_reason": reason})
-        elif stop is None and not output.tool_calls:
-            return state.result(output.content, StopReason.ANSWER, None, output.content)
-        if stop is None:
-            return None
-        state.turn = None  # calls made despite tool_choice="none" are not run
-        return state.result(output.content, reason, None, output.content)
-
-    def _last_request(self, state: RunState, stop: RunStopped) -> StopReason:
-        """At a limit: raise it, or (``on_limit="final_answer"``) the reason the run ends with
-        after one last request without tools."""
-        if isinstance(stop, ToolExecutionError):
-            raise attach(stop, state, StopReason.TOOL_RAISED) from stop.__cause__
-        assert isinstance(stop, LimitExceeded)
-        reason = StopReason(stop.limit)
-        if self.on_limit == "raise":
-            raise attach(stop, state, reason)
-        return reason
-
-
-def _round(
-    turn: OpenTurn, ctx: RoundContext, decisions: Mapping[str, Decision] | None
-) -> AsyncGenerator[Event, None]:
-    """A new turn's calls (but a final_answer already answered), or a resumed turn's
-    decided calls."""
-    if turn.started:
-        return run_decided_calls(turn, decisions or {}, ctx)
-    turn.started = True
-    if turn.answered:
-        return run_new_calls([c for c in turn.calls if c.id not in turn.answered], ctx)
-    return run_new_calls(turn.calls, ctx)
 
 
 async def _last_result(stream: AsyncIterator[Event]) -> RunResult[Any]:

@@ -1,54 +1,89 @@
 """Agents as tools: one agent's run inside another agent's tool call.
 
-``agent.as_tool(...)`` makes a ToolEntry whose handler is an ``AgentTool``. Its arguments
-are validated like any tool's; the loop then runs each call as a *leg* of the inner run
-(``AgentTool.leg``), through the same call path as every tool (timeouts, middleware):
+``agent.as_tool(...)`` makes a ToolEntry whose handler is an ``AgentTool``, a handler like
+any other: validated arguments in, and out the inner agent's answer (a ``ToolOutcome``
+carrying the inner trace), or a ``Pause`` when a call inside the inner run waits for a
+decision. The loop runs it through the same call path as every tool (timeouts, middleware);
+the entry says ``emits_events``, so the inner run's events reach the outer stream as they
+happen, nested under the call (``NestedEvent``), and the outer run counts the inner usage
+from them.
 
-- the inner run's events go out as they happen, as ``NestedEvent``s tagged with the agent
-  path and the call ids; the outer run counts the inner usage from them (each inner
-  ``ModelResponse`` once, so a resumed inner run is never counted twice);
-- its answer is the observation; a stop at a limit or an error is a failed observation
-  naming the inner stop reason; the inner trace is kept on ``ToolTrace.inner_trace``;
-- a pause of the inner run pauses the outer one: the leg returns the inner Checkpoint, which
-  the outer turn keeps on the call's PendingCall (``kind="agent"``, ``nested``); the outer
-  ``Checkpoint.pending`` shows the inner pending calls in its place, and resuming the outer
-  run with decisions for them resumes the inner run where it was (the next leg).
+A pause of the inner run pauses the outer one: the outer ``Checkpoint.pending`` shows the
+inner pending calls in the call's place, and resuming the outer run with decisions for them
+runs the call again with ``RunContext.resumed``, which the handler goes on from.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
-from tooldeck.errors import (
-    CheckpointError,
-    ErrorCode,
-    LimitExceeded,
-    RunStopped,
-    ToolDeckError,
-    ToolDefinitionError,
-)
+from tooldeck.errors import ErrorCode, LimitExceeded, RunStopped, ToolDefinitionError
 from tooldeck.messages import Message, ToolResult
-from tooldeck.results import Checkpoint, RunResult, ToolTrace
-from tooldeck.run.checkpoint import Decision
-from tooldeck.run.events import Event, FinalAnswer, NestedEvent
-from tooldeck.run.observer import PARENT_CALL, ParentCall
+from tooldeck.models.base import Model
+from tooldeck.results import Checkpoint, Decision, RunResult
+from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.options import ParentCall, RunArgs
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import FunctionTool
+from tooldeck.tools.handler import Pause, ToolHandler, ToolOutcome
 from tooldeck.tools.options import ToolOptionArgs
-from tooldeck.tools.registry import ToolEntry, ToolView
-
-if TYPE_CHECKING:
-    from tooldeck.run.agent import Agent
+from tooldeck.tools.registry import EntryWrapper, ToolEntry
 
 History = Literal["none", "full"]
-"""What the inner agent sees of the outer conversation: nothing, or all of it."""
+"""What the inner agent's run is given of the outer conversation: nothing, or all of it."""
 
-Emit = Callable[[NestedEvent], None]
+
+class InnerAgent(Protocol):
+    """What an agent tool needs of its agent (``tooldeck.Agent`` has it)."""
+
+    def stream(self, prompt: str, **options: Unpack[RunArgs[Any]]) -> AsyncGenerator[Event, None]:
+        """Run from a prompt, yielding the run's events."""
+        ...
+
+    def resume_stream(
+        self,
+        checkpoint: Checkpoint | str | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+        **options: Unpack[RunArgs[Any]],
+    ) -> AsyncGenerator[Event, None]:
+        """Go on with a paused run, yielding its events."""
+        ...
+
+    def check_resumable(self, checkpoint: Checkpoint) -> None:
+        """Raise CheckpointError unless this agent can go on from ``checkpoint``."""
+        ...
+
+    def wrapped(
+        self,
+        *,
+        model: Callable[[Model], Model] | None = None,
+        tool: EntryWrapper | None = None,
+    ) -> InnerAgent:
+        """A copy whose model and tool entries pass through the given wrappers."""
+        ...
+
+
+@runtime_checkable
+class NestingHandler(Protocol):
+    """A handler whose calls run a run of their own (an agent tool): the layers that wrap a
+    run (a durable run's steps) wrap the inner run too, and a resume checks the inner
+    paused run before anything runs."""
+
+    def check_resume(self, state: Checkpoint) -> None:
+        """Raise CheckpointError unless a call paused with ``state`` can go on."""
+        ...
+
+    def wrapped(
+        self, model: Callable[[Model], Model], tool: EntryWrapper, *, derived_run_ids: bool
+    ) -> ToolHandler:
+        """This handler with its inner runs' model and tool entries wrapped; with
+        ``derived_run_ids`` each inner run's id is ``<outer run id>/<call id>``, the same in
+        every execution of the outer run (a durable run's replays)."""
+        ...
 
 
 # The arguments of an agent tool made without ``parameters=``: one text. (No docstring:
@@ -57,32 +92,12 @@ class AgentInput(BaseModel):
     input: str = Field(description="The task for the agent, with everything it needs to know.")
 
 
-@dataclass(frozen=True, slots=True)
-class NestedResume:
-    """A paused inner run to go on with: its checkpoint and the decisions on its calls."""
-
-    checkpoint: Checkpoint
-    decisions: dict[str, Decision]
-
-
-@dataclass(frozen=True, slots=True)
-class NestedOutcome:
-    """How an inner run ended (a leg that paused returns the inner Checkpoint instead)."""
-
-    result: ToolResult
-    """What the outer model reads: the answer, or why the inner run stopped without one."""
-    trace: tuple[ToolTrace, ...]
-    """Every call of the inner run."""
-    error: RunStopped | None = None
-    """The inner run's stop, kept for the host."""
-
-
 class AgentTool:
     """The handler of an agent tool: validated arguments in, the inner agent's answer out."""
 
     def __init__(
         self,
-        agent: Agent[Any, Any],
+        agent: InnerAgent,
         schema: FunctionTool[..., Any],
         parameters: type[BaseModel] | None,
         history: History,
@@ -95,72 +110,56 @@ class AgentTool:
         self._history = history
         self._derived_run_ids = derived_run_ids
 
-    def with_agent(self, agent: Agent[Any, Any], *, derived_run_ids: bool = False) -> AgentTool:
-        """The same tool run by another agent (a wrapped copy of this one). With
-        ``derived_run_ids`` each inner run's id is ``<outer run id>/<call id>``, the same in
-        every execution of the outer run (a durable run's replays), instead of a random one."""
-        return AgentTool(agent, self._schema, self._parameters, self._history, derived_run_ids)
-
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return self._schema.validate(arguments)
 
-    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str:
-        """The plain tool contract, for use outside an agent's loop: the inner answer. A stop
-        of the inner run raises it; so does a pause, which only an agent's loop can carry."""
-        outcome = await self.leg(arguments, context, _drop)
-        if isinstance(outcome, Checkpoint):
-            raise ToolDeckError(
-                f"the agent tool {self.name!r} paused (a call waits for a decision); call it "
-                "from an agent's run, which pauses with it"
-            )
-        if outcome.error is not None:
-            raise outcome.error
-        return outcome.result.output
-
-    async def leg(
-        self,
-        arguments: dict[str, Any],
-        context: RunContext[Any],
-        emit: Emit,
-        resume: NestedResume | None = None,
-        conversation: Sequence[Message] = (),
-        run_id: str = "",
-    ) -> NestedOutcome | Checkpoint:
-        """Run the inner agent, or go on with its paused run, until it answers, stops or pauses.
-
-        ``conversation`` is the outer one, ending with the turn that made this call;
-        ``run_id`` the outer run's (a run log links the inner run to the call with it).
-        """
-        parent = PARENT_CALL.set(ParentCall(run_id, context.call_id) if run_id else None)
-        try:  # the inner run reads its parent as it starts, before its first event
-            if resume is None:
-                prompt, history = self._prompt(arguments), self._history_of(conversation)
-                inner_id = f"{context.run_id}/{context.call_id}" if self._derived_run_ids else None
-                stream = self.agent.stream(
-                    prompt, deps=context.deps, history=history, run_id=inner_id
-                )
-            else:
-                checkpoint, decisions = resume.checkpoint, resume.decisions
-                stream = self.agent.resume_stream(checkpoint, decisions, deps=context.deps)
-        finally:
-            PARENT_CALL.reset(parent)
-        path, call_ids = (self.name,), (context.call_id,)
+    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> ToolOutcome | Pause:
+        """Run the inner agent, or go on with its paused run (``context.resumed``), until it
+        answers, stops or pauses; its events go to ``context.emit``."""
+        stream = self._inner_run(arguments, context)
         final: RunResult[Any] | None = None
         try:
             async for event in stream:
-                emit(nest(path, call_ids, event))
+                if context.emit is not None:
+                    context.emit(event)
                 if isinstance(event, FinalAnswer):
                     final = event.result
         except RunStopped as stopped:
             return self._stopped(stopped)
-        finally:  # a leg cancelled by a timeout closes the inner run now, not at collection
-            if isinstance(stream, AsyncGenerator):
-                await stream.aclose()
+        finally:  # a call cancelled by a timeout closes the inner run now, not at collection
+            await stream.aclose()
         if final is None:
             raise AssertionError("the inner run's event stream ended without a final answer")
         if final.checkpoint is not None:
-            return final.checkpoint
-        return NestedOutcome(ToolResult.success(final.answer), final.tool_trace)
+            return Pause(final.checkpoint)
+        return ToolOutcome(ToolResult.success(final.answer), inner_trace=final.tool_trace)
+
+    def _inner_run(
+        self, arguments: dict[str, Any], context: RunContext[Any]
+    ) -> AsyncGenerator[Event, None]:
+        parent = ParentCall(context.run_id, context.call_id) if context.run_id else None
+        resumed = context.resumed
+        if resumed is not None:
+            return self.agent.resume_stream(
+                resumed.state, resumed.decisions, deps=context.deps, parent=parent
+            )
+        inner_id = f"{context.run_id}/{context.call_id}" if self._derived_run_ids else None
+        return self.agent.stream(
+            self._prompt(arguments),
+            deps=context.deps,
+            history=self._history_of(context.messages),
+            run_id=inner_id,
+            parent=parent,
+        )
+
+    def check_resume(self, state: Checkpoint) -> None:
+        self.agent.check_resumable(state)
+
+    def wrapped(
+        self, model: Callable[[Model], Model], tool: EntryWrapper, *, derived_run_ids: bool
+    ) -> AgentTool:
+        inner = self.agent.wrapped(model=model, tool=tool)
+        return AgentTool(inner, self._schema, self._parameters, self._history, derived_run_ids)
 
     def _prompt(self, arguments: dict[str, Any]) -> str:
         if self._parameters is None:
@@ -174,18 +173,18 @@ class AgentTool:
         shown = tuple(messages)
         return shown[:-1] if shown and shown[-1].role == "assistant" else shown
 
-    def _stopped(self, stopped: RunStopped) -> NestedOutcome:
+    def _stopped(self, stopped: RunStopped) -> ToolOutcome:
         partial = stopped.result
         reason = partial.stop_reason if partial is not None else type(stopped).__name__
         text = f"the agent {self.name!r} stopped without an answer (stop reason: {reason})"
         if isinstance(stopped, LimitExceeded):  # tooldeck's own words; other stops may hold secrets
             text += f": {stopped}"
         trace = partial.tool_trace if partial is not None else ()
-        return NestedOutcome(ToolResult.failure(ErrorCode.TOOL_ERROR, text), trace, stopped)
+        return ToolOutcome(ToolResult.failure(ErrorCode.TOOL_ERROR, text), stopped, trace)
 
 
 def agent_tool(
-    agent: Agent[Any, Any],
+    agent: InnerAgent,
     *,
     name: str,
     description: str,
@@ -201,8 +200,9 @@ def agent_tool(
         description: What the outer model is told the agent does.
         parameters: A pydantic model for structured input (sent to the agent as JSON); by
             default the tool takes one ``input: str``, the agent's prompt.
-        history: ``"none"``: the agent sees only its input; ``"full"``: the outer
-            conversation before the call too (it is not copied back into the outer one).
+        history: What the inner run is given of the outer conversation: ``"none"``, only
+            its input; ``"full"``, the outer conversation before the call too (it is not
+            copied back into the outer one).
         **options: Tool options (``timeout=``, ``requires_approval=``, ...).
 
     The inner run uses the agent's own instructions, tools, limits and model, with the outer
@@ -223,37 +223,5 @@ def agent_tool(
         name, description, parameters or AgentInput, None, **options
     )
     handler = AgentTool(agent, schema, parameters, history)
-    return ToolEntry(schema.spec, handler, schema.options, origin=f"agent tool {name!r}")
-
-
-def nest(path: tuple[str, ...], call_ids: tuple[str, ...], event: Event) -> NestedEvent:
-    """``event`` of the agent tool at ``path``, as the outer stream shows it (kept flat)."""
-    if isinstance(event, NestedEvent):
-        return NestedEvent((*path, *event.path), (*call_ids, *event.call_ids), event.event)
-    return NestedEvent(path, call_ids, event)
-
-
-def decisions_inside(call_id: str, decisions: Mapping[str, Decision]) -> dict[str, Decision]:
-    """The decisions on the calls inside the agent-tool call ``call_id``, keyed for its run."""
-    prefix = f"{call_id}/"
-    size = len(prefix)
-    return {key[size:]: value for key, value in decisions.items() if key.startswith(prefix)}
-
-
-def check_nested(checkpoint: Checkpoint, view: ToolView) -> None:
-    """Refuse, before anything runs, a paused inner run that its agent cannot go on from."""
-    for pending in checkpoint.turn.pending:
-        if pending.nested is None:
-            continue
-        entry = view.dispatch.get(pending.call.name)
-        handler = entry.handler if entry is not None else None
-        if not isinstance(handler, AgentTool):
-            raise CheckpointError(
-                f"pending call {pending.call.id!r} holds the paused run of an agent tool, but "
-                f"{pending.call.name!r} is not an agent tool of this agent"
-            )
-        handler.agent._check_paused(pending.nested)
-
-
-def _drop(event: NestedEvent) -> None:
-    del event
+    origin = f"agent tool {name!r}"
+    return ToolEntry(schema.spec, handler, schema.options, origin=origin, emits_events=True)

@@ -19,38 +19,15 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from tooldeck.errors import CheckpointError
 from tooldeck.messages import ToolCall, ToolResult
-from tooldeck.results import Checkpoint, PausedTurn, PendingCall
+from tooldeck.results import Approve, Checkpoint, Decision, PausedTurn, PendingCall, Reject
+from tooldeck.run.agent_tool import NestingHandler
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.state import OpenTurn, RunState
-
-
-@dataclass(frozen=True, slots=True)
-class Approve:
-    """Run the pending call as stored, or with ``arguments`` edited by the person."""
-
-    arguments: dict[str, Any] | None = None
-    """Replacement arguments, validated again against the tool's schema before it runs."""
-    by: str = ""
-    """Who decided (a user name, "cli", "policy"...), for the run log."""
-
-
-@dataclass(frozen=True, slots=True)
-class Reject:
-    """Do not run the call; the model reads ``error[rejected]: <message>``."""
-
-    message: str = ""
-    """Why, in words the model can act on (a default line when empty)."""
-    by: str = ""
-    """Who decided, for the run log."""
-
-
-Decision = Approve | Reject | ToolResult
-"""What the application says about one pending call (a ToolResult: an external call's outcome)."""
+from tooldeck.tools.registry import ToolView
 
 
 def canonical_json(value: Any) -> str:
@@ -209,9 +186,10 @@ def _check_json(call_id: str, arguments: object) -> None:
         ) from None
 
 
-def check_tools(checkpoint: Checkpoint, names: Iterable[str]) -> None:
-    """Refuse to go on when a pending call's tool is no longer among the agent's tools."""
-    known = set(names)
+def check_tools(checkpoint: Checkpoint, view: ToolView) -> None:
+    """Refuse, before anything runs, to go on when a pending call's tool is no longer among
+    the agent's tools, or a paused call's inner run cannot go on."""
+    known = set(view.names)
     pending_calls = checkpoint.turn.pending
     missing = sorted({p.call.name for p in pending_calls if p.call.name not in known})
     if missing:
@@ -219,6 +197,16 @@ def check_tools(checkpoint: Checkpoint, names: Iterable[str]) -> None:
             f"cannot resume: the agent has no tool named {', '.join(map(repr, missing))} "
             "any more (pending calls need it)"
         )
+    for pending in pending_calls:
+        if pending.nested is None:
+            continue
+        handler = view.dispatch[pending.call.name].handler
+        if not isinstance(handler, NestingHandler):
+            raise CheckpointError(
+                f"pending call {pending.call.id!r} holds the paused run of an agent tool, but "
+                f"{pending.call.name!r} is not an agent tool of this agent"
+            )
+        handler.check_resume(pending.nested)
 
 
 def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy]:

@@ -121,3 +121,11 @@ class NestedEvent:
 
 
 Event = AgentEvent | NestedEvent
+
+
+def nest(path: tuple[str, ...], call_ids: tuple[str, ...], event: Event) -> NestedEvent:
+    """``event`` of the run inside the call at ``path``, as the outer stream shows it (flat:
+    an event already nested is nested once more, with the longer path)."""
+    if isinstance(event, NestedEvent):
+        return NestedEvent((*path, *event.path), (*call_ids, *event.call_ids), event.event)
+    return NestedEvent(path, call_ids, event)

@@ -1,19 +1,20 @@
 """Long histories: what the model is sent of a conversation that keeps growing.
 
-``Agent(history=...)`` takes a strategy that runs before each model request and chooses
-what to send; the run keeps the whole conversation (``RunResult.messages``) either way.
+``Agent(history_strategy=...)`` takes a strategy that runs before each model request and
+chooses what to send; the run keeps the whole conversation (``RunResult.messages``) either
+way. (The history a run starts from is another thing: ``run(history=messages)``.)
 
-A conversation is a series of *turns*: a user message and everything after it up to the
+A conversation is a series of *exchanges*: a user message and everything after it up to the
 next user message (the model's turns, its tool calls and their results). The *current
-turn* starts at the latest user message, the run's prompt. A strategy only ever drops
-whole earlier turns from the start of the conversation, so a tool call is never sent
-without its result (nor a result without its call), and the current turn is sent whole.
+exchange* starts at the latest user message, the run's prompt. A strategy only ever drops
+whole earlier exchanges from the start of the conversation, so a tool call is never sent
+without its result (nor a result without its call), and the current exchange is sent whole.
 
-- ``KeepLastTurns(n)``: the last ``n`` earlier turns and the current one.
-- ``TokenBudget(max_tokens)``: as many of the latest earlier turns as fit, with the current
-  turn, in ``max_tokens`` (counted by ``Model.count_tokens``: the model's tokenizer where
-  it has one, else an estimate). Instructions and tool schemas come on top; a current
-  turn larger than the budget is still sent whole.
+- ``KeepLastExchanges(n)``: the last ``n`` earlier exchanges and the current one.
+- ``TokenBudget(max_tokens)``: as many of the latest earlier exchanges as fit, with the
+  current exchange, in ``max_tokens`` (counted by ``Model.count_tokens``: the model's
+  tokenizer where it has one, else an estimate). Instructions and tool schemas come on top;
+  a current exchange larger than the budget is still sent whole.
 - ``Summarize(keep)``: what ``keep`` drops is summarised by the model into one user
   message sent first. The summary is kept in the run (its checkpoint and
   ``RunResult.history_summary``) and in the strategy's memory, and only extended, never
@@ -24,6 +25,7 @@ without its result (nor a result without its call), and the current turn is sent
 from __future__ import annotations
 
 import hashlib
+import warnings
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -43,19 +45,27 @@ class HistoryRequest:
 
     messages: Sequence[Message]
     current: int
-    """Where the current turn starts: ``messages[current:]`` is always sent."""
+    """Where the current exchange starts: ``messages[current:]`` is always sent."""
     model: Model
     """The agent's model (it counts tokens, and summarises by default)."""
     summary: HistorySummary | None
     """The summary this run made or resumed with, if any."""
 
     @property
-    def turn_starts(self) -> list[int]:
-        """Where each earlier turn starts, oldest first (the first one at 0)."""
+    def exchange_starts(self) -> list[int]:
+        """Where each earlier exchange starts, oldest first (the first one at 0)."""
         messages = self.messages
         starts = [0] if self.current > 0 else []
         starts += [i for i in range(1, self.current) if messages[i].role == "user"]
         return starts
+
+    @property
+    def turn_starts(self) -> list[int]:
+        """Deprecated: ``exchange_starts``."""
+        warnings.warn(
+            "HistoryRequest.turn_starts is now exchange_starts", DeprecationWarning, stacklevel=2
+        )
+        return self.exchange_starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +83,8 @@ class HistoryStrategy(ABC):
 
     @abstractmethod
     async def keep_from(self, request: HistoryRequest) -> int:
-        """The index of the first message to send: the start of an earlier turn, or
-        ``request.current`` to send the current turn only."""
+        """The index of the first message to send: the start of an earlier exchange, or
+        ``request.current`` to send the current exchange only."""
 
     async def prepare(self, request: HistoryRequest) -> Prepared:
         """The messages to send; by default from ``keep_from`` on."""
@@ -85,31 +95,45 @@ class HistoryStrategy(ABC):
         """Take back a summary stored earlier (only ``Summarize`` keeps any)."""
 
 
-class KeepLastTurns(HistoryStrategy):
-    """Send the last ``turns`` earlier turns and the current one.
+class KeepLastExchanges(HistoryStrategy):
+    """Send the last ``exchanges`` earlier exchanges and the current one.
 
     Example:
         >>> from tooldeck import Agent, ScriptedModel
-        >>> agent = Agent(ScriptedModel([]), history=KeepLastTurns(3))
+        >>> agent = Agent(ScriptedModel([]), history_strategy=KeepLastExchanges(3))
     """
 
-    def __init__(self, turns: int) -> None:
-        if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
-            raise ValueError(f"KeepLastTurns needs a number of turns >= 0, got {turns!r}")
-        self.turns = turns
+    def __init__(self, exchanges: int) -> None:
+        if isinstance(exchanges, bool) or not isinstance(exchanges, int) or exchanges < 0:
+            raise ValueError(
+                f"{type(self).__name__} needs a number of exchanges >= 0, got {exchanges!r}"
+            )
+        self.exchanges = exchanges
 
     async def keep_from(self, request: HistoryRequest) -> int:
-        starts = request.turn_starts
-        if self.turns == 0 or not starts:
+        starts = request.exchange_starts
+        if self.exchanges == 0 or not starts:
             return request.current
-        return starts[max(0, len(starts) - self.turns)]
+        return starts[max(0, len(starts) - self.exchanges)]
 
     def __repr__(self) -> str:
-        return f"KeepLastTurns({self.turns})"
+        return f"{type(self).__name__}({self.exchanges})"
+
+
+class KeepLastTurns(KeepLastExchanges):
+    """Deprecated: ``KeepLastExchanges`` (a "turn" is one assistant message)."""
+
+    def __init__(self, turns: int) -> None:
+        warnings.warn("KeepLastTurns is now KeepLastExchanges", DeprecationWarning, stacklevel=2)
+        super().__init__(turns)
+
+    @property
+    def turns(self) -> int:
+        return self.exchanges
 
 
 class TokenBudget(HistoryStrategy):
-    """Send the latest earlier turns that fit in ``max_tokens`` with the current turn.
+    """Send the latest earlier exchanges that fit in ``max_tokens`` with the current one.
 
     Tokens are counted by the agent's model (``Model.count_tokens``); counts of messages
     already seen are remembered, so a long conversation is not counted again each request.
@@ -125,7 +149,7 @@ class TokenBudget(HistoryStrategy):
         messages, model = request.messages, request.model
         left = self.max_tokens - await self._counts.count(model, messages[request.current :])
         cut = request.current
-        for start in reversed(request.turn_starts):
+        for start in reversed(request.exchange_starts):
             size = await self._counts.count(model, messages[start:cut])
             if size > left:
                 break
@@ -173,23 +197,24 @@ SUMMARY_HEADING = "Summary of the earlier conversation:"
 
 
 class Summarize(HistoryStrategy):
-    """Send what ``keep`` keeps, after a summary of the turns it drops.
+    """Send what ``keep`` keeps, after a summary of the exchanges it drops.
 
     Args:
-        keep: The strategy that chooses the turns sent whole (``KeepLastTurns(n)`` or
-            ``TokenBudget(...)``); the earlier ones are summarised.
+        keep: The strategy that chooses the exchanges sent whole (``KeepLastExchanges(n)``
+            or ``TokenBudget(...)``); the earlier ones are summarised.
         model: The model that writes summaries (a Model or model string); the agent's by
             default.
         prompt: What the summary request asks for, before the transcript.
         memory: Summaries remembered across runs of this strategy (newest kept).
 
     The summary request is one extra model call with no tools, counted in the run's usage.
-    When ``keep`` drops more turns later, the summary is extended with them (the old
+    When ``keep`` drops more exchanges later, the summary is extended with them (the old
     summary and the newly dropped turns are sent), not made again from the start.
 
     Example:
         >>> from tooldeck import Agent, ScriptedModel
-        >>> agent = Agent(ScriptedModel([]), history=Summarize(KeepLastTurns(4)))
+        >>> strategy = Summarize(KeepLastExchanges(4))
+        >>> agent = Agent(ScriptedModel([]), history_strategy=strategy)
     """
 
     def __init__(
@@ -202,7 +227,8 @@ class Summarize(HistoryStrategy):
     ) -> None:
         if not isinstance(keep, HistoryStrategy) or isinstance(keep, Summarize):
             raise TypeError(
-                f"Summarize(keep=...) takes KeepLastTurns(...) or TokenBudget(...), got {keep!r}"
+                "Summarize(keep=...) takes KeepLastExchanges(...) or TokenBudget(...), got "
+                f"{keep!r}"
             )
         self.keep = keep
         self.model = resolve_model(model) if model is not None else None
@@ -302,12 +328,18 @@ def _prefix_digests(messages: Sequence[Message], upto: int) -> list[str]:
     return digests
 
 
-def current_turn(messages: Sequence[Message]) -> int:
-    """Where the current turn starts: the latest user message (0 when there is none)."""
+def current_exchange(messages: Sequence[Message]) -> int:
+    """Where the current exchange starts: the latest user message (0 when there is none)."""
     for index in range(len(messages) - 1, -1, -1):
         if messages[index].role == "user":
             return index
     return 0
+
+
+def current_turn(messages: Sequence[Message]) -> int:
+    """Deprecated: ``current_exchange``."""
+    warnings.warn("current_turn is now current_exchange", DeprecationWarning, stacklevel=2)
+    return current_exchange(messages)
 
 
 async def prepare_history(
@@ -315,7 +347,7 @@ async def prepare_history(
 ) -> list[Message]:
     """The messages to send for the run's next request; keeps the run's summary up to date."""
     messages = state.messages
-    request = HistoryRequest(messages, current_turn(messages), model, state.summary)
+    request = HistoryRequest(messages, current_exchange(messages), model, state.summary)
     prepared = await strategy.prepare(request)
     state.summary = prepared.summary
     if prepared.usage is not None and prepared.usage.requests:

@@ -1,37 +1,33 @@
 """Runs in a session: load the history before the loop, commit the turn after its FinalAnswer.
 
-These wrap ``Agent.stream()`` and ``Agent.resume_stream()``: the loop is the same one,
-started from the stored history; nothing here runs a model or a tool.
+The agent hands these the run to start (a function of the history, or of the stored pause);
+the loop is the same one, started from the stored history; nothing here runs a model or a
+tool, and nothing here knows the agent.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, SessionError
+from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, RunResult
 from tooldeck.run.events import Event, FinalAnswer
-from tooldeck.run.history import give_back
-from tooldeck.run.observer import SESSION_ID
+from tooldeck.run.history import HistoryStrategy, give_back
 from tooldeck.run.repair import repair
-from tooldeck.run.session import Session, Turn
+from tooldeck.run.session import Session, StoredRun
 
-if TYPE_CHECKING:
-    from tooldeck.run.agent import Agent
-    from tooldeck.run.checkpoint import Decision
+Events = AsyncGenerator[Event, None]
 
 
 async def stream_in_session(
-    agent: Agent[Any, Any],
     session: Session,
-    prompt: str,
-    deps: Any,
-    deltas: bool,
-    run_id: str | None = None,
-) -> AsyncGenerator[Event, None]:
-    """``agent.stream(prompt, session=...)``: the run continues the session's conversation."""
+    strategy: HistoryStrategy | None,
+    start: Callable[[tuple[Message, ...]], Events],
+) -> Events:
+    """A run that continues the session's conversation: ``start(history)`` is the run."""
     history = await session.load()
     if history.pending is not None:
         raise SessionConflict(
@@ -40,29 +36,23 @@ async def stream_in_session(
             "or clear the session, before starting another run"
         )
     messages = repair(history.messages)
-    give_back(agent.history, history.summary)
-    named = SESSION_ID.set(session.session_id)  # the run log notes the run's session
-    try:
-        events = agent.stream(prompt, deps=deps, history=messages, deltas=deltas, run_id=run_id)
-    finally:
-        SESSION_ID.reset(named)
+    give_back(strategy, history.summary)
+    events = start(messages)
     async with aclosing(_committing(events, session, len(messages), history.head)) as run:
         async for event in run:
             yield event
 
 
 async def resume_in_session(
-    agent: Agent[Any, Any],
     session: Session,
+    strategy: HistoryStrategy | None,
     checkpoint: Checkpoint | str | None,
-    decisions: Mapping[str, Decision] | None,
-    deps: Any,
-    deltas: bool,
-) -> AsyncGenerator[Event, None]:
-    """``agent.resume(session=...)``: claim the stored paused run, go on, commit the turn.
+    start: Callable[[Checkpoint], Events],
+) -> Events:
+    """Claim the session's paused run, go on with it (``start(stored)``), commit the turn.
 
-    The checkpoint and decisions are checked before the claim, so a refused resume leaves
-    the paused run in the session; once claimed, no other resume can have it.
+    The run is made (its checkpoint and decisions checked) before the claim, so a refused
+    resume leaves the paused run in the session; once claimed, no other resume can have it.
     """
     history = await session.load()
     stored = _paused_run(session, history.pending, checkpoint)
@@ -72,12 +62,8 @@ async def resume_in_session(
             f"session {session.session_id!r}'s history is not the one paused run "
             f"{stored.run_id!r} started from: refusing to resume it"
         )
-    give_back(agent.history, history.summary)
-    named = SESSION_ID.set(session.session_id)
-    try:
-        events = agent.resume_stream(stored, decisions, deps=deps, deltas=deltas)
-    finally:
-        SESSION_ID.reset(named)
+    give_back(strategy, history.summary)
+    events = start(stored)
     head = await session.consume(stored.run_id, after=history.head)
     async with aclosing(_committing(events, session, len(messages), head)) as run:
         async for event in run:
@@ -124,9 +110,11 @@ async def _committing(
 
 async def _commit(session: Session, result: RunResult[Any], start: int, head: int) -> None:
     if result.checkpoint is not None:
-        turn = Turn(result.run_id, checkpoint=result.checkpoint)
+        turn = StoredRun(result.run_id, checkpoint=result.checkpoint)
     else:
-        turn = Turn(result.run_id, messages=result.messages[start:], summary=result.history_summary)
+        turn = StoredRun(
+            result.run_id, messages=result.messages[start:], summary=result.history_summary
+        )
     try:
         await session.append(turn, after=head)
     except SessionError as error:

@@ -11,15 +11,14 @@ it needs no hook inside the loop, and costs nothing when there is none.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tooldeck.messages import Message, ToolCall
 from tooldeck.models.base import Model
-from tooldeck.results import PendingCall, RunResult, ToolTrace
-from tooldeck.run.checkpoint import Decision
+from tooldeck.results import Decision, PendingCall, RunResult, ToolTrace
 from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.options import ParentCall
 
 
 class RunObserver(Protocol):
@@ -76,20 +75,6 @@ class RunInfo:
     ``Reject`` or an external call's ``ToolResult``)."""
     parent: ParentCall | None = None
     """For the run of an agent tool (``agent.as_tool``): the call of the run that made it."""
-
-
-@dataclass(frozen=True, slots=True)
-class ParentCall:
-    """The agent-tool call whose inner run this is: the outer run's id and the call's id."""
-
-    run_id: str
-    call_id: str
-
-
-PARENT_CALL: ContextVar[ParentCall | None] = ContextVar("tooldeck_parent_call", default=None)
-"""Set by an agent tool while it starts its inner run (``Agent._start`` reads it at once)."""
-SESSION_ID: ContextVar[str | None] = ContextVar("tooldeck_session_id", default=None)
-"""Set by a session while it starts the run it keeps (``Agent._start`` reads it at once)."""
 
 
 class StreamObserver(Protocol):

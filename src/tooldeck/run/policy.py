@@ -219,7 +219,7 @@ def call_signature(call: ToolCall) -> CallSignature:
     """The same tool with the same arguments gives the same signature (a hashable key)."""
     if call.raw_arguments is not None:
         return (call.name, "raw", call.raw_arguments)
-    flat = tuple(sorted((key, type(value), value) for key, value in call.arguments.items()))
+    flat = tuple(sorted([(key, type(value), value) for key, value in call.arguments.items()]))
     try:
         hash(flat)
     except TypeError:  # nested lists/dicts: canonical JSON instead

@@ -1,10 +1,10 @@
 """Asking the model for one turn: within the run's time, through middleware, with deltas.
 
-The loop asks in one place; the plain case (no middleware, no deltas, no history strategy)
-is one awaited ``model.complete`` inside ``bounded``. A history strategy chooses the
-messages sent before middleware sees them. With ``deltas`` the request runs as a task whose
-writing comes out as events while it runs (middleware included), and leaving the stream
-cancels it, closing the provider's response.
+Every request goes through ``ask``; the plain case (no middleware, no deltas, no history
+strategy) is one awaited ``model.complete`` inside ``bounded``. A history strategy chooses
+the messages sent before middleware sees them. With deltas the loop runs ``ask`` as a task
+(``with_deltas``) whose writing comes out as events while it runs (middleware included), and
+leaving the stream cancels it, closing the provider's response.
 """
 
 from __future__ import annotations
@@ -48,28 +48,46 @@ async def bounded(state: RunState, policy: RunPolicy, request: Awaitable[T]) -> 
         raise attach(failure, state, StopReason.MODEL_ERROR) from error
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """One model request of a run, before middleware sees it."""
+@dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
+class Asking:
+    """How a run asks its model, the same for every request of the run."""
 
-    state: RunState
-    policy: RunPolicy
     model: Model
-    specs: tuple[ToolSpec, ...]
-    settings: ModelSettings
     instructions: str
-    deps: Any
+    middleware: MiddlewareStack | None = None
     history: HistoryStrategy | None = None
+    """What each request carries of a long conversation (None: all of it)."""
 
 
-async def ask(
-    request: Request, middleware: MiddlewareStack | None, emit: Emit | None
+def ask(
+    asking: Asking,
+    state: RunState,
+    policy: RunPolicy,
+    specs: tuple[ToolSpec, ...],
+    settings: ModelSettings,
+    deps: Any,
+    emit: Emit | None = None,
+) -> Awaitable[AssistantOutput]:
+    """The model's turn for the run's next request: its history chosen by the strategy,
+    through middleware, with ``emit`` given each delta as the model writes. Nothing of that
+    in use: one awaited ``model.complete`` within the run's time."""
+    if emit is None and asking.middleware is None and asking.history is None:
+        turn = asking.model.complete(state.messages, specs, settings, asking.instructions)
+        return bounded(state, policy, turn)
+    return _ask_through(asking, state, policy, specs, settings, deps, emit)
+
+
+async def _ask_through(
+    asking: Asking,
+    state: RunState,
+    policy: RunPolicy,
+    specs: tuple[ToolSpec, ...],
+    settings: ModelSettings,
+    deps: Any,
+    emit: Emit | None,
 ) -> AssistantOutput:
-    """The model's turn, through ``middleware`` when there is some; ``emit`` gets deltas.
-
-    (The loop awaits ``model.complete`` itself when there is neither.)
-    """
-    state, policy, model, specs = request.state, request.policy, request.model, request.specs
+    """``ask`` with a history strategy, middleware or deltas in use."""
+    model, middleware = asking.model, asking.middleware
 
     def complete(
         messages: Sequence[Message], settings: ModelSettings, instructions: str
@@ -81,12 +99,12 @@ async def ask(
         return bounded(state, policy, turn)
 
     messages: Sequence[Message] = state.messages
-    if request.history is not None:  # it may ask the model for a summary first
-        messages = await bounded(state, policy, prepare_history(request.history, state, model))
+    if asking.history is not None:  # it may ask the model for a summary first
+        messages = await bounded(state, policy, prepare_history(asking.history, state, model))
     if middleware is None:
-        return await complete(messages, request.settings, request.instructions)
-    first = ModelCall(tuple(messages), request.settings, request.instructions)
-    context = RequestContext(policy.rounds, state.run_id, request.deps, specs)
+        return await complete(messages, settings, asking.instructions)
+    first = ModelCall(tuple(messages), settings, asking.instructions)
+    context = RequestContext(policy.rounds, state.run_id, deps, specs)
     try:
         return await middleware.ask(
             first, context, lambda sent: complete(sent.messages, sent.settings, sent.instructions)

@@ -1,17 +1,19 @@
-"""What a session store does: the ``Session`` protocol and the records it reads and writes.
+"""What a session store does: the ``Session`` protocol the run talks to, and its records.
 
 A session is an append-only log of entries numbered 1, 2, 3... per session id. An entry is
-a finished turn (every message of one run, its prompt through its answer), a paused run
-(its checkpoint), the claim of a paused run by a resume, or a clear. The log's last entry
-is its *head*; a writer appends after the head it read, and the append fails with
-``SessionConflict`` if another writer got there first. A turn is one entry, so it is
-stored whole or not at all.
+a finished run (every message of one run, its prompt through its answer: a ``StoredRun``),
+a paused run (its checkpoint), the claim of a paused run by a resume, or a clear. The log's
+last entry is its *head*; a writer appends after the head it read, and the append fails with
+``SessionConflict`` if another writer got there first. A run is one entry, so it is stored
+whole or not at all. The stores (``tooldeck.sessions``) implement the protocol; the run
+package never imports them.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, HistorySummary
@@ -22,17 +24,17 @@ class History:
     """A session as ``Session.load()`` reads it."""
 
     messages: tuple[Message, ...]
-    """Every message of the committed turns, oldest first (as stored: not repaired)."""
+    """Every message of the stored runs, oldest first (as stored: not repaired)."""
     head: int
     """The number of the log's last entry (0 for a new session); the next append goes after."""
     pending: Checkpoint | None = None
     """The checkpoint of a paused run waiting for decisions, if the head is one."""
     summary: HistorySummary | None = None
-    """The latest summary of the earlier turns (``Summarize``), if a run stored one."""
+    """The latest summary of the earlier exchanges (``Summarize``), if a run stored one."""
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class StoredRun:
     """What one run adds to a session: its messages, or the checkpoint it paused with."""
 
     run_id: str
@@ -41,14 +43,14 @@ class Turn:
     checkpoint: Checkpoint | None = None
     """A paused run's checkpoint; its messages are committed when a resume finishes it."""
     summary: HistorySummary | None = None
-    """A finished run's summary of the earlier turns (``RunResult.history_summary``): kept
-    with the turn, so a later run, in any process, does not ask the model for it again."""
+    """A finished run's summary of the earlier exchanges (``RunResult.history_summary``):
+    kept with the run, so a later run, in any process, does not ask the model for it again."""
 
     def __post_init__(self) -> None:
         if (self.checkpoint is None) == (not self.messages):
-            raise ValueError("a Turn holds either a finished run's messages or a checkpoint")
+            raise ValueError("a StoredRun holds either a finished run's messages or a checkpoint")
         if self.summary is not None and self.checkpoint is not None:
-            raise ValueError("a paused run's summary is kept in its checkpoint, not the Turn")
+            raise ValueError("a paused run's summary is kept in its checkpoint, not the StoredRun")
 
 
 @runtime_checkable
@@ -71,7 +73,7 @@ class Session(Protocol):
         history summary, if any."""
         ...
 
-    async def append(self, turn: Turn, *, after: int) -> int:
+    async def append(self, turn: StoredRun, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1`` and return that number; keep its summary
         (``turn.summary``), in the same transaction, for ``load()`` to return.
 
@@ -100,3 +102,10 @@ class Session(Protocol):
     async def aclose(self) -> None:
         """Release the connection; the session can be opened again later."""
         ...
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Turn":  # renamed in 0.2: a "turn" is one assistant message
+        warnings.warn("Turn is now StoredRun", DeprecationWarning, stacklevel=2)
+        return StoredRun
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

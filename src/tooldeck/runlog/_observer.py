@@ -15,8 +15,7 @@ from typing import Any
 
 from tooldeck.errors import RunStopped
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import RunResult
-from tooldeck.run.checkpoint import Decision
+from tooldeck.results import Decision, RunResult
 from tooldeck.run.events import (
     Event,
     FinalAnswer,

@@ -20,8 +20,7 @@ from pydantic_core import to_json
 
 from tooldeck.messages import ToolCall
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import RecordedError
-from tooldeck.run.checkpoint import Approve, Reject
+from tooldeck.results import Approve, RecordedError, Reject
 
 START, TURN, PENDING, CALL, END, FLUSH = range(6)
 """Record kinds."""

@@ -21,7 +21,8 @@ from pydantic import PrivateAttr
 
 from tooldeck.errors import InvalidArguments
 from tooldeck.messages import ToolCall, ToolResult, ToolSpec
-from tooldeck.run.calls.round import CallOptions, RoundContext, run_new_calls
+from tooldeck.run.calls.round import answer_call
+from tooldeck.run.calls.shared import CallOptions, CallRound
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView
 
@@ -163,12 +164,8 @@ class _CallRunner:
 
     async def call(self, name: str, arguments: dict[str, Any], request_id: str) -> ToolResult:
         call = ToolCall(id=request_id, name=name, arguments=arguments)
-        context = RoundContext(self._view, RunPolicy(_ONE_CALL), self._options, self._deps, 0, "")
-        async for _event in run_new_calls((call,), context):
-            pass  # the served call's events have no reader: its outcome is what counts
-        outcome = context.outcome
-        assert outcome is not None  # the runner always leaves its outcome
-        trace = outcome.traces[0]
+        round_ = CallRound(self._view, RunPolicy(_ONE_CALL), self._options, self._deps, 0, "")
+        trace = await answer_call(call, round_)
         if trace.error is not None and not isinstance(trace.error, InvalidArguments):
             logger.error("tool %r failed (MCP request %s)", name, request_id, exc_info=trace.error)
         return trace.result

@@ -16,7 +16,7 @@ The rules:
   once (it does not wait), with its finished run in ``error.result``; nothing is lost and
   nothing is mixed. A session with a paused run refuses new runs the same way until the
   run is resumed (or the session cleared).
-- A run with ``Agent(history=Summarize(...))`` stores its summary of the earlier turns with
+- A run with ``Agent(history_strategy=Summarize(...))`` stores its summary of the earlier turns with
   its turn; the next run that loads the session, in any process, extends it instead of
   asking the model for it again.
 - Decoded turns are shared by the session objects of one conversation in a process (a
@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import SessionConflict, SessionError
-from tooldeck.run.session import History, Session, Turn
+from tooldeck.run.session import History, Session, StoredRun
 from tooldeck.sessions._cache import TurnCaches, turn_cache
 from tooldeck.sessions.sqlite import SQLiteSession
 
@@ -48,7 +48,7 @@ __all__ = [
     "Session",
     "SessionConflict",
     "SessionError",
-    "Turn",
+    "StoredRun",
     "TurnCaches",
     "turn_cache",
 ]
@@ -63,4 +63,9 @@ def __getattr__(name: str) -> Any:
         from tooldeck.runlog import RunLog
 
         return RunLog
+    if name == "Turn":  # renamed in 0.2: a "turn" is one assistant message
+        import warnings
+
+        warnings.warn("tooldeck.sessions.Turn is now StoredRun", DeprecationWarning, stacklevel=2)
+        return StoredRun
     raise AttributeError(f"module 'tooldeck.sessions' has no attribute {name!r}")

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from tooldeck.errors import CheckpointError, SessionConflict, SessionError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, HistorySummary
-from tooldeck.run.session import History, Turn
+from tooldeck.run.session import History, StoredRun
 
 SCHEMA_VERSION = 2
 """The layout and row format this tooldeck writes (0: one row per message, before turns;
@@ -138,7 +138,7 @@ class TurnCache:
         self.turns = {}
         self.size = 0
 
-    def wrote(self, seq: int, turn: Turn | None) -> None:
+    def wrote(self, seq: int, turn: StoredRun | None) -> None:
         """A session object committed entry ``seq`` (a turn, or another kind: None)."""
         with self.lock:
             if turn is not None and turn.checkpoint is None:
@@ -170,7 +170,7 @@ def encode_messages(messages: tuple[Message, ...]) -> str:
     return _TURN_MESSAGES.dump_json(messages, exclude_defaults=True).decode()
 
 
-def append_parameters(session_id: str, turn: Turn, after: int) -> tuple[Any, ...]:
+def append_parameters(session_id: str, turn: StoredRun, after: int) -> tuple[Any, ...]:
     """The parameters of APPEND for ``turn`` as entry ``after + 1``."""
     if turn.checkpoint is not None:
         kind, body = PAUSED, turn.checkpoint.to_json()
@@ -180,7 +180,7 @@ def append_parameters(session_id: str, turn: Turn, after: int) -> tuple[Any, ...
     return (*row, session_id, after)
 
 
-def summary_parameters(session_id: str, turn: Turn) -> tuple[Any, ...] | None:
+def summary_parameters(session_id: str, turn: StoredRun) -> tuple[Any, ...] | None:
     """The parameters of SAVE_SUMMARY for a turn that carries a history summary."""
     if turn.summary is None:
         return None

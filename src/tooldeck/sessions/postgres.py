@@ -23,7 +23,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tooldeck.errors import SessionError
 from tooldeck.results import Checkpoint
-from tooldeck.run.session import History, Turn
+from tooldeck.run.session import History, StoredRun
 from tooldeck.sessions import _log
 from tooldeck.sessions._cache import turn_cache
 
@@ -115,7 +115,7 @@ class PostgresSession:
         finally:
             turn_cache.used(self._cache_key, self._turns)
 
-    async def append(self, turn: Turn, *, after: int) -> int:
+    async def append(self, turn: StoredRun, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
         parameters = _log.append_parameters(self._session_id, turn, after)
         summary = _log.summary_parameters(self._session_id, turn)

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 
 from tooldeck.errors import SessionError
 from tooldeck.results import Checkpoint
-from tooldeck.run.session import History, Turn
+from tooldeck.run.session import History, StoredRun
 from tooldeck.sessions import _log
 from tooldeck.sessions._cache import turn_cache
 from tooldeck.sessions._thread import ConnectionThread
@@ -101,7 +101,7 @@ class SQLiteSession:
         finally:
             turn_cache.used(self._cache_key, self._turns)
 
-    async def append(self, turn: Turn, *, after: int) -> int:
+    async def append(self, turn: StoredRun, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
         parameters = (
             _log.append_parameters(self._session_id, turn, after),
@@ -130,7 +130,7 @@ class SQLiteSession:
         db: sqlite3.Connection,
         insert: Callable[[sqlite3.Connection, _Entry], bool],
         parameters: _Entry,
-        turn: Turn | None,
+        turn: StoredRun | None,
     ) -> bool:
         """Write one entry, in the database's thread; remember a turn it wrote."""
         written = _write(db, insert, parameters)

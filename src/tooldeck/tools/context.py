@@ -1,21 +1,56 @@
-"""RunContext: what a tool may ask for about the call and the run it belongs to."""
+"""RunContext: what a tool may ask for about the call and the run it belongs to.
+
+The bottom of the tools room (the registry, the options and the function tools all name
+RunContext), so it names the registry only by what a tool may do with it (``ToolChanges``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from tooldeck.errors import ToolDeckError
-
-if TYPE_CHECKING:
-    from tooldeck.tools.registry import ToolRegistry
+from tooldeck.messages import Message
+from tooldeck.results import Checkpoint, Decision
 
 DepsT = TypeVar("DepsT")
 
 
 @dataclass(frozen=True, slots=True)
+class Resumption:
+    """A paused call going on: the state it paused with and the decisions made since."""
+
+    state: Checkpoint
+    """The ``Pause.state`` the call returned when it paused."""
+    decisions: Mapping[str, Decision]
+    """The decisions on the calls inside it, keyed by the inner ``PendingCall.id``."""
+
+
+class ToolChanges(Protocol):
+    """What a tool may do with its agent's tools during a run (a ToolRegistry does it)."""
+
+    def register(self, item: Any, /) -> object:
+        """Add a tool or a toolset; the model sees it from its next turn."""
+        ...
+
+    def remove(self, name_or_toolset: Any, /) -> None:
+        """Take a tool (by name) or a toolset out, from the model's next turn."""
+        ...
+
+    def get(self, name: str, /) -> Any:
+        """The registered tool named ``name`` (its ToolEntry), or None."""
+        ...
+
+    def __contains__(self, name: object, /) -> bool: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+@dataclass(slots=True)  # treat as read-only: made for every call, and frozen costs 3x to make
 class RunContext(Generic[DepsT]):
     """Injected into a tool parameter annotated ``RunContext``; never shown to the model.
+    Read it; changing it changes nothing of the run.
 
     Example:
         >>> from tooldeck import RunContext, tool
@@ -36,11 +71,19 @@ class RunContext(Generic[DepsT]):
     run_id: str = ""
     """The run's id (``RunResult.run_id``; a durable run's workflow id): with ``call_id``, a
     key that names this call across retries and recoveries (an idempotency key)."""
-    registry: ToolRegistry | None = field(default=None, repr=False)
+    registry: ToolChanges | None = field(default=None, repr=False)
     """The agent's registry, when its tools may change (use ``tools``)."""
+    messages: Sequence[Message] = field(default=(), repr=False)
+    """The conversation so far, ending with the model's turn that made this call."""
+    emit: Callable[[Any], None] | None = field(default=None, repr=False)
+    """For a tool whose entry says ``emits_events``: passes an event of the run made inside
+    this call to the run's stream, which shows it nested under this call."""
+    resumed: Resumption | None = field(default=None, repr=False)
+    """For a call that paused (its handler returned a ``Pause``), going on: what it paused
+    with and the decisions on the calls inside it."""
 
     @property
-    def tools(self) -> ToolRegistry:
+    def tools(self) -> ToolChanges:
         """The agent's tools, to add or remove some during the run: ``ctx.tools.register(t)``.
 
         The model sees a change from its next turn, never in the middle of a turn's calls.

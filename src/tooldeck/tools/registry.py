@@ -13,29 +13,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from tooldeck.errors import DuplicateToolError
-from tooldeck.messages import ToolResult, ToolSpec
-from tooldeck.tools.context import RunContext
+from tooldeck.messages import ToolSpec
 from tooldeck.tools.function import FunctionTool, tool
+from tooldeck.tools.handler import ToolHandler as ToolHandler  # re-exported: its old home
 from tooldeck.tools.options import DEFAULT_OPTIONS, ToolOptions
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
-
-
-class ToolHandler(Protocol):
-    """The one contract every kind of tool reduces to: validated arguments in, text out."""
-
-    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Return the arguments to run with, or raise InvalidArguments."""
-        ...
-
-    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str | ToolResult:
-        """Run the call: the observation text, or a ToolResult when the handler decides the
-        outcome itself (e.g. a failure it reports); an exception becomes ``tool_error``."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +34,9 @@ class ToolEntry:
     """The application runs this tool's calls: a call pauses the run for its result."""
     origin: str = ""
     """Where the tool was defined, for messages about it."""
+    emits_events: bool = False
+    """Its calls pass events of a run of their own to the run's stream while they run (an
+    agent tool does): the loop runs such a call beside the stream, never blocking it."""
 
     @property
     def name(self) -> str:
@@ -217,31 +204,13 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
-    def to_mcp_server(
-        self,
-        *,
-        name: str,
-        toolsets: Iterable[str] | None = None,
-        allow_approval_tools: bool = False,
-        include_error_details: bool = False,
-        deps: Any = None,
-    ) -> MCPServer[Any]:
-        """These tools (those in ``toolsets``, if given) as an MCP server: the official SDK's
-        ``MCPServer``, ready to ``.run()`` (stdio) or to mount. Needs the ``mcp`` extra.
-
-        Tools that require approval are served only with ``allow_approval_tools=True``;
-        external tools and the tools of registered Toolsets never (see
-        ``tooldeck.serve.mcp.mcp_server`` for the rest).
-        """
-        from tooldeck.serve.mcp import mcp_server  # the serving layer, loaded only when used
-
-        return mcp_server(
-            self.view(toolsets),
-            name=name,
-            allow_approval_tools=allow_approval_tools,
-            include_error_details=include_error_details,
-            deps=deps,
-        )
+    def __getattr__(self, name: str) -> Any:
+        if name == "to_mcp_server":  # moved in 0.2: the tools room does not know its servers
+            raise AttributeError(
+                "ToolRegistry.to_mcp_server moved: use "
+                "tooldeck.serve.mcp.mcp_server(registry, name=...)"
+            )
+        raise AttributeError(f"'ToolRegistry' object has no attribute {name!r}")
 
     async def aclose(self) -> None:
         """Close every registered toolset."""

@@ -1,0 +1,117 @@
+"""Running one call: the one place a handler runs, through the agent's middleware, as a span
+when the run is traced, within the tool's timeout and the run's remaining time.
+
+Whatever the handler returns (text, a ToolResult, a ToolOutcome, a Pause) becomes the call's
+trace, or — for a Pause — its PendingCall; the round never asks what kind of handler ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from dataclasses import replace
+
+from tooldeck.errors import ErrorCode
+from tooldeck.messages import ToolCall, ToolResult
+from tooldeck.results import PendingCall, ToolTrace
+from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
+from tooldeck.run.calls.texts import error_result, run_time_text, timeout_text, with_edit_note
+from tooldeck.run.checkpoint import call_digest
+from tooldeck.tools.context import RunContext
+from tooldeck.tools.handler import HandlerOutput, Pause, ToolOutcome
+
+Ran = ToolTrace | PendingCall
+"""What running a call gives: its trace, or (a handler that paused) its PendingCall."""
+
+
+def execute(item: Ready, round_: CallRound, emit: Emit | None = None) -> Awaitable[Ran]:
+    """Run one call: through the agent's middleware if it has any, and as a span of the
+    run's observer when it is traced."""
+    middleware = round_.options.middleware
+    observer = round_.observer
+    if middleware is None and observer is None:
+        return _bounded(item, round_, emit)
+
+    def layered() -> Awaitable[Ran]:
+        if middleware is None:
+            return _bounded(item, round_, emit)
+
+        async def run(call: ToolCall) -> Ran:
+            changed = item
+            if call is not item.call:  # a middleware changed the arguments: validate again
+                arguments = item.entry.handler.validate(call.arguments)
+                changed = replace(item, call=call, arguments=arguments)
+            return await _bounded(changed, round_, emit)
+
+        context = round_.context(item.call)
+        # a paused call going on: its before-hooks saw it when it started
+        return middleware.call_tool(item.call, context, run, before=item.resumed is None)
+
+    return layered() if observer is None else observer.tool_call(item.call, layered)
+
+
+async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
+    """Run the handler within the tool's timeout and the run's remaining time."""
+    call, entry = item.call, item.entry
+    limit, run_limited = entry.options.timeout, False
+    if round_.policy.limits.max_duration_s is not None:
+        limit, run_limited = _time_limit(limit, round_)
+    context = RunContext(
+        call.id,
+        call.name,
+        round_.deps,
+        round_.round,
+        round_.run_id,
+        round_.options.registry,
+        round_.messages,
+        emit,
+        item.resumed,
+    )
+    started = time.perf_counter()
+    scope = None
+    try:
+        running = entry.handler.run(item.arguments, context)
+        if limit is None:
+            output: HandlerOutput = await running
+        else:
+            async with asyncio.timeout(limit) as scope:
+                output = await running
+    except Exception as error:  # the tool's own failure, kept whole for the host
+        if scope is not None and scope.expired():
+            limits = round_.policy.limits
+            text = run_time_text(limits, entry) if run_limited else timeout_text(entry)
+            result = ToolResult.failure(ErrorCode.TOOL_TIMEOUT, text)
+        else:
+            result = error_result(entry, error, round_.options.include_error_details)
+        return _finished(item, ToolOutcome(result, error), started)
+    if isinstance(output, str) and not item.edited:  # the usual call: a function's text
+        return trace(call, ToolResult.success(output), time.perf_counter() - started)
+    if isinstance(output, Pause):
+        digest = call_digest(round_.run_id, call)
+        return PendingCall(call=call, kind="agent", digest=digest, nested=output.state)
+    return _finished(item, output, started)
+
+
+def _time_limit(timeout: float | None, round_: CallRound) -> tuple[float | None, bool]:
+    """Seconds the call may take, and whether that is the run's remaining time (not the
+    tool's own timeout)."""
+    remaining = round_.policy.remaining_s()
+    if remaining is not None and (timeout is None or remaining < timeout):
+        return remaining, True
+    return timeout, False
+
+
+def _finished(item: Ready, output: str | ToolResult | ToolOutcome, started: float) -> ToolTrace:
+    """The trace of a call that ran: its result (edited calls say so), exception and inner
+    trace."""
+    if isinstance(output, str):
+        result, error, inner = ToolResult.success(output), None, None
+    elif isinstance(output, ToolResult):
+        result, error, inner = output, None, None
+    else:
+        result, error, inner = output.result, output.error, output.inner_trace
+    if item.edited:
+        result = with_edit_note(result, item.call)
+    done = trace(item.call, result, time.perf_counter() - started, error)
+    return done if inner is None else done.model_copy(update={"inner_trace": inner})

@@ -1,0 +1,100 @@
+"""What every call of a round shares, and the small records the call modules pass around."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tooldeck._untrusted import repaired, valid_text
+from tooldeck.errors import ErrorCode
+from tooldeck.messages import Message, ToolCall, ToolResult, build
+from tooldeck.results import ToolTrace
+from tooldeck.run.events import Event
+from tooldeck.run.middleware import MiddlewareStack
+from tooldeck.run.observer import RunObserver
+from tooldeck.run.policy import CallSignature, RunPolicy
+from tooldeck.tools.context import Resumption, RunContext, ToolChanges
+from tooldeck.tools.registry import ToolEntry, ToolView
+
+Emit = Callable[[Event], None]
+"""Passes an event of a call (a run made inside it) to the round's stream."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """The agent's settings that shape how calls run."""
+
+    include_error_details: bool = False
+    max_concurrency: int | None = None
+    middleware: MiddlewareStack | None = None
+    registry: ToolChanges | None = None
+    """The agent's registry, which tools may change (``ctx.tools``)."""
+
+
+@dataclass(slots=True)  # not frozen: made every round, and a frozen one costs more to make
+class CallRound:
+    """What every call of one round shares (made by the loop for each round of calls)."""
+
+    view: ToolView
+    policy: RunPolicy
+    options: CallOptions
+    deps: Any
+    round: int
+    run_id: str
+    observer: RunObserver | None = None
+    """Told about each call when the run is observed (traced)."""
+    messages: Sequence[Message] = ()
+    """The conversation, ending with the turn that made the round's calls."""
+
+    def context(
+        self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
+    ) -> RunContext[Any]:
+        """The RunContext a tool (or a middleware hook, or an approval rule) is given."""
+        return RunContext(
+            call.id,
+            call.name,
+            self.deps,
+            self.round,
+            self.run_id,
+            self.options.registry,
+            self.messages,
+            emit,
+            resumed,
+        )
+
+
+@dataclass(slots=True)
+class Ready:
+    """A call that passed its checks, ready to run."""
+
+    index: int
+    """Its place in the model's turn."""
+    call: ToolCall
+    entry: ToolEntry
+    arguments: dict[str, Any]
+    """The validated arguments."""
+    signature: CallSignature | None
+    """Its key for the policy's repeat counting (None: not counted)."""
+    edited: bool = False
+    """The arguments are a person's edit (the model is told, before the result)."""
+    resumed: Resumption | None = None
+    """For a call that paused: what it paused with, and the decisions made since."""
+
+
+def trace(
+    call: ToolCall, result: ToolResult, duration_s: float, error: BaseException | None = None
+) -> ToolTrace:
+    """The trace of a call; a result's text is echoed and saved, so no lone surrogates."""
+    output = result.output
+    if not output.isascii() and not valid_text(output):
+        result = result.model_copy(update={"output": repaired(output)})
+    fields = {"call": call, "result": result, "duration_s": duration_s, "error": error}
+    return build(ToolTrace, fields)
+
+
+def refused(
+    call: ToolCall, code: ErrorCode, text: str, error: BaseException | None = None
+) -> ToolTrace:
+    """The trace of a call answered without running."""
+    return trace(call, ToolResult.failure(code, text), 0.0, error)

@@ -1,0 +1,217 @@
+"""THE loop: ask the model, run the tools it chose, feed the results back, repeat.
+
+Every run — from a prompt or from a pause, streamed or not, in a session or durable — is
+``drive``: it asks the model (``request.ask``), decides whether the turn ends the run
+(``answers``), runs the turn's calls (``calls.round``), records (``state``), and asks the
+policy whether it must stop. It yields the run's events; the last is FinalAnswer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from tooldeck.errors import LimitExceeded, MiddlewareError, RunStopped, ToolExecutionError
+from tooldeck.messages import AssistantOutput, ToolSpec
+from tooldeck.models.base import ModelSettings
+from tooldeck.results import Checkpoint, Decision, RunResult, StopReason
+from tooldeck.run.answers import shown_specs, take_answer
+from tooldeck.run.calls.round import RoundOutcome, run_round
+from tooldeck.run.calls.shared import CallOptions, CallRound
+from tooldeck.run.checkpoint import check_tools, make_checkpoint
+from tooldeck.run.events import Event, FinalAnswer, ModelRequest, ModelResponse, NestedEvent
+from tooldeck.run.observer import RunObserver
+from tooldeck.run.output import OutputPlan
+from tooldeck.run.policy import RunPolicy
+from tooldeck.run.request import Asking, Delta, ask, with_deltas
+from tooldeck.run.state import OpenTurn, RunState, attach
+from tooldeck.run.untrusted import safe_output
+from tooldeck.tools.registry import ToolSource, ToolView
+
+OnLimit = Literal["raise", "final_answer"]
+
+
+@dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
+class RunSetup:
+    """What the loop needs of the agent, read as a run starts."""
+
+    asking: Asking
+    tools: ToolSource
+    calls: CallOptions
+    requests: tuple[ModelSettings, ModelSettings, ModelSettings]
+    """The settings of the first request, of the later ones, and of a last one without tools."""
+    output: OutputPlan | None
+    output_retries: int
+    on_limit: OnLimit
+    checkpoint_key: bytes | None
+
+
+@dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
+class RunStart:
+    """Where a run starts: from a prompt, or from a pause with the decisions made on it."""
+
+    state: RunState
+    policy: RunPolicy
+    deps: Any
+    deltas: bool
+    decisions: dict[str, Decision] | None = None
+    resumed: Checkpoint | None = None
+
+
+async def drive(
+    setup: RunSetup, start: RunStart, observer: RunObserver | None
+) -> AsyncGenerator[Event, None]:
+    """The loop. It starts from a prompt or from a paused run (``start.decisions``)."""
+    state, policy, deps = start.state, start.policy, start.deps
+    view, asking = await _first_view(setup, start, observer)
+    decisions = start.decisions or {}
+    while True:
+        stop: RunStopped | None = None
+        turn = state.turn
+        if turn is not None:
+            outcome: RoundOutcome | None = None
+            round_ = CallRound(
+                view, policy, setup.calls, deps, turn.round, state.run_id, observer, state.messages
+            )
+            calls = run_round(turn, decisions, round_)
+            try:
+                async for item in calls:
+                    if isinstance(item, RoundOutcome):
+                        outcome = item
+                        continue
+                    if isinstance(item, NestedEvent):  # a run inside a call: its usage
+                        state.count_nested(item.event)
+                    yield item
+            except MiddlewareError as error:
+                raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
+            finally:  # closed or cancelled mid-round: the calls stop now
+                await calls.aclose()
+            decisions = {}
+            assert outcome is not None  # a round always ends with its outcome
+            closed = _close_round(setup, state, policy, view, turn, outcome)
+            if isinstance(closed, FinalAnswer):
+                yield closed
+                return
+            stop = closed
+        stop = stop or policy.stop_before_request()
+        if stop is None:
+            view = setup.tools.unchanged() or await setup.tools.view()
+        specs, settings, reason = _next_request(setup, state, policy, view, stop)
+        policy.rounds += 1
+        yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
+        output = None if start.deltas else await ask(asking, state, policy, specs, settings, deps)
+        if output is None:  # the deltas as the model writes them; closing the stream ends it
+            async with aclosing(
+                _with_deltas(asking, state, policy, specs, settings, deps)
+            ) as asked:
+                async for written in asked:
+                    if isinstance(written, AssistantOutput):
+                        output = written
+                    else:
+                        yield written
+            assert output is not None  # the request ends with its turn or raises
+        output = safe_output(output)  # what a model sends is untrusted: run.untrusted
+        state.record_output(output, policy.rounds)
+        yield ModelResponse(policy.rounds, output)
+        if stop is None and setup.output is None and output.tool_calls:
+            continue  # the usual round: run the calls (no coroutine for _ended)
+        ended = await _ended(setup, state, policy, output, deps, stop, reason)
+        if ended is not None:
+            yield FinalAnswer(ended)
+            return
+
+
+async def _first_view(
+    setup: RunSetup, start: RunStart, observer: RunObserver | None
+) -> tuple[ToolView, Asking]:
+    """The tools of the run's first round (a resumed run's pending calls checked against
+    them, before anything runs), and how the run asks its model (observed, when traced)."""
+    view = setup.tools.unchanged() or await setup.tools.view()
+    if start.resumed is not None:
+        check_tools(start.resumed, view)
+    asking = setup.asking
+    if observer is not None:
+        asking = replace(asking, model=observer.model(asking.model))
+    return view, asking
+
+
+def _close_round(
+    setup: RunSetup,
+    state: RunState,
+    policy: RunPolicy,
+    view: ToolView,
+    turn: OpenTurn,
+    outcome: RoundOutcome,
+) -> FinalAnswer | RunStopped | None:
+    """Keep the round's answered calls: the run pauses (its FinalAnswer) when some wait;
+    else the reason it must stop after this round, if any."""
+    if state.close_round(turn, outcome.traces, outcome.pending):
+        checkpoint = make_checkpoint(state, policy, setup.checkpoint_key)
+        return FinalAnswer(state.result("", StopReason.PAUSED, checkpoint))
+    return policy.stop_after_round(view.dispatch, outcome.raised, outcome.over_call_limit)
+
+
+def _next_request(
+    setup: RunSetup, state: RunState, policy: RunPolicy, view: ToolView, stop: RunStopped | None
+) -> tuple[tuple[ToolSpec, ...], ModelSettings, StopReason]:
+    """The tools and settings of the next request, and the reason the run ends with if it
+    answers: the current tools, or (at a limit, ``on_limit="final_answer"``) none."""
+    if stop is None:
+        specs = view.specs if setup.output is None else shown_specs(setup.output, view)
+        settings = setup.requests[0] if policy.rounds == 0 else setup.requests[1]
+        return specs, settings, StopReason.ANSWER
+    reason = _last_request(setup, state, stop)  # raises unless asked for a last answer
+    return shown_specs(setup.output, ToolView.of(())), setup.requests[2], reason
+
+
+def _with_deltas(
+    asking: Asking,
+    state: RunState,
+    policy: RunPolicy,
+    specs: tuple[ToolSpec, ...],
+    settings: ModelSettings,
+    deps: Any,
+) -> AsyncGenerator[Delta | AssistantOutput, None]:
+    """The request as a task: its deltas as the model writes, then its turn."""
+    return with_deltas(lambda emit: ask(asking, state, policy, specs, settings, deps, emit))
+
+
+async def _ended(
+    setup: RunSetup,
+    state: RunState,
+    policy: RunPolicy,
+    output: AssistantOutput,
+    deps: Any,
+    stop: RunStopped | None,
+    reason: StopReason,
+) -> RunResult[Any] | None:
+    """The run's result if this turn ends it: an answer (typed, when asked for), or the
+    last answer at a limit; None to go on with the turn's calls."""
+    if setup.output is not None:
+        answered = await take_answer(
+            setup.output, setup.output_retries, state, policy, output, deps
+        )
+        if answered is not None:
+            if stop is None:
+                return answered
+            return answered.model_copy(update={"stop_reason": reason})
+    elif stop is None and not output.tool_calls:
+        return state.result(output.content, StopReason.ANSWER, None, output.content)
+    if stop is None:
+        return None
+    state.turn = None  # calls made despite tool_choice="none" are not run
+    return state.result(output.content, reason, None, output.content)
+
+
+def _last_request(setup: RunSetup, state: RunState, stop: RunStopped) -> StopReason:
+    """At a limit: raise it, or (``on_limit="final_answer"``) the reason the run ends with
+    after one last request without tools."""
+    if isinstance(stop, ToolExecutionError):
+        raise attach(stop, state, StopReason.TOOL_RAISED) from stop.__cause__
+    assert isinstance(stop, LimitExceeded)
+    reason = StopReason(stop.limit)
+    if setup.on_limit == "raise":
+        raise attach(stop, state, reason)
+    return reason

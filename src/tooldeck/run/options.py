@@ -1,0 +1,103 @@
+"""The options every entry point of a run takes, declared once.
+
+``Agent.run``, ``run_sync``, ``stream``, ``resume``, ``resume_sync`` and ``resume_stream``
+(and the durable agent's) take the same keywords, ``RunArgs``; each becomes one checked
+``RunOptions``, the only thing the loop is told about how this run was asked for. What a
+run needs (its session's id, the agent-tool call it runs inside) is passed here, never
+carried in a ContextVar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypedDict, TypeVar
+
+from tooldeck.messages import Message
+from tooldeck.run.session import Session
+
+DepsT = TypeVar("DepsT")
+
+
+@dataclass(frozen=True, slots=True)
+class ParentCall:
+    """The agent-tool call a run is the inner run of: the outer run's id and the call's id."""
+
+    run_id: str
+    call_id: str
+
+
+class RunArgs(TypedDict, Generic[DepsT], total=False):
+    """The keyword options of every entry point of a run (all optional)."""
+
+    deps: DepsT | None
+    """The host objects the run's tools receive as ``RunContext.deps``."""
+    history: Sequence[Message]
+    """An earlier conversation to continue (e.g. ``result.messages``); not with ``session``,
+    and not on a resume (the checkpoint has it)."""
+    session: Session | None
+    """A conversation kept between runs (``tooldeck.sessions``): the run starts from its
+    history and commits its turn before its FinalAnswer; a resume claims its paused run."""
+    run_id: str | None
+    """An id the application already has for this run (a request or workflow id); a random
+    one is drawn otherwise. Not on a resume (the run keeps its id)."""
+    deltas: bool
+    """Also stream the model's text and tool calls as it writes them (TextDelta,
+    ToolCallDelta), from models that can stream; ``run()`` uses the stream to build the turn."""
+    session_id: str | None
+    """The id of the conversation the run belongs to when its history is given directly
+    (the run log records it); set by ``session=`` otherwise."""
+    parent: ParentCall | None
+    """The agent-tool call this run is the inner run of (the run log links the two)."""
+
+
+@dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
+class RunOptions:
+    """One run's options, checked (``RunOptions.of(args)``)."""
+
+    deps: Any = None
+    history: tuple[Message, ...] = ()
+    session: Session | None = None
+    run_id: str | None = None
+    deltas: bool = False
+    session_id: str | None = None
+    parent: ParentCall | None = None
+
+    @classmethod
+    def of(cls, args: RunArgs[Any], *, resuming: bool = False) -> RunOptions:
+        """Check the keywords of an entry point; ``resuming`` refuses what a resume cannot
+        take (the checkpoint holds the history and the run id)."""
+        if not args:
+            return cls()
+        unknown = args.keys() - _NAMES
+        if unknown:
+            raise TypeError(
+                f"unknown run option(s) {', '.join(map(repr, sorted(unknown)))}; the options "
+                f"are: {', '.join(RunArgs.__annotations__)}"
+            )
+        history = tuple(args.get("history") or ())
+        session = args.get("session")
+        run_id = args.get("run_id")
+        if resuming and (history or run_id is not None):
+            raise TypeError(
+                "resume() takes no history= or run_id=: the paused run's checkpoint holds both"
+            )
+        if session is not None and history:
+            raise ValueError("pass history= or session=, not both: a session has its history")
+        if run_id is not None and (not isinstance(run_id, str) or not run_id):
+            raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
+        session_id = args.get("session_id")
+        if session is not None:
+            session_id = session.session_id
+        return cls(
+            args.get("deps"),
+            history,
+            session,
+            run_id,
+            bool(args.get("deltas", False)),
+            session_id,
+            args.get("parent"),
+        )
+
+
+_NAMES = frozenset(RunArgs.__annotations__)
