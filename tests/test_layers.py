@@ -181,3 +181,33 @@ def test_each_package_says_what_lives_there(package: str) -> None:
 def test_the_cycle_check_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert sorted(map(sorted, strongly_connected(graph))) == [["a", "b", "c"], ["d"]]
+
+
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def test_every_file_the_architecture_page_names_exists() -> None:
+    import re
+
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:[a-z_]+/)+[a-z_]*(?:\.py)?)`", text))
+    assert len(named) > 20  # the page names the rooms and their files
+    root = PACKAGE.parents[1]
+    skipped = {".venv", ".git", "node_modules"}
+    places = {p.relative_to(root).as_posix() for p in root.rglob("*") if not skipped & set(p.parts)}
+    missing = [
+        name
+        for name in sorted(named)
+        if not any(
+            place == name.rstrip("/") or place.endswith("/" + name.rstrip("/")) for place in places
+        )
+    ]
+    assert missing == []
+
+
+def test_the_architecture_page_names_every_room() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    rooms = {
+        m.split(".")[1] for m in MODULES if m.count(".") >= 2 and MODULES[m].name == "__init__.py"
+    }
+    assert {room for room in rooms if f"{room}/" not in text} == set()

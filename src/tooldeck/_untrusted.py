@@ -13,6 +13,7 @@ Imports nothing of tooldeck: every room may use these rules.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -77,3 +78,20 @@ def repaired(text: str) -> str:
     if valid_text(text):
         return text
     return _SURROGATE.sub(REPLACEMENT, text)
+
+
+def unusable_text(arguments: dict[str, Any]) -> str:
+    """Arguments that break the rules, as JSON text to keep in their place (ASCII, so lone
+    surrogates stay escapes); nesting past the limit is cut, as no encoder goes 100,000
+    levels deep."""
+    return json.dumps(_cut(arguments, MAX_ARGUMENT_DEPTH + 1), default=repr)
+
+
+def _cut(value: Any, levels: int) -> Any:
+    if not isinstance(value, dict | list):
+        return value
+    if levels <= 0:
+        return "..."
+    if isinstance(value, dict):
+        return {key: _cut(item, levels - 1) for key, item in value.items()}
+    return [_cut(item, levels - 1) for item in value]

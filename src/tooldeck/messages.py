@@ -7,11 +7,19 @@ the loop only ever sees them. May import: ``tooldeck.errors`` and ``tooldeck._un
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from tooldeck._untrusted import SHORT_JSON, argument_problem
+from tooldeck._untrusted import SHORT_JSON, argument_problem, unusable_text
 from tooldeck.errors import ErrorCode
 
 FROZEN = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
@@ -25,6 +33,30 @@ def build(cls: type[RecordT], fields: dict[str, Any]) -> RecordT:
     the loop makes several records a round, and this skips ``BaseModel.__init__``'s Python
     layer (about half a microsecond each)."""
     record: RecordT = cls.__pydantic_validator__.validate_python(fields)
+    return record
+
+
+_new = object.__new__
+_set = object.__setattr__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def trusted(cls: type[RecordT], fields: dict[str, Any], given: Iterable[str]) -> RecordT:
+    """A record of values already checked (text the loop made, records it holds), made
+    without validating them again: what pydantic's ``model_construct`` does, without its
+    Python loop over the fields (half the time of ``build``; the loop makes four a round).
+
+    ``fields`` holds every field, defaults included; ``given`` names those the caller set
+    (``model_fields_set``). Only for the loop's own records (``tooldeck.run.records``), each
+    of which tests/test_records.py holds equal to the record made with validation.
+    """
+    record = _new(cls)
+    _set(record, "__dict__", fields)
+    _set_fields_set(record, set(given))  # the slots' own setters: a frozen model refuses
+    _set_extra(record, None)  # setattr, and object.__setattr__ looks the name up each time
+    _set_private(record, None)
     return record
 
 
@@ -64,17 +96,30 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] = {}
     """The arguments, parsed from the model's JSON."""
     raw_arguments: str | None = None
-    """The model's text, kept only when it did not parse as a JSON object.
+    """The model's text, kept only when it did not parse as a JSON object, or arguments that
+    break the rules of ``tooldeck._untrusted`` (nested too deep, not valid Unicode) as text.
 
     The loop answers such a call with an ``invalid_json`` observation instead of running it.
     """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _usable_arguments(cls, data: Any) -> Any:
+        """Arguments given as data are checked once, here: ones that break the rules are
+        kept as text (``raw_arguments``), so nothing later walks them again."""
+        if isinstance(data, dict) and data.get("raw_arguments") is None:
+            arguments = data.get("arguments")
+            if isinstance(arguments, dict) and argument_problem(arguments) is not None:
+                return {**data, "arguments": {}, "raw_arguments": unusable_text(arguments)}
+        return data
 
     @classmethod
     def from_json(cls, id: str, name: str, text: str | None) -> ToolCall:
         """Build a call from the model's argument text, keeping text that is not a JSON object.
 
         An empty text means no arguments, as several providers send for parameterless tools.
-        Arguments nested too deeply or holding invalid Unicode are kept as text too.
+        Arguments nested too deeply or holding invalid Unicode are kept as text too. This is
+        the one check of the arguments: the loop does not walk them again.
         """
         if text is None or not text.strip():
             return build(cls, {"id": id, "name": name})
@@ -82,13 +127,16 @@ class ToolCall(BaseModel):
             parsed = json.loads(text)
         except (ValueError, RecursionError):  # RecursionError: nested 100,000 levels deep
             parsed = None
-        if isinstance(parsed, dict) and (
-            # the usual text needs no walk: too short to nest too deep, no \u escape to
-            # hold a lone surrogate
-            (len(text) <= SHORT_JSON and text.isascii() and "\\u" not in text)
-            or argument_problem(parsed) is None
-        ):
-            return build(cls, {"id": id, "name": name, "arguments": parsed})
+        if not isinstance(parsed, dict):
+            return build(cls, {"id": id, "name": name, "raw_arguments": text})
+        # the usual text needs no walk: too short to nest too deep, no \u escape to hold a
+        # lone surrogate; json.loads made the keys text and the values JSON's own kinds
+        usual = len(text) <= SHORT_JSON and text.isascii() and "\\u" not in text
+        if type(id) is not str or type(name) is not str:
+            return build(cls, {"id": id, "name": name, "arguments": parsed})  # refused there
+        if usual or argument_problem(parsed) is None:
+            fields = {"id": id, "name": name, "arguments": parsed, "raw_arguments": None}
+            return trusted(cls, fields, ("id", "name", "arguments"))
         return build(cls, {"id": id, "name": name, "raw_arguments": text})
 
     @property

@@ -1,6 +1,6 @@
 """``tooldeck chat``: a conversation with the model and your tools, turn after turn.
 
-Each line typed at ``> `` is a run in the conversation (a session, see ``_cli_sessions``),
+Each line typed at ``> `` is a run in the conversation (a session, see ``cli/sessions.py``),
 shown live as ``tooldeck run`` shows it. A run that stops or is interrupted (Ctrl-C) ends
 with its totals and the chat goes on; Ctrl-D or ``exit`` leaves (status 0), Ctrl-C at the
 prompt too (status 130).

@@ -60,6 +60,9 @@ Time limits count from the (re)start of the execution (``max_duration_s`` restar
 resumed pause). A tool's exception is recorded with pickle; one that cannot be read back is
 recorded as a RecordedError (its type's name and message). A durable run's results, in
 every process, keep each exception of the trace as a RecordedError.
+
+Layer 4: wraps an Agent (``Agent.wrapped``) and its tool handlers. May import the layers
+below; the run never imports this package.
 """
 
 from __future__ import annotations

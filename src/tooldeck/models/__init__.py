@@ -1,4 +1,11 @@
-"""Model adapters. Provider SDKs are imported only by the adapter that needs them."""
+"""Model adapters: the ``Model`` interface (``base.py``), ``ScriptedModel`` for tests, a model
+string resolved to a model (``resolve.py``), and one package per provider (``openai/``,
+``anthropic/``, ``gemini/``) and the embedded ``local/`` model. Provider SDKs are imported
+only by the adapter that needs them, when a model is built.
+
+May import: ``tooldeck.errors``, ``tooldeck.messages``, ``tooldeck._untrusted``. Never
+``tooldeck.tools`` or ``tooldeck.run``; only this room imports a provider's SDK.
+"""
 
 from tooldeck.models.base import Model, ModelSettings, ToolChoice
 from tooldeck.models.scripted import RecordedRequest, ScriptedModel

@@ -1,7 +1,8 @@
 """An HTTP error status from a provider -> the tooldeck ModelError that says what happened.
 
-Shared by the Anthropic and Gemini adapters; each translates its SDK's exceptions into a
-status and the provider's own explanation, then calls ``status_error``.
+Shared by the OpenAI, Anthropic and Gemini adapters; each translates its SDK's exceptions
+into a status and the provider's own explanation, then calls ``status_error`` (or, for a
+request that never got an answer, ``unreachable``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from tooldeck.errors import (
 
 
 @dataclass(frozen=True, slots=True)
-class ErrorContext:
-    """What an error message names: the model, where it was sent, how to fix a bad key."""
+class Endpoint:
+    """Where a model's requests go, as an error message names it: the model, the address,
+    how to fix a bad key, the SDK's retries."""
 
     model: str
     """The model string, e.g. ``anthropic:claude-sonnet-5``."""
@@ -38,7 +40,7 @@ class ErrorContext:
 
 
 def status_error(
-    context: ErrorContext, status: int, detail: str, *, key_refused: bool = False
+    context: Endpoint, status: int, detail: str, *, key_refused: bool = False
 ) -> ProviderError:
     """The ModelError for an HTTP error status, with the provider's own explanation.
 
@@ -65,7 +67,7 @@ def status_error(
     return ProviderError(f"{where}: {detail}", status)
 
 
-def unreachable(context: ErrorContext, error: BaseException, timed_out: bool) -> ModelUnavailable:
+def unreachable(context: Endpoint, error: BaseException, timed_out: bool) -> ModelUnavailable:
     """The error for a request that timed out or never reached the provider."""
     if timed_out:
         return ModelUnavailable(

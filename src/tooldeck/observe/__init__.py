@@ -4,6 +4,9 @@ Off until asked: ``tooldeck.instrument()`` traces every agent, ``Agent(instrumen
 Instrumentation(...))`` one. Only ``opentelemetry-api`` is needed (``pip install
 'tooldeck[otel]'``); spans go to the tracer provider given, or to the global one, whose
 exporter (OTLP, console, ...) the application sets up.
+
+Layer 4: a ``RunObserver`` and ``Instrumenter`` (``tooldeck.run.observer``). May import the
+layers below; the run never imports this package.
 """
 
 from __future__ import annotations

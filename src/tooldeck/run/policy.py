@@ -219,12 +219,13 @@ def call_signature(call: ToolCall) -> CallSignature:
     """The same tool with the same arguments gives the same signature (a hashable key)."""
     if call.raw_arguments is not None:
         return (call.name, "raw", call.raw_arguments)
-    flat = tuple(sorted([(key, type(value), value) for key, value in call.arguments.items()]))
+    items = sorted(call.arguments.items())  # the keys differ, so no value is compared
+    signature = (call.name, "flat", *[(key, type(value), value) for key, value in items])
     try:
-        hash(flat)
+        hash(signature)
     except TypeError:  # nested lists/dicts: canonical JSON instead
         return (call.name, "json", json.dumps(call.arguments, sort_keys=True, default=repr))
-    return (call.name, "flat", *flat)
+    return signature
 
 
 def _repeat_record(signature: CallSignature, count: int, last_output: str | None) -> RepeatRecord:

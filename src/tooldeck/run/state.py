@@ -18,6 +18,7 @@ from tooldeck.results import (
     ToolTrace,
 )
 from tooldeck.run.events import AgentEvent, ModelResponse
+from tooldeck.run.records import assistant_message, tool_message
 
 
 @dataclass(slots=True)
@@ -70,11 +71,8 @@ class RunState:
 
     def record_output(self, output: AssistantOutput, round_: int) -> None:
         """Append the model's turn; its calls, if any, become the open turn."""
-        self.requests += 1  # as in count_response, without a call on the hot path
-        if output.usage is not None:
-            self.input_tokens += output.usage.input_tokens
-            self.output_tokens += output.usage.output_tokens
-        self.messages.append(Message.assistant(output))
+        self.count_response(output)
+        self.messages.append(assistant_message(output))
         self.turn = OpenTurn(round_, output.tool_calls) if output.tool_calls else None
 
     def count_nested(self, event: AgentEvent) -> None:
@@ -114,7 +112,7 @@ class RunState:
             return
         answered = turn.answered
         for call in turn.calls:
-            self.messages.append(Message.tool(call.id, answered[call.id].output))
+            self.messages.append(tool_message(call.id, answered[call.id].output))
         self.turn = None
 
     def result(

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from tooldeck._untrusted import MAX_ARGUMENT_DEPTH, argument_problem, repaired, valid_text
+from tooldeck._untrusted import repaired, valid_text
 from tooldeck.messages import AssistantOutput, ToolCall
 
 
@@ -21,11 +18,8 @@ def safe_output(output: AssistantOutput) -> AssistantOutput:
                 valid_text(name) and valid_text(call_id)
             ):
                 break
-            if raw is None:
-                if argument_problem(call.arguments) is not None:
-                    break
-            elif not (raw.isascii() or valid_text(raw)):
-                break
+            if raw is not None and not (raw.isascii() or valid_text(raw)):
+                break  # (the arguments were checked as the call was made: ToolCall)
         else:
             if len(calls) < 2 or _unique(calls):
                 return output
@@ -40,32 +34,11 @@ def _unique(calls: tuple[ToolCall, ...]) -> bool:
 def _safe_call(call: ToolCall) -> ToolCall:
     name, call_id = repaired(call.name), repaired(call.id)
     raw = call.raw_arguments
-    arguments = call.arguments
-    if raw is None and arguments and argument_problem(arguments) is not None:
-        raw = _as_text(arguments)
-        arguments = {}
-    elif raw is not None:
+    if raw is not None:
         raw = repaired(raw)
     if name is call.name and call_id is call.id and raw is call.raw_arguments:
         return call
-    update = {"name": name, "id": call_id, "raw_arguments": raw, "arguments": arguments}
-    return call.model_copy(update=update)
-
-
-def _as_text(arguments: dict[str, Any]) -> str:
-    """Arguments as JSON text to keep in place of them (ASCII, so lone surrogates stay
-    escapes); nesting past the limit is cut, as no encoder goes 100,000 levels deep."""
-    return json.dumps(_cut(arguments, MAX_ARGUMENT_DEPTH + 1), default=repr)
-
-
-def _cut(value: Any, levels: int) -> Any:
-    if not isinstance(value, dict | list):
-        return value
-    if levels <= 0:
-        return "..."
-    if isinstance(value, dict):
-        return {key: _cut(item, levels - 1) for key, item in value.items()}
-    return [_cut(item, levels - 1) for item in value]
+    return call.model_copy(update={"name": name, "id": call_id, "raw_arguments": raw})
 
 
 def _unique_ids(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:

@@ -12,6 +12,9 @@ in one batch), at the latest ``interval`` seconds after it was recorded, and on
 
 The tables are documented in the README ("Run log"); read them with ``sqlite3``, Datasette,
 ``tooldeck logs``, or ``RunLog.runs()`` / ``RunLog.run()`` here.
+
+Layer 4: a ``StreamObserver`` (``tooldeck.run.observer``) of the run's events. May import
+the layers below; the run never imports this package.
 """
 
 from __future__ import annotations

@@ -1,1 +1,5 @@
-"""Serving tooldeck tools to other programs: a registry as an MCP server (``serve.mcp``)."""
+"""Serving tooldeck to other programs: a registry's tools as an MCP server (``serve.mcp``).
+
+Layer 4: may import the layers below (the run's call runner, the tools); nothing below
+imports it.
+"""

@@ -25,6 +25,10 @@ The rules:
 - The history is repaired when it is loaded: a tool call with no result gets an
   ``error[interrupted]`` observation and a result that answers no call is dropped, so a
   provider never refuses a stored conversation.
+
+Layer 4: the stores implement ``tooldeck.run.session.Session``, the protocol the run
+talks to. May import the layers below (``tooldeck.run`` included); the run never imports
+this package.
 """
 
 from __future__ import annotations

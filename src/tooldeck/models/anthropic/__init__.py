@@ -12,6 +12,8 @@ schema itself); ``tool_choice`` ``auto`` / ``required`` / ``none`` / a tool's na
 kept in the assistant message's ``provider_items`` and sent back unchanged, with their
 signatures, before the text and calls of their turn. ``stream()`` yields text and tool
 input pieces as the server-sent events bring them, then the same turn ``complete()`` gives.
+
+Part of ``tooldeck.models``: may import what it may, and the ``anthropic`` SDK.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models._http import ErrorContext
+from tooldeck.models._http import Endpoint
+from tooldeck.models._provider import ProviderModel
 from tooldeck.models.anthropic import _request as request_format
 from tooldeck.models.anthropic import _response as response_format
 from tooldeck.models.anthropic._errors import refused_by_sdk, sdk_errors
 from tooldeck.models.anthropic._stream import EventReader
-from tooldeck.models.base import Model, ModelSettings, StreamItem, final_output
+from tooldeck.models.base import ModelSettings, StreamItem
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -51,7 +54,7 @@ class _Connection:
     """Close the client in ``aclose()`` (tooldeck built it; a client passed in stays open)."""
 
 
-class AnthropicModel(Model):
+class AnthropicModel(ProviderModel):
     """Claude behind the Anthropic Messages API.
 
     Args:
@@ -98,9 +101,8 @@ class AnthropicModel(Model):
             raise ModelNotConfigured(f"anthropic needs a model name, got {model_name!r}")
         if max_tokens < 1:
             raise ModelNotConfigured(f"max_tokens must be at least 1, got {max_tokens!r}")
-        self.name = f"anthropic:{model_name}"
+        super().__init__(f"anthropic:{model_name}", stream)
         self._connection = _connect(client, api_key, base_url, max_retries, timeout)
-        self._stream = stream
         self._parts = request_format.RequestParts(
             model_name, max_tokens, dict(request_options or {})
         )
@@ -110,17 +112,13 @@ class AnthropicModel(Model):
         """The SDK client requests go through."""
         return self._connection.client
 
-    async def complete(
+    async def _request_turn(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         settings: ModelSettings,
-        instructions: str = "",
+        instructions: str,
     ) -> AssistantOutput:
-        if self._stream:
-            return await final_output(
-                self.name, self.stream(messages, tools, settings, instructions)
-            )
         request = request_format.build_request(self._parts, messages, tools, settings, instructions)
         named, extra = request_format.split_request(request)
         with self._sdk_errors() as context:
@@ -158,9 +156,9 @@ class AnthropicModel(Model):
         yield response_format.to_output(self.name, reader.turn())
 
     @contextmanager
-    def _sdk_errors(self) -> Iterator[ErrorContext]:
+    def _sdk_errors(self) -> Iterator[Endpoint]:
         client = self._connection.client
-        context = ErrorContext(self.name, str(client.base_url), _KEY_HINT, client.max_retries)
+        context = Endpoint(self.name, str(client.base_url), _KEY_HINT, client.max_retries)
         with sdk_errors(context):
             yield context
 

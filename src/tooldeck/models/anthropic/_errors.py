@@ -19,7 +19,7 @@ from tooldeck.errors import (
     ModelUnavailable,
     ProviderError,
 )
-from tooldeck.models._http import ErrorContext, status_error, unreachable
+from tooldeck.models._http import Endpoint, status_error, unreachable
 
 if TYPE_CHECKING:
     from anthropic import APIStatusError
@@ -36,7 +36,7 @@ _STREAM_ERRORS: dict[str, type[ProviderError]] = {
 
 
 @contextmanager
-def sdk_errors(context: ErrorContext) -> Iterator[None]:
+def sdk_errors(context: Endpoint) -> Iterator[None]:
     """Re-raise the SDK's errors inside the block as tooldeck ProviderError errors."""
     import anthropic
     import httpx2
@@ -60,7 +60,7 @@ def sdk_errors(context: ErrorContext) -> Iterator[None]:
         ) from error
 
 
-def refused_by_sdk(context: ErrorContext, error: ValueError) -> ModelBadRequest:
+def refused_by_sdk(context: Endpoint, error: ValueError) -> ModelBadRequest:
     """The SDK refused to send the request, e.g. a non-streamed ``max_tokens`` too large."""
     return ModelBadRequest(
         f"{context.model}: the anthropic SDK refused the request: {error} "
@@ -68,7 +68,7 @@ def refused_by_sdk(context: ErrorContext, error: ValueError) -> ModelBadRequest:
     )
 
 
-def _stream_error(context: ErrorContext, error: APIStatusError) -> ProviderError:
+def _stream_error(context: Endpoint, error: APIStatusError) -> ProviderError:
     kind = error.type or "error"
     detail = error.api_message or error.message
     message = f"{context.model}: the stream reported an error: {kind}: {detail}"

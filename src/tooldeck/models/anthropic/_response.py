@@ -1,8 +1,8 @@
 """The Anthropic Messages wire format, coming out: a Message (or a streamed one) -> AssistantOutput.
 
-Only this module and ``_anthropic_stream`` know how the Messages API spells an answer:
+Only this module and ``_stream`` know how the Messages API spells an answer:
 ``text`` and ``tool_use`` blocks, thinking blocks (kept, with their signatures, for the next
-request), the ``stop_reason`` and ``usage``. ``_anthropic_stream`` assembles a streamed
+request), the ``stop_reason`` and ``usage``. ``_stream`` assembles a streamed
 message into the same MessageTurn a whole Message gives; ``to_output`` reads either.
 """
 

@@ -17,6 +17,8 @@ signatures is kept whole in the assistant message's ``provider_items`` and sent 
 exactly as it came. The SDK's automatic function calling is switched off: tooldeck runs
 the tools. ``stream()`` yields the text as chunks arrive and each function call whole (Gemini
 never sends a call's arguments piece by piece), then the same turn ``complete()`` gives.
+
+Part of ``tooldeck.models``: may import what it may, and the ``google-genai`` SDK.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models._http import ErrorContext
-from tooldeck.models.base import Model, ModelSettings, StreamItem, ToolCallChunk, final_output
+from tooldeck.models._http import Endpoint
+from tooldeck.models._provider import ProviderModel
+from tooldeck.models.base import ModelSettings, StreamItem, ToolCallChunk
 from tooldeck.models.gemini import _request as request_format
 from tooldeck.models.gemini import _response as response_format
 from tooldeck.models.gemini._errors import sdk_errors
@@ -56,7 +59,7 @@ class _Connection:
     max_retries: int | None
 
 
-class GeminiModel(Model):
+class GeminiModel(ProviderModel):
     """Gemini behind the Gemini API (or Vertex AI, through a client passed in).
 
     Args:
@@ -106,10 +109,9 @@ class GeminiModel(Model):
             raise ModelNotConfigured(
                 f"tool_schema must be 'openapi' or 'json_schema', got {tool_schema!r}"
             )
-        self.name = f"gemini:{model_name}"
+        super().__init__(f"gemini:{model_name}", stream)
         options = _ClientOptions(api_key, base_url, api_version, max_retries, timeout)
         self._connection = _connect(client, options)
-        self._stream = stream
         self._parts = request_format.RequestParts(
             model_name, request_format.Declarations(tool_schema), dict(request_options or {})
         )
@@ -119,17 +121,13 @@ class GeminiModel(Model):
         """The SDK client requests go through."""
         return self._connection.client
 
-    async def complete(
+    async def _request_turn(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         settings: ModelSettings,
-        instructions: str = "",
+        instructions: str,
     ) -> AssistantOutput:
-        if self._stream:
-            return await final_output(
-                self.name, self.stream(messages, tools, settings, instructions)
-            )
         request = request_format.build_request(self._parts, messages, tools, settings, instructions)
         with self._sdk_errors():
             response = await self.client.aio.models.generate_content(**request)
@@ -165,7 +163,7 @@ class GeminiModel(Model):
     @contextmanager
     def _sdk_errors(self, streaming: Callable[[], bool] = lambda: False) -> Iterator[None]:
         connection = self._connection
-        context = ErrorContext(self.name, connection.endpoint, _KEY_HINT, connection.max_retries)
+        context = Endpoint(self.name, connection.endpoint, _KEY_HINT, connection.max_retries)
         with sdk_errors(context, streaming):
             yield
 

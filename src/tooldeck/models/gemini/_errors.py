@@ -20,16 +20,14 @@ from tooldeck.errors import (
     ModelUnavailable,
     ProviderError,
 )
-from tooldeck.models._http import ErrorContext, status_error, unreachable
+from tooldeck.models._http import Endpoint, status_error, unreachable
 
 if TYPE_CHECKING:
     from google.genai.errors import APIError
 
 
 @contextmanager
-def sdk_errors(
-    context: ErrorContext, streaming: Callable[[], bool] = lambda: False
-) -> Iterator[None]:
+def sdk_errors(context: Endpoint, streaming: Callable[[], bool] = lambda: False) -> Iterator[None]:
     """Re-raise the SDK's errors inside the block as tooldeck ProviderError errors.
 
     ``streaming`` says whether a stream has delivered chunks (its errors come in the stream).
@@ -57,7 +55,7 @@ def sdk_errors(
         ) from error
 
 
-def _stream_error(context: ErrorContext, error: APIError) -> ProviderError:
+def _stream_error(context: Endpoint, error: APIError) -> ProviderError:
     code = error.code
     message = f"{context.model}: the stream reported an error: {code} {_detail(error)}"
     if code in (401, 403) or _key_refused(error.details):

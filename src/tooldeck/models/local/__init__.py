@@ -1,10 +1,12 @@
 """LocalModel: a GGUF model run in-process by llama.cpp, its tool calls bound by grammar.
 
 Every turn is decoded under a grammar built from the tools' JSON Schemas
-(``_local_grammar``), so the output is either a final answer or calls of tools that exist,
+(``_grammar``), so the output is either a final answer or calls of tools that exist,
 with arguments their schema accepts. The prompt uses the GGUF's chat template when it has
-one, else tooldeck's own transcript format (``_local_prompt``). llama-cpp-python is
+one, else tooldeck's own transcript format (``_prompt``). llama-cpp-python is
 imported lazily, when the weights load.
+
+Part of ``tooldeck.models``: may import what it may, and ``llama_cpp``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """GBNF for bounded JSON values: integers and numbers in a range, strings of a length.
 
 llama.cpp's JSON Schema converter ignores ``minimum``/``maximum`` and nests a bounded
-repetition one level per character, so ``_local_grammar`` writes these leaves itself. Every
+repetition one level per character, so ``_grammar`` writes these leaves itself. Every
 value a local model writes is bounded, so a call closes even when a small model starts
 repeating a digit: numbers have at most ``MAX_DIGITS`` digits before and after the point,
 and a string without ``maxLength`` at most ``MAX_OPEN_STRING`` characters.

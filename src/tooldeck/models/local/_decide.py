@@ -1,11 +1,11 @@
 """The decision to call a tool or answer, taken before a local model writes its turn.
 
-A turn starts with the word ``call`` or ``answer`` (``_local_prompt``). When the tool choice
+A turn starts with the word ``call`` or ``answer`` (``_prompt``). When the tool choice
 leaves both open, the engine decides first and then writes the turn under a grammar of
 calls only, or of an answer only. Two measures inform it:
 
 - **fit**: how well the user's last message fits the best-matching tool, as the cosine
-  similarity of the model's own embeddings of the two texts (``_local_embed``);
+  similarity of the model's own embeddings of the two texts (``_embed``);
 - **score**: the model's log-odds of calling over answering, read once the prompt is
   processed: ``logit(first token of "call") - logit(first token of "answer")``.
 

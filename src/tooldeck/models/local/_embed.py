@@ -3,7 +3,7 @@
 A second llama.cpp context on the same GGUF, in embedding mode, turns a text into the mean
 of the model's last hidden states. A request's *fit* is the highest cosine similarity
 between the user's message and a tool's ``name: description``: the engine reads it before
-a turn whose tool choice leaves the model free (``_local_decide``). The context is made on
+a turn whose tool choice leaves the model free (``_decide``). The context is made on
 first use, and vectors are kept by their text, so a conversation pays for each tool and
 each message once.
 """

@@ -1,7 +1,7 @@
 """The llama.cpp side of LocalModel: prompt tokens with KV-cache reuse, the decision to call,
 decoding under the turn's grammar.
 
-This module and the ``_local_*`` modules it uses touch llama_cpp only inside functions;
+This module and the ``_*`` modules it uses touch llama_cpp only inside functions;
 they are imported when a LocalModel loads its weights.
 """
 
@@ -46,7 +46,7 @@ class TurnStats:
     """Seconds spent generating after the first token."""
     call_score: float | None = None
     """The model's log-odds of calling a tool over answering, read before the turn was
-    written (``_local_decide``); None when the turn had no tools to call."""
+    written (``_decide``); None when the turn had no tools to call."""
     fit: float | None = None
     """How well the user's message fits the best-matching tool (cosine similarity of the
     model's embeddings); None unless the turn answers a user's message with tools and the

@@ -1,6 +1,6 @@
 """GBNF grammars that make a local model's turn either a final answer or calls of real tools.
 
-A turn has one of two shapes (``_local_prompt`` shows the model this format)::
+A turn has one of two shapes (``_prompt`` shows the model this format)::
 
     answer <text>
     call {"name": "<tool>", "arguments": <arguments>}      one line per call
@@ -9,7 +9,7 @@ Each tool's arguments follow that tool's own JSON Schema, converted to GBNF by l
 converter (``llama_cpp.llama_grammar.SchemaConverter``), so the model cannot name a tool that
 does not exist, and its arguments keep the schema's types, properties, enums and patterns.
 Ranges (``minimum``/``maximum``) and string lengths, which the converter ignores or nests too
-deep, are written by ``_local_bounds``; every value is bounded (digits, characters, items), so
+deep, are written by ``_bounds``; every value is bounded (digits, characters, items), so
 a call always closes. Where the converter cannot express a schema (an unusual ``pattern``, a
 keyword it does not know), that tool's arguments fall back to "any JSON object": the call
 still names a real tool, and the loop still validates the arguments against the full schema,
@@ -44,7 +44,7 @@ _MAX_ITEMS = 64
 """The most items the grammar lets an array have (llama.cpp's converter nests one level per
 item); a larger ``maxItems`` is cut to this, a larger ``minItems`` left to validation."""
 _LEAF = re.compile(r'"\\"(tooldeck-leaf-[a-z0-9-]+)\\""')
-"""A placeholder constant, as the converter writes it, for a leaf ``_local_bounds`` writes."""
+"""A placeholder constant, as the converter writes it, for a leaf ``_bounds`` writes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +259,7 @@ def _prepared(node: Any, prefix: str, leaves: dict[str, str]) -> Any:
 
 def _bounded(node: dict[str, Any], prefix: str, leaves: dict[str, str]) -> dict[str, Any]:
     """``node`` with an item bound if it is an open array, or as a placeholder if it is a
-    leaf ``_local_bounds`` writes (the converter would drop its range or length)."""
+    leaf ``_bounds`` writes (the converter would drop its range or length)."""
     if isinstance(node.get("items"), dict) and "prefixItems" not in node:
         return {**node, "maxItems": min(node.get("maxItems", MAX_OPEN_ITEMS), _MAX_ITEMS)}
     rule = leaf_rule(node)

@@ -2,7 +2,7 @@
 
 Two formats, one set of rules. The model is shown its tools (name, description, JSON Schema
 of the arguments), the two shapes a turn can take (``answer <text>`` or ``call {...}``
-lines, which the grammar in ``_local_grammar`` enforces) and a worked example of a call, a
+lines, which the grammar in ``_grammar`` enforces) and a worked example of a call, a
 tool result and a final answer.
 
 - ``TranscriptFormat`` (tooldeck's own, for GGUFs without a chat template, such as the

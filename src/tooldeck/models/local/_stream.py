@@ -1,7 +1,7 @@
 """The local model's turn as it is written: its raw text -> text and tool-call chunks.
 
 The model writes either ``answer <text>`` or one ``call {"name": ..., "arguments": ...}``
-line per call (``_local_grammar``); this reads that text as it grows and says what is new:
+line per call (``_grammar``); this reads that text as it grows and says what is new:
 the answer's text (without the surrounding whitespace ``parse_turn`` strips), and each
 call's name and arguments text (without the line's closing brace). The chunks joined match
 the parsed turn; the turn itself (``parse_turn``) stays the authority.

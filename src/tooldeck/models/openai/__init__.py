@@ -9,6 +9,8 @@ install it with ``pip install 'tooldeck[openai]'``.
 By default every request carries the whole conversation, so any gateway works and nothing
 has to be stored server-side; ``OpenAIResponsesModel(server_state=True)`` continues stored
 responses with ``previous_response_id`` instead.
+
+Part of ``tooldeck.models``: may import what it may, and the ``openai`` SDK.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelError, ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models.base import Model, ModelSettings, StreamItem, final_output
+from tooldeck.models._http import Endpoint
+from tooldeck.models._provider import ProviderModel
+from tooldeck.models.base import ModelSettings, StreamItem
 from tooldeck.models.openai import _chat as chat
 from tooldeck.models.openai import _responses as responses
 from tooldeck.models.openai._clients import Connection, azure_client, connect
-from tooldeck.models.openai._errors import ErrorContext, sdk_errors
+from tooldeck.models.openai._errors import sdk_errors
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -93,16 +97,15 @@ def _hosted_params(tools: Sequence[HostedToolLike]) -> tuple[dict[str, Any], ...
     return tuple(params)
 
 
-class _SDKModel(Model):
+class _SDKModel(ProviderModel):
     """What both adapters share: the client, its lifetime, and error translation."""
 
     native_output = True
     """A typed answer goes as the API's ``json_schema`` format (structured outputs)."""
 
     def __init__(self, name: str, connection: Connection, stream: bool) -> None:
-        self.name = name
+        super().__init__(name, stream)
         self._connection = connection
-        self._stream = stream
 
     @property
     def client(self) -> AsyncOpenAI:
@@ -112,7 +115,7 @@ class _SDKModel(Model):
     @contextmanager
     def _sdk_errors(self) -> Iterator[None]:
         client = self._connection.client
-        context = ErrorContext(
+        context = Endpoint(
             self.name, str(client.base_url), self._connection.key_hint, client.max_retries
         )
         with sdk_errors(context):
@@ -177,17 +180,13 @@ class OpenAIResponsesModel(_SDKModel):
         )
         self._chain = responses.ResponseChain() if server_state else None
 
-    async def complete(
+    async def _request_turn(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         settings: ModelSettings,
-        instructions: str = "",
+        instructions: str,
     ) -> AssistantOutput:
-        if self._stream:
-            return await final_output(
-                self.name, self.stream(messages, tools, settings, instructions)
-            )
         request = self._request(messages, tools, settings, instructions)
         with self._sdk_errors():
             response = await self.client.responses.create(**request)
@@ -328,17 +327,13 @@ class OpenAIChatModel(_SDKModel):
         )
         return model
 
-    async def complete(
+    async def _request_turn(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         settings: ModelSettings,
-        instructions: str = "",
+        instructions: str,
     ) -> AssistantOutput:
-        if self._stream:
-            return await final_output(
-                self.name, self.stream(messages, tools, settings, instructions)
-            )
         request = chat.build_request(self._parts, messages, tools, settings, instructions)
         with self._sdk_errors():
             completion = await self.client.chat.completions.create(**request)

@@ -8,31 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
-from tooldeck.errors import (
-    ModelAuthError,
-    ModelBadRequest,
-    ModelRateLimited,
-    ModelUnavailable,
-    ProviderError,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorContext:
-    """What an error message names: the model, where it was sent, how to fix a bad key."""
-
-    model: str
-    """The model string, e.g. ``openai:gpt-4.1-mini``."""
-    base_url: str
-    key_hint: str
-    """How to supply a key, e.g. ``set OPENAI_API_KEY or pass api_key=...``."""
-    max_retries: int
+from tooldeck.errors import ProviderError
+from tooldeck.models._http import Endpoint, status_error, unreachable
 
 
 @contextmanager
-def sdk_errors(context: ErrorContext) -> Iterator[None]:
+def sdk_errors(context: Endpoint) -> Iterator[None]:
     """Re-raise the SDK's API errors inside the block as tooldeck ProviderError errors."""
     import openai
 
@@ -43,42 +25,12 @@ def sdk_errors(context: ErrorContext) -> Iterator[None]:
             context, error.status_code, _detail(error.body, error.message)
         ) from error
     except openai.APITimeoutError as error:
-        raise ModelUnavailable(
-            f"{context.model}: the request to {context.base_url} timed out "
-            f"(after {context.max_retries} retries)"
-        ) from error
+        raise unreachable(context, error, timed_out=True) from error
     except openai.APIConnectionError as error:
-        cause = error.__cause__ or error
-        raise ModelUnavailable(
-            f"{context.model}: could not connect to {context.base_url} "
-            f"(after {context.max_retries} retries): {type(cause).__name__}: {cause}"
-        ) from error
+        raise unreachable(context, error, timed_out=False) from error
     except openai.APIError as error:
         detail = _detail(error.body, error.message)
         raise ProviderError(f"{context.model}: the provider reported an error: {detail}") from error
-
-
-def status_error(context: ErrorContext, status: int, detail: str) -> ProviderError:
-    """The ModelError for an HTTP error status, with the provider's own explanation."""
-    where = f"{context.model}: {context.base_url} answered HTTP {status}"
-    if status == 401:
-        return ModelAuthError(
-            f"{where}, the API key was refused: {detail} ({context.key_hint})", status
-        )
-    if status == 403:
-        return ModelAuthError(f"{where}, access is denied: {detail}", status)
-    if status == 429:
-        return ModelRateLimited(
-            f"{where} (rate limited) and still did after {context.max_retries} retries: {detail}",
-            status,
-        )
-    if status >= 500:
-        return ModelUnavailable(
-            f"{where} (server error) after {context.max_retries} retries: {detail}", status
-        )
-    if 400 <= status < 500:
-        return ModelBadRequest(f"{where}, the request was rejected: {detail}", status)
-    return ProviderError(f"{where}: {detail}", status)
 
 
 def _detail(body: object, fallback: str) -> str:

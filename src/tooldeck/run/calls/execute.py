@@ -18,6 +18,7 @@ from tooldeck.results import PendingCall, ToolTrace
 from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
 from tooldeck.run.calls.texts import error_result, run_time_text, timeout_text, with_edit_note
 from tooldeck.run.checkpoint import call_digest
+from tooldeck.run.records import succeeded
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.handler import HandlerOutput, Pause, ToolOutcome
 
@@ -86,7 +87,7 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
             result = error_result(entry, error, round_.options.include_error_details)
         return _finished(item, ToolOutcome(result, error), started)
     if isinstance(output, str) and not item.edited:  # the usual call: a function's text
-        return trace(call, ToolResult.success(output), time.perf_counter() - started)
+        return trace(call, succeeded(output), time.perf_counter() - started)
     if isinstance(output, Pause):
         digest = call_digest(round_.run_id, call)
         return PendingCall(call=call, kind="agent", digest=digest, nested=output.state)

@@ -45,13 +45,12 @@ RoundItem = Event | RoundOutcome
 class _Admitted:
     """A round's calls after their checks: the ones to run, and the others' outcomes."""
 
-    size: int
     ready: list[Ready]
-    done: dict[int, Ran]
-    """By index: the calls answered without running, and those that wait."""
+    done: list[Ran | None]
+    """By the calls' order: how each call ended, as it ends (None while it has not)."""
     announced: list[ToolTrace]
     """The calls answered without running, to announce before the others run."""
-    signatures: dict[int, CallSignature | None]
+    signatures: list[CallSignature | None]
     over_limit: bool = False
 
 
@@ -64,7 +63,11 @@ async def run_round(
         admitted = _admit_decided(turn, decisions, round_)
     else:
         turn.started = True
-        admitted = await _admit_new(turn, round_)
+        admitted = _admit_new(turn, round_)
+        if round_.view.may_pause and admitted.ready:  # those needing a decision wait
+            admitted.ready, waiting = await hold_back(admitted.ready, round_)
+            for index, pending in waiting:
+                admitted.done[index] = pending
     for answered in admitted.announced:
         yield _not_run(answered, round_)
     done = admitted.done
@@ -86,16 +89,16 @@ async def run_round(
                 ran = done[got[0]] = got[1]
                 if isinstance(ran, ToolTrace):
                     yield ToolCallFinished(round_.round, ran)
-    slots = [done.get(index) for index in range(admitted.size)]
-    yield _outcome(slots, admitted.signatures, round_, admitted.over_limit)
+    yield _outcome(done, admitted.signatures, round_, admitted.over_limit)
 
 
-async def _admit_new(turn: OpenTurn, round_: CallRound) -> _Admitted:
-    """A new turn's calls, checked; those needing a decision or a result held back."""
+def _admit_new(turn: OpenTurn, round_: CallRound) -> _Admitted:
+    """A new turn's calls, checked."""
     calls = turn.calls
     if turn.answered:
         calls = tuple(call for call in calls if call.id not in turn.answered)
-    admitted = _Admitted(len(calls), [], {}, [], {})
+    size = len(calls)
+    admitted = _Admitted([], [None] * size, [], [None] * size)
     for index, call in enumerate(calls):
         checked = check_new(index, call, round_)
         if isinstance(checked, Ready):
@@ -107,9 +110,6 @@ async def _admit_new(turn: OpenTurn, round_: CallRound) -> _Admitted:
         admitted.announced.append(refusal)
         if refusal.result.error_code is ErrorCode.CALL_LIMIT:
             admitted.over_limit = True
-    if round_.view.may_pause and admitted.ready:
-        admitted.ready, waiting = await hold_back(admitted.ready, round_)
-        admitted.done.update(waiting)
     return admitted
 
 
@@ -118,7 +118,8 @@ def _admit_decided(
 ) -> _Admitted:
     """A paused turn's calls with the decisions made on them; the others stay pending."""
     waiting = turn.pending
-    admitted = _Admitted(len(waiting), [], {}, [], {})
+    size = len(waiting)
+    admitted = _Admitted([], [None] * size, [], [None] * size)
     for index, pending in enumerate(waiting):
         checked = check_decided(index, pending, decisions, round_)
         if isinstance(checked, Ready):
@@ -160,7 +161,7 @@ def _not_run(done: ToolTrace, round_: CallRound) -> ToolCallFinished:
 
 def _outcome(
     slots: list[Ran | None],
-    signatures: dict[int, CallSignature | None],
+    signatures: list[CallSignature | None],
     round_: CallRound,
     over_limit: bool,
 ) -> RoundOutcome:
@@ -175,7 +176,7 @@ def _outcome(
             continue
         answered.append(ran)
         name = ran.call.name
-        round_.policy.record(name, ran.result, signatures.get(index))
+        round_.policy.record(name, ran.result, signatures[index])
         if ran.error is not None:
             entry = round_.view.dispatch.get(name)
             if entry is not None and entry.options.on_error == "raise":

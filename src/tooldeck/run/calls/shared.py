@@ -8,12 +8,13 @@ from typing import Any
 
 from tooldeck._untrusted import repaired, valid_text
 from tooldeck.errors import ErrorCode
-from tooldeck.messages import Message, ToolCall, ToolResult, build
+from tooldeck.messages import Message, ToolCall, ToolResult
 from tooldeck.results import ToolTrace
 from tooldeck.run.events import Event
 from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
+from tooldeck.run.records import traced
 from tooldeck.tools.context import Resumption, RunContext, ToolChanges
 from tooldeck.tools.registry import ToolEntry, ToolView
 
@@ -89,8 +90,7 @@ def trace(
     output = result.output
     if not output.isascii() and not valid_text(output):
         result = result.model_copy(update={"output": repaired(output)})
-    fields = {"call": call, "result": result, "duration_s": duration_s, "error": error}
-    return build(ToolTrace, fields)
+    return traced(call, result, duration_s, error)
 
 
 def refused(

@@ -4,6 +4,9 @@
 attributes ``files`` (read-only file tools) and ``shell`` (the shell tool, approval
 required) are rooted in the current directory, for the command line:
 ``tooldeck run "..." --tools tooldeck.tools.builtin:files``.
+
+Part of ``tooldeck.tools``: built with ``@tool`` like any user's tools; may import what
+the tools room may.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ lists the server's tools once and keeps the list until the server says it change
 model turn. Each call is validated against the tool's ``inputSchema`` before it is sent,
 and goes through the same options as a function tool (approval, timeout). Needs the
 ``mcp`` extra: ``pip install 'tooldeck[mcp]'``.
+
+Part of ``tooldeck.tools``: may import what it may, and the ``mcp`` SDK.
 """
 
 from __future__ import annotations

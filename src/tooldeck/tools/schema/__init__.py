@@ -1,4 +1,8 @@
-"""A function's signature and docstring -> its argument validator and JSON Schema."""
+"""A function's signature and docstring -> its argument validator and JSON Schema.
+
+Part of ``tooldeck.tools``: may import ``tooldeck.errors``, ``tooldeck.messages`` and
+``tooldeck._untrusted``; the rest of the tools room builds on it.
+"""
 
 from __future__ import annotations
 
