@@ -35,7 +35,7 @@ ScriptedOutput = (
 class ScriptedModel(Model):
     """Replays ``outputs`` one per request; a callable entry is called with the request.
 
-    Example:
+    Examples:
         >>> from tooldeck import AssistantOutput, ScriptedModel
         >>> model = ScriptedModel([AssistantOutput(content="Hello!")])
     """

@@ -98,7 +98,7 @@ class HistoryStrategy(ABC):
 class KeepLastExchanges(HistoryStrategy):
     """Send the last ``exchanges`` earlier exchanges and the current one.
 
-    Example:
+    Examples:
         >>> from tooldeck import Agent, ScriptedModel
         >>> agent = Agent(ScriptedModel([]), history_strategy=KeepLastExchanges(3))
     """
@@ -211,7 +211,7 @@ class Summarize(HistoryStrategy):
     When ``keep`` drops more exchanges later, the summary is extended with them (the old
     summary and the newly dropped turns are sent), not made again from the start.
 
-    Example:
+    Examples:
         >>> from tooldeck import Agent, ScriptedModel
         >>> strategy = Summarize(KeepLastExchanges(4))
         >>> agent = Agent(ScriptedModel([]), history_strategy=strategy)

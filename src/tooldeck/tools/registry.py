@@ -110,7 +110,7 @@ class Toolset(ABC):
 class ToolRegistry:
     """Holds every tool once, by name; ``view()`` picks the ones a task needs.
 
-    Example:
+    Examples:
         >>> from tooldeck import ToolRegistry, tool
         >>> @tool(toolsets=["math"])
         ... def add_numbers(left: int, right: int) -> int:

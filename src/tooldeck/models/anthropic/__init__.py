@@ -75,7 +75,7 @@ class AnthropicModel(Model):
     ``ModelSettings.temperature`` is sent as ``temperature`` when set (the SDK no longer
     lists it; current models may refuse a value other than the default with HTTP 400).
 
-    Example:
+    Examples:
         >>> model = AnthropicModel("claude-sonnet-5", api_key="sk-ant-...")
         >>> model.name
         'anthropic:claude-sonnet-5'

@@ -80,7 +80,7 @@ class GeminiModel(Model):
         request_options: Other ``GenerateContentConfig`` fields, e.g.
             ``{"thinking_config": {"include_thoughts": True}}``; they override tooldeck's.
 
-    Example:
+    Examples:
         >>> model = GeminiModel("gemini-2.5-flash", api_key="AIza...")
         >>> model.name
         'gemini:gemini-2.5-flash'

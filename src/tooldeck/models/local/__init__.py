@@ -60,7 +60,7 @@ class LocalModel(Model):
     The weights load once, on the first request (or on ``load()``). The KV cache is kept
     between requests, so each round of a conversation processes only its new tokens.
 
-    Example:
+    Examples:
         >>> from tooldeck.models.local import LocalModel
         >>> model = LocalModel()  # the default weights; nothing is loaded yet
         >>> model.name

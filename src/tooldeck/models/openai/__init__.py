@@ -40,7 +40,7 @@ class HostedTool:
     the model did with a hosted tool is kept, as the API's JSON, in the assistant message's
     ``provider_items``.
 
-    Example:
+    Examples:
         >>> HostedTool.file_search(["vs_123"]).to_param()
         {'type': 'file_search', 'vector_store_ids': ['vs_123']}
     """
@@ -144,7 +144,7 @@ class OpenAIResponsesModel(_SDKModel):
         request_options: Any other ``responses.create`` parameters, e.g.
             ``{"reasoning": {"effort": "low"}}``; they override tooldeck's.
 
-    Example:
+    Examples:
         >>> model = OpenAIResponsesModel("gpt-4.1-mini", api_key="sk-...")
         >>> model.name
         'openai:gpt-4.1-mini'
@@ -256,7 +256,7 @@ class OpenAIChatModel(_SDKModel):
         request_options: Any other ``chat.completions.create`` parameters, e.g.
             ``{"seed": 7}``; they override tooldeck's.
 
-    Example:
+    Examples:
         >>> model = OpenAIChatModel("qwen3", base_url="http://127.0.0.1:8000/v1")
         >>> model.name
         'openai-chat:qwen3'

@@ -1,0 +1,158 @@
+"""The documentation site builds strictly, and the first agents of Get started run.
+
+``mkdocs build --strict`` fails on a broken link or anchor, a page missing from the
+navigation, a snippet naming a missing file, or an API entry for a name that no longer
+exists. Each first agent of the Get started page (and the README's) is run as a program
+against a loopback server speaking its provider's API, and prints what the page shows.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _anthropic_server import anthropic_server, message_body, text, tool_use
+from _gemini_server import call_part, gemini_server, response_body, text_part
+from _loopback import Reply
+from _openai_server import Reply as OpenAIReply
+from _openai_server import call_item, chat_call, completion_body, message_item, running
+from _openai_server import response_body as openai_response
+from test_docs import page_blocks
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPECTED = [
+    "get_weather {'city': 'Paris'} -> It is 18 degrees and sunny in Paris.",
+    "It is 18 degrees and sunny in Paris.",
+]
+"""What each first agent prints (the text block under the OpenAI one on the page)."""
+
+
+def build_site(site_dir: Path) -> subprocess.CompletedProcess[str]:
+    """``mkdocs build --strict`` into ``site_dir``, from the repository's root."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's notice about MkDocs 2.0
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    built = build_site(tmp_path / "site")
+    assert built.returncode == 0, built.stderr
+    assert "WARNING" not in built.stderr
+    site = tmp_path / "site"
+    assert (site / "index.html").is_file()
+    assert (site / "get-started.html").is_file()  # files, not folders: it opens from disk
+    assert (site / "api" / "run.html").read_text("utf-8").count('id="tooldeck.run.agent.Agent') > 0
+
+
+def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
+    """--strict is what makes a broken link fail; checked on a copy of the docs."""
+    config = (ROOT / "mkdocs.yml").read_text("utf-8")
+    docs = tmp_path / "docs"
+    subprocess.run(["cp", "-r", str(ROOT / "docs"), str(docs)], check=True)
+    page = docs / "concepts.md"
+    page.write_text(page.read_text("utf-8") + "\nSee [the gone page](gone.md).\n", "utf-8")
+    (tmp_path / "mkdocs.yml").write_text(
+        config.replace("docs_dir: docs", f"docs_dir: {docs}").replace(
+            'base_path: ["."]', f'base_path: ["{ROOT}"]'
+        ),
+        "utf-8",
+    )
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(tmp_path / "mkdocs.yml")],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert built.returncode != 0
+    assert "gone.md" in built.stderr
+
+
+def first_agent(page: str, marker: str) -> str:
+    (block,) = [b for b in page_blocks(page) if marker in b and "def main()" in b]
+    return block
+
+
+def run_program(source: str, name: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    exec(compile(source, name, "exec"), {"__name__": "__main__"})
+    return capsys.readouterr().out.splitlines()
+
+
+def test_the_readme_agent_is_the_get_started_one() -> None:
+    (readme,) = [b for b in page_blocks("README.md") if "def main()" in b]
+    assert readme == first_agent("get-started.md", '"openai:')
+
+
+@pytest.mark.parametrize("page", ["README.md", "get-started.md"])
+def test_the_first_agent_on_openai(
+    page: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with running() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-docs")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        call = call_item("call_1", "get_weather", '{"city": "Paris"}')
+        server.reply(OpenAIReply(body=openai_response([call])))
+        server.reply(OpenAIReply(body=openai_response([message_item(EXPECTED[1])])))
+        printed = run_program(first_agent(page, '"openai:'), page, capsys)
+    assert printed == EXPECTED
+    assert server.requests[0].path == "/v1/responses"
+    assert server.bodies[0]["model"] == "gpt-4.1-mini"
+    assert server.bodies[1]["input"][-1]["output"] == EXPECTED[0].split(" -> ")[1]
+
+
+def test_the_first_agent_on_anthropic(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with anthropic_server() as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-docs")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.root)
+        monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+        server.reply(
+            Reply(body=message_body([tool_use("toolu_1", "get_weather", {"city": "Paris"})]))
+        )
+        server.reply(Reply(body=message_body([text(EXPECTED[1])])))
+        printed = run_program(first_agent("get-started.md", '"anthropic:'), "anthropic", capsys)
+    assert printed == EXPECTED
+    assert server.bodies[0]["model"] == "claude-sonnet-4-5"
+    assert server.bodies[0]["system"] == "Be brief."
+
+
+def test_the_first_agent_on_gemini(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with gemini_server() as server:
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        monkeypatch.setenv("GEMINI_API_KEY", "AIza-docs")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.root)
+        server.reply(Reply(body=response_body([call_part("get_weather", {"city": "Paris"})])))
+        server.reply(Reply(body=response_body([text_part(EXPECTED[1])])))
+        printed = run_program(first_agent("get-started.md", '"gemini:'), "gemini", capsys)
+    assert printed == EXPECTED
+    assert "gemini-2.5-flash:generateContent" in server.requests[0].path
+
+
+def test_the_first_agent_on_a_local_server(capsys: pytest.CaptureFixture[str]) -> None:
+    source = first_agent("get-started.md", "OpenAIChatModel(")
+    with running() as server:
+        call = chat_call("call_1", "get_weather", '{"city": "Paris"}')
+        server.reply(OpenAIReply(body=completion_body(None, [call])))
+        server.reply(OpenAIReply(body=completion_body(EXPECTED[1])))
+        local = source.replace("http://127.0.0.1:8000/v1", server.url)
+        assert local != source  # the page's address, pointed at this test's server
+        printed = run_program(local, "local server", capsys)
+    assert printed == EXPECTED
+    assert server.requests[0].path == "/v1/chat/completions"
+    assert server.bodies[0]["model"] == "qwen2.5-7b"
