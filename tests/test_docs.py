@@ -26,7 +26,10 @@ import tooldeck
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-_BLOCK = re.compile(r"^```(?:python|py)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+_BLOCK = re.compile(r"^```(?:python|py)([^\n]*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+FOREIGN = ("OpenAI Agents SDK", "Pydantic AI", "llm")
+"""The libraries the migration pages compare with: their side is shown, not run."""
+_RUN = ("", 'title="tooldeck"')
 _SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
 
 
@@ -45,10 +48,23 @@ def page_text(page: Path) -> str:
     return _SNIPPET.sub(lambda m: (ROOT / m.group(1)).read_text(encoding="utf-8").rstrip(), text)
 
 
-def page_blocks(name: str) -> list[str]:
-    """The python blocks of one page: ``"README.md"`` or a path under docs/."""
+def _fenced(name: str) -> list[tuple[str, str]]:
+    """Each python block of a page with what follows its language (``title="..."``)."""
     page = README if name == README.name else DOCS / name
-    return _BLOCK.findall(page_text(page))
+    return [(attributes.strip(), source) for attributes, source in _BLOCK.findall(page_text(page))]
+
+
+def page_blocks(name: str) -> list[str]:
+    """The python blocks of one page that run: ``"README.md"`` or a path under docs/."""
+    return [source for attributes, source in _fenced(name) if attributes in _RUN]
+
+
+def foreign_blocks(name: str) -> list[tuple[str, str]]:
+    """Another library's code on a migration page: (its title, its source)."""
+    titled = [
+        (attributes, source) for attributes, source in _fenced(name) if attributes not in _RUN
+    ]
+    return [(attributes.removeprefix("title=").strip('"'), source) for attributes, source in titled]
 
 
 def readme_blocks() -> list[str]:
@@ -87,6 +103,18 @@ def test_a_test_defined_in_an_example_is_run(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(sys.modules[__name__], "page_blocks", lambda page: [broken])
     with pytest.raises(AssertionError):
         test_example_runs("get-started.md", 0, monkeypatch)
+
+
+@pytest.mark.parametrize("page", [page_name(page) for page in pages()])
+def test_only_another_librarys_code_is_left_unrun(page: str) -> None:
+    """A titled block is not run, so only another library's code on a migration page may
+    carry a title; it must still compile, and sit beside tooldeck's code that runs."""
+    for title, source in foreign_blocks(page):
+        assert title in FOREIGN, f"{page}: a python block titled {title!r} would not be run"
+        assert page.startswith("migrating/"), f"{page}: {title!r} code outside the migration pages"
+        compile(source, f"{page} ({title})", "exec")
+    if foreign_blocks(page):
+        assert len(page_blocks(page)) >= len(foreign_blocks(page))
 
 
 def _quick_start_commands(text: str) -> list[str]:

@@ -156,3 +156,21 @@ def test_the_first_agent_on_a_local_server(capsys: pytest.CaptureFixture[str]) -
     assert printed == EXPECTED
     assert server.requests[0].path == "/v1/chat/completions"
     assert server.bodies[0]["model"] == "qwen2.5-7b"
+
+
+@pytest.mark.parametrize("page", ["openai-agents.md", "pydantic-ai.md", "llm.md"])
+def test_the_same_agent_of_each_migration_page_runs(
+    page: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tooldeck's side of "The same agent" is a whole program: run against the loopback."""
+    source = page_blocks(f"migrating/{page}")[0]
+    assert "def main()" in source
+    with running() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-docs")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        call = call_item("call_1", "get_weather", '{"city": "Paris"}')
+        server.reply(OpenAIReply(body=openai_response([call])))
+        server.reply(OpenAIReply(body=openai_response([message_item(EXPECTED[1])])))
+        printed = run_program(source, page, capsys)
+    assert printed == [EXPECTED[1]]
+    assert server.bodies[1]["input"][-1]["output"] == EXPECTED[1]
