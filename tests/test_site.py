@@ -8,13 +8,18 @@ against a loopback server speaking its provider's API, and prints what the page 
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import griffe
 import pytest
 
+import tooldeck
 from _anthropic_server import anthropic_server, message_body, text, tool_use
 from _gemini_server import call_part, gemini_server, response_body, text_part
 from _loopback import Reply
@@ -45,14 +50,91 @@ def build_site(site_dir: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_site_builds_strictly(tmp_path: Path) -> None:
-    built = build_site(tmp_path / "site")
-    assert built.returncode == 0, built.stderr
-    assert "WARNING" not in built.stderr
-    site = tmp_path / "site"
+@pytest.fixture(scope="module")
+def built(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The site built once for this module's tests: its folder, and how the build went."""
+    site = tmp_path_factory.mktemp("built") / "site"
+    return site, build_site(site)
+
+
+def test_the_site_builds_strictly(built: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    site, process = built
+    assert process.returncode == 0, process.stderr
+    assert "WARNING" not in process.stderr
     assert (site / "index.html").is_file()
     assert (site / "get-started.html").is_file()  # files, not folders: it opens from disk
-    assert (site / "api" / "run.html").read_text("utf-8").count('id="tooldeck.run.agent.Agent') > 0
+    assert (site / "search" / "search_index.js").is_file()  # search without a server
+
+
+def api_anchors(site: Path) -> set[str]:
+    """The ids of the API reference's entries: ``tooldeck.run.agent.Agent``, ..."""
+    pages = (site / "api").glob("*.html")
+    return {
+        anchor
+        for page in pages
+        for anchor in re.findall(r'id="(tooldeck[^"]*)"', page.read_text("utf-8"))
+    }
+
+
+def test_every_front_door_name_is_in_the_api_reference(
+    built: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    anchors = api_anchors(built[0])
+    homes = {name: f"{module}.{name}" for name, module in tooldeck._EXPORTS.items()}
+    assert set(homes) == set(tooldeck.__all__)
+    assert [name for name, home in homes.items() if home not in anchors] == []
+
+
+def _public_modules() -> list[str]:
+    found = [info.name for info in pkgutil.walk_packages(tooldeck.__path__, prefix="tooldeck.")]
+    return [name for name in found if "._" not in name]
+
+
+def test_every_exported_name_is_in_the_api_reference(
+    built: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """What a package lists in ``__all__`` is documented under that package's name (the
+    command line's modules excepted: the command line page documents it)."""
+    anchors = api_anchors(built[0])
+    missing = []
+    for name in _public_modules():
+        if name.startswith("tooldeck.cli"):
+            continue
+        exported = getattr(importlib.import_module(name), "__all__", [])
+        missing += [f"{name}.{export}" for export in exported if f"{name}.{export}" not in anchors]
+    assert missing == []
+
+
+NO_DOCSTRING = {
+    "tooldeck.run.agent_tool.AgentInput": "pydantic would show a docstring to the model",
+}
+"""Public names without a docstring, and why."""
+
+
+def _undocumented(obj: griffe.Object) -> list[str]:
+    missing = []
+    for name, member in obj.members.items():
+        if (
+            name.startswith("_")
+            or member.is_alias
+            or not (member.is_module or member.is_class or member.is_function)
+        ):
+            continue
+        assert isinstance(member, griffe.Object)
+        if member.docstring is None and member.path not in NO_DOCSTRING:
+            missing.append(member.path)
+        if member.is_module or member.is_class:
+            missing += _undocumented(member)
+    return missing
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    """Every module, class, function and method whose name does not start with ``_``."""
+    package = griffe.load("tooldeck", search_paths=[str(ROOT / "src")], resolve_aliases=False)
+    assert isinstance(package, griffe.Module)
+    assert _undocumented(package) == []
 
 
 def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:

@@ -130,6 +130,7 @@ class Message(BaseModel):
 
     @classmethod
     def user(cls, content: str) -> Message:
+        """A user message holding ``content``."""
         return build(cls, {"role": "user", "content": content})
 
     @classmethod
@@ -145,6 +146,7 @@ class Message(BaseModel):
 
     @classmethod
     def tool(cls, call_id: str, content: str) -> Message:
+        """The result of the call ``call_id``, as the model reads it."""
         return build(cls, {"role": "tool", "content": content, "tool_call_id": call_id})
 
 
@@ -188,6 +190,7 @@ class ToolResult(BaseModel):
 
     @classmethod
     def success(cls, output: str) -> ToolResult:
+        """A successful result: the model reads ``output`` as it is."""
         return build(cls, {"ok": True, "output": output})
 
     @classmethod

@@ -59,6 +59,7 @@ class ScriptedModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        """The next scripted output; the request is recorded in ``requests``."""
         request = RecordedRequest(tuple(messages), tuple(tools), settings, instructions)
         index = len(self.requests)
         self.requests.append(request)

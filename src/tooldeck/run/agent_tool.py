@@ -111,6 +111,7 @@ class AgentTool:
         self._derived_run_ids = derived_run_ids
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments checked against the agent tool's input schema (InvalidArguments if not)."""
         return self._schema.validate(arguments)
 
     async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> ToolOutcome | Pause:

@@ -117,6 +117,7 @@ class AnthropicModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        """One Messages API request (streamed when ``stream=True``), as an AssistantOutput."""
         if self._stream:
             return await final_output(
                 self.name, self.stream(messages, tools, settings, instructions)
@@ -165,6 +166,7 @@ class AnthropicModel(Model):
             yield context
 
     async def aclose(self) -> None:
+        """Close the SDK client, unless it was passed in (then its owner closes it)."""
         if self._connection.owns_client:
             await self._connection.client.close()
 

@@ -126,6 +126,7 @@ class GeminiModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        """One ``generateContent`` request (streamed when ``stream=True``): an AssistantOutput."""
         if self._stream:
             return await final_output(
                 self.name, self.stream(messages, tools, settings, instructions)
@@ -170,6 +171,7 @@ class GeminiModel(Model):
             yield
 
     async def aclose(self) -> None:
+        """Close the SDK client, unless it was passed in (then its owner closes it)."""
         if self._connection.owns_client:
             await self._connection.client.aio.aclose()
 

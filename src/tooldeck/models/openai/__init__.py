@@ -119,6 +119,7 @@ class _SDKModel(Model):
             yield
 
     async def aclose(self) -> None:
+        """Close the SDK client, unless it was passed in (then its owner closes it)."""
         if self._connection.owns_client:
             await self._connection.client.close()
 
@@ -184,6 +185,7 @@ class OpenAIResponsesModel(_SDKModel):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        """One Responses API request (streamed when ``stream=True``), as an AssistantOutput."""
         if self._stream:
             return await final_output(
                 self.name, self.stream(messages, tools, settings, instructions)
@@ -335,6 +337,7 @@ class OpenAIChatModel(_SDKModel):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        """One Chat Completions request (streamed when ``stream=True``), as an AssistantOutput."""
         if self._stream:
             return await final_output(
                 self.name, self.stream(messages, tools, settings, instructions)
