@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import os
+import pickle
 import pkgutil
 import re
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import griffe
@@ -27,6 +29,8 @@ from _openai_server import Reply as OpenAIReply
 from _openai_server import call_item, chat_call, completion_body, message_item, running
 from _openai_server import response_body as openai_response
 from test_docs import page_blocks
+from tooldeck import Agent, Approve, AssistantOutput, ScriptedModel, ToolCall, tool
+from tooldeck.errors import CheckpointError, ToolDeckError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = [
@@ -256,3 +260,46 @@ def test_the_same_agent_of_each_migration_page_runs(
         printed = run_program(source, page, capsys)
     assert printed == [EXPECTED[1]]
     assert server.bodies[1]["input"][-1]["output"] == EXPECTED[1]
+
+
+def _error_classes() -> list[type[ToolDeckError]]:
+    for name in _public_modules():
+        importlib.import_module(name)  # every error class defined, wherever it lives
+    found, pending = [], [ToolDeckError]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending += cls.__subclasses__()
+    return found
+
+
+def test_every_documented_error_links_a_page_and_anchor_that_exist(
+    built: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    site = built[0]
+    linked = {cls.__name__: cls.docs for cls in _error_classes() if cls.docs is not None}
+    assert {"CheckpointError", "SessionConflict", "ModelNotConfigured"} <= set(linked)
+    for name, docs in linked.items():
+        page, _, anchor = docs.partition("#")
+        html = site / page.replace(".md", ".html")
+        assert html.is_file(), f"{name}.docs names {page!r}, which is not a page"
+        if anchor:
+            assert f'id="{anchor}"' in html.read_text("utf-8"), f"{name}.docs: no #{anchor}"
+
+
+def test_an_error_shows_its_page_under_its_traceback() -> None:
+    @tool(requires_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    calling = ToolCall(id="d1", name="delete_file", arguments={"path": "a.txt"})
+    agent = Agent(ScriptedModel([AssistantOutput(tool_calls=(calling,))]), [delete_file])
+    paused = agent.run_sync("Delete a.txt.")
+    with pytest.raises(CheckpointError) as refused:
+        agent.resume_sync(paused.checkpoint, {"nope": Approve()})  # not a pending call
+
+    shown = "".join(traceback.format_exception(refused.value))
+    assert "see the documentation: docs/human-in-the-loop.md#binding" in shown
+    assert "docs/" not in str(refused.value)  # the message itself is unchanged
+    assert pickle.loads(pickle.dumps(refused.value)).__notes__ == refused.value.__notes__
