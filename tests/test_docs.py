@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import types
+import warnings
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,9 @@ def test_example_runs(page: str, index: int, monkeypatch: pytest.MonkeyPatch) ->
     filename = f"{page} block {index + 1}"
     module = types.ModuleType(f"docs_example_{index}")
     monkeypatch.setitem(sys.modules, module.__name__, module)  # as an imported module is
-    exec(compile(source, filename, "exec"), module.__dict__)
+    with warnings.catch_warnings():  # an example must not use a name kept for old code
+        warnings.filterwarnings("error", category=DeprecationWarning, module=module.__name__)
+        exec(compile(source, filename, "exec"), module.__dict__)
     for name, value in list(module.__dict__.items()):
         code = getattr(value, "__code__", None)
         if name.startswith("test_") and code is not None and code.co_filename == filename:
