@@ -1,4 +1,4 @@
-"""A small MCP server made of tooldeck tools, for the README's MCP examples.
+"""A small MCP server made of tooldeck tools, for the MCP examples (docs/mcp.md).
 
 Over stdio (what an MCP client starts):  python examples/mcp_server.py
 Over streamable HTTP:                    python examples/mcp_server.py --http 127.0.0.1:8765

@@ -1,4 +1,4 @@
-"""A shop's tools, for the README's command-line examples.
+"""A shop's tools, for the command-line examples (docs/cli.md and the README).
 
     tooldeck run "What do 3 apples cost in dollars?" --tools examples/shop_tools.py \
         --deps examples/shop_tools.py:open_shop --model openai-chat:gpt-4.1-mini

@@ -27,7 +27,7 @@ from _anthropic_server import (
 )
 from _loopback import LoopbackServer, Reply, running
 from _openai_server import ADD_SCHEMA, add_numbers_tool, weather_spec
-from test_docs import readme_blocks
+from test_docs import page_blocks
 from tooldeck import Agent, Approve, FunctionTool, Message, ModelSettings, Reject, ToolSpec
 from tooldeck.errors import (
     ModelAuthError,
@@ -321,7 +321,7 @@ async def test_history_continues_with_earlier_text_as_a_text_block(server: Loopb
     ]
 
 
-def test_the_readme_example_runs_against_the_loopback_server(
+def test_the_documented_example_runs_against_the_loopback_server(
     server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme")
@@ -334,9 +334,13 @@ def test_the_readme_example_runs_against_the_loopback_server(
     ]
     respond(server, message_body([thought, *calls]), stream=False)
     respond(server, message_body([text("Both: 18 degrees and sunny.")]), stream=False)
-    example = next(block for block in readme_blocks() if "AnthropicModel(" in block)
+    example = next(
+        block for block in page_blocks("models/anthropic.md") if "AnthropicModel(" in block
+    )
 
-    exec(compile(example, "README.md (Anthropic example)", "exec"), {"__name__": "__main__"})
+    exec(
+        compile(example, "docs/models/anthropic.md (the example)", "exec"), {"__name__": "__main__"}
+    )
 
     assert capsys.readouterr().out.splitlines() == [
         "get_weather {'city': 'Paris'} -> It is 18 degrees and sunny in Paris.",

@@ -1,7 +1,7 @@
-"""The README's Command line section runs: every ``console`` block, command by command.
+"""The command line page (docs/cli.md) and the README run: every ``console`` block, command by command.
 
 Each ``$ command`` is run by the shell from the repository's root, with stderr shown after
-stdout as a terminal shows it; what it prints must be what the README shows, times and run
+stdout as a terminal shows it; what it prints must be what the page shows, times and run
 ids aside. The model is the loopback OpenAI-compatible server (``OPENAI_BASE_URL``), which
 answers each prompt as scripted in ``SCRIPTS``.
 """
@@ -20,7 +20,7 @@ import pytest
 from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, completion_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGES = (ROOT / "docs" / "cli.md", ROOT / "README.md")
 _CONSOLE = re.compile(r"^```console\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
@@ -53,15 +53,14 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         _turn(None, ("price", '{"item": "bread"}')),
     ],
 }
-"""The model's turns for each prompt of the README (the prompt is found in the command)."""
+"""The model's turns for each prompt of the page (the prompt is found in the command)."""
 
 
 def commands() -> list[tuple[str, str]]:
-    """Every ``$ command`` of the section's console blocks, with the output shown under it."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## Command line\n", 1)[1].split("\n## ", 1)[0]
+    """Every ``$ command`` of the pages' console blocks, with the output shown under it."""
     found: list[tuple[str, str]] = []
-    for block in _CONSOLE.findall(section):
+    blocks = [block for page in PAGES for block in _CONSOLE.findall(page.read_text("utf-8"))]
+    for block in blocks:
         for chunk in re.split(r"^\$ ", block, flags=re.MULTILINE)[1:]:
             command, _, output = chunk.partition("\n")
             found.append((command, output))
@@ -74,12 +73,12 @@ def normalized(text: str) -> str:
     return re.sub(r'"(run_id|session)": "[^"]*"', r'"\1": "ID"', text)
 
 
-def test_the_section_has_console_examples() -> None:
+def test_the_page_has_console_examples() -> None:
     assert len(commands()) >= 8
 
 
 @pytest.mark.parametrize(("command", "expected"), commands(), ids=lambda v: v[:60])
-def test_readme_command(server: FakeOpenAI, command: str, expected: str) -> None:
+def test_documented_command(server: FakeOpenAI, command: str, expected: str) -> None:
     streamed = "--no-stream" not in command
     for prompt, turns in SCRIPTS.items():
         if prompt in command:

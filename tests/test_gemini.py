@@ -30,7 +30,7 @@ from _gemini_server import (
 )
 from _loopback import LoopbackServer, Reply, running
 from _openai_server import ADD_SCHEMA, add_numbers_tool, weather_spec
-from test_docs import readme_blocks
+from test_docs import page_blocks
 from tooldeck import Agent, FunctionTool, Message, ModelSettings, Reject, ToolSpec
 from tooldeck.errors import (
     ModelAuthError,
@@ -424,7 +424,7 @@ async def test_a_result_for_a_call_no_message_made_is_refused_by_id(
     assert server.requests == []
 
 
-def test_the_readme_example_runs_against_the_loopback_server(
+def test_the_documented_example_runs_against_the_loopback_server(
     server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
@@ -436,9 +436,9 @@ def test_the_readme_example_runs_against_the_loopback_server(
     ]
     respond(server, response_body(turn), stream=False)
     respond(server, response_body([text_part("120 EUR is 129.6 USD.")]), stream=False)
-    example = next(block for block in readme_blocks() if "GeminiModel(" in block)
+    example = next(block for block in page_blocks("models/gemini.md") if "GeminiModel(" in block)
 
-    exec(compile(example, "README.md (Gemini example)", "exec"), {"__name__": "__main__"})
+    exec(compile(example, "docs/models/gemini.md (the example)", "exec"), {"__name__": "__main__"})
 
     assert capsys.readouterr().out == "{'amount': 120, 'rate': 1.08} -> 120 EUR is 129.6 USD.\n"
     first, second = server.bodies

@@ -112,9 +112,8 @@ def test_a_broken_node_is_refused_after_a_valid_node_of_the_same_shape() -> None
 
 def test_a_tool_with_a_broken_schema_names_the_tool_and_the_problem() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "1"}}}
-    with pytest.raises(
-        ToolDefinitionError,
-        match=r"^tool 'count': the parameters are not a valid JSON Schema: '1' is not of type "
-        r"'number'$",
-    ):
+    with pytest.raises(ToolDefinitionError) as refused:
         FunctionTool("count", "Count.", schema, print)
+    assert str(refused.value) == (  # the message alone: its docs link is a note (errors.py)
+        "tool 'count': the parameters are not a valid JSON Schema: '1' is not of type 'number'"
+    )

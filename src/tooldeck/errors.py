@@ -3,13 +3,17 @@
 The bottom of the package: it imports nothing of tooldeck. A ``RunStopped``'s ``result`` is
 the ``RunResult`` of the partial run (``tooldeck.results``), typed ``Any`` here so that this
 module stays below every other.
+
+An error class with a ``docs`` page says where the documentation explains it: raised, it
+carries the note ``see the documentation: docs/<page>`` (shown under its traceback; its
+message is unchanged).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 
 class ErrorCode(StrEnum):
@@ -35,11 +39,25 @@ class ErrorCode(StrEnum):
 class ToolDeckError(Exception):
     """Base of every error tooldeck raises."""
 
+    docs: ClassVar[str | None] = None
+    """The page of the documentation that explains this error: a path under ``docs/``, with
+    its anchor (``sessions.md#concurrent-runs``); None when there is none."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        if self.docs is not None:
+            self.add_note(docs_note(self.docs))
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from its message and attributes, not by calling __init__ again (whose
         # parameters differ per class), so tooldeck errors survive pickling: a durable run
         # records them, and another process reads them back.
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def docs_note(page: str) -> str:
+    """The note an error carries for its documentation page."""
+    return f"see the documentation: docs/{page}"
 
 
 def _rebuild(cls: type[ToolDeckError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
@@ -52,6 +70,8 @@ def _rebuild(cls: type[ToolDeckError], args: tuple[Any, ...], state: dict[str, A
 class ToolDefinitionError(ToolDeckError, TypeError):
     """A tool cannot be built: a parameter type without a schema, a non-strict signature, ..."""
 
+    docs = "tools.md"
+
 
 class ToolDefinitionWarning(UserWarning):
     """A tool that works, but that the model will use poorly (it has no description)."""
@@ -59,6 +79,8 @@ class ToolDefinitionWarning(UserWarning):
 
 class DuplicateToolError(ToolDeckError, ValueError):
     """Two tools with the same name were registered."""
+
+    docs = "tools.md#the-registry"
 
 
 class RunStopped(ToolDeckError):
@@ -103,6 +125,8 @@ class ModelRetry(ToolDeckError):
 class MiddlewareError(RunStopped):
     """A middleware hook raised or returned something unusable; the cause is ``__cause__``."""
 
+    docs = "composition.md#middleware"
+
     def __init__(self, message: str, middleware: str, hook: str, result: Any = None) -> None:
         super().__init__(message, result)
         self.middleware = middleware
@@ -116,10 +140,14 @@ class CheckpointError(ToolDeckError, ValueError):
     """A paused run cannot be resumed as asked: a broken, changed or unknown checkpoint, or
     decisions that do not fit its pending calls. Nothing has run when it is raised."""
 
+    docs = "human-in-the-loop.md#binding"
+
 
 class SessionError(ToolDeckError):
     """A session's database could not be read or written (locked, unreachable, a schema this
     tooldeck does not know). ``result`` keeps the run whose turn could not be stored."""
+
+    docs = "sessions.md"
 
     def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
@@ -135,9 +163,13 @@ class SessionConflict(SessionError):
     wait), with its finished run in ``result``. Load the session again and run again.
     """
 
+    docs = "sessions.md#concurrent-runs"
+
 
 class ModelNotConfigured(ToolDeckError, ValueError):
     """A model string or its settings cannot be resolved (unknown provider, missing key, file)."""
+
+    docs = "models/index.md"
 
 
 class ScriptExhausted(ModelError):

@@ -178,6 +178,7 @@ class Message(BaseModel):
 
     @classmethod
     def user(cls, content: str) -> Message:
+        """A user message holding ``content``."""
         return build(cls, {"role": "user", "content": content})
 
     @classmethod
@@ -193,6 +194,7 @@ class Message(BaseModel):
 
     @classmethod
     def tool(cls, call_id: str, content: str) -> Message:
+        """The result of the call ``call_id``, as the model reads it."""
         return build(cls, {"role": "tool", "content": content, "tool_call_id": call_id})
 
 
@@ -236,6 +238,7 @@ class ToolResult(BaseModel):
 
     @classmethod
     def success(cls, output: str) -> ToolResult:
+        """A successful result: the model reads ``output`` as it is."""
         return build(cls, {"ok": True, "output": output})
 
     @classmethod

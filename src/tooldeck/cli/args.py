@@ -55,10 +55,12 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        """Exit with the usage status and one line naming the error and ``--help``."""
         self.exit(EXIT_USAGE, usage_line(self.prog, message))
 
 
 def usage_line(prog: str, message: str) -> str:
+    """The one line a usage error prints: ``prog: error: message (see prog --help)``."""
     return f"{prog}: error: {message} (see {prog} --help)\n"
 
 
@@ -86,6 +88,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def is_env_name(text: str) -> bool:
+    """Whether ``text`` can name an environment variable (``--api-key-env NAME``)."""
     return _ENV_NAME.fullmatch(text) is not None
 
 

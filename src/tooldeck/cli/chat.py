@@ -25,6 +25,7 @@ _LEAVE = {"exit", "quit", "/exit", "/quit"}
 
 
 def add_chat_parser(commands: Any, parents: list[Parser]) -> None:
+    """Add ``tooldeck chat`` and its options to the command parser."""
     chat = commands.add_parser(
         "chat",
         parents=[*parents, agent_options(), session_options()],
@@ -37,6 +38,7 @@ def add_chat_parser(commands: Any, parents: list[Parser]) -> None:
 
 
 def chat_command(args: argparse.Namespace) -> int:
+    """Run ``tooldeck chat``: prompts read from the terminal, turn after turn; the exit status."""
     run = prepare(args, "")
     console = Console()
     session = run.session.session_id if run.session is not None else ""

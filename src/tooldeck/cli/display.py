@@ -49,6 +49,7 @@ class Console:
         )
 
     def line(self, text: str, style: str = "") -> None:
+        """Print one line, styled when rich is installed."""
         if self._rich is None:
             print(text, file=self._stream, flush=True)
             return
@@ -96,6 +97,7 @@ class LiveRegion:
         self._live.update(text)
 
     def close(self) -> None:
+        """Stop redrawing and clear the region."""
         self._live.stop()
 
 
@@ -183,6 +185,7 @@ class Tally:
         self._asked_at = 0.0
 
     def show(self, event: Event) -> None:
+        """Count what the event adds: model time and tokens, finished calls."""
         if isinstance(event, ModelRequest):
             self._asked_at = time.perf_counter()
         elif isinstance(event, ModelResponse):
@@ -221,6 +224,7 @@ class RunDisplay:
         self._writing: _Writing | None = None
 
     def show(self, event: Event) -> None:
+        """Show what the event adds: the model's writing, a spinner, calls that wait."""
         self.tally.show(event)
         if isinstance(event, TextDelta | ToolCallDelta):
             if self._writing is None:
@@ -247,6 +251,7 @@ class RunDisplay:
                 self.call_waits(pending.call, pending.kind)
 
     def close(self) -> None:
+        """Stop the spinner and the live region, if any."""
         self._spin(None)
 
     def _spin(self, text: str | None) -> None:
@@ -261,11 +266,13 @@ class RunDisplay:
             self._status.__enter__()
 
     def model_answered(self, round_: int, seconds: float, usage: Usage | None, calls: int) -> None:
+        """The line of a finished round: what the turn asked for, its time and tokens."""
         tokens = f", {usage.input_tokens} in / {usage.output_tokens} out tokens" if usage else ""
         what = _count(calls, "tool call") if calls else "answer"
         self.console.line(f"round {round_}: {what} ({seconds:.2f} s{tokens})", "dim")
 
     def call_started(self, call: ToolCall) -> None:
+        """The line of a call about to run."""
         self._started.add(call.id)
         self.console.line(f"  → {_short_call(call)}", "cyan")
 
@@ -300,6 +307,7 @@ class RunDisplay:
         self.console.line(f"  ⏸ {_short_call(call)} waits for {waits}", "yellow")
 
     def summary(self, result: RunResult[Any], seconds: float) -> None:
+        """The answer and the totals line of a run that ended."""
         self.console.line(f"answer: {result.answer}", "bold")
         self.totals(seconds, result.usage, len(result.tool_trace), result.stop_reason)
 

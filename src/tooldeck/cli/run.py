@@ -94,6 +94,7 @@ def agent_options() -> Parser:
 
 
 def add_run_parser(commands: Any, parents: list[Parser]) -> None:
+    """Add ``tooldeck run`` and its options to the command parser."""
     run = commands.add_parser(
         "run",
         parents=[*parents, agent_options(), session_options()],
@@ -121,6 +122,7 @@ def add_run_parser(commands: Any, parents: list[Parser]) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    """Run ``tooldeck run``: one prompt carried to its end and shown; the exit status."""
     prompt = read_prompt(args.prompt, sys.stdin)
     output_type = load_object(args.output_schema, "--output-schema") if args.output_schema else None
     run = prepare(args, prompt, output_type)

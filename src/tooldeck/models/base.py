@@ -32,6 +32,7 @@ class ModelSettings:
     ``Agent(output_type=...)`` for models whose ``native_output`` is True)."""
 
     def with_tool_choice(self, tool_choice: ToolChoice) -> ModelSettings:
+        """These settings with another ``tool_choice`` (the rest unchanged)."""
         return replace(self, tool_choice=tool_choice)
 
     @property

@@ -35,7 +35,7 @@ ScriptedOutput = (
 class ScriptedModel(Model):
     """Replays ``outputs`` one per request; a callable entry is called with the request.
 
-    Example:
+    Examples:
         >>> from tooldeck import AssistantOutput, ScriptedModel
         >>> model = ScriptedModel([AssistantOutput(content="Hello!")])
     """
@@ -59,6 +59,7 @@ class ScriptedModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        """The next scripted output; the request is recorded in ``requests``."""
         request = RecordedRequest(tuple(messages), tuple(tools), settings, instructions)
         index = len(self.requests)
         self.requests.append(request)

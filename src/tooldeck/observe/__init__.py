@@ -37,7 +37,7 @@ class Instrumentation:
             the model's output, tool arguments and tool results. Off by default: they may
             hold personal data.
 
-    Example:
+    Examples:
         >>> from tooldeck.observe import Instrumentation
         >>> Instrumentation(capture_content=True).capture_content
         True

@@ -111,6 +111,7 @@ class AgentTool:
         self._derived_run_ids = derived_run_ids
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments checked against the agent tool's input schema (InvalidArguments if not)."""
         return self._schema.validate(arguments)
 
     async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> ToolOutcome | Pause:
@@ -153,11 +154,13 @@ class AgentTool:
         )
 
     def check_resume(self, state: Checkpoint) -> None:
+        """Raise CheckpointError unless the inner agent can go on from ``state``."""
         self.agent.check_resumable(state)
 
     def wrapped(
         self, model: Callable[[Model], Model], tool: EntryWrapper, *, derived_run_ids: bool
     ) -> AgentTool:
+        """This agent tool, its agent's model and tools passing through the wrappers."""
         inner = self.agent.wrapped(model=model, tool=tool)
         return AgentTool(inner, self._schema, self._parameters, self._history, derived_run_ids)
 

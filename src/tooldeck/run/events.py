@@ -121,6 +121,7 @@ class NestedEvent:
 
 
 Event = AgentEvent | NestedEvent
+"""Any event of a stream: the run's own, or one of an agent tool's run inside it."""
 
 
 def nest(path: tuple[str, ...], call_ids: tuple[str, ...], event: Event) -> NestedEvent:

@@ -98,7 +98,7 @@ class HistoryStrategy(ABC):
 class KeepLastExchanges(HistoryStrategy):
     """Send the last ``exchanges`` earlier exchanges and the current one.
 
-    Example:
+    Examples:
         >>> from tooldeck import Agent, ScriptedModel
         >>> agent = Agent(ScriptedModel([]), history_strategy=KeepLastExchanges(3))
     """
@@ -111,6 +111,7 @@ class KeepLastExchanges(HistoryStrategy):
         self.exchanges = exchanges
 
     async def keep_from(self, request: HistoryRequest) -> int:
+        """The start of the earliest of the last ``exchanges`` earlier exchanges."""
         starts = request.exchange_starts
         if self.exchanges == 0 or not starts:
             return request.current
@@ -129,6 +130,7 @@ class KeepLastTurns(KeepLastExchanges):
 
     @property
     def turns(self) -> int:
+        """The old name of ``exchanges``."""
         return self.exchanges
 
 
@@ -146,6 +148,7 @@ class TokenBudget(HistoryStrategy):
         self._counts = _CountMemory(memory)
 
     async def keep_from(self, request: HistoryRequest) -> int:
+        """The start of the earliest earlier exchange that still fits the budget."""
         messages, model = request.messages, request.model
         left = self.max_tokens - await self._counts.count(model, messages[request.current :])
         cut = request.current
@@ -211,7 +214,7 @@ class Summarize(HistoryStrategy):
     When ``keep`` drops more exchanges later, the summary is extended with them (the old
     summary and the newly dropped turns are sent), not made again from the start.
 
-    Example:
+    Examples:
         >>> from tooldeck import Agent, ScriptedModel
         >>> strategy = Summarize(KeepLastExchanges(4))
         >>> agent = Agent(ScriptedModel([]), history_strategy=strategy)
@@ -244,9 +247,11 @@ class Summarize(HistoryStrategy):
             self._memory.popitem(last=False)
 
     async def keep_from(self, request: HistoryRequest) -> int:
+        """Where the wrapped strategy cuts: what it drops is summarised."""
         return await self.keep.keep_from(request)
 
     async def prepare(self, request: HistoryRequest) -> Prepared:
+        """The summary of what ``keep`` drops (made or extended when needed), then what it keeps."""
         cut = await self.keep.keep_from(request)
         if cut == 0:
             return Prepared(request.messages, request.summary)

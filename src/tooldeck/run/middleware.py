@@ -8,7 +8,7 @@ raises, or returns something that is not what it must return, ends the run with
 ``MiddlewareError`` (a RunStopped: ``.result`` holds the run so far); nothing is dropped
 silently. An agent without middleware pays nothing for this module.
 
-Example:
+Examples:
     >>> from tooldeck import Agent, AssistantOutput, ScriptedModel
     >>> from tooldeck.run.middleware import Middleware
     >>> class Canned(Middleware):

@@ -96,6 +96,7 @@ def default_instrumenter() -> Instrumenter | None:
 
 
 def set_default_instrumenter(instrumenter: Instrumenter | None) -> None:
+    """Make ``instrumenter`` what every agent without ``instrument=`` uses (None: nothing)."""
     global _default
     _default = instrumenter
 

@@ -79,6 +79,7 @@ class OutputSchema(Generic[T]):
             ) from None
 
     def spec(self, description: str) -> ToolSpec:
+        """The ``final_answer`` tool the model is shown when it answers through a tool call."""
         parameters, strict = self.parameters, self.strict
         return ToolSpec(
             name=FINAL_ANSWER, description=description, parameters=parameters, strict=strict

@@ -138,6 +138,7 @@ class RunPolicy:
         return None
 
     def out_of_time(self) -> LimitExceeded:
+        """The stop for a run past ``max_duration_s``."""
         return LimitExceeded(
             f"the run took longer than max_duration_s={self.limits.max_duration_s}",
             StopReason.MAX_DURATION_S,

@@ -122,6 +122,7 @@ class RunState:
         checkpoint: Checkpoint | None = None,
         output: Any = None,
     ) -> RunResult[Any]:
+        """The run as a RunResult: its messages, trace, usage and times, with this ending."""
         return RunResult(
             answer=answer,
             output=output,

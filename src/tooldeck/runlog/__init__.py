@@ -10,7 +10,7 @@ recorded for a few milliseconds, so runs ending together are written after their
 in one batch), at the latest ``interval`` seconds after it was recorded, and on
 ``flush()``, on ``close()`` and at interpreter exit.
 
-The tables are documented in the README ("Run log"); read them with ``sqlite3``, Datasette,
+The tables are documented in docs/run-log.md; read them with ``sqlite3``, Datasette,
 ``tooldeck logs``, or ``RunLog.runs()`` / ``RunLog.run()`` here.
 
 Layer 4: a ``StreamObserver`` (``tooldeck.run.observer``) of the run's events. May import
@@ -61,7 +61,7 @@ class RunLog:
     Raises:
         RunLogError: The file is not a run log, or a newer tooldeck's (never changed).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from tooldeck import Agent, AssistantOutput, ScriptedModel
         >>> folder = tempfile.mkdtemp()

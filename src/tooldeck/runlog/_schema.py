@@ -90,6 +90,8 @@ _MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2}
 class RunLogError(ToolDeckError):
     """The run log cannot be opened or written (its database is newer, broken, or locked)."""
 
+    docs = "run-log.md"
+
 
 def tooldeck_home() -> Path:
     """``$TOOLDECK_HOME``, else ``tooldeck`` in the user's data directory: where the command

@@ -52,7 +52,7 @@ class RunContext(Generic[DepsT]):
     """Injected into a tool parameter annotated ``RunContext``; never shown to the model.
     Read it; changing it changes nothing of the run.
 
-    Example:
+    Examples:
         >>> from tooldeck import RunContext, tool
         >>> @tool
         ... def whoami(ctx: RunContext[str]) -> str:

@@ -105,7 +105,7 @@ def bfcl_schema(parameters: Mapping[str, Any]) -> JsonSchema:
     Raises:
         ToolDefinitionError: A type name the converter does not know, with its path.
 
-    Example:
+    Examples:
         >>> schema = bfcl_schema({"type": "dict", "properties": {"n": {"type": "float"}}})
         >>> schema["type"], schema["properties"], schema["additionalProperties"]
         ('object', {'n': {'type': 'number'}}, False)
@@ -265,7 +265,7 @@ def bfcl_tools(
         ToolDefinitionError: An unknown type name, a name that cannot be a tool name,
             or two functions whose tool names collide.
 
-    Example:
+    Examples:
         >>> toolset = bfcl_tools([{"name": "math.factorial", "description": "n!",
         ...     "parameters": {"type": "dict", "properties": {"number": {"type": "integer"}},
         ...                    "required": ["number"]}}])

@@ -249,7 +249,7 @@ def tool(
             timeout kills, a fork per call; by default a worker thread, which cannot be
             stopped, so a call past its timeout may still finish).
 
-    Example:
+    Examples:
         >>> @tool
         ... def add_numbers(left: int, right: int) -> int:
         ...     '''Add two integers.'''
@@ -299,7 +299,7 @@ def external_tool(
     A call of it pauses the run (``stop_reason == "paused"``); the application executes it
     and resumes the run with the outcome: ``agent.resume(checkpoint, {call_id: ToolResult})``.
 
-    Example:
+    Examples:
         >>> from tooldeck import external_tool
         >>> locate = external_tool(
         ...     "locate_phone",

@@ -110,7 +110,7 @@ class Toolset(ABC):
 class ToolRegistry:
     """Holds every tool once, by name; ``view()`` picks the ones a task needs.
 
-    Example:
+    Examples:
         >>> from tooldeck import ToolRegistry, tool
         >>> @tool(toolsets=["math"])
         ... def add_numbers(left: int, right: int) -> int:
@@ -193,6 +193,7 @@ class ToolRegistry:
         return frozenset(name for entry in entries for name in entry.options.toolsets)
 
     def get(self, name: str) -> ToolEntry | None:
+        """The entry registered as ``name``, or None."""
         return self._entries.get(name)
 
     def __iter__(self) -> Iterator[ToolEntry]:
@@ -320,6 +321,7 @@ class ToolSource:
         return twin
 
     async def aclose(self) -> None:
+        """Close the registry's toolsets (a fixed ToolView has none of its own)."""
         if self.registry is not None:
             await self.registry.aclose()
 

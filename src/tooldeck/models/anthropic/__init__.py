@@ -78,7 +78,7 @@ class AnthropicModel(ProviderModel):
     ``ModelSettings.temperature`` is sent as ``temperature`` when set (the SDK no longer
     lists it; current models may refuse a value other than the default with HTTP 400).
 
-    Example:
+    Examples:
         >>> model = AnthropicModel("claude-sonnet-5", api_key="sk-ant-...")
         >>> model.name
         'anthropic:claude-sonnet-5'
@@ -119,6 +119,7 @@ class AnthropicModel(ProviderModel):
         settings: ModelSettings,
         instructions: str,
     ) -> AssistantOutput:
+        """One Messages API request, as an AssistantOutput."""
         request = request_format.build_request(self._parts, messages, tools, settings, instructions)
         named, extra = request_format.split_request(request)
         with self._sdk_errors() as context:
@@ -163,6 +164,7 @@ class AnthropicModel(ProviderModel):
             yield context
 
     async def aclose(self) -> None:
+        """Close the SDK client, unless it was passed in (then its owner closes it)."""
         if self._connection.owns_client:
             await self._connection.client.close()
 

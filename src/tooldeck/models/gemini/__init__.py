@@ -83,7 +83,7 @@ class GeminiModel(ProviderModel):
         request_options: Other ``GenerateContentConfig`` fields, e.g.
             ``{"thinking_config": {"include_thoughts": True}}``; they override tooldeck's.
 
-    Example:
+    Examples:
         >>> model = GeminiModel("gemini-2.5-flash", api_key="AIza...")
         >>> model.name
         'gemini:gemini-2.5-flash'
@@ -128,6 +128,7 @@ class GeminiModel(ProviderModel):
         settings: ModelSettings,
         instructions: str,
     ) -> AssistantOutput:
+        """One ``generateContent`` request: an AssistantOutput."""
         request = request_format.build_request(self._parts, messages, tools, settings, instructions)
         with self._sdk_errors():
             response = await self.client.aio.models.generate_content(**request)
@@ -168,6 +169,7 @@ class GeminiModel(ProviderModel):
             yield
 
     async def aclose(self) -> None:
+        """Close the SDK client, unless it was passed in (then its owner closes it)."""
         if self._connection.owns_client:
             await self._connection.client.aio.aclose()
 

@@ -68,7 +68,7 @@ _STRUCTURAL = frozenset(
 def to_gemini_schema(parameters: Mapping[str, Any]) -> dict[str, Any] | None:
     """A tool's JSON Schema as Gemini ``parameters``; None for an object without properties.
 
-    Example:
+    Examples:
         >>> to_gemini_schema({"type": "object", "properties": {"n": {"type": ["integer", "null"],
         ...     "exclusiveMinimum": 0}}, "required": ["n"], "additionalProperties": False})
         {'type': 'OBJECT', 'properties': {'n': {'type': 'INTEGER', 'nullable': True, \

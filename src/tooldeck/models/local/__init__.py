@@ -31,6 +31,8 @@ from tooldeck.models.local._stream import TurnReader, first_call_number
 from tooldeck.models.local._weights import INSTALL_HINT, default_model_path
 
 ChatFormat = Literal["auto", "tooldeck", "template"]
+"""How a prompt is written: ``"template"`` (the GGUF's chat template), ``"tooldeck"`` (tooldeck's
+plain transcript), or ``"auto"`` (the template when the GGUF has one)."""
 
 __all__ = ["CallRule", "ChatFormat", "LocalModel", "TurnStats"]
 
@@ -62,7 +64,7 @@ class LocalModel(Model):
     The weights load once, on the first request (or on ``load()``). The KV cache is kept
     between requests, so each round of a conversation processes only its new tokens.
 
-    Example:
+    Examples:
         >>> from tooldeck.models.local import LocalModel
         >>> model = LocalModel()  # the default weights; nothing is loaded yet
         >>> model.name
@@ -133,6 +135,7 @@ class LocalModel(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        """One turn, decoded under the grammar of the request's tools (loads the weights first)."""
         request = self._request(messages, tools, settings, instructions)
         try:
             return await asyncio.to_thread(self._run, request)
@@ -205,6 +208,7 @@ class LocalModel(Model):
         return await asyncio.to_thread(self._count, tuple(messages))
 
     async def aclose(self) -> None:
+        """Free the weights and the context; a later request loads them again."""
         with self._lock:
             if self._session is not None:
                 self._session.close()

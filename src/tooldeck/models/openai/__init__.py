@@ -44,7 +44,7 @@ class HostedTool:
     the model did with a hosted tool is kept, as the API's JSON, in the assistant message's
     ``provider_items``.
 
-    Example:
+    Examples:
         >>> HostedTool.file_search(["vs_123"]).to_param()
         {'type': 'file_search', 'vector_store_ids': ['vs_123']}
     """
@@ -122,6 +122,7 @@ class _SDKModel(ProviderModel):
             yield
 
     async def aclose(self) -> None:
+        """Close the SDK client, unless it was passed in (then its owner closes it)."""
         if self._connection.owns_client:
             await self._connection.client.close()
 
@@ -147,7 +148,7 @@ class OpenAIResponsesModel(_SDKModel):
         request_options: Any other ``responses.create`` parameters, e.g.
             ``{"reasoning": {"effort": "low"}}``; they override tooldeck's.
 
-    Example:
+    Examples:
         >>> model = OpenAIResponsesModel("gpt-4.1-mini", api_key="sk-...")
         >>> model.name
         'openai:gpt-4.1-mini'
@@ -187,6 +188,7 @@ class OpenAIResponsesModel(_SDKModel):
         settings: ModelSettings,
         instructions: str,
     ) -> AssistantOutput:
+        """One Responses API request, as an AssistantOutput."""
         request = self._request(messages, tools, settings, instructions)
         with self._sdk_errors():
             response = await self.client.responses.create(**request)
@@ -255,7 +257,7 @@ class OpenAIChatModel(_SDKModel):
         request_options: Any other ``chat.completions.create`` parameters, e.g.
             ``{"seed": 7}``; they override tooldeck's.
 
-    Example:
+    Examples:
         >>> model = OpenAIChatModel("qwen3", base_url="http://127.0.0.1:8000/v1")
         >>> model.name
         'openai-chat:qwen3'
@@ -334,6 +336,7 @@ class OpenAIChatModel(_SDKModel):
         settings: ModelSettings,
         instructions: str,
     ) -> AssistantOutput:
+        """One Chat Completions request, as an AssistantOutput."""
         request = chat.build_request(self._parts, messages, tools, settings, instructions)
         with self._sdk_errors():
             completion = await self.client.chat.completions.create(**request)

@@ -24,11 +24,13 @@ _MAX_NAME = 200
 
 
 def with_edit_note(result: ToolResult, call: ToolCall) -> ToolResult:
+    """The result, telling the model it ran with arguments a person edited."""
     note = f"\n(run with arguments edited by a person: {call.arguments_json})"
     return result.model_copy(update={"output": result.output + note})
 
 
 def timeout_text(entry: ToolEntry) -> str:
+    """What the model reads of a call past its ``timeout``: stopped, or still running."""
     within = f"{entry.name!r} did not finish within {entry.options.timeout:g} s"
     if _keeps_running(entry):
         return f"{within} {_MAY_STILL_COMPLETE}"
@@ -37,6 +39,7 @@ def timeout_text(entry: ToolEntry) -> str:
 
 
 def run_time_text(limits: Limits, entry: ToolEntry) -> str:
+    """What the model reads of a call still running when the run reached ``max_duration_s``."""
     text = f"not finished: the run reached its time limit (max_duration_s={limits.max_duration_s})"
     return f"{text}; the call {_MAY_STILL_COMPLETE}" if _keeps_running(entry) else text
 
@@ -53,6 +56,7 @@ def _keeps_running(entry: ToolEntry) -> bool:
 
 
 def error_result(entry: ToolEntry, error: Exception, include_details: bool) -> ToolResult:
+    """What the model reads of a tool that raised: its ``on_error`` text, or a generic line."""
     if isinstance(error, ModelRetry):  # the tool asks the model to try again, saying why
         return ToolResult.failure(ErrorCode.TOOL_ERROR, str(error))
     handler = entry.options.on_error
@@ -69,6 +73,7 @@ def error_result(entry: ToolEntry, error: Exception, include_details: bool) -> T
 
 
 def unknown_tool_text(name: str, view: ToolView) -> str:
+    """What the model reads of a call of a tool that does not exist, with the names that do."""
     names = view.names
     if not names:
         return f"there is no tool named {shown(name)}; no tools are available, answer directly"
@@ -78,6 +83,7 @@ def unknown_tool_text(name: str, view: ToolView) -> str:
 
 
 def invalid_json_text(call: ToolCall) -> str:
+    """What the model reads of arguments that are not one JSON object."""
     raw = call.raw_arguments or ""
     name = shown(call.name)
     try:
@@ -100,6 +106,7 @@ def _json_kind(python_type: str) -> str:
 
 
 def invalid_arguments_text(call: ToolCall, error: InvalidArguments) -> str:
+    """What the model reads of arguments its schema refuses: each problem, where and why."""
     listed = error.problems[:_MAX_PROBLEMS]
     problems = "\n".join(f"- {problem}" for problem in listed)
     more = len(error.problems) - len(listed)

@@ -57,7 +57,7 @@ def file_tools(
         ``search_files(pattern, path=".")`` and, with ``writable=True``,
         ``write_file(path, content)`` and ``edit_file(path, old, new)``.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from tooldeck.tools.builtin import file_tools
         >>> [t.name for t in file_tools(tempfile.gettempdir(), writable=True)]

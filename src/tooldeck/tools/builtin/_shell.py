@@ -60,7 +60,7 @@ def shell_tool(
             False to opt out; or a predicate ``(ctx, arguments) -> bool``.
         env: The command's environment; the process's own when None.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from tooldeck.tools.builtin import shell_tool
         >>> shell_tool(tempfile.gettempdir(), allow=["ls"]).name

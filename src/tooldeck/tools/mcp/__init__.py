@@ -73,7 +73,7 @@ class MCPToolset(Toolset):
         toolsets: Named groups the tools belong to, for ``registry.view(toolsets=...)``.
         connect_timeout: Seconds to wait for the server to start and answer (default 30).
 
-    Example:
+    Examples:
         >>> import sys
         >>> from tooldeck.tools.mcp import MCPToolset
         >>> toolset = MCPToolset.stdio(sys.executable, ["examples/mcp_server.py"], prefix="demo")

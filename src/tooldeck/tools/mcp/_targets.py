@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 class MCPConnectionError(ToolDeckError, ConnectionError):
     """An MCP server could not be started or reached; the message names the command or URL."""
 
+    docs = "mcp.md"
+
 
 class MCPCallFailed(ToolDeckError):
     """A call to an MCP tool ended without a result; the message is what the model reads."""
