@@ -22,6 +22,9 @@ The rules:
 - Decoded turns are shared by the session objects of one conversation in a process (a
   stored turn never changes), so a new object per request decodes only what was added
   since; ``turn_cache`` bounds what the process keeps (``turn_cache.max_messages``).
+- ``SQLiteSession.list_sessions(path)`` and ``PostgresSession.list_sessions(dsn)`` list the
+  conversations a database holds (``SessionInfo``: id, title, turns, times, paused); a
+  session's ``clear()`` deletes one, which is then no longer listed.
 - The history is repaired when it is loaded: a tool call with no result gets an
   ``error[interrupted]`` observation and a result that answers no call is dropped, so a
   provider never refuses a stored conversation.
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from tooldeck.errors import SessionConflict, SessionError
 from tooldeck.run.session import History, Session, StoredRun
 from tooldeck.sessions._cache import TurnCaches, turn_cache
+from tooldeck.sessions._listing import SessionInfo
 from tooldeck.sessions.sqlite import SQLiteSession
 
 if TYPE_CHECKING:
@@ -49,6 +53,7 @@ __all__ = [
     "SessionConflict",
     "SessionError",
     "StoredRun",
+    "SessionInfo",
     "TurnCaches",
     "turn_cache",
 ]

@@ -26,8 +26,9 @@ from typing import Any, Literal, TypeVar
 from tooldeck.errors import SessionError
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, StoredRun
-from tooldeck.sessions import _log
+from tooldeck.sessions import _listing, _log
 from tooldeck.sessions._cache import turn_cache
+from tooldeck.sessions._listing import SessionInfo
 from tooldeck.sessions._thread import ConnectionThread
 
 T = TypeVar("T")
@@ -150,6 +151,30 @@ class SQLiteSession:
         """Let go of the shared connection (closed with the file's last session); using the
         session again takes it again."""
         self._release()
+
+    @staticmethod
+    async def list_sessions(
+        path: str | os.PathLike[str], *, limit: int | None = 100, busy_timeout_s: float = 5.0
+    ) -> list[SessionInfo]:
+        """The conversations the file holds, the most recently changed first (at most
+        ``limit``; None: all). A cleared session is not listed; a missing file holds none.
+
+        Raises:
+            SessionError: The file cannot be read, or holds a newer tooldeck's sessions.
+        """
+        query = _listing.limited(limit)
+        where = f"SQLite database {str(path)!r}"
+        if not Path(path).exists():
+            return []
+        key = (os.path.abspath(path), "NORMAL", busy_timeout_s)
+        database = _shared.take(key)
+        try:
+            rows = await database.run(lambda db: db.execute(query).fetchall())
+        except sqlite3.Error as error:
+            raise _database_error(error, where, busy_timeout_s) from error
+        finally:
+            _shared.give_back(key, database)
+        return _listing.read_sessions(rows, where)
 
     async def __aenter__(self) -> SQLiteSession:
         return self
