@@ -12,16 +12,23 @@ from typing import Any
 import uvicorn
 
 
+def listening() -> socket.socket:
+    """A socket bound to a free port of 127.0.0.1 (``getsockname()[1]`` is the port)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    return listener
+
+
 @contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Serve ``app`` on a free port of 127.0.0.1; yields its root URL (``http://127.0.0.1:N``).
+def serving(app: Any, listener: socket.socket | None = None) -> Iterator[str]:
+    """Serve ``app`` on ``listener`` (default: a free port of 127.0.0.1); yields its root URL
+    (``http://127.0.0.1:N``).
 
     The server's loop runs in a thread; it stops (and the thread ends) when the block ends,
     whatever happened in it.
     """
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    listener = listener or listening()
     port = listener.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)

@@ -53,10 +53,17 @@ except ImportError as error:  # pragma: no cover - the message is the point
         "pip install 'tooldeck[web]'"
     ) from error
 
+from collections.abc import Sequence
+
+from tooldeck.messages import Message
+from tooldeck.results import Checkpoint
 from tooldeck.run.agent import Agent
 from tooldeck.run.session import Session
+from tooldeck.serve.agui._input import describe, interrupts
+from tooldeck.serve.agui._messages import as_agui, with_answered
+from tooldeck.tools.registry import ToolView
 
-__all__ = ["AguiEndpoint", "SessionFactory", "app"]
+__all__ = ["AguiEndpoint", "SessionFactory", "app", "thread_snapshot"]
 
 
 def app(
@@ -91,3 +98,28 @@ def app(
         decided_by=decided_by,
     )
     return Starlette(routes=[Route("/", endpoint.handle, methods=["POST"])])
+
+
+def thread_snapshot(
+    messages: Sequence[Message], paused: Checkpoint | None, tools: ToolView | None
+) -> dict[str, Any]:
+    """A thread as a client of ``app`` last saw it, as JSON: ``messages`` (those of the
+    MESSAGES_SNAPSHOT, under the same ids), ``pending`` (the calls a paused run waits for)
+    and ``interrupts`` (those the RUN_FINISHED carried; none without ``tools``, which give
+    each edit's schema).
+
+    ``messages`` are the session's committed messages (``History.messages``); a paused run's
+    own come from its checkpoint.
+    """
+    if paused is None:
+        return {"messages": _dumped(as_agui(messages)), "pending": [], "interrupts": []}
+    asked = interrupts(paused, tools) if tools is not None else []
+    return {
+        "messages": _dumped(with_answered(paused.messages, paused.turn.answered)),
+        "pending": [describe(p) for p in paused.pending],
+        "interrupts": [i.model_dump(mode="json", by_alias=True) for i in asked],
+    }
+
+
+def _dumped(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json", by_alias=True) for m in messages]
