@@ -75,6 +75,10 @@ def _apt(apt: str, *arguments: str) -> None:
         raise BrowserUnavailable(f"apt-get {' '.join(arguments)} failed:\n{output}")
 
 
+SAVED: list[Path] = []
+"""The screenshots this test run saved (the run's summary names their folder)."""
+
+
 def artifacts() -> Path:
     """Where the screenshots go (created)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -101,7 +101,7 @@
 
   function setResult(callId, content, how) {
     const card = cards.get(callId) || addCall(callId, "call");
-    card.root.classList.remove("running");
+    card.root.classList.remove("running", "waiting");
     card.time.textContent = how ? duration(how.durationS) : "";
     const code = how ? how.errorCode : content.startsWith("error[") ? "error" : null;
     if (code === "rejected" || content.startsWith("error[rejected]")) {
