@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 from tooldeck.errors import SessionConflict, SessionError
 from tooldeck.run.session import History, Session, StoredRun
 from tooldeck.sessions._cache import TurnCaches, turn_cache
-from tooldeck.sessions._listing import SessionInfo
 from tooldeck.sessions.sqlite import SQLiteSession
 
 if TYPE_CHECKING:
     from tooldeck.runlog import RunLog
+    from tooldeck.sessions._listing import SessionInfo
     from tooldeck.sessions.postgres import PostgresSession
 
 __all__ = [
@@ -64,6 +64,10 @@ def __getattr__(name: str) -> Any:
         from tooldeck.sessions.postgres import PostgresSession
 
         return PostgresSession
+    if name == "SessionInfo":  # what list_sessions() returns, defined when first asked for
+        from tooldeck.sessions._listing import SessionInfo
+
+        return SessionInfo
     if name == "RunLog":  # the run log lives in tooldeck.runlog; here too, as DESIGN.md has it
         from tooldeck.runlog import RunLog
 

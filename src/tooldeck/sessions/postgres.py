@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from weakref import WeakSet
 
 import psycopg
@@ -24,9 +24,11 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from tooldeck.errors import SessionError
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, StoredRun
-from tooldeck.sessions import _listing, _log
+from tooldeck.sessions import _log
 from tooldeck.sessions._cache import turn_cache
-from tooldeck.sessions._listing import SessionInfo
+
+if TYPE_CHECKING:
+    from tooldeck.sessions._listing import SessionInfo
 
 T = TypeVar("T")
 Connection = psycopg.AsyncConnection[TupleRow]
@@ -170,6 +172,8 @@ class PostgresSession:
             SessionError: The database cannot be reached or read, or holds a newer
                 tooldeck's sessions.
         """
+        from tooldeck.sessions import _listing  # only a listing pays for it
+
         query = _listing.limited(limit)
         where = (
             f"PostgreSQL database {_describe(dsn)}"

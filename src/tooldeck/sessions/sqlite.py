@@ -21,15 +21,17 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tooldeck.errors import SessionError
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, StoredRun
-from tooldeck.sessions import _listing, _log
+from tooldeck.sessions import _log
 from tooldeck.sessions._cache import turn_cache
-from tooldeck.sessions._listing import SessionInfo
 from tooldeck.sessions._thread import ConnectionThread
+
+if TYPE_CHECKING:
+    from tooldeck.sessions._listing import SessionInfo
 
 T = TypeVar("T")
 Synchronous = Literal["NORMAL", "FULL"]
@@ -162,6 +164,8 @@ class SQLiteSession:
         Raises:
             SessionError: The file cannot be read, or holds a newer tooldeck's sessions.
         """
+        from tooldeck.sessions import _listing  # only a listing pays for it
+
         query = _listing.limited(limit)
         where = f"SQLite database {str(path)!r}"
         if not Path(path).exists():
