@@ -407,3 +407,23 @@ async def test_one_session_given_serves_its_own_thread_only(
     assert refused.code == "unknown_thread"
     assert finished(await post(client, new_input("mine", "Hello"))).result == "Hi"
     await session.aclose()
+
+
+async def test_threads_kept_in_any_session_store_pause_and_resume_across_servers(
+    client_for: Any, store: Any
+) -> None:
+    """A factory ``thread_id -> Session`` (here SQLite and PostgreSQL): the pause made through
+    one app is resumed through another, as after a server restart."""
+    first = client_for(deleting(), sessions=store.session)
+    interrupt = await approval_paused(first, thread="ops-7")
+
+    restarted = client_for(
+        Agent(ScriptedModel([answer("Deleted.")]), [delete_file]), sessions=store.session
+    )
+    events = await post(
+        restarted, new_input("ops-7", resume=[approve(interrupt.id, approved=True)])
+    )
+
+    assert finished(events).result == "Deleted."
+    (listed,) = await store.list_sessions()
+    assert (listed.session_id, listed.title, listed.turns) == ("ops-7", "Delete notes.txt.", 1)

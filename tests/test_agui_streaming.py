@@ -31,6 +31,7 @@ from tooldeck import Agent, AssistantOutput, Model, ScriptedModel, ToolCall, too
 from tooldeck.models.base import TextChunk, ToolCallChunk
 from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.serve.agui import app
+from tooldeck.sessions import SQLiteSession
 
 
 @tool
@@ -210,3 +211,26 @@ async def test_a_call_inside_an_agent_tool_is_an_interrupt_of_the_outer_call(
     assert (result.tool_call_id, result.content) == ("p1", "Done.")
     assert isinstance(resumed[-1], RunFinishedEvent)
     assert resumed[-1].result == "Clean."
+
+
+async def test_a_client_that_goes_away_stops_the_run_and_frees_the_thread(tmp_path: Path) -> None:
+    model = Gated()
+    agent = Agent(model, [get_weather])
+    with serving(app(agent, data_dir=tmp_path)) as root:
+        async with httpx.AsyncClient(base_url=root, timeout=30) as client:
+            async with client.stream("POST", "/", json=new_input("t1", "Weather?")) as response:
+                async for chunk in response.aiter_text():
+                    if "TEXT_MESSAGE_CONTENT" in chunk:
+                        break  # the page is closed mid-answer
+            model.gate.set()
+            for _ in range(300):  # until the server has seen the client go (at most 30 s)
+                events = await post(client, new_input("t1", "Weather?"))
+                if not isinstance(events[-1], RunErrorEvent):
+                    break
+                assert events[-1].code == "thread_busy"
+                await asyncio.sleep(0.1)
+
+    assert isinstance(events[-1], RunFinishedEvent)
+    assert events[-1].result == "Sunny."
+    history = await SQLiteSession(tmp_path / "sessions.db", "t1").load()
+    assert [m.content for m in history.messages if m.role == "user"] == ["Weather?"]
