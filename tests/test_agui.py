@@ -427,3 +427,17 @@ async def test_threads_kept_in_any_session_store_pause_and_resume_across_servers
     assert finished(events).result == "Deleted."
     (listed,) = await store.list_sessions()
     assert (listed.session_id, listed.title, listed.turns) == ("ops-7", "Delete notes.txt.", 1)
+
+
+async def test_a_new_message_sent_with_the_answers_is_refused_not_dropped(
+    client_for: Any,
+) -> None:
+    client = client_for(deleting(answer("Deleted.")))
+    interrupt = await approval_paused(client)
+    answered = [approve(interrupt.id, approved=True)]
+
+    with_new = await post(client, new_input("t1", "And then empty the bin.", resume=answered))
+    assert failed(with_new).code == "interrupt_pending"
+
+    history_back = await post(client, new_input("t1", "Delete notes.txt.", resume=answered))
+    assert finished(history_back).result == "Deleted."  # the paused run's own prompt: history

@@ -80,14 +80,23 @@ def plan(run_input: RunAgentInput, paused: Checkpoint | None, decided_by: str) -
             )
         return NewRun(_prompt(run_input.messages))
     answers = _tool_answers(run_input.messages, paused)
-    if not entries and not answers:
+    if (not entries and not answers) or _new_prompt(run_input.messages, paused):
         raise InputError(
             f"thread {run_input.thread_id!r} has a paused run waiting for {_waiting(paused)}: "
             "answer each interrupt with a resume entry and each external call with a tool "
-            "message before sending a new message",
+            "message, then send a new message",
             "interrupt_pending",
         )
     return Resume(paused, {**answers, **_decisions(entries, paused, decided_by)})
+
+
+def _new_prompt(messages: Sequence[AguiMessage], paused: Checkpoint) -> bool:
+    """Whether the input ends with a user message other than the paused run's own prompt
+    (which a client sending its whole history back ends with): one that would go unread."""
+    if not messages or not isinstance(messages[-1], UserMessage):
+        return False
+    prompts = [m.content for m in paused.messages if m.role == "user"]
+    return _text(messages[-1].content, "the user message") != (prompts[-1] if prompts else None)
 
 
 def interrupts(paused: Checkpoint, view: ToolView) -> list[Interrupt]:
