@@ -52,8 +52,8 @@ __all__ = [
     "Session",
     "SessionConflict",
     "SessionError",
-    "StoredRun",
     "SessionInfo",
+    "StoredRun",
     "TurnCaches",
     "turn_cache",
 ]

@@ -29,8 +29,7 @@ from pydantic.alias_generators import to_camel
 
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolResult
-from tooldeck.results import Checkpoint, PendingCall
-from tooldeck.run.checkpoint import Approve, Decision, Reject
+from tooldeck.results import Approve, Checkpoint, Decision, PendingCall, Reject
 from tooldeck.tools.registry import ToolView
 
 CANCELLED = "the person closed this call's approval without deciding; it did not run"
