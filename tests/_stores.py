@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooldeck.sessions import PostgresSession, Session, SQLiteSession
+from tooldeck.sessions import PostgresSession, Session, SessionInfo, SQLiteSession
 
 
 @dataclass
@@ -26,6 +26,11 @@ class Store:
             made = PostgresSession(self.where, session_id, **options)
         self.opened.append(made)
         return made
+
+    async def list_sessions(self, limit: int | None = 100) -> list[SessionInfo]:
+        if self.kind == "sqlite":
+            return await SQLiteSession.list_sessions(self.where, limit=limit)
+        return await PostgresSession.list_sessions(self.where, limit=limit)
 
     def args(self) -> list[str]:
         """How a child process (tests/_session_child.py) finds this database."""

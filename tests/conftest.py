@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import _browser
 from _durable_harness import launched_dbos
 from _openai_server import FakeOpenAI, running
 from _postgres import postgres_dsn, postgres_server
@@ -51,3 +52,10 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         made = Store("postgres", request.getfixturevalue("postgres_dsn"))
     yield made
     await made.aclose()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Name the folder of the web app's screenshots, when browser tests saved some."""
+    if _browser.SAVED:
+        folder = _browser.SAVED[0].parent
+        terminalreporter.write_line(f"screenshots of the web app: {folder}")

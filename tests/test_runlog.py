@@ -316,6 +316,19 @@ def test_runs_filter_by_tool_by_failure_and_by_limit(log: RunLog) -> None:
     assert log.runs(session="nobody") == []
 
 
+def test_runs_filter_by_start_time(log: RunLog) -> None:
+    for prompt in ("monday", "tuesday", "wednesday"):
+        Agent(ScriptedModel([answer("ok")]), run_log=log).run_sync(prompt)
+    log.flush()
+    with sqlite3.connect(log.path) as db:  # known start times, a day apart
+        for day, prompt in enumerate(("monday", "tuesday", "wednesday")):
+            db.execute("UPDATE runs SET started_at = ? WHERE prompt = ?", (86400.0 * day, prompt))
+
+    assert [run.prompt for run in log.runs(since=86400.0)] == ["wednesday", "tuesday"]
+    assert [run.prompt for run in log.runs(until=86400.0)] == ["monday"]
+    assert [run.prompt for run in log.runs(since=1.0, until=2 * 86400.0)] == ["tuesday"]
+
+
 def test_an_agent_without_a_run_log_streams_the_loop_itself() -> None:
     stream = Agent(ScriptedModel([answer("hi")])).stream("hello")
     assert stream.ag_code.co_name == "drive"  # no wrapper

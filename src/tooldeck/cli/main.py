@@ -13,6 +13,7 @@
         [--allow-approval-tools] [--include-error-details] [--name NAME]
     tooldeck logs [-n N] [--tool NAME] [--errors] [--session ID] [--json]
     tooldeck logs show RUN_ID | tooldeck logs path
+    tooldeck web [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--host HOST] [--port N]
 
 ``run``, ``chat`` and ``demo`` record each run in the run log (``--no-log``: not these);
 the log is ``logs.db`` in ``$TOOLDECK_HOME`` or the user's data directory.
@@ -53,6 +54,7 @@ from tooldeck.cli.logs import add_logs_parser
 from tooldeck.cli.model import build_model
 from tooldeck.cli.run import NO_LOG_HELP, TOOLS_HELP, add_run_parser
 from tooldeck.cli.runlog import logging_runs
+from tooldeck.cli.web import add_web_parser
 from tooldeck.errors import ToolDeckError
 from tooldeck.tools.registry import ToolEntry
 
@@ -111,6 +113,7 @@ def _parser() -> Parser:
     tools.set_defaults(handler=_tools)
     _add_mcp_parser(commands, verbose)
     add_logs_parser(commands, [verbose])
+    add_web_parser(commands, [verbose, model])
     for name in ("run", "chat", "demo", "tools"):
         commands.choices[name].set_defaults(prog=f"tooldeck {name}")
     return parser

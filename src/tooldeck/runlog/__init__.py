@@ -110,11 +110,15 @@ class RunLog:
         tool: str | None = None,
         errors: bool = False,
         session: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
     ) -> list[LoggedRun]:
         """The latest runs, newest first, after a flush (see ``tooldeck.runlog.read``)."""
         if not self._writer.closed:
             self.flush()
-        return list_runs(self.path, limit, tool=tool, errors=errors, session=session)
+        return list_runs(
+            self.path, limit, tool=tool, errors=errors, session=session, since=since, until=until
+        )
 
     def run(self, run_id: str) -> LoggedRun:
         """One run with its model turns and tool calls, by id or unique id prefix."""

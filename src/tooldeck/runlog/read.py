@@ -123,11 +123,15 @@ def list_runs(
     tool: str | None = None,
     errors: bool = False,
     session: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
 ) -> list[LoggedRun]:
     """The latest runs, newest first: all, or those that called ``tool``, had a failed
-    call (``errors``: an error code other than ``rejected``), or belong to ``session``.
-    A missing database has none."""
-    where, values = [], []
+    call (``errors``: an error code other than ``rejected``), belong to ``session``, or
+    started at ``since`` or later and before ``until`` (Unix seconds). A missing database
+    has none."""
+    where: list[str] = []
+    values: list[object] = []
     if tool is not None:
         where.append("EXISTS (SELECT 1 FROM tool_calls c WHERE c.run_id = r.run_id AND c.name = ?)")
         values.append(tool)
@@ -136,6 +140,12 @@ def list_runs(
     if session is not None:
         where.append("r.session_id = ?")
         values.append(session)
+    if since is not None:
+        where.append("r.started_at >= ?")
+        values.append(since)
+    if until is not None:
+        where.append("r.started_at < ?")
+        values.append(until)
     query = f"SELECT {_RUN_COLUMNS} FROM runs r"
     if where:
         query += " WHERE " + " AND ".join(where)

@@ -22,6 +22,9 @@ The rules:
 - Decoded turns are shared by the session objects of one conversation in a process (a
   stored turn never changes), so a new object per request decodes only what was added
   since; ``turn_cache`` bounds what the process keeps (``turn_cache.max_messages``).
+- ``SQLiteSession.list_sessions(path)`` and ``PostgresSession.list_sessions(dsn)`` list the
+  conversations a database holds (``SessionInfo``: id, title, turns, times, paused); a
+  session's ``clear()`` deletes one, which is then no longer listed.
 - The history is repaired when it is loaded: a tool call with no result gets an
   ``error[interrupted]`` observation and a result that answers no call is dropped, so a
   provider never refuses a stored conversation.
@@ -42,6 +45,7 @@ from tooldeck.sessions.sqlite import SQLiteSession
 
 if TYPE_CHECKING:
     from tooldeck.runlog import RunLog
+    from tooldeck.sessions._listing import SessionInfo
     from tooldeck.sessions.postgres import PostgresSession
 
 __all__ = [
@@ -52,6 +56,7 @@ __all__ = [
     "Session",
     "SessionConflict",
     "SessionError",
+    "SessionInfo",
     "StoredRun",
     "TurnCaches",
     "turn_cache",
@@ -63,6 +68,10 @@ def __getattr__(name: str) -> Any:
         from tooldeck.sessions.postgres import PostgresSession
 
         return PostgresSession
+    if name == "SessionInfo":  # what list_sessions() returns, defined when first asked for
+        from tooldeck.sessions._listing import SessionInfo
+
+        return SessionInfo
     if name == "RunLog":  # the run log lives in tooldeck.runlog; here too, as DESIGN.md has it
         from tooldeck.runlog import RunLog
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from weakref import WeakSet
 
 import psycopg
@@ -26,6 +26,9 @@ from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, StoredRun
 from tooldeck.sessions import _log
 from tooldeck.sessions._cache import turn_cache
+
+if TYPE_CHECKING:
+    from tooldeck.sessions._listing import SessionInfo
 
 T = TypeVar("T")
 Connection = psycopg.AsyncConnection[TupleRow]
@@ -158,6 +161,35 @@ class PostgresSession:
             pool, self._pool = self._pool, None
             await pool.close()
 
+    @staticmethod
+    async def list_sessions(
+        dsn: str | Pool, *, limit: int | None = 100, connect_timeout_s: float = 10.0
+    ) -> list[SessionInfo]:
+        """The conversations the database holds, the most recently changed first (at most
+        ``limit``; None: all). A cleared session is not listed.
+
+        Raises:
+            SessionError: The database cannot be reached or read, or holds a newer
+                tooldeck's sessions.
+        """
+        from tooldeck.sessions import _listing  # only a listing pays for it
+
+        query = _listing.limited(limit)
+        where = (
+            f"PostgreSQL database {_describe(dsn)}"
+            if isinstance(dsn, str)
+            else f"PostgreSQL pool {dsn.name!r}"
+        )
+        try:
+            async with _one_connection(dsn, connect_timeout_s) as db:
+                await _prepare_schema(db, where)
+                rows = await (await db.execute(query)).fetchall()
+        except PoolTimeout as error:
+            raise SessionError(f"could not connect to the {where}: {error}") from error
+        except psycopg.Error as error:
+            raise SessionError(f"{where}: {type(error).__name__}: {error}") from error
+        return _listing.read_sessions(rows, where)
+
     async def __aenter__(self) -> PostgresSession:
         return self
 
@@ -232,6 +264,22 @@ class PostgresSession:
                 await _prepare_schema(db, self._where)
             _prepared.add(pool)
         return pool
+
+
+@asynccontextmanager
+async def _one_connection(dsn: str | Pool, timeout_s: float) -> AsyncIterator[Connection]:
+    """A connection of the pool given, or one of its own for a connection string."""
+    if not isinstance(dsn, str):
+        async with dsn.connection(timeout=timeout_s) as pooled:
+            yield pooled
+        return
+    connection = await psycopg.AsyncConnection.connect(
+        dsn, autocommit=True, connect_timeout=max(1, round(timeout_s))
+    )
+    try:
+        yield connection
+    finally:
+        await connection.close()
 
 
 async def _insert_if_head(db: Connection, statement: tuple[str, tuple[Any, ...]]) -> bool:

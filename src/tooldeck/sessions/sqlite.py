@@ -21,7 +21,7 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tooldeck.errors import SessionError
 from tooldeck.results import Checkpoint
@@ -29,6 +29,9 @@ from tooldeck.run.session import History, StoredRun
 from tooldeck.sessions import _log
 from tooldeck.sessions._cache import turn_cache
 from tooldeck.sessions._thread import ConnectionThread
+
+if TYPE_CHECKING:
+    from tooldeck.sessions._listing import SessionInfo
 
 T = TypeVar("T")
 Synchronous = Literal["NORMAL", "FULL"]
@@ -150,6 +153,32 @@ class SQLiteSession:
         """Let go of the shared connection (closed with the file's last session); using the
         session again takes it again."""
         self._release()
+
+    @staticmethod
+    async def list_sessions(
+        path: str | os.PathLike[str], *, limit: int | None = 100, busy_timeout_s: float = 5.0
+    ) -> list[SessionInfo]:
+        """The conversations the file holds, the most recently changed first (at most
+        ``limit``; None: all). A cleared session is not listed; a missing file holds none.
+
+        Raises:
+            SessionError: The file cannot be read, or holds a newer tooldeck's sessions.
+        """
+        from tooldeck.sessions import _listing  # only a listing pays for it
+
+        query = _listing.limited(limit)
+        where = f"SQLite database {str(path)!r}"
+        if not Path(path).exists():
+            return []
+        key = (os.path.abspath(path), "NORMAL", busy_timeout_s)
+        database = _shared.take(key)
+        try:
+            rows = await database.run(lambda db: db.execute(query).fetchall())
+        except sqlite3.Error as error:
+            raise _database_error(error, where, busy_timeout_s) from error
+        finally:
+            _shared.give_back(key, database)
+        return _listing.read_sessions(rows, where)
 
     async def __aenter__(self) -> SQLiteSession:
         return self

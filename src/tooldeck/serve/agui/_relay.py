@@ -1,0 +1,162 @@
+"""One run's tooldeck events as AG-UI events, as they come.
+
+The model's text streams as a text message (``TEXT_MESSAGE_START``, a ``CONTENT`` per
+``TextDelta``, ``END`` once the turn is whole) and each call's arguments as a tool call
+(``TOOL_CALL_START`` when its id and name are known, an ``ARGS`` per ``ToolCallDelta``,
+``END`` with the turn). A model that does not stream gets the same events from its whole
+turn. Each finished call is a ``TOOL_CALL_RESULT`` whose metadata says how it went
+(``tooldeck``: ``ok``, ``errorCode``, ``durationS``, and the host's exception when shown).
+A result tooldeck writes without a call event (a typed answer's ``final_answer``) is sent
+when the run ends, from the conversation, so no call the stream started is left without
+its result unless the run waits for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from tooldeck.messages import AssistantOutput, Message, ToolCall
+from tooldeck.results import RecordedError, ToolTrace
+from tooldeck.run.events import (
+    Event,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+)
+from tooldeck.serve.agui._messages import message_id
+
+
+@dataclass
+class _StreamedCall:
+    """A call the model is writing: started once its id and name are known."""
+
+    call_id: str = ""
+    name: str = ""
+    waiting: list[str] = field(default_factory=list)
+    """Argument pieces that came before the call could be started."""
+    started: bool = False
+
+
+@dataclass
+class Relay:
+    """Translates one run's events; ``turn_at`` and ``turn_calls`` name the turn a resumed
+    run goes on with (its position in the conversation, its calls)."""
+
+    show_exceptions: bool = False
+    """Put the exception behind a failed call in the result's metadata (for the host)."""
+    turn_at: int = -1
+    turn_calls: tuple[ToolCall, ...] = ()
+    _text_open: bool = False
+    _streamed: dict[int, _StreamedCall] = field(default_factory=dict)
+    _unanswered: dict[str, None] = field(default_factory=dict)
+    """Calls the stream started and has not sent a result for, in order."""
+
+    def events(self, event: Event) -> Iterator[BaseEvent]:
+        """The AG-UI events for one tooldeck event (none for an event they do not show)."""
+        if isinstance(event, TextDelta):
+            yield from self._text(event.text)
+        elif isinstance(event, ToolCallDelta):
+            yield from self._call_delta(event)
+        elif isinstance(event, ModelRequest):
+            self.turn_at, self.turn_calls = event.message_count, ()
+            self._streamed = {}
+        elif isinstance(event, ModelResponse):
+            yield from self._turn_done(event.output)
+        elif isinstance(event, ToolCallFinished):
+            yield self._result(event.trace)
+
+    def results_from(self, messages: Sequence[Message]) -> Iterator[BaseEvent]:
+        """Results the conversation holds for calls the stream started but did not answer."""
+        for position, message in enumerate(messages):
+            if message.role == "tool" and message.tool_call_id in self._unanswered:
+                del self._unanswered[message.tool_call_id]
+                yield ToolCallResultEvent(
+                    message_id=message_id(position),
+                    tool_call_id=message.tool_call_id,
+                    content=message.content,
+                    role="tool",
+                )
+
+    def _text(self, text: str) -> Iterator[BaseEvent]:
+        if not text:
+            return
+        if not self._text_open:
+            self._text_open = True
+            yield TextMessageStartEvent(message_id=message_id(self.turn_at), role="assistant")
+        yield TextMessageContentEvent(message_id=message_id(self.turn_at), delta=text)
+
+    def _call_delta(self, delta: ToolCallDelta) -> Iterator[BaseEvent]:
+        call = self._streamed.setdefault(delta.index, _StreamedCall())
+        call.call_id, call.name = delta.call_id or call.call_id, delta.name or call.name
+        if delta.arguments_delta:
+            call.waiting.append(delta.arguments_delta)
+        if not call.started and call.call_id and call.name:
+            call.started = True
+            yield self._start(call.call_id, call.name)
+        if call.started and call.waiting:
+            yield ToolCallArgsEvent(tool_call_id=call.call_id, delta="".join(call.waiting))
+            call.waiting.clear()
+
+    def _turn_done(self, output: AssistantOutput) -> Iterator[BaseEvent]:
+        """Close what streamed; send whole what did not (a model that does not stream)."""
+        if self._text_open:
+            self._text_open = False
+            yield TextMessageEndEvent(message_id=message_id(self.turn_at))
+        elif output.content:
+            yield from self._text(output.content)
+            self._text_open = False
+            yield TextMessageEndEvent(message_id=message_id(self.turn_at))
+        for index, call in enumerate(output.tool_calls):
+            streamed = self._streamed.get(index)
+            if streamed is not None and streamed.started and streamed.call_id != call.id:
+                yield ToolCallEndEvent(tool_call_id=streamed.call_id)  # renamed: a reused id
+                self._unanswered.pop(streamed.call_id, None)
+                streamed = None
+            if streamed is None or not streamed.started:
+                yield self._start(call.id, call.name)
+                yield ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments_json)
+            yield ToolCallEndEvent(tool_call_id=call.id)
+        self.turn_calls = output.tool_calls
+        self._streamed = {}
+
+    def _start(self, call_id: str, name: str) -> ToolCallStartEvent:
+        self._unanswered[call_id] = None
+        return ToolCallStartEvent(
+            tool_call_id=call_id, tool_call_name=name, parent_message_id=message_id(self.turn_at)
+        )
+
+    def _result(self, trace: ToolTrace) -> ToolCallResultEvent:
+        call_id = trace.call.id
+        self._unanswered.pop(call_id, None)
+        index = next((i for i, c in enumerate(self.turn_calls) if c.id == call_id), 0)
+        how: dict[str, Any] = {
+            "ok": trace.result.ok,
+            "errorCode": trace.result.error_code,
+            "durationS": trace.duration_s,
+        }
+        if self.show_exceptions and trace.error is not None:
+            error = trace.error
+            kind = error.type_name if isinstance(error, RecordedError) else type(error).__name__
+            how["error"] = f"{kind}: {error}"
+        return ToolCallResultEvent(
+            message_id=message_id(self.turn_at + 1 + index),
+            tool_call_id=call_id,
+            content=trace.result.output,
+            role="tool",
+            metadata={"tooldeck": how},
+        )

@@ -1,0 +1,453 @@
+// tooldeck web: the chat page. Renders the conversation the page embeds, sends prompts to the
+// AG-UI endpoint and renders its events as they stream, and sends the decisions on calls
+// that wait (approve, edit, reject; an external call's result). Plain JS, no build step.
+"use strict";
+
+(function () {
+  const data = JSON.parse(document.getElementById("thread-data").textContent);
+  const thread = document.getElementById("thread");
+  const status = document.getElementById("status");
+  const form = document.getElementById("ask");
+  const prompt = document.getElementById("prompt");
+  const send = document.getElementById("send");
+  const cards = new Map(); // tool call id -> {root, args, argsText, time, body}
+  const texts = new Map(); // message id -> element
+  let decisions = []; // the calls a paused run waits for, each with its decision once made
+  let lastState = null;
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function contentText(content) {
+    if (typeof content === "string") return content;
+    return (content || []).filter((p) => p.type === "text").map((p) => p.text).join("");
+  }
+
+  function pretty(text) {
+    try {
+      return JSON.stringify(JSON.parse(text), null, 2);
+    } catch (error) {
+      return text;
+    }
+  }
+
+  function newId(prefix) {
+    // crypto.randomUUID needs a secure context; a server on 0.0.0.0 may be reached over http
+    const bytes = crypto.getRandomValues(new Uint8Array(12));
+    return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  function duration(seconds) {
+    if (typeof seconds !== "number") return "";
+    return seconds < 1 ? (seconds * 1000).toFixed(1) + " ms" : seconds.toFixed(2) + " s";
+  }
+
+  function follow() {
+    const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 160;
+    if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  // --- the conversation --------------------------------------------------------------------
+
+  function addUser(text) {
+    const title = document.getElementById("chat-title");
+    if (!thread.querySelector(".msg.user")) {
+      title.textContent = text.split(/\s+/).join(" ").slice(0, 80);
+    }
+    thread.append(el("div", "msg user", text));
+    follow();
+  }
+
+  function textOf(id) {
+    let node = texts.get(id);
+    if (!node) {
+      node = el("div", "msg assistant");
+      node.dataset.messageId = id;
+      thread.append(node);
+      texts.set(id, node);
+    }
+    return node;
+  }
+
+  function addCall(id, name) {
+    const root = el("div", "call running");
+    root.dataset.callId = id;
+    const head = el("div", "call-head");
+    const time = el("span", "time");
+    time.append(el("span", "spinner"));
+    head.append(el("span", "name", name), time);
+    const args = el("pre", "json");
+    const body = el("div", "call-body");
+    root.append(head, el("div", "label", "arguments"), args, body);
+    thread.append(root);
+    const card = { root, args, argsText: "", time, body };
+    cards.set(id, card);
+    follow();
+    return card;
+  }
+
+  function addArgs(card, delta) {
+    card.argsText += delta;
+    card.args.textContent = card.argsText;
+  }
+
+  function closeArgs(card) {
+    card.args.textContent = pretty(card.argsText || "{}");
+  }
+
+  function setResult(callId, content, how) {
+    const card = cards.get(callId) || addCall(callId, "call");
+    card.root.classList.remove("running", "waiting");
+    card.time.textContent = how ? duration(how.durationS) : "";
+    const code = how ? how.errorCode : content.startsWith("error[") ? "error" : null;
+    if (code === "rejected" || content.startsWith("error[rejected]")) {
+      card.root.classList.add("rejected");
+    } else if (code) {
+      card.root.classList.add("failed");
+    }
+    card.body.append(el("div", "label", "result"), el("pre", "result", content));
+    if (how && how.error) {
+      card.body.append(el("div", "label", "exception"), el("pre", "result failed", how.error));
+    }
+    follow();
+  }
+
+  function addData(value) {
+    const box = el("div", "data");
+    box.append(el("div", "label", "typed answer"));
+    if (value && typeof value === "object" && !Array.isArray(value)) {
+      const table = el("table");
+      for (const [key, item] of Object.entries(value)) {
+        const row = el("tr");
+        const shown = typeof item === "object" ? JSON.stringify(item) : String(item);
+        row.append(el("td", "", key), el("td", "", shown));
+        table.append(row);
+      }
+      box.append(table);
+    } else {
+      box.append(el("pre", "json", JSON.stringify(value, null, 2)));
+    }
+    thread.append(box);
+  }
+
+  function addFoot(state) {
+    const foot = el("div", "run-foot");
+    const link = el("a", "", "run " + state.runId.slice(0, 12));
+    link.href = "/runs/" + encodeURIComponent(state.runId);
+    const usage = state.usage;
+    const parts = [usage.requests + " model turn" + (usage.requests === 1 ? "" : "s")];
+    if (usage.inputTokens || usage.outputTokens) {
+      parts.push(usage.inputTokens + " in / " + usage.outputTokens + " out tokens");
+    }
+    if (state.stopReason === "paused") parts.push("waits for decisions");
+    foot.append(link, document.createTextNode(" · " + parts.join(" · ")));
+    thread.append(foot);
+  }
+
+  function renderHistory() {
+    for (const message of data.messages) {
+      if (message.role === "user") {
+        addUser(contentText(message.content));
+      } else if (message.role === "assistant") {
+        if (message.content) textOf(message.id).textContent = message.content;
+        for (const call of message.toolCalls || []) {
+          const card = addCall(call.id, call.function.name);
+          addArgs(card, call.function.arguments);
+          closeArgs(card);
+        }
+      } else if (message.role === "tool") {
+        setResult(message.toolCallId, contentText(message.content), null);
+      }
+    }
+    if (data.pending.length) askFor(data.pending, data.interrupts);
+    window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  // --- decisions on the calls a run waits for ----------------------------------------------
+
+  function askFor(pending, interrupts) {
+    decisions = pending.map((call) => ({
+      call,
+      interrupt: interrupts.find((i) => i.id === call.interruptId) || null,
+      answer: null,
+    }));
+    for (const item of decisions) decisionCard(item);
+    busy(false);
+  }
+
+  function decisionCard(item) {
+    const call = item.call;
+    let card = cards.get(call.id);
+    if (!card || call.path.length) {
+      card = addCall(call.id, [...call.path, call.tool].join(" › "));
+      addArgs(card, JSON.stringify(call.arguments));
+      closeArgs(card);
+    }
+    card.root.classList.remove("running");
+    card.root.classList.add("waiting");
+    card.time.textContent = "waiting";
+    const box = el("div", "decide");
+    card.body.append(box);
+    item.box = box;
+    if (data.readOnly) {
+      box.append(el("p", "", "This call waits for a decision; start tooldeck web with the " +
+        "agent's tools to give it."));
+    } else if (call.kind === "approval") approvalButtons(item);
+    else externalForm(item);
+    follow();
+  }
+
+  function approvalButtons(item) {
+    const box = item.box;
+    box.replaceChildren(el("p", "", "This call waits for your approval."));
+    const buttons = el("div", "buttons");
+    const approveButton = el("button", "", "Approve");
+    const editButton = el("button", "secondary", "Edit arguments");
+    const rejectButton = el("button", "danger", "Reject");
+    approveButton.type = editButton.type = rejectButton.type = "button";
+    approveButton.addEventListener("click", () => decide(item, { approved: true }, "Approved"));
+    editButton.addEventListener("click", () => editForm(item));
+    rejectButton.addEventListener("click", () => rejectForm(item));
+    buttons.append(approveButton, editButton, rejectButton);
+    box.append(buttons);
+  }
+
+  function editForm(item) {
+    const box = item.box;
+    const area = el("textarea");
+    area.rows = 6;
+    area.value = JSON.stringify(item.call.arguments, null, 2);
+    const problem = el("p", "problem");
+    problem.hidden = true;
+    const ok = el("button", "", "Approve with these arguments");
+    const back = el("button", "secondary", "Back");
+    ok.type = back.type = "button";
+    ok.addEventListener("click", () => {
+      let edited;
+      try {
+        edited = JSON.parse(area.value);
+      } catch (error) {
+        problem.textContent = "Not JSON: " + error.message;
+        problem.hidden = false;
+        return;
+      }
+      decide(item, { approved: true, editedArgs: edited }, "Approved with edited arguments");
+    });
+    back.addEventListener("click", () => approvalButtons(item));
+    const buttons = el("div", "buttons");
+    buttons.append(ok, back);
+    box.replaceChildren(el("p", "", "The arguments to run it with:"), area, problem, buttons);
+    area.focus();
+  }
+
+  function rejectForm(item) {
+    const box = item.box;
+    const reason = el("input");
+    reason.type = "text";
+    reason.placeholder = "Why? The model reads this.";
+    const ok = el("button", "danger", "Reject the call");
+    const back = el("button", "secondary", "Back");
+    ok.type = back.type = "button";
+    ok.addEventListener("click", () => {
+      decide(item, { approved: false, reason: reason.value.trim() }, "Rejected");
+    });
+    back.addEventListener("click", () => approvalButtons(item));
+    const buttons = el("div", "buttons");
+    buttons.append(ok, back);
+    box.replaceChildren(el("p", "", "Reject this call:"), reason, buttons);
+    reason.focus();
+  }
+
+  function externalForm(item) {
+    const box = item.box;
+    const area = el("textarea");
+    area.rows = 3;
+    area.placeholder = "What running it gave";
+    const failedLabel = el("label", "small");
+    const failed = el("input");
+    failed.type = "checkbox";
+    failedLabel.append(failed, document.createTextNode(" it failed (the text says why)"));
+    const ok = el("button", "", "Send the result");
+    ok.type = "button";
+    ok.addEventListener("click", () => {
+      const answer = { result: area.value, failed: failed.checked };
+      decide(item, answer, failed.checked ? "Answered: it failed" : "Answered");
+    });
+    const buttons = el("div", "buttons");
+    buttons.append(ok);
+    box.replaceChildren(
+      el("p", "", "The application runs this tool: give its result."), area, failedLabel, buttons
+    );
+  }
+
+  function decide(item, answer, shown) {
+    item.answer = answer;
+    item.box.replaceChildren(el("div", "decided", shown));
+    const open = decisions.filter((d) => d.answer === null).length;
+    if (open) {
+      setStatus("Decided. " + open + " more call" + (open === 1 ? "" : "s") + " to go.");
+      return;
+    }
+    const resume = [];
+    const messages = [];
+    for (const d of decisions) {
+      if (d.call.kind === "approval") {
+        resume.push({ interruptId: d.call.interruptId, status: "resolved", payload: d.answer });
+      } else {
+        const message = { id: newId("tool-"), role: "tool", toolCallId: d.call.id };
+        message.content = d.answer.failed ? "" : d.answer.result;
+        if (d.answer.failed) message.error = d.answer.result || "it failed";
+        messages.push(message);
+      }
+    }
+    decisions = [];
+    run(input(messages, resume.length ? resume : undefined));
+  }
+
+  // --- talking to the AG-UI endpoint -------------------------------------------------------
+
+  function input(messages, resume) {
+    const body = {
+      threadId: data.threadId,
+      runId: newId("run-"),
+      state: {},
+      messages,
+      tools: [],
+      context: [],
+      forwardedProps: {},
+    };
+    if (resume) body.resume = resume;
+    return body;
+  }
+
+  function setStatus(text, isError) {
+    status.hidden = !text;
+    status.className = isError ? "status error" : "status";
+    status.replaceChildren();
+    if (!isError && text && text.endsWith("…")) status.append(el("span", "spinner"));
+    status.append(document.createTextNode(text || ""));
+  }
+
+  function busy(running) {
+    if (!form) return;
+    const waiting = decisions.some((d) => d.answer === null);
+    prompt.disabled = send.disabled = running || waiting;
+    prompt.placeholder = waiting
+      ? "Decide on the waiting calls first."
+      : "Ask the agent… (Enter sends, Shift+Enter for a new line)";
+    if (!running && !waiting) prompt.focus();
+  }
+
+  async function run(body) {
+    busy(true);
+    setStatus("Working…");
+    lastState = null;
+    try {
+      const response = await fetch(data.endpoint, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify(body),
+        credentials: "same-origin",
+      });
+      if (!response.ok) {
+        setStatus("The server refused the request (" + response.status + "): " +
+          (await response.text()), true);
+        return;
+      }
+      await readEvents(response.body.getReader());
+    } catch (error) {
+      setStatus("The connection to the server was lost: " + error.message, true);
+    } finally {
+      busy(false);
+    }
+  }
+
+  async function readEvents(reader) {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        for (const line of frame.split("\n")) {
+          if (line.startsWith("data:")) on(JSON.parse(line.slice(5)));
+        }
+      }
+    }
+  }
+
+  function on(event) {
+    const id = event.toolCallId;
+    switch (event.type) {
+      case "TEXT_MESSAGE_START":
+        textOf(event.messageId).classList.add("streaming");
+        break;
+      case "TEXT_MESSAGE_CONTENT":
+        textOf(event.messageId).textContent += event.delta;
+        follow();
+        break;
+      case "TEXT_MESSAGE_END":
+        textOf(event.messageId).classList.remove("streaming");
+        break;
+      case "TOOL_CALL_START":
+        addCall(id, event.toolCallName);
+        break;
+      case "TOOL_CALL_ARGS":
+        addArgs(cards.get(id), event.delta);
+        break;
+      case "TOOL_CALL_END":
+        closeArgs(cards.get(id));
+        break;
+      case "TOOL_CALL_RESULT":
+        setResult(id, contentText(event.content), (event.metadata || {}).tooldeck || null);
+        break;
+      case "STATE_SNAPSHOT":
+        lastState = event.snapshot.tooldeck;
+        break;
+      case "RUN_FINISHED":
+        finished(event);
+        break;
+      case "RUN_ERROR":
+        setStatus(event.message + (event.code ? " [" + event.code + "]" : ""), true);
+        break;
+    }
+  }
+
+  function finished(event) {
+    setStatus("");
+    if (event.result !== undefined && event.result !== null && typeof event.result !== "string") {
+      addData(event.result);
+    }
+    if (lastState) addFoot(lastState);
+    const outcome = event.outcome || { type: "success" };
+    const pending = lastState ? lastState.pending : [];
+    if (pending.length) askFor(pending, outcome.interrupts || []);
+  }
+
+  if (form) {
+    form.addEventListener("submit", (submitted) => {
+      submitted.preventDefault();
+      const text = prompt.value.trim();
+      if (!text) return;
+      prompt.value = "";
+      addUser(text);
+      run(input([{ id: newId("user-"), role: "user", content: text }]));
+    });
+    prompt.addEventListener("keydown", (key) => {
+      if (key.key === "Enter" && !key.shiftKey) {
+        key.preventDefault();
+        form.requestSubmit();
+      }
+    });
+  }
+  renderHistory();
+  busy(false);
+})();

@@ -1,0 +1,334 @@
+"""``tooldeck web`` in a real browser: headless Chromium (Debian's package) driven by Playwright,
+against the app served on 127.0.0.1 with a scripted model. A prompt's answer streams into
+the page, calls are approved, edited and rejected in the page, a conversation goes on after a
+reload, a run opens in the runs page, and a request without the token is refused. Each page
+is saved as a screenshot in test-artifacts/web/ (the run's summary names the folder)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, Playwright, expect, sync_playwright
+from pydantic import BaseModel
+
+from _asgi_server import listening, serving
+from _browser import LAUNCH_ARGS, SAVED, artifacts, chromium
+from helpers import answer, call, calls
+from tooldeck import Agent, AssistantOutput, Model, ScriptedModel, external_tool, tool
+from tooldeck.models.base import TextChunk
+from tooldeck.runlog import RunLog
+from tooldeck.web import create_app
+
+TOKEN = "browser-test-token"
+WAIT_MS = 30_000
+"""The most any expectation waits (an upper bound on a busy machine, not a timing claim)."""
+
+
+@tool
+def add_numbers(left: int, right: int) -> int:
+    """Add two integers."""
+    return left + right
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file.
+
+    Args:
+        path: The file to delete.
+    """
+    return f"deleted {path}"
+
+
+locate_phone = external_tool(
+    "locate_phone",
+    "Find where the user's phone is.",
+    {"type": "object", "properties": {}, "additionalProperties": False},
+)
+
+
+class City(BaseModel):
+    name: str
+    country: str
+    population: int
+
+
+class Typist(Model):
+    """Streams its first answer in two pieces, holding the second until the test says."""
+
+    name = "typist"
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+
+    async def complete(
+        self, messages: Any, tools: Any, settings: Any, instructions: str = ""
+    ) -> Any:
+        return AssistantOutput(content="Hello, I am streaming.")
+
+    async def stream(
+        self, messages: Any, tools: Any, settings: Any, instructions: str = ""
+    ) -> AsyncIterator[Any]:
+        yield TextChunk("Hello, ")
+        await asyncio.to_thread(self.gate.wait, 60)
+        yield TextChunk("I am streaming.")
+        yield await self.complete(messages, tools, settings, instructions)
+
+
+@dataclass
+class Served:
+    root: str
+    agent: Agent[Any, Any]
+    home: Path
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Playwright]:
+    executable = chromium()  # installed with apt-get when missing; never skipped
+    assert executable
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Any]:
+    """``serve(agent)``: the web app of ``agent`` on 127.0.0.1, its data in tmp_path."""
+    stack: list[Any] = []
+
+    def start(agent: Agent[Any, Any]) -> Served:
+        agent.run_log = log = RunLog(tmp_path / "logs.db")
+        listener = listening()
+        app = create_app(
+            agent=agent,
+            home=tmp_path,
+            token=TOKEN,
+            port=listener.getsockname()[1],
+            run_log=log,
+        )
+        served = serving(app, listener)
+        root = served.__enter__()
+        stack.append((served, log))
+        return Served(root, agent, tmp_path)
+
+    yield start
+    for served, log in reversed(stack):
+        served.__exit__(None, None, None)
+        log.close()
+
+
+@pytest.fixture
+def browser(playwright: Playwright, tmp_path: Path) -> Iterator[BrowserContext]:
+    """A fresh Chromium profile (its own user-data-dir) for each test."""
+    context = playwright.chromium.launch_persistent_context(
+        str(tmp_path / "chromium-profile"),
+        executable_path=chromium(),
+        args=LAUNCH_ARGS,
+        headless=True,
+        viewport={"width": 1180, "height": 860},
+    )
+    context.set_default_timeout(WAIT_MS)
+    expect.set_options(timeout=WAIT_MS)
+    yield context
+    context.close()
+
+
+def logged_in(browser: BrowserContext, served: Served, path: str) -> Page:
+    page = browser.pages[0] if browser.pages else browser.new_page()
+    page.goto(f"{served.root}{path}?token={TOKEN}")
+    assert "token" not in page.url  # the token became a cookie and left the URL
+    return page
+
+
+def shot(page: Page, name: str) -> None:
+    path = artifacts() / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    SAVED.append(path)
+
+
+def ask(page: Page, prompt: str) -> None:
+    page.fill("#prompt", prompt)
+    page.press("#prompt", "Enter")
+
+
+def test_a_prompt_streams_its_answer_into_the_page(serve: Any, browser: BrowserContext) -> None:
+    model = Typist()
+    served = serve(Agent(model))
+    page = logged_in(browser, served, "/chat/streaming")
+
+    ask(page, "Say hello.")
+    reply = page.locator(".msg.assistant")
+    expect(reply).to_have_text("Hello, ")  # shown while the model still writes
+    expect(reply).to_have_class("msg assistant streaming")
+    model.gate.set()
+
+    expect(reply).to_have_text("Hello, I am streaming.")
+    expect(page.locator(".run-foot")).to_contain_text("1 model turn")
+    expect(page.locator("#chat-title")).to_have_text("Say hello.")
+    expect(page.locator("#prompt")).to_be_enabled()
+
+
+def test_calls_are_approved_edited_and_rejected_in_the_page(
+    serve: Any, browser: BrowserContext
+) -> None:
+    three = calls(
+        call("delete_file", "d1", path="a.txt"),
+        call("delete_file", "d2", path="b.txt"),
+        call("delete_file", "d3", path="c.txt"),
+    )
+    model = ScriptedModel([three, answer("Deleted a.txt and draft.txt; kept c.txt.")])
+    served = serve(Agent(model, [delete_file]))
+    page = logged_in(browser, served, "/chat/cleanup")
+
+    ask(page, "Delete a.txt, b.txt and c.txt.")
+    cards = page.locator(".call")
+    expect(cards.locator(".decide button", has_text="Approve")).to_have_count(3)
+    expect(page.locator("#prompt")).to_be_disabled()
+    shot(page, "chat-approvals")
+
+    first, second, third = cards.nth(0), cards.nth(1), cards.nth(2)
+    first.get_by_role("button", name="Approve", exact=True).click()
+    second.get_by_role("button", name="Edit arguments").click()
+    second.locator("textarea").fill('{"path": "draft.txt"}')
+    second.get_by_role("button", name="Approve with these arguments").click()
+    third.get_by_role("button", name="Reject").click()
+    third.locator("input[type=text]").fill("keep c.txt")
+    third.get_by_role("button", name="Reject the call").click()
+
+    expect(first.locator("pre.result")).to_have_text("deleted a.txt")
+    expect(second.locator("pre.result")).to_contain_text("deleted draft.txt")
+    expect(third.locator("pre.result")).to_have_text("error[rejected]: keep c.txt")
+    expect(third).to_have_class("call rejected")
+    expect(page.locator(".msg.assistant")).to_have_text("Deleted a.txt and draft.txt; kept c.txt.")
+    assert [m.content for m in model.requests[-1].messages if m.role == "tool"] == [
+        "deleted a.txt",
+        'deleted draft.txt\n(run with arguments edited by a person: {"path": "draft.txt"})',
+        "error[rejected]: keep c.txt",
+    ]
+    shot(page, "chat-decided")
+
+
+def test_an_external_call_is_answered_in_the_page(serve: Any, browser: BrowserContext) -> None:
+    model = ScriptedModel([calls(call("locate_phone", "p1")), answer("Your phone is at home.")])
+    served = serve(Agent(model, [locate_phone]))
+    page = logged_in(browser, served, "/chat/phone")
+
+    ask(page, "Where is my phone?")
+    card = page.locator(".call")
+    card.locator("textarea").fill("at home, on the sofa")
+    card.get_by_role("button", name="Send the result").click()
+
+    expect(card.locator("pre.result")).to_have_text("at home, on the sofa")
+    expect(page.locator(".msg.assistant")).to_have_text("Your phone is at home.")
+
+
+def test_a_typed_answer_is_shown_as_data(serve: Any, browser: BrowserContext) -> None:
+    final = calls(call("final_answer", "f1", name="Zagreb", country="Croatia", population=800_000))
+    served = serve(Agent(ScriptedModel([final]), output_type=City))
+    page = logged_in(browser, served, "/chat/city")
+
+    ask(page, "Name the capital of Croatia.")
+
+    data = page.locator(".data")
+    expect(data.locator(".label")).to_have_text("typed answer")
+    expect(data.locator("tr")).to_have_text(["nameZagreb", "countryCroatia", "population800000"])
+    shot(page, "chat-typed-answer")
+
+
+def test_a_conversation_goes_on_after_a_reload(serve: Any, browser: BrowserContext) -> None:
+    model = ScriptedModel(
+        [
+            calls(call("add_numbers", "c1", left=2, right=3)),
+            answer("2 + 3 = 5."),
+            calls(call("delete_file", "d1", path="notes.txt")),
+            answer("You asked about 2 + 3, and notes.txt is deleted."),
+        ]
+    )
+    served = serve(Agent(model, [add_numbers, delete_file]))
+    page = logged_in(browser, served, "/chat/ongoing")
+    ask(page, "What is 2 + 3?")
+    expect(page.locator(".msg.assistant")).to_have_text("2 + 3 = 5.")
+    ask(page, "Delete notes.txt.")
+    expect(page.locator(".decide button", has_text="Approve")).to_have_count(1)
+
+    page.reload()  # the conversation and the waiting call come back from the session
+
+    expect(page.locator(".msg.user")).to_have_text(["What is 2 + 3?", "Delete notes.txt."])
+    expect(page.locator(".call").first.locator("pre.result")).to_have_text("5")
+    expect(page.locator("#chat-title")).to_have_text("What is 2 + 3?")
+    page.locator(".call").nth(1).get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator(".msg.assistant").last).to_have_text(
+        "You asked about 2 + 3, and notes.txt is deleted."
+    )
+    assert [m.content for m in model.requests[-1].messages][:3] == [
+        "What is 2 + 3?",
+        "",
+        "5",
+    ]
+    shot(page, "chat")
+
+
+def test_a_run_opens_in_the_runs_page(serve: Any, browser: BrowserContext) -> None:
+    model = ScriptedModel([calls(call("add_numbers", "c1", left=2, right=3)), answer("5")])
+    served = serve(Agent(model, [add_numbers, delete_file, locate_phone]))
+    page = logged_in(browser, served, "/chat/maths")
+    ask(page, "What is 2 + 3?")
+
+    page.locator(".run-foot a").click()
+
+    expect(page.locator("h1")).to_contain_text("Run")
+    expect(page.locator(".badge.stop-answer")).to_have_text("answer")
+    lanes = page.locator(".timeline .lane-label")
+    expect(lanes).to_have_text(["round 1: model", "add_numbers", "round 2: model"])
+    expect(page.locator(".call-log pre.result")).to_have_text("5")
+    shot(page, "run")
+
+    page.get_by_role("link", name="Runs").first.click()
+    page.fill("input[name=tool]", "add_numbers")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("table.runs tbody tr")).to_have_count(1)
+    shot(page, "runs")
+    page.get_by_role("link", name="Tools").click()
+    expect(page.locator("article.tool h2")).to_have_text(
+        ["add_numbers", "delete_file", "locate_phone"]
+    )
+    shot(page, "tools")
+
+
+def test_conversations_are_listed_opened_and_deleted(serve: Any, browser: BrowserContext) -> None:
+    model = ScriptedModel([answer("Hello, Ada."), answer("Paris.")])
+    served = serve(Agent(model))
+    page = logged_in(browser, served, "/chat/ada")
+    ask(page, "Hi, I am Ada.")
+    expect(page.locator(".msg.assistant")).to_have_text("Hello, Ada.")
+    page.goto(f"{served.root}/chat/geo")
+    ask(page, "Capital of France?")
+    expect(page.locator(".msg.assistant")).to_have_text("Paris.")
+
+    page.get_by_role("link", name="Conversations").click()
+    titles = page.locator("table.list a.title")
+    expect(titles).to_have_text(["Capital of France?", "Hi, I am Ada."])
+    shot(page, "conversations")
+    titles.nth(1).click()
+    expect(page.locator(".msg.assistant")).to_have_text("Hello, Ada.")
+
+    page.go_back()
+    page.locator("tr", has_text="Capital of France?").get_by_role("button", name="Delete").click()
+    expect(page.locator("table.list a.title")).to_have_text(["Hi, I am Ada."])
+
+
+def test_a_request_without_the_token_is_refused(serve: Any, browser: BrowserContext) -> None:
+    served = serve(Agent(ScriptedModel([])))
+    page = browser.new_page()
+
+    response = page.goto(f"{served.root}/chat/x")
+
+    assert response is not None
+    assert response.status == 403
+    expect(page.locator("body")).to_contain_text("needs its token")
+    shot(page, "refused")
