@@ -5,7 +5,7 @@ whose ``PYTHONPATH`` puts that version's ``src`` first, alternating which goes f
 figures are the medians over the rounds and the ratio after / before. The machine's speed
 drifts, so compare only within one run of this script.
 
-Run:  .venv/bin/python bench/versions.py BEFORE_SRC AFTER_SRC [--rounds 10] [--only W1a,W5]
+Run:  .venv/bin/python bench/versions.py BEFORE_SRC AFTER_SRC [--rounds 10] [--only W1a,W5,W3]
 e.g.  git worktree add ../before <commit> && .venv/bin/python bench/versions.py ../before/src src
 """
 
@@ -24,6 +24,8 @@ FIGURES = {
     "W1a": ("W1a", "us_per_round", "µs per round"),
     "W5": ("W5", "wall_s", "s for 1,000 runs"),
     "W5 RSS": ("W5", "peak_rss_mb", "MB peak RSS"),
+    "W3": ("W3", "import_ms", "ms to import tooldeck"),
+    "W3 full": ("W3", "full_import_ms", "ms to import what the bench uses"),
 }
 
 
