@@ -186,3 +186,13 @@ def test_import_does_not_load_provider_sdks() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert output == "[]"
+
+
+def test_console_blocks_are_only_where_a_test_runs_them() -> None:
+    """A ``console`` block promises its commands run as shown: tests/test_cli_readme.py runs
+    those of the README and docs/cli.md; a transcript that cannot run (a server, the local
+    model, a terminal dialogue) is a ``text`` block."""
+    from test_cli_readme import PAGES
+
+    holding = [page for page in pages() if "```console\n" in page.read_text(encoding="utf-8")]
+    assert set(holding) <= set(PAGES)

@@ -13,12 +13,15 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
 
 from _chromium import LAUNCH_ARGS, chromium
 from test_site import build_site, first_agent
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
 
@@ -53,6 +56,10 @@ class Browser:
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
+    # Imported here, not at collection: with playwright imported by the collecting
+    # process, a pty test of the CLI run earlier in a full suite hung after SIGINT.
+    from playwright.sync_api import sync_playwright
+
     os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
     executable = chromium()
     with tempfile.TemporaryDirectory() as profile, sync_playwright() as playwright:
