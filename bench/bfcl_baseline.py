@@ -2,7 +2,7 @@
 
 The same GGUF through ``Llama(chat_format="chatml-function-calling")``,
 ``create_chat_completion(tools=..., tool_choice="auto")``, scored by the same rules
-(``bfcl_eval.judge``).
+(``tooldeck.eval.judge``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bfcl_eval import CaseResult, conversation, judge
-from tooldeck.tools.dialects import bfcl_tools
+from tooldeck.eval import CaseResult, EvalCase
+from tooldeck.eval.judge import expected_shown, judge_first_turn
+from tooldeck.tools.function import FunctionTool
 
 
 class LlamaCppBaseline:
@@ -30,31 +31,18 @@ class LlamaCppBaseline:
             verbose=False,
         )
 
-    def run(self, case: dict[str, Any], max_tokens: int | None) -> CaseResult:
-        toolset = bfcl_tools(case["functions"])
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.arguments.json_schema,
-                },
-            }
-            for tool in toolset.tools
-        ]
-        system, earlier, prompt = conversation(case)
+    def run(self, case: EvalCase, max_tokens: int | None) -> CaseResult:
         # The handler lists the tools inside the system message: without one the model
         # would never see them, so there always is one.
-        messages = [{"role": "system", "content": system}, *earlier]
-        messages.append({"role": "user", "content": prompt})
+        messages = [{"role": "system", "content": case.instructions}]
+        messages += [{"role": m.role, "content": m.content} for m in case.messages]
         started = time.perf_counter()
         error = text = ""
         made: list[tuple[str, Any]] = []
         try:
             response: Any = self.llm.create_chat_completion(
                 messages=messages,
-                tools=tools,
+                tools=[_tool_param(entry.handler) for entry in case.tools],
                 tool_choice="auto",
                 temperature=0.0,
                 max_tokens=max_tokens,
@@ -64,7 +52,39 @@ class LlamaCppBaseline:
             text = message.get("content") or ""
         except Exception as failed:  # a context overflow or a handler failure: that case fails
             error = f"{type(failed).__name__}: {failed}"
-        return judge(case, "llama-cpp", made, time.perf_counter() - started, error, text)
+        seconds = time.perf_counter() - started
+        judged = judge_first_turn(case, made, error)
+        return CaseResult(
+            model="llama-cpp",
+            suite=case.suite,
+            id=case.id,
+            category=case.category,
+            correct=judged.correct,
+            reason=judged.reason,
+            expected_call=case.expects_call,
+            made_call=bool(made),
+            calls=len(made),
+            valid_calls=judged.valid_calls,
+            seconds=seconds,
+            strict=judged.strict,
+            expected=expected_shown(case),
+            made=judged.made,
+            text=text,
+            error=error,
+        )
+
+
+def _tool_param(tool: Any) -> dict[str, Any]:
+    """The OpenAI tool definition of a BFCL case's tool (its converted, non-strict schema)."""
+    assert isinstance(tool, FunctionTool)
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.arguments.json_schema,
+        },
+    }
 
 
 MAX_BASELINE_CALLS = 8

@@ -14,7 +14,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = [
@@ -71,3 +75,41 @@ def _apt_install(apt: str) -> None:
             raise ChromiumUnavailable(
                 f"{' '.join(command)} failed (exit {done.returncode}):\n{output}"
             )
+
+
+@dataclass
+class OfflinePage:
+    """A loaded page and the requests that tried to leave the machine (all refused)."""
+
+    page: Any
+    refused: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def offline_page(url: str, profile: Path) -> Iterator[OfflinePage]:
+    """``url`` (a file) in headless Chromium with a fresh profile; no request leaves the
+    machine (each one is refused and recorded)."""
+    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+    from playwright.sync_api import Route, sync_playwright
+
+    executable = chromium()
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=str(executable), headless=True, args=LAUNCH_ARGS
+        )
+        try:
+            loaded = OfflinePage(context.new_page())
+
+            def refuse(route: Route) -> None:
+                if route.request.url.startswith("file://"):
+                    route.continue_()
+                else:
+                    loaded.refused.append(route.request.url)
+                    route.abort()
+
+            context.route("**/*", refuse)
+            context.set_offline(True)
+            loaded.page.goto(url, wait_until="load")
+            yield loaded
+        finally:
+            context.close()

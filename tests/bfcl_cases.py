@@ -1,7 +1,7 @@
 """BFCL records as tooldeck test cases: the data, ground-truth calls, and mutated calls.
 
-Used by tests/test_bfcl_conformance.py. The data is the copy in tests/data/bfcl (BFCL,
-Apache-2.0; see COPIED.txt there), so the test runs from a clean clone.
+Used by tests/test_bfcl_conformance.py. The data is the copy shipped in the package
+(tooldeck/eval/bfcl/data: BFCL, Apache-2.0; see COPIED.txt there).
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-DATA = Path(__file__).parent / "data" / "bfcl"
+from tooldeck.eval.bfcl import DATA as BFCL_DATA
+
+DATA = BFCL_DATA
 KNOWN_ISSUES = Path(__file__).parent / "bfcl_known_issues.json"
 VARIANT_BOUND = 64
 """Ground-truth combinations checked per call: all of them up to this many, else a sample

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from bfcl_cases import KNOWN_ISSUES, call_variants, mutations, records
+from bfcl_cases import DATA, KNOWN_ISSUES, call_variants, mutations, records
 from tooldeck import Agent, AssistantOutput, Limits, ScriptedModel, ToolCall
 from tooldeck.errors import ArgumentProblem, InvalidArguments
 from tooldeck.tools.dialects import TOOL_NAME, BfclToolset, bfcl_tools
@@ -209,7 +209,7 @@ def test_every_refused_ground_truth_is_a_listed_known_issue() -> None:
 
 def test_the_data_notes_unsatisfiable_records_are_among_the_listed() -> None:
     found = conformance().failing
-    noted = json.loads((KNOWN_ISSUES.parent / "data/bfcl/known_issues.json").read_text())
+    noted = json.loads((DATA / "known_issues.json").read_text())
     for record_id in noted["unsatisfiable"]:
         assert found[record_id]["valid_variants"] == 0, record_id
 

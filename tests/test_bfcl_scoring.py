@@ -1,4 +1,4 @@
-"""The BFCL scorer (bench/bfcl_scoring.py): hand-made cases for each rule of the data README,
+"""The BFCL scorer (tooldeck.eval.scoring): hand-made cases for each rule of the data README,
 and agreement with the data's own ground truth."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from bfcl_cases import KNOWN_ISSUES, bench_module, call_variants, records
+from bfcl_cases import KNOWN_ISSUES, call_variants, records
+from tooldeck.eval import scoring
 from tooldeck.tools.dialects import bfcl_schema
 
-scoring = bench_module("bfcl_scoring")
 Call = scoring.Call
 
 AREA = {

@@ -1,43 +1,40 @@
 """What a command names on its command line, loaded: tools, a type, a deps factory.
 
-A target is ``package.module`` or a file ``path/to/tools.py``, with ``:attr`` to name one
-object in it. A module that raises while it imports is one line naming the exception and
-the file and line where it was raised (the full traceback with ``-v``).
+The loading itself is ``tooldeck.tools.modules`` (case files of ``tooldeck eval`` name
+tools the same way); here its errors become the command's: a target written wrong is a
+usage error, one that cannot be loaded a failure of one line (the traceback with ``-v``).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import os
-import sys
-import traceback
-from collections.abc import Sequence
-from pathlib import Path
-from types import ModuleType
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from tooldeck.cli.args import CliError, UsageError
-from tooldeck.tools.function import FunctionTool
-from tooldeck.tools.registry import ToolRegistry, ToolView
+from tooldeck.tools import modules
+from tooldeck.tools.modules import exception_text, is_own_code, raised_at
+from tooldeck.tools.registry import ToolView
 
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+__all__ = ["exception_text", "is_own_code", "load_object", "load_tools", "raised_at"]
+
+
+@contextmanager
+def command_errors() -> Iterator[None]:
+    """A target's errors as the command's own (usage: exit 2; the rest: exit 1)."""
+    try:
+        yield
+    except modules.TargetUsageError as error:
+        raise UsageError(str(error)) from error.__cause__
+    except modules.TargetError as error:
+        raise CliError(str(error)) from error.__cause__
 
 
 def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
-    """The tools named by ``target``: a module's own @tool functions (or those in its
-    ``__all__``), or the ToolRegistry, list or tool that ``:attr`` names."""
-    module, attribute = import_target(target)
-    if attribute:
-        registry = _as_registry(_attribute(module, attribute, target), target)
-    else:
-        found = module_tools(module)
-        if not found:
-            raise CliError(
-                f"{target!r} defines no tools; decorate functions with @tool, or name a "
-                "ToolRegistry or list of tools: module:attr"
-            )
-        registry = ToolRegistry(dict.fromkeys(found))
+    """The tools named by ``target`` (see ``tooldeck.tools.modules.tool_registry``), only
+    those of ``toolsets`` when given."""
+    with command_errors():
+        registry = modules.tool_registry(target)
     if not toolsets:
         return registry.view()
     try:
@@ -46,144 +43,7 @@ def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
         raise UsageError(f"--toolset: {error}") from error
 
 
-def module_tools(module: ModuleType) -> list[FunctionTool[..., Any]]:
-    """The tools a module offers: those named in its ``__all__``, else the ones it made
-    itself (not tools it imported from another module)."""
-    names = vars(module).get("__all__")
-    if names is not None:
-        return [vars(module)[n] for n in names if isinstance(vars(module).get(n), FunctionTool)]
-    return [
-        value
-        for value in vars(module).values()
-        if isinstance(value, FunctionTool) and not _imported(value, module)
-    ]
-
-
-def _imported(tool: FunctionTool[..., Any], module: ModuleType) -> bool:
-    """Whether ``tool`` is an attribute of the module its function comes from (another one)."""
-    if tool.fn is None:  # an external tool: made where it is found
-        return False
-    home = sys.modules.get(tool.fn.__module__)
-    if home is None or home is module:
-        return False
-    return any(value is tool for value in vars(home).values())
-
-
 def load_object(target: str, option: str) -> Any:
     """The object ``module:attr`` names (for ``--output-schema``, ``--deps``)."""
-    module, attribute = import_target(target)
-    if not attribute:
-        raise UsageError(f"{option} {target!r} names no object; write module:NAME")
-    return _attribute(module, attribute, target)
-
-
-def _attribute(module: ModuleType, attribute: str, target: str) -> Any:
-    try:
-        return getattr(module, attribute)  # the name typed; a module __getattr__ answers too
-    except AttributeError:
-        message = f"{target!r}: module {module.__name__!r} has no attribute {attribute!r}"
-        raise CliError(message) from None
-
-
-def import_target(target: str) -> tuple[ModuleType, str]:
-    """The module of ``module[:attr]`` or ``file.py[:attr]``, and the attribute (or "")."""
-    where, colon, attribute = target.rpartition(":")
-    if not colon or not attribute.isidentifier():  # no attribute (or a Windows drive's colon)
-        where, attribute = target, ""
-    if not where:
-        raise UsageError(f"no module in {target!r}; write package.module or path/to/tools.py")
-    if where.endswith(".py") or "/" in where or os.sep in where:
-        return _import_file(where), attribute
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # like `python -m`: modules beside you import
-    try:
-        return importlib.import_module(where), attribute
-    except ModuleNotFoundError as error:
-        if error.name is not None and f"{where}.".startswith(f"{error.name}."):  # the target
-            raise CliError(f"cannot import {where!r}: {error}") from error
-        raise CliError(_failure(where, error)) from error
-    except Exception as error:  # any exception at import, SyntaxError included
-        raise CliError(_failure(where, error)) from error
-
-
-def _import_file(where: str) -> ModuleType:
-    path = Path(where)
-    if not path.is_file():
-        raise CliError(f"no such file: {where!r}")
-    name = path.stem if path.stem.isidentifier() else "tooldeck_tools"
-    taken = sys.modules.get(name)
-    if taken is not None and Path(taken.__file__ or "").resolve() != path.resolve():
-        name = f"_tooldeck_file_{name}"  # do not replace a module already loaded
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise CliError(f"cannot import {where!r}: not a Python source file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pydantic look their module up
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)  # like `python path/to/tools.py`: its neighbours import
-    try:
-        spec.loader.exec_module(module)
-    except Exception as error:
-        del sys.modules[name]
-        raise CliError(_failure(where, error)) from error
-    return module
-
-
-def _failure(what: str, error: BaseException) -> str:
-    """``cannot import 'x' (x.py, line 3): KeyError: 'k'`` and where to see more."""
-    place = raised_at(error)
-    where = f" ({place})" if place else ""
-    return f"cannot import {what!r}{where}: {exception_text(error)} (-v shows the traceback)"
-
-
-def exception_text(error: BaseException) -> str:
-    """``KeyError: 'k'``; a SyntaxError's own message without its location."""
-    message = error.msg if isinstance(error, SyntaxError) else str(error)
-    message = " ".join(message.split())
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def raised_at(error: BaseException) -> str:
-    """``file.py, line N``: where the person's own code raised ``error`` (not Python's
-    or tooldeck's), or where it was raised at all; "" when not known."""
-    if isinstance(error, SyntaxError) and error.filename and error.lineno:
-        return f"{_shown_path(error.filename)}, line {error.lineno}"
-    stack = traceback.extract_tb(error.__traceback__)
-    frames = [f for f in stack if not f.filename.startswith("<")]  # not importlib's own
-    if not frames:
-        return ""
-    own = [f for f in frames if is_own_code(f.filename)]
-    frame = (own or frames)[-1]
-    return f"{_shown_path(frame.filename)}, line {frame.lineno}"
-
-
-def is_own_code(filename: str) -> bool:
-    """Whether ``filename`` is the person's code: not Python's, an installed package's or
-    tooldeck's own."""
-    path = Path(filename).resolve()
-    installed = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    return not any(path.is_relative_to(p) for p in (*installed, _PACKAGE_DIR))
-
-
-def _shown_path(filename: str) -> str:
-    path = Path(filename)
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return filename
-
-
-def _as_registry(value: Any, target: str) -> ToolRegistry:
-    if isinstance(value, ToolRegistry):
-        return value
-    if isinstance(value, ToolView):
-        return ToolRegistry(value.dispatch.values())
-    if isinstance(value, FunctionTool):
-        return ToolRegistry([value])
-    if isinstance(value, list | tuple):
-        return ToolRegistry(value)
-    raise CliError(
-        f"{target!r} is a {type(value).__name__}; expected a ToolRegistry, a list of tools "
-        "or a tool"
-    )
+    with command_errors():
+        return modules.load_object(target, option)

@@ -14,6 +14,8 @@
     tooldeck logs [-n N] [--tool NAME] [--errors] [--session ID] [--json]
     tooldeck logs show RUN_ID | tooldeck logs path
     tooldeck web [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--host HOST] [--port N]
+    tooldeck eval SUITE... [--model M [--base-url URL]]... [--limit N] [--jobs N]
+        [--out FILE] [--resume] [--compare FILE]... [--json] [--report FILE.html]
 
 ``run``, ``chat`` and ``demo`` record each run in the run log (``--no-log``: not these);
 the log is ``logs.db`` in ``$TOOLDECK_HOME`` or the user's data directory.
@@ -48,6 +50,7 @@ from tooldeck.cli.args import (
 )
 from tooldeck.cli.chat import add_chat_parser
 from tooldeck.cli.display import Console, show_specs
+from tooldeck.cli.eval import add_eval_parser
 from tooldeck.cli.exec import Run, execute
 from tooldeck.cli.load import load_tools
 from tooldeck.cli.logs import add_logs_parser
@@ -114,6 +117,7 @@ def _parser() -> Parser:
     _add_mcp_parser(commands, verbose)
     add_logs_parser(commands, [verbose])
     add_web_parser(commands, [verbose, model])
+    add_eval_parser(commands, [verbose])
     for name in ("run", "chat", "demo", "tools"):
         commands.choices[name].set_defaults(prog=f"tooldeck {name}")
     return parser

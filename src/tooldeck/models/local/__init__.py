@@ -56,7 +56,7 @@ class LocalModel(Model):
         parallel_tool_calls: Whether a turn may make several calls (up to 8) when a request's
             ``ModelSettings.parallel_tool_calls`` is None; True or False there overrides it.
         call_rule: When a turn calls a tool if the tool choice leaves it free
-            (``"auto"``): see ``CallRule``. None uses the rule calibrated for the default
+            (``"auto"``): see ``CallRule``. None uses the rule chosen for the default
             weights when they are used (a user's message is answered with a call when it fits
             a tool), else ``CallRule()`` (the model's own preference).
         verbose: Let llama.cpp print its logs.

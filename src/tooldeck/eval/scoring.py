@@ -1,6 +1,6 @@
 """Scoring tool calls the way BFCL's AST checker does (Berkeley Function Calling Leaderboard).
 
-The rules, from tests/data/bfcl/README.md:
+The rules, from the data's README (``tooldeck/eval/bfcl/data/README.md``):
 
 - the function name must match exactly, and the number of calls must match;
 - required parameters present; no parameter outside the schema *and* the ground truth;
@@ -17,7 +17,11 @@ The rules, from tests/data/bfcl/README.md:
   expected call takes the first unmatched call that fits; no backtracking, as in BFCL);
 - irrelevance: making no call is right; live_relevance: making any call is right. BFCL
   decodes a turn as a whole, so a turn with a call whose arguments do not parse made no
-  call (``bfcl_eval.judge`` applies that, and reports the stricter verdict beside it).
+  call (``tooldeck.eval.judge`` applies that, and reports the stricter verdict beside it).
+
+``score`` takes a BFCL record; ``score_calls`` the same rules for any expected calls (a
+user's case file): ``functions`` there describe each tool's parameters with JSON Schema
+type names, which the rules read like BFCL's (``number`` is a float, ``object`` a dict).
 
 Values are the JSON the model sent. Java/JavaScript parameters are scored on typed values
 (tooldeck shows the model the converted, typed schema; BFCL instead asks for source-code
@@ -64,10 +68,12 @@ class Verdict:
 
     @classmethod
     def ok(cls) -> Verdict:
+        """Right."""
         return cls(True)
 
     @classmethod
     def wrong(cls, reason: str) -> Verdict:
+        """Wrong, and why."""
         return cls(False, reason)
 
 
@@ -79,21 +85,46 @@ def standardize(text: str) -> str:
 def score(record: Mapping[str, Any], calls: Sequence[Call]) -> Verdict:
     """Score the calls the model made for one BFCL record (its first turn)."""
     if record.get("ground_truth") is None:
-        expect_call = bool(record.get("expect_call"))
-        if expect_call:
-            return Verdict.ok() if calls else Verdict.wrong("no call was made")
-        return Verdict.ok() if not calls else Verdict.wrong(f"made {len(calls)} call(s)")
-    answers: list[dict[str, Any]] = record["ground_truth"]
-    functions: list[dict[str, Any]] = record["functions"]
+        return score_decision(bool(record.get("expect_call")), calls)
+    return score_calls(
+        record["functions"], calls, record["ground_truth"], "parallel" in record["category"]
+    )
+
+
+def score_decision(expect_call: bool, calls: Sequence[Call]) -> Verdict:
+    """A case where any call is right (``expect_call``), or where making none is."""
+    if expect_call:
+        return Verdict.ok() if calls else Verdict.wrong("no call was made")
+    return Verdict.ok() if not calls else Verdict.wrong(f"made {len(calls)} call(s)")
+
+
+def score_calls(
+    functions: Sequence[Mapping[str, Any]],
+    calls: Sequence[Call],
+    answers: Sequence[Mapping[str, Any]],
+    any_order: bool,
+) -> Verdict:
+    """The calls made against the expected ones ``[{name: {param: [acceptable values]}}]``.
+
+    ``any_order`` matches them greedily in any order (BFCL's ``parallel*`` rule); otherwise
+    the n-th call is checked against the n-th expected call.
+    """
     if len(calls) != len(answers):
         return Verdict.wrong(f"wrong number of calls: {len(calls)}, expected {len(answers)}")
-    if "parallel" in record["category"]:
+    if any_order:
         return _match_any_order(functions, calls, answers)
-    return check_call(_function(functions, answers[0]), calls[0], answers[0])
+    for number, (call, answer) in enumerate(zip(calls, answers, strict=True)):
+        verdict = check_call(_function(functions, answer), call, answer)
+        if not verdict.correct:
+            prefix = f"call {number}: " if len(answers) > 1 else ""
+            return Verdict.wrong(prefix + verdict.reason)
+    return Verdict.ok()
 
 
 def _match_any_order(
-    functions: list[dict[str, Any]], calls: Sequence[Call], answers: list[dict[str, Any]]
+    functions: Sequence[Mapping[str, Any]],
+    calls: Sequence[Call],
+    answers: Sequence[Mapping[str, Any]],
 ) -> Verdict:
     taken: set[int] = set()
     for number, answer in enumerate(answers):
@@ -112,7 +143,9 @@ def _match_any_order(
     return Verdict.ok()
 
 
-def _function(functions: list[dict[str, Any]], answer: Mapping[str, Any]) -> dict[str, Any]:
+def _function(
+    functions: Sequence[Mapping[str, Any]], answer: Mapping[str, Any]
+) -> Mapping[str, Any]:
     name = next(iter(answer))
     return next((f for f in functions if f["name"] == name), functions[0])
 

@@ -1,0 +1,245 @@
+"""``tooldeck eval``: score models' tool calling on BFCL suites and case files.
+
+    tooldeck eval SUITE... --model M [--base-url URL] [--api-key-env NAME] [--model M2 ...]
+        [--start N] [--limit N] [--ids ID,ID] [--tool-choice C] [--max-tokens N] [--jobs N]
+        [--out FILE] [--resume] [--compare FILE]... [--scorer MODULE:FUNCTION]...
+        [--json] [--report FILE.html]
+
+A SUITE is ``bfcl:CATEGORY`` (``bfcl:simple_python``, ``bfcl:irrelevance``, ...) or a case
+file (``.jsonl``, ``.yaml``). ``--base-url`` and ``--api-key-env`` belong to the ``--model``
+before them. Each case is stored as it is scored (``--out``, else a new file under
+``$TOOLDECK_HOME/evals``); ``--resume`` skips the cases that file already holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tooldeck.cli.args import EXIT_STATUSES, CliError, Parser, UsageError, positive_int
+from tooldeck.cli.load import load_object
+from tooldeck.cli.model import build_model
+
+SUITE_HELP = "bfcl:CATEGORY (e.g. bfcl:simple_python) or a case file (.jsonl, .yaml)"
+
+
+class _ModelOption(argparse.Action):
+    """``--model`` starts a model; ``--base-url``/``--api-key-env`` set the latest one's."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        models: list[dict[str, str | None]] = list(namespace.models or [])
+        if self.dest == "model":
+            models.append({"model": values, "base_url": None, "api_key_env": None})
+        elif not models:
+            parser.error(f"{option_string} belongs to a --model: give the --model first")
+        else:
+            models[-1] = {**models[-1], self.dest: values}
+        namespace.models = models
+
+
+def add_eval_parser(commands: Any, parents: list[Parser]) -> None:
+    """Add ``tooldeck eval`` to the command's subcommands."""
+    evaluate = commands.add_parser(
+        "eval",
+        parents=parents,
+        help="score models' tool calling on BFCL suites and your own cases",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog=EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    evaluate.add_argument("suites", nargs="*", metavar="SUITE", help=SUITE_HELP)
+    evaluate.set_defaults(models=None, handler=_eval, prog="tooldeck eval")
+    for flag, dest, help_text in (
+        ("--model", "model", "a model to score (repeat for several; default: local)"),
+        ("--base-url", "base_url", "the server of the --model before it"),
+        ("--api-key-env", "api_key_env", "the variable holding the key of the --model before it"),
+    ):
+        evaluate.add_argument(flag, dest=dest, action=_ModelOption, help=help_text)
+    evaluate.add_argument("-m", dest="model", action=_ModelOption, help=argparse.SUPPRESS)
+    _add_selection(evaluate)
+    _add_outputs(evaluate)
+
+
+def _add_selection(evaluate: Parser) -> None:
+    evaluate.add_argument(
+        "--start", type=int, default=0, help="skip this many cases of each BFCL category"
+    )
+    evaluate.add_argument("--limit", type=positive_int, help="cases of each BFCL category")
+    evaluate.add_argument("--ids", default="", help="only these BFCL case ids (comma-separated)")
+    evaluate.add_argument(
+        "--tool-choice", default="auto", help="auto (default), required, none or a tool's name"
+    )
+    evaluate.add_argument(
+        "--max-tokens", type=positive_int, default=1024, help="tokens per turn (default 1024)"
+    )
+    evaluate.add_argument(
+        "--jobs", type=positive_int, default=1, help="cases at once per model (a local model: 1)"
+    )
+    evaluate.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="a case taking longer is wrong"
+    )
+    evaluate.add_argument(
+        "--scorer",
+        action="append",
+        default=[],
+        metavar="MODULE:FUNCTION",
+        help="a scorer (case, result) -> float | bool; repeat for several",
+    )
+
+
+def _add_outputs(evaluate: Parser) -> None:
+    evaluate.add_argument("--out", type=Path, help="store each scored case here (JSON lines)")
+    evaluate.add_argument(
+        "--resume", action="store_true", help="skip the cases --out already holds"
+    )
+    evaluate.add_argument(
+        "--compare",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="add the results stored in FILE to the report (repeat for several)",
+    )
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+    evaluate.add_argument("--report", type=Path, metavar="FILE.html", help="write the HTML report")
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from tooldeck.eval import EvalReport, EvalSettings, read_results
+
+    if not args.suites and not args.compare:
+        raise UsageError("name a SUITE to run, or --compare stored results")
+    if args.resume and args.out is None:
+        raise UsageError("--resume continues the file given with --out")
+    report = EvalReport(())
+    if args.suites:
+        cases = _cases(args)
+        settings = EvalSettings(
+            tool_choice=args.tool_choice, max_tokens=args.max_tokens, timeout_s=args.timeout
+        )
+        report = _run(args, cases, settings)
+    for path in args.compare:
+        stored = read_results(path).report
+        relabelled = tuple(replace(r, model=f"{r.model} [{path.stem}]") for r in stored.results)
+        report = report.merged(EvalReport(relabelled))
+    if not report.results:
+        raise CliError("no results to report: the stored files hold no scored case")
+    _show(args, report)
+    return 0
+
+
+def _cases(args: argparse.Namespace) -> list[Any]:
+    from tooldeck.eval import UnknownSuite, load_suite
+
+    ids = [i for i in args.ids.split(",") if i]
+    try:
+        cases = [
+            case
+            for name in args.suites
+            for case in (
+                load_suite(name, args.start, args.limit, ids)
+                if name.startswith("bfcl:")
+                else load_suite(name)  # a case file runs whole
+            )
+        ]
+    except UnknownSuite as error:
+        raise UsageError(str(error)) from None
+    if not cases:
+        raise CliError("the suites hold no case to run (check --start, --limit and --ids)")
+    return cases
+
+
+def _run(args: argparse.Namespace, cases: list[Any], settings: Any) -> Any:
+    from tooldeck.eval import Contestant, ResultWriter, read_results, run_eval
+    from tooldeck.eval.store import check_resumable
+
+    contestants = [
+        Contestant(
+            build_model(m["model"], m["base_url"], m["api_key_env"]),
+            m["model"],
+            priced=m["base_url"] is None,
+        )
+        for m in args.models or [{"model": "local", "base_url": None, "api_key_env": None}]
+    ]
+    scorers = [load_object(target, "--scorer") for target in args.scorer]
+    out = args.out or _default_out()
+    done: Sequence[Any] = ()
+    if args.resume and out.exists():
+        stored = read_results(out)
+        check_resumable(stored, asdict(settings), out)
+        done = stored.results
+    writer = ResultWriter(out, asdict(settings), resume=args.resume)
+    print(f"tooldeck eval: results go to {out}", file=sys.stderr)
+    total = len(cases) * len(contestants) - len({r.key for r in done})
+    try:
+        with _progress(max(0, total)) as advance:
+
+            def scored(result: Any) -> None:
+                writer.add(result)
+                advance(result)
+
+            run = run_eval(
+                cases,
+                contestants,
+                settings,
+                jobs=args.jobs,
+                scorers=scorers,
+                done=done,
+                on_result=scored,
+            )
+            return asyncio.run(_closing(run, contestants))
+    finally:
+        writer.close()
+
+
+async def _closing(run: Any, contestants: Sequence[Any]) -> Any:
+    """Await the run, then close every model (their clients, a local model's weights)."""
+    try:
+        return await run
+    finally:
+        for contestant in contestants:
+            await contestant.model.aclose()
+
+
+def _default_out() -> Path:
+    from tooldeck.runlog import tooldeck_home
+
+    folder = tooldeck_home() / "evals"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"eval-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}.jsonl"
+
+
+def _progress(total: int) -> Any:
+    from tooldeck.cli._eval_view import progress
+
+    return progress(total)
+
+
+def _show(args: argparse.Namespace, report: Any) -> None:
+    from tooldeck.cli._eval_view import show_table
+
+    if args.report is not None:
+        try:
+            from tooldeck.eval.html import write_report
+
+            write_report(report, args.report)
+        except ImportError as error:
+            raise CliError(str(error)) from error
+        print(f"tooldeck eval: report written to {args.report}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
+    else:
+        show_table(report)
