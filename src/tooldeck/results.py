@@ -123,6 +123,8 @@ class ToolTrace(BaseModel):
 def _inner_from_python(value: Any) -> tuple[ToolTrace, ...] | None:
     if value is None:
         return None
+    if not isinstance(value, list | tuple):  # a stored checkpoint may hold anything here
+        raise ValueError(f"expected a list of tool traces or null, got {type(value).__name__}")
     return tuple(t if isinstance(t, ToolTrace) else ToolTrace.model_validate(t) for t in value)
 
 
@@ -317,13 +319,21 @@ class Checkpoint(BaseModel):
                 f"(version {CHECKPOINT_VERSION}); resume it with the tooldeck that made it"
             )
         try:
-            return cls.model_validate(data)
+            checkpoint = cls.model_validate(data)
         except ValidationError as error:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'checkpoint'}: {e['msg']}"
                 for e in error.errors()[:5]
             )
             raise CheckpointError(f"the checkpoint is broken: {problems}") from None
+        try:  # what is read must be writable again: signed, stored with a session, paused
+            checkpoint.to_json()
+        except (ValueError, RecursionError) as error:
+            raise CheckpointError(
+                f"the checkpoint is broken: it holds what no run makes (data nested too deep, "
+                f"text that is not valid Unicode) and cannot be written again: {error}"
+            ) from None
+        return checkpoint
 
 
 def _leaves(
