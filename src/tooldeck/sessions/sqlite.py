@@ -100,7 +100,9 @@ class SQLiteSession:
         rows = db.execute(_log.LOAD, self._turns.load_parameters(self._session_id)).fetchall()
         summary = db.execute(_log.READ_SUMMARY, (self._session_id,)).fetchone()
         try:
-            return _log.read_history(rows, self._where, self._turns, summary)
+            return _log.read_history(
+                rows, self._where, self._turns, summary, session_id=self._session_id
+            )
         finally:
             turn_cache.used(self._cache_key, self._turns)
 
@@ -118,7 +120,7 @@ class SQLiteSession:
         """The checkpoint of the paused run that waits for decisions, if any."""
         session_id = self._session_id
         row = await self._run(lambda db: db.execute(_log.HEAD, (session_id,)).fetchone())
-        return _log.read_pending(row, self._where)
+        return _log.read_pending(row, self._where, session_id=self._session_id)
 
     async def consume(self, run_id: str, *, after: int) -> int:
         """Claim paused run ``run_id`` (entry ``after``) for one resume; CheckpointError if
