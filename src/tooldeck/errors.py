@@ -166,6 +166,14 @@ class SessionConflict(SessionError):
     docs = "sessions.md#concurrent-runs"
 
 
+class RunLogError(ToolDeckError):
+    """The run log cannot be opened, written or read back: its database is newer, broken,
+    locked or not a run log, or a row holds what no run log writes (the message names the
+    table, the run and the column). ``tooldeck.runlog.RunLogError`` is this class."""
+
+    docs = "run-log.md"
+
+
 class ModelNotConfigured(ToolDeckError, ValueError):
     """A model string or its settings cannot be resolved (unknown provider, missing key, file)."""
 
