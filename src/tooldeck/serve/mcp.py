@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
+import anyio
 from pydantic import PrivateAttr
 
 from tooldeck.errors import InvalidArguments
@@ -24,6 +25,7 @@ from tooldeck.messages import ToolCall, ToolResult, ToolSpec
 from tooldeck.run.calls.round import answer_call
 from tooldeck.run.calls.shared import CallOptions, CallRound
 from tooldeck.run.policy import Limits, RunPolicy
+from tooldeck.serve._stdio import serve_stdio
 from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView
 
 try:
@@ -87,8 +89,8 @@ def mcp_server(
     include_error_details: bool = False,
     deps: Any = None,
 ) -> MCPServer[Any]:
-    """An ``MCPServer`` offering ``tools``: ``.run()`` it (stdio), or mount
-    ``.streamable_http_app()`` in an ASGI application.
+    """An ``MCPServer`` offering ``tools``: serve it with ``run_server`` (stdio or HTTP), or
+    mount ``.streamable_http_app()`` in an ASGI application.
 
     Args:
         tools: A registry (all its own tools; tools of registered Toolsets are not served)
@@ -109,9 +111,13 @@ def mcp_server(
 
 
 def run_server(server: MCPServer[Any], http: str | None = None) -> None:
-    """Serve over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``, path ``/mcp``)."""
+    """Serve over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``, path ``/mcp``).
+
+    On stdio every request is answered, a malformed one with a JSON-RPC error (the SDK's own
+    ``server.run()`` leaves those unanswered).
+    """
     if http is None:
-        server.run()
+        anyio.run(serve_stdio, server)
         return
     host, port = parse_address(http)
     server.run("streamable-http", host=host, port=port)
