@@ -147,3 +147,30 @@ def test_requests_the_sdk_refuses_itself_are_answered_too(client: RawClient) -> 
     assert (wrong_params["id"], wrong_params["error"]["code"]) == (31, -32602)
     assert (unknown["id"], unknown["error"]["code"]) == (32, -32601)
 
+
+async def test_tooldecks_client_shows_a_tooldeck_servers_failure_with_one_prefix() -> None:
+    from helpers import answer, call, calls
+    from tooldeck import Agent, ScriptedModel
+    from tooldeck.tools.mcp import MCPToolset
+
+    toolset = MCPToolset.stdio(
+        sys.executable,
+        ["-m", "tooldeck.cli", "mcp", "serve", "test_mcp_server:registry"],
+        env={"PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tests'}"},
+        cwd=ROOT,
+        connect_timeout=SLOW,
+    )
+    model = ScriptedModel([calls(call("broken", "c1"), call("slow", "c2")), answer("done")])
+    async with toolset:
+        result = await Agent(model, [toolset]).run("go")
+
+    assert [trace.result.output for trace in result.tool_trace] == [
+        "error[tool_error]: the tool 'broken' failed while running; try other arguments or "
+        "another way",
+        "error[tool_timeout]: 'slow' did not finish within 0.2 s and was stopped; try smaller "
+        "inputs or another approach",
+    ]
+    assert [trace.result.error_code for trace in result.tool_trace] == [
+        "tool_error",
+        "tool_timeout",
+    ]

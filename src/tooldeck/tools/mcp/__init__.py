@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from typing_extensions import Unpack
 
-from tooldeck.errors import ToolDefinitionError
-from tooldeck.messages import ToolSpec
+from tooldeck.errors import ErrorCode, ToolDefinitionError
+from tooldeck.messages import ToolResult, ToolSpec
 from tooldeck.tools.context import RunContext
+from tooldeck.tools.handler import ToolOutcome
 from tooldeck.tools.mcp._targets import (
     HttpTarget,
     MCPCallFailed,
@@ -319,9 +320,17 @@ class MCPToolHandler:
         """Check the arguments against the server's schema; InvalidArguments if they fail."""
         return self._arguments.validate(arguments, closed=False)
 
-    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str:
-        """Call the tool on the server; its result as the observation text."""
-        return await self._toolset.call(self.name, arguments)
+    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str | ToolOutcome:
+        """Call the tool on the server; its result as the observation text. A failure the
+        server words as tooldeck does (``error[code]: ...``, a tooldeck server) keeps its
+        code, so the model reads one prefix, not ``error[tool_error]: error[...]``."""
+        try:
+            return await self._toolset.call(self.name, arguments)
+        except MCPCallFailed as error:
+            coded = _coded_failure(str(error))
+            if coded is None:
+                raise
+            return ToolOutcome(coded, error)
 
 
 def _tool_filter(wanted: ToolFilter | None) -> Callable[[ToolSpec], bool]:
@@ -335,6 +344,18 @@ def _tool_filter(wanted: ToolFilter | None) -> Callable[[ToolSpec], bool]:
         )
     names = frozenset(wanted)
     return lambda spec: spec.name in names
+
+
+_CODED = re.compile(r"error\[([a-z_]+)\]: (.*)", re.DOTALL)
+_CODES = frozenset(code.value for code in ErrorCode)
+
+
+def _coded_failure(text: str) -> ToolResult | None:
+    """``error[code]: message`` with a code tooldeck knows, as that failure; else None."""
+    found = _CODED.fullmatch(text)
+    if found is None or found[1] not in _CODES:
+        return None
+    return ToolResult.failure(found[1], found[2])
 
 
 def _failure_text(error: Exception) -> str:
