@@ -97,3 +97,17 @@ async def test_a_row_of_the_wrong_types_names_its_entry_and_column(
         f"entry 2 of session 'chat' in SQLite database {store.where!r} cannot be read: {problem}"
     )
     await store.aclose()
+
+
+async def test_an_entry_numbered_below_one_is_refused_not_looped_on(tmp_path: Path) -> None:
+    store = Store("sqlite", str(tmp_path / "sessions.db"))
+    await _two_turns(store)
+    execute(store, "UPDATE tooldeck_session_log SET seq = 0 WHERE seq = 1")
+
+    with pytest.raises(SessionError) as refused:
+        await store.session("chat").load()
+
+    assert str(refused.value).endswith(
+        "cannot be read: its entry number is int 0, not a positive integer"
+    )
+    await store.aclose()

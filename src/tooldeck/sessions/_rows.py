@@ -42,8 +42,8 @@ def checked_row(row: Sequence[Any], place: Place) -> Row:
     program may have written anything), the body as text (a BLOB must be UTF-8)."""
     seq, run_id, kind, version, body = row
     problem = None
-    if type(seq) is not int:
-        problem = f"its entry number is {type(seq).__name__} {seq!r}, not an integer"
+    if type(seq) is not int or seq < 1:  # entries are numbered from 1
+        problem = f"its entry number is {type(seq).__name__} {seq!r}, not a positive integer"
     elif type(run_id) is not str:
         problem = f"its run id is {type(run_id).__name__}, not text"
     elif kind not in _KINDS:
