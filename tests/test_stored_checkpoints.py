@@ -77,3 +77,15 @@ def test_an_inner_trace_that_is_not_a_list_is_a_checkpoint_error(inner: Any, kin
         "the checkpoint is broken: trace.0.inner_trace: Value error, expected a list of tool "
         f"traces or null, got {kind}"
     )
+
+
+def test_a_traced_error_without_its_type_and_message_is_refused() -> None:
+    _, checkpoint = paused_run()
+    data = json.loads(checkpoint.to_json())
+    data["trace"][0]["error"] = {"a": 1}
+
+    with pytest.raises(CheckpointError) as refused:
+        Checkpoint.from_json(json.dumps(data))
+
+    assert str(refused.value).startswith("the checkpoint is broken: trace.0.error")
+    assert 'Value error, expected {"type": <text>, "message": <text>}' in str(refused.value)

@@ -66,7 +66,10 @@ class RecordedError(Exception):
 
 
 def _error_from_json(value: dict[str, Any]) -> RecordedError:
-    return RecordedError(str(value.get("type", "Exception")), str(value.get("message", "")))
+    type_name, message = value.get("type"), value.get("message")
+    if not isinstance(type_name, str) or not isinstance(message, str):
+        raise ValueError('expected {"type": <text>, "message": <text>}')
+    return RecordedError(type_name, message)
 
 
 def _error_to_json(error: BaseException | None) -> dict[str, str] | None:
