@@ -111,3 +111,24 @@ async def test_an_entry_numbered_below_one_is_refused_not_looped_on(tmp_path: Pa
         "cannot be read: its entry number is int 0, not a positive integer"
     )
     await store.aclose()
+
+
+@pytest.mark.parametrize(
+    ("sql", "problem"),
+    [
+        ("UPDATE tooldeck_session_log SET schema_version = 'two'", "schema version is 'two'"),
+        ("UPDATE tooldeck_session_log SET created_at = 'noon'", "created_at is str 'noon'"),
+        ("UPDATE tooldeck_session_log SET body = '[[[[' WHERE seq = 1", "its body is not a turn"),
+    ],
+)
+async def test_listing_a_database_another_program_broke_is_a_session_error(
+    tmp_path: Path, sql: str, problem: str
+) -> None:
+    store = Store("sqlite", str(tmp_path / "sessions.db"))
+    await _two_turns(store)
+    execute(store, sql)
+
+    with pytest.raises(SessionError, match=r"session 'chat' in SQLite database .*") as refused:
+        await store.list_sessions()
+
+    assert problem in str(refused.value)
