@@ -5,9 +5,9 @@ The model is asked for its answer in one of three ways, chosen from what the mod
 local grammar) and answers with JSON text; ``tool`` — the model answers by calling a
 ``final_answer`` tool whose arguments are the output; ``prompted`` — the schema is in the
 instructions and the answer is read from the model's text (for servers that refuse the
-other two). Either way the answer is validated
-against exactly the schema the model was shown; one that does not fit is an observation
-(``error[invalid_output]: ...``) the model corrects, within ``output_retries``.
+other two). Either way the answer is validated against exactly the schema the model was
+shown; one that does not fit is an observation (``error[invalid_output]: ...``) the model
+corrects, within ``output_retries``.
 """
 
 from __future__ import annotations

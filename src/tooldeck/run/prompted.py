@@ -12,7 +12,7 @@ remembered: its later requests, in this run and in the next ones, go that way at
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from contextlib import aclosing, suppress
 from dataclasses import replace
 from typing import Any
@@ -49,7 +49,7 @@ class PromptedFallback(Model):
         if settings.output_schema is None:
             return await self.inner.complete(messages, tools, settings, instructions)
         prompted, prompt = self._prompted(settings, instructions)
-        if self.inner in _refusing:
+        if _refuses(self.inner):
             return await self.inner.complete(messages, tools, prompted, prompt)
         try:
             return await self.inner.complete(messages, tools, settings, instructions)
@@ -69,7 +69,7 @@ class PromptedFallback(Model):
         instructions: str = "",
     ) -> AsyncGenerator[StreamItem, None]:
         sent, refused = (settings, instructions), False
-        if settings.output_schema is not None and self.inner in _refusing:
+        if settings.output_schema is not None and _refuses(self.inner):
             sent = self._prompted(settings, instructions)
         elif settings.output_schema is not None:
             async with aclosing(self.inner.stream(messages, tools, *sent)) as items:
@@ -105,10 +105,10 @@ async def _first(items: AsyncGenerator[StreamItem, None]) -> StreamItem | None:
         return None
 
 
-async def _after(refusal: ProviderError, request: Any) -> AssistantOutput:
+async def _after(refusal: ProviderError, request: Awaitable[AssistantOutput]) -> AssistantOutput:
     """The prompted request's answer; its failure says the structured one was refused."""
     try:
-        output: AssistantOutput = await request
+        output = await request
     except ModelError as error:
         error.add_note(f"(sent without structured output, which the server refused: {refusal})")
         raise
@@ -116,5 +116,13 @@ async def _after(refusal: ProviderError, request: Any) -> AssistantOutput:
 
 
 def _remember(model: Model) -> None:
-    with suppress(TypeError):  # not weakly referenceable: each run finds out again
+    with suppress(TypeError):  # not weakly referenceable or hashable: each run finds out
         _refusing.add(model)
+
+
+def _refuses(model: Model) -> bool:
+    """True once the model's server refused structured output and took a prompted request."""
+    try:
+        return model in _refusing
+    except TypeError:  # not hashable
+        return False
