@@ -29,6 +29,7 @@ from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import open_session, session_options
 from tooldeck.models.base import ModelSettings
 from tooldeck.run.agent import Agent
+from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits
 from tooldeck.tools.registry import ToolView
 
@@ -118,6 +119,13 @@ def add_run_parser(commands: Any, parents: list[Parser]) -> None:
         metavar="MODULE:TYPE",
         help="a typed answer: the model's answer is validated as TYPE and printed as JSON",
     )
+    run.add_argument(
+        "--output-mode",
+        choices=["auto", "native", "tool", "prompted"],
+        help="how the typed answer is asked for: the server's structured output (native), a "
+        "final_answer tool (tool), the schema in the instructions (prompted); auto (the "
+        "default) picks native, and prompted where the server refuses it",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -125,14 +133,21 @@ def run_command(args: argparse.Namespace) -> int:
     """Run ``tooldeck run``: one prompt carried to its end and shown; the exit status."""
     prompt = read_prompt(args.prompt, sys.stdin)
     output_type = load_object(args.output_schema, "--output-schema") if args.output_schema else None
-    run = prepare(args, prompt, output_type)
+    if args.output_mode is not None and output_type is None:
+        raise UsageError(
+            f"--output-mode {args.output_mode} applies to a typed answer: give "
+            "--output-schema MODULE:TYPE too"
+        )
+    run = prepare(args, prompt, output_type, args.output_mode or "auto")
     form: Form = "json" if args.json else "plain" if args.no_display else "display"
     with logging_runs(run.agent, args.no_log):
         status, _ = execute(run, form)
     return status
 
 
-def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> Run:
+def prepare(
+    args: argparse.Namespace, prompt: str, output_type: Any = None, output_mode: OutputMode = "auto"
+) -> Run:
     """The run the arguments describe, every argument checked first."""
     view = load_tools(args.tools, args.toolset)
     check_tools(args, view)
@@ -146,6 +161,7 @@ def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> R
         on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
         include_error_details=args.error_details,
         output_type=output_type,
+        output_mode=output_mode,
     )
     return Run(
         agent,

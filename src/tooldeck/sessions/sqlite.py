@@ -42,7 +42,8 @@ class SQLiteSession:
     on first use).
 
     Args:
-        path: The database file; several sessions (and processes) may share it.
+        path: The database file; several sessions (and processes) may share it. The
+            file and its missing folders are created on first use.
         session_id: Which conversation of the file this is.
         synchronous: ``"NORMAL"`` (default: survives a killed process, may lose the latest
             turns on a power cut) or ``"FULL"`` (an fsync per commit: survives a power cut).
@@ -267,6 +268,7 @@ _Key = tuple[str, str, float]
 def _connect(key: _Key) -> sqlite3.Connection:
     """A connection in WAL mode with the schema ready (created, or migrated, in one write)."""
     path, synchronous, busy_timeout_s = key
+    _make_folder(path)
     db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
     try:
         _use_wal(db, busy_timeout_s)
@@ -276,6 +278,18 @@ def _connect(key: _Key) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _make_folder(path: str) -> None:
+    """Create the database's folder (and its parents) if missing, as the file itself is."""
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise SessionError(
+            f"SQLite database {path!r}: its folder {folder!r} is missing and cannot be "
+            f"created ({error.strerror or error}); create it, or give another path"
+        ) from error
 
 
 def _use_wal(db: sqlite3.Connection, busy_timeout_s: float) -> None:

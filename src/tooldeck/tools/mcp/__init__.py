@@ -33,7 +33,7 @@ from tooldeck.tools.mcp._targets import (
     StdioTarget,
     Target,
 )
-from tooldeck.tools.options import RequiresApproval, ToolOptions
+from tooldeck.tools.options import RequiresApproval, ToolOptions, refuse_unknown_options
 from tooldeck.tools.registry import ToolEntry, Toolset
 from tooldeck.tools.schema._arguments import JsonSchemaArguments
 
@@ -83,6 +83,8 @@ class MCPToolset(Toolset):
     """
 
     def __init__(self, target: Target, **options: Unpack[MCPToolsetOptions]) -> None:
+        where = f"MCP server {target.describe()}"
+        refuse_unknown_options(where, options, MCPToolsetOptions.__annotations__)
         self.target = target
         self._prefix = options.get("prefix", "")
         self._wanted = _tool_filter(options.get("tools"))
@@ -93,7 +95,7 @@ class MCPToolset(Toolset):
             requires_approval=options.get("requires_approval", False),
             on_error=_failure_text,
         )
-        self._options.check(f"MCP server {target.describe()}")
+        self._options.check(where)
         self._entries: tuple[ToolEntry, ...] | None = None
         self._skipped: dict[str, str] = {}
         self._announced = 0
