@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TextIO
 
 from tooldeck.cli.display import call_text
+from tooldeck.cli.terminal import TerminalReader
 from tooldeck.results import Approve, Decision, PendingCall, Reject
 
 _CHOICES = "[y]es / [n]o / [a]lways this tool / [e]dit"
@@ -28,14 +29,15 @@ class Approver:
         approve: Iterable[str] = (),
         approve_all: bool = False,
         interactive: bool | None = None,
-        read: Callable[[str], str] = input,
+        read: Callable[[str], str] | None = None,
         errors: TextIO | None = None,
     ) -> None:
         self.always = set(approve)
         """Tools whose calls are approved without asking."""
         self.approve_all = approve_all
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
-        self._read = read
+        self._read = read or TerminalReader()
+        """Reads the answer (a Ctrl-C always interrupts the wait)."""
         self._errors = errors or sys.stderr
 
     def decide(self, pending: Sequence[PendingCall]) -> dict[str, Decision]:

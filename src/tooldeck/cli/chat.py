@@ -19,6 +19,7 @@ from tooldeck.cli.exec import Run, execute
 from tooldeck.cli.run import agent_options, prepare
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import session_options
+from tooldeck.cli.terminal import TerminalReader
 from tooldeck.errors import SessionError
 
 _LEAVE = {"exit", "quit", "/exit", "/quit"}
@@ -49,10 +50,11 @@ def chat_command(args: argparse.Namespace) -> int:
         "bold",
     )
     _line_editing()
+    read = TerminalReader()
     with logging_runs(run.agent, args.no_log), asyncio.Runner() as runner:
         while True:
             try:
-                prompt = input("> ")
+                prompt = read("> ")
             except EOFError:  # Ctrl-D
                 console.line("")
                 return EXIT_ANSWER
