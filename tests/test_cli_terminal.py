@@ -7,6 +7,7 @@ The model is the loopback OpenAI-compatible server; each command runs in a pseud
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import textwrap
@@ -113,3 +114,33 @@ def test_ctrl_c_the_moment_the_question_shows_always_interrupts(
         status, shown = terminal.finish(timeout=30)
         assert status == 130, f"attempt {attempt}: {shown}"
         assert shown.rstrip().endswith("stop: interrupted\ntooldeck: interrupted"), shown
+
+
+@pytest.mark.parametrize("form", ["--json", "--no-display"])
+def test_with_stdout_redirected_the_question_goes_to_the_terminal_not_into_stdout(
+    model_server: FakeOpenAI, workdir: Path, form: str
+) -> None:
+    asks_to_delete(model_server)
+    answers(model_server, "Deleted.")
+    out = workdir / "out.json"
+    with out.open("wb") as stdout:
+        terminal = at_terminal(
+            model_server, workdir, *command("run", "Delete a.txt.", form), stdout=stdout
+        )
+        terminal.expect(QUESTION)
+        terminal.send("maybe\r")
+        terminal.expect("please answer y, n, a or e (got 'maybe')")
+        terminal.send("e\r")
+        terminal.expect('current: {"path": "a.txt"}')  # no readline without a terminal stdout
+        terminal.expect("arguments (JSON, empty to go back): ")
+        terminal.send('{"path": "b.txt"}\r')
+        status, shown = terminal.finish()
+    assert status == 0, shown
+    written = out.read_text(encoding="utf-8")
+    if form == "--json":
+        assert json.loads(written)["answer"] == "Deleted."
+    else:
+        assert written == "Deleted.\n"
+    assert tool_results(model_server.bodies[1]) == [
+        'deleted b.txt\n(run with arguments edited by a person: {"path": "b.txt"})'
+    ]

@@ -3,7 +3,9 @@
     approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit
 
 ``--approve TOOL`` approves a tool's calls without asking, ``--yes`` every call. With no
-terminal on stdin nothing waits: an uncovered call is rejected and stderr says so.
+terminal on stdin nothing waits: an uncovered call is rejected and stderr says so. The
+question and what answers it goes to the terminal, never into a redirected stdout (see
+``cli/terminal.py``).
 """
 
 from __future__ import annotations
@@ -36,9 +38,15 @@ class Approver:
         """Tools whose calls are approved without asking."""
         self.approve_all = approve_all
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
-        self._read = read or TerminalReader()
+        self._reader = TerminalReader()
+        self._read = read or self._reader
         """Reads the answer (a Ctrl-C always interrupts the wait)."""
-        self._errors = errors or sys.stderr
+        self._errors = errors
+
+    @property
+    def _terminal(self) -> TextIO:
+        """Where the person reads what answers their answers (never a redirected stdout)."""
+        return self._errors or self._reader.stream()
 
     def decide(self, pending: Sequence[PendingCall]) -> dict[str, Decision]:
         """One decision per approval call (external calls cannot be run from the CLI)."""
@@ -56,7 +64,7 @@ class Approver:
             print(
                 f"tooldeck: rejected {call_text(call)}: it needs approval and stdin is not a "
                 f"terminal (use --approve {call.name} or --yes)",
-                file=self._errors,
+                file=self._errors or sys.stderr,
                 flush=True,
             )
             return Reject(message=_NO_TERMINAL, by="cli")
@@ -80,33 +88,41 @@ class Approver:
                 if edited is not None:
                     return Approve(arguments=edited, by="cli")
                 continue
-            print(f"please answer y, n, a or e (got {answer!r})", file=self._errors, flush=True)
+            print(f"please answer y, n, a or e (got {answer!r})", file=self._terminal, flush=True)
 
     def _edit(self, current: str) -> dict[str, object] | None:
         """The arguments as one line of JSON, prefilled; None to go back to the question."""
-        text = _read_prefilled(self._read, "arguments (JSON, empty to go back): ", current)
+        prompt = "arguments (JSON, empty to go back): "
+        text = _read_prefilled(self._read, prompt, current, self._terminal)
         if not text.strip():
             return None
         try:
             value = json.loads(text)
         except ValueError as error:
-            print(f"not valid JSON ({error}); try again", file=self._errors, flush=True)
+            print(f"not valid JSON ({error}); try again", file=self._terminal, flush=True)
             return None
         if not isinstance(value, dict):
-            print("the arguments must be a JSON object; try again", file=self._errors, flush=True)
+            print("the arguments must be a JSON object; try again", file=self._terminal, flush=True)
             return None
         return value
 
 
-def _read_prefilled(read: Callable[[str], str], prompt: str, text: str) -> str:
-    """Read a line with ``text`` already typed in (GNU readline), or shown above it."""
+def _read_prefilled(read: Callable[[str], str], prompt: str, text: str, shown: TextIO) -> str:
+    """Read a line with ``text`` already typed in (GNU readline, on a terminal stdout), or
+    shown above it (on ``shown``)."""
     try:
         import readline
-    except ImportError:  # no readline on this platform: show the current value instead
-        print(f"current: {text}", flush=True)
-        return read(prompt)
+    except ImportError:  # no readline on this platform
+        return _read_below(read, prompt, text, shown)
+    if not sys.stdout.isatty():  # input() does not use readline then
+        return _read_below(read, prompt, text, shown)
     readline.set_startup_hook(lambda: readline.insert_text(text))
     try:
         return read(prompt)
     finally:
         readline.set_startup_hook()
+
+
+def _read_below(read: Callable[[str], str], prompt: str, text: str, shown: TextIO) -> str:
+    print(f"current: {text}", file=shown, flush=True)
+    return read(prompt)
