@@ -129,7 +129,7 @@ def test_with_stdout_redirected_the_question_goes_to_the_terminal_not_into_stdou
         )
         terminal.expect(QUESTION)
         terminal.send("maybe\r")
-        terminal.expect("please answer y, n, a or e (got 'maybe')")
+        terminal.expect("please answer y, n (or n and why), a or e (got 'maybe')")
         terminal.send("e\r")
         terminal.expect('current: {"path": "a.txt"}')  # no readline without a terminal stdout
         terminal.expect("arguments (JSON, empty to go back): ")
@@ -143,4 +143,37 @@ def test_with_stdout_redirected_the_question_goes_to_the_terminal_not_into_stdou
         assert written == "Deleted.\n"
     assert tool_results(model_server.bodies[1]) == [
         'deleted b.txt\n(run with arguments edited by a person: {"path": "b.txt"})'
+    ]
+
+
+def test_an_edit_that_does_not_fit_the_schema_is_refused_and_asked_again(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    asks_to_delete(model_server)
+    answers(model_server, "Deleted.")
+    terminal = at_terminal(model_server, workdir, *command("run", "Delete a.txt."))
+    terminal.expect(QUESTION)
+    terminal.send("e\r")
+    terminal.expect('arguments (JSON, empty to go back): {"path": "a.txt"}')
+    terminal.send('\x15{"path": "b.txt", "keep_days": "many"}\r')  # Ctrl-U clears the line
+    shown = terminal.expect("try again")
+    assert "these arguments do not fit delete_file: " in shown
+    assert "keep_days" in shown.split("these arguments do not fit")[1]
+    terminal.expect(QUESTION, after=shown.index("try again"))
+    terminal.send("y\r")
+    status, shown = terminal.finish()
+    assert status == 0, shown
+    assert tool_results(model_server.bodies[1]) == ["deleted a.txt"]  # nothing edited ran
+
+
+def test_no_can_say_why_and_the_model_reads_it(model_server: FakeOpenAI, workdir: Path) -> None:
+    asks_to_delete(model_server)
+    answers(model_server, "Understood.")
+    terminal = at_terminal(model_server, workdir, *command("run", "Delete a.txt."))
+    terminal.expect(QUESTION)
+    terminal.send("n Too risky: archive it instead?\r")
+    status, shown = terminal.finish()
+    assert status == 0, shown
+    assert tool_results(model_server.bodies[1]) == [
+        "error[rejected]: the person at the terminal said no: Too risky: archive it instead?"
     ]

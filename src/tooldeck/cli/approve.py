@@ -2,6 +2,10 @@
 
     approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit
 
+``n`` may carry why (``n too expensive``): the model reads it in the rejection. An edit is
+checked against the tool's schema before it is accepted; one that does not fit is refused
+with the problems, and the question is asked again.
+
 ``--approve TOOL`` approves a tool's calls without asking, ``--yes`` every call. With no
 terminal on stdin nothing waits: an uncovered call is rejected and stderr says so. The
 question and what answers it goes to the terminal, never into a redirected stdout (see
@@ -17,7 +21,9 @@ from typing import TextIO
 
 from tooldeck.cli.display import call_text
 from tooldeck.cli.terminal import TerminalReader
+from tooldeck.errors import InvalidArguments
 from tooldeck.results import Approve, Decision, PendingCall, Reject
+from tooldeck.tools.registry import ToolView
 
 _CHOICES = "[y]es / [n]o / [a]lways this tool / [e]dit"
 _NO_TERMINAL = "nobody was at the terminal to approve this call"
@@ -33,6 +39,7 @@ class Approver:
         interactive: bool | None = None,
         read: Callable[[str], str] | None = None,
         errors: TextIO | None = None,
+        tools: ToolView | None = None,
     ) -> None:
         self.always = set(approve)
         """Tools whose calls are approved without asking."""
@@ -42,6 +49,8 @@ class Approver:
         self._read = read or self._reader
         """Reads the answer (a Ctrl-C always interrupts the wait)."""
         self._errors = errors
+        self.tools = tools
+        """The tools whose schemas an edit must fit (None: not checked here)."""
 
     @property
     def _terminal(self) -> TextIO:
@@ -75,36 +84,69 @@ class Approver:
         inside = f"{' > '.join(waiting.path)}: " if waiting.path else ""  # a call in an agent tool
         while True:
             question = f"approve {inside}{call_text(call)}? {_CHOICES} "
-            answer = self._read(question).strip().lower()
-            if answer in ("y", "yes"):
-                return Approve(by="cli")
-            if answer in ("n", "no"):
-                return Reject(message="the person at the terminal said no", by="cli")
-            if answer in ("a", "always"):
-                self.always.add(call.name)
-                return Approve(by="cli")
-            if answer in ("e", "edit"):
-                edited = self._edit(call.arguments_json)
-                if edited is not None:
-                    return Approve(arguments=edited, by="cli")
-                continue
-            print(f"please answer y, n, a or e (got {answer!r})", file=self._terminal, flush=True)
+            decision = self._answer(waiting, self._read(question).strip())
+            if decision is not None:
+                return decision
 
-    def _edit(self, current: str) -> dict[str, object] | None:
-        """The arguments as one line of JSON, prefilled; None to go back to the question."""
+    def _answer(self, waiting: PendingCall, answer: str) -> Decision | None:
+        """The decision an answer makes; None to ask again."""
+        word, _, reason = answer.partition(" ")
+        word = word.lower()
+        if word in ("n", "no"):  # "n too expensive": the model reads why
+            return Reject(message=_said_no(reason.strip()), by="cli")
+        if answer.lower() in ("y", "yes"):
+            return Approve(by="cli")
+        if answer.lower() in ("a", "always"):
+            self.always.add(waiting.call.name)
+            return Approve(by="cli")
+        if answer.lower() in ("e", "edit"):
+            edited = self._edit(waiting)
+            return None if edited is None else Approve(arguments=edited, by="cli")
+        self._say(f"please answer y, n (or n and why), a or e (got {answer!r})")
+        return None
+
+    def _edit(self, waiting: PendingCall) -> dict[str, object] | None:
+        """The arguments as one line of JSON, prefilled, checked against the tool's schema;
+        None to go back to the question."""
         prompt = "arguments (JSON, empty to go back): "
-        text = _read_prefilled(self._read, prompt, current, self._terminal)
+        text = _read_prefilled(self._read, prompt, waiting.call.arguments_json, self._terminal)
         if not text.strip():
             return None
         try:
             value = json.loads(text)
         except ValueError as error:
-            print(f"not valid JSON ({error}); try again", file=self._terminal, flush=True)
+            self._say(f"not valid JSON ({error}); try again")
             return None
         if not isinstance(value, dict):
-            print("the arguments must be a JSON object; try again", file=self._terminal, flush=True)
+            self._say("the arguments must be a JSON object; try again")
+            return None
+        problem = self._misfit(waiting, value)
+        if problem:
+            self._say(f"these arguments do not fit {waiting.call.name}: {problem}; try again")
             return None
         return value
+
+    def _misfit(self, waiting: PendingCall, arguments: dict[str, object]) -> str:
+        """What is wrong with ``arguments`` for the call's tool ('' when they fit). A call in
+        an agent tool is checked by that agent's run when it resumes."""
+        if self.tools is None or waiting.path:
+            return ""
+        entry = self.tools.dispatch.get(waiting.call.name)
+        if entry is None:
+            return ""
+        try:
+            entry.handler.validate(dict(arguments))
+        except InvalidArguments as error:
+            return str(error)
+        return ""
+
+    def _say(self, text: str) -> None:
+        print(text, file=self._terminal, flush=True)
+
+
+def _said_no(reason: str) -> str:
+    said = "the person at the terminal said no"
+    return f"{said}: {reason}" if reason else said
 
 
 def _read_prefilled(read: Callable[[str], str], prompt: str, text: str, shown: TextIO) -> str:

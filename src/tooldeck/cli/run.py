@@ -152,7 +152,7 @@ def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> R
         prompt,
         session=open_session(args),
         deps=build_deps(args.deps) if args.deps else None,
-        approver=Approver(args.approve, args.yes),
+        approver=Approver(args.approve, args.yes, tools=view),
         deltas=not args.no_stream,
         output_type=output_type,
         verbose=args.verbose,
