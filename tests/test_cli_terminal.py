@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from _pty import Terminal
 TOOLS = textwrap.dedent(
     '''
     import time
+    from pathlib import Path
 
     from tooldeck import tool
 
@@ -33,9 +35,10 @@ TOOLS = textwrap.dedent(
 
 
     @tool
-    def slow_copy(seconds: float) -> str:
+    def slow_copy(seconds: float, target: str) -> str:
         """Copy slowly."""
         time.sleep(seconds)
+        Path(target).write_text("copied")
         return "copied"
     '''
 )
@@ -177,3 +180,76 @@ def test_no_can_say_why_and_the_model_reads_it(model_server: FakeOpenAI, workdir
     assert tool_results(model_server.bodies[1]) == [
         "error[rejected]: the person at the terminal said no: Too risky: archive it instead?"
     ]
+
+
+def conversation(body: dict[str, object]) -> list[tuple[object, object]]:
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    return [(m["role"], m.get("content") or "") for m in messages]
+
+
+def test_chat_ctrl_c_at_a_question_says_it_comes_back_and_it_does(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    asks_to_delete(model_server)
+    answers(model_server, "Deleted a.txt.", "Nothing else.")
+    terminal = at_terminal(model_server, workdir, *command("chat"))
+    terminal.expect("> ")
+    terminal.send("Delete a.txt.\r")
+    terminal.expect(QUESTION)
+    terminal.send("\x03")
+    shown = terminal.expect(
+        '(interrupted: delete_file(path="a.txt") still waits for approval; the question '
+        "comes back before your next prompt)"
+    )
+    terminal.expect("> ", after=shown.index("(interrupted"))
+    terminal.send("Anything else?\r")
+    terminal.expect(QUESTION, after=shown.index("(interrupted"))
+    terminal.send("y\r")
+    shown = terminal.expect("answer: Nothing else.")
+    terminal.expect("> ", after=shown.index("answer: Nothing else."))
+    terminal.send("\x04")
+    status, shown = terminal.finish()
+    assert status == 0, shown
+    assert "the conversation is as it was" not in shown
+    assert conversation(model_server.bodies[2])[-5:] == [
+        ("user", "Delete a.txt."),
+        ("assistant", ""),
+        ("tool", "deleted a.txt"),
+        ("assistant", "Deleted a.txt."),
+        ("user", "Anything else?"),
+    ]
+
+
+def test_chat_ctrl_c_during_a_tool_in_a_thread_says_it_may_still_complete(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    target = workdir / "copy.txt"
+    arguments = json.dumps({"seconds": 3, "target": str(target)})
+    call = chat_call("call_1", "slow_copy", arguments)
+    model_server.reply(Reply(events=completion_chunks(completion_body(None, [call]))))
+    answers(model_server, "Hello.")
+    terminal = at_terminal(model_server, workdir, *command("chat"))
+    terminal.expect("> ")
+    terminal.send("Copy it.\r")
+    terminal.expect("  → slow_copy(")
+    terminal.send("\x03")
+    shown = terminal.expect("(interrupted: ")
+    interrupted = terminal.expect("> ", after=shown.index("(interrupted: "))
+    line = interrupted[interrupted.index("(interrupted: ") :].splitlines()[0]
+    assert line == (
+        f"(interrupted: this turn is not kept in the conversation, but slow_copy(seconds=3, "
+        f'target="{target}") runs in a thread, which cannot be stopped: it may still finish, '
+        "and do what it does)"
+    )
+    terminal.send("Hi.\r")
+    shown = terminal.expect("answer: Hello.")
+    terminal.expect("> ", after=shown.index("answer: Hello."))
+    deadline = time.monotonic() + 60
+    while not target.exists() and time.monotonic() < deadline:  # the chat goes on meanwhile
+        time.sleep(0.1)
+    assert target.read_text() == "copied"  # what it does happened after the interrupt
+    terminal.send("\x04")
+    status, shown = terminal.finish()
+    assert status == 0, shown
+    assert conversation(model_server.bodies[1]) == [("user", "Hi.")]

@@ -50,6 +50,8 @@ class Approver:
         """Reads the answer (a Ctrl-C always interrupts the wait)."""
         self._errors = errors
         self.tools = tools
+        self.unanswered: PendingCall | None = None
+        """The call whose question is being asked (still set when Ctrl-C interrupted it)."""
         """The tools whose schemas an edit must fit (None: not checked here)."""
 
     @property
@@ -82,10 +84,12 @@ class Approver:
     def _ask(self, waiting: PendingCall) -> Decision:
         call = waiting.call
         inside = f"{' > '.join(waiting.path)}: " if waiting.path else ""  # a call in an agent tool
+        self.unanswered = waiting
         while True:
             question = f"approve {inside}{call_text(call)}? {_CHOICES} "
             decision = self._answer(waiting, self._read(question).strip())
             if decision is not None:
+                self.unanswered = None
                 return decision
 
     def _answer(self, waiting: PendingCall, answer: str) -> Decision | None:

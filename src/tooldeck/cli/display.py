@@ -182,6 +182,8 @@ class Tally:
         """Seconds spent waiting for the model."""
         self.last_turn_s = 0.0
         """Seconds the latest model turn took."""
+        self.running: dict[str, ToolCall] = {}
+        """Calls started and not finished (by id): what an interrupt found running."""
         self._asked_at = 0.0
 
     def show(self, event: Event) -> None:
@@ -195,8 +197,11 @@ class Tally:
             self.usage += Usage(
                 input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
             )
+        elif isinstance(event, ToolCallStarted):
+            self.running[event.call.id] = event.call
         elif isinstance(event, ToolCallFinished):
             self.calls += 1
+            self.running.pop(event.trace.call.id, None)
 
     def spent(self, result: RunResult[Any] | None) -> tuple[Usage, int]:
         """The usage and the number of calls: the result's when there is one, else counted."""
