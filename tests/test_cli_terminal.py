@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 import sys
 import textwrap
 import time
@@ -253,3 +255,88 @@ def test_chat_ctrl_c_during_a_tool_in_a_thread_says_it_may_still_complete(
     status, shown = terminal.finish()
     assert status == 0, shown
     assert conversation(model_server.bodies[1]) == [("user", "Hi.")]
+
+
+def copies(server: FakeOpenAI, seconds: float, target: Path) -> None:
+    arguments = json.dumps({"seconds": seconds, "target": str(target)})
+    call = chat_call("call_1", "slow_copy", arguments)
+    server.reply(Reply(events=completion_chunks(completion_body(None, [call]))))
+
+
+def without_terminal(
+    server: FakeOpenAI, workdir: Path, *argv: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        env=environment(server, workdir),
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_resumed_run_that_answers_shows_its_answer_and_totals(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    asks_to_delete(model_server)
+    answers(model_server, "Deleted a.txt.", "Nothing else.")
+    first = at_terminal(model_server, workdir, *command("run", "Delete a.txt."))
+    first.expect(QUESTION)
+    first.send("\x03")
+    status, shown = first.finish()
+    assert status == 130, shown
+    assert re.search(r"\[e\]dit (\^C)?\n\d+\.\d\d s total, .*; stop: interrupted\n", shown), shown
+    again = at_terminal(model_server, workdir, *command("run", "Anything else?", "-c"))
+    again.expect(QUESTION)
+    again.send("y\r")
+    status, shown = again.finish()
+    assert status == 0, shown
+    resumed = shown[shown.index("← deleted a.txt") :]
+    assert re.search(r"answer: Deleted a\.txt\.\n\d+\.\d\d s total, .*; stop: answer\n", resumed), (
+        resumed
+    )
+    assert "answer: Nothing else." in resumed[resumed.index("stop: answer") :]
+
+
+def test_an_answer_forced_at_a_limit_says_so(model_server: FakeOpenAI, workdir: Path) -> None:
+    copies(model_server, 0, workdir / "copy.txt")
+    answers(model_server, "Copied, I think.")
+    argv = command("run", "Copy.", "--max-rounds", "1", "--on-limit", "final-answer")
+    done = without_terminal(model_server, workdir, *argv, "--no-display")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Copied, I think.\n"
+    assert done.stderr.rstrip().endswith(
+        "stop: max_rounds (the answer was forced at the limit: asked once more, without tools)"
+    ), done.stderr
+
+
+def test_a_server_that_sends_no_usage_shows_tokens_unknown(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    body = completion_body("Hi.", usage=None)
+    model_server.reply(Reply(events=completion_chunks(body)))
+    done = without_terminal(model_server, workdir, *command("run", "Hi", "--no-display"))
+    assert done.returncode == 0, done.stderr
+    assert (
+        "1 model turn, 0 tool calls, tokens unknown (the server sent no usage); stop: answer"
+        in (done.stderr)
+    )
+    assert "0 input / 0 output" not in done.stderr
+
+
+def test_a_call_over_a_second_reads_in_seconds_and_totals_after_ctrl_c_start_a_line(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    copies(model_server, 1.5, workdir / "first.txt")
+    copies(model_server, 60, workdir / "second.txt")
+    terminal = at_terminal(model_server, workdir, *command("run", "Copy twice."))
+    shown = terminal.expect("← copied  (")
+    terminal.expect("→ slow_copy(seconds=60", after=shown.index("← copied"))
+    terminal.send("\x03")
+    status, shown = terminal.finish()
+    assert status == 130, shown
+    assert re.search(r"← copied  \(1\.\d s\)\n", shown), shown
+    assert re.search(r"\^C\n\d+\.\d\d s total, .*; stop: interrupted\n", shown), shown

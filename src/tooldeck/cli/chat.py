@@ -16,12 +16,13 @@ from dataclasses import replace
 from typing import Any
 
 from tooldeck.cli.args import EXIT_ANSWER, EXIT_STATUSES, CliError, Parser
-from tooldeck.cli.display import Console, Tally, call_text
+from tooldeck.cli.display import Console, call_text
 from tooldeck.cli.exec import Run, execute
 from tooldeck.cli.run import agent_options, prepare
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import session_options
 from tooldeck.cli.terminal import TerminalReader
+from tooldeck.cli.totals import Tally
 from tooldeck.errors import SessionError
 from tooldeck.run.calls.texts import keeps_running
 
