@@ -23,7 +23,8 @@ from pydantic import TypeAdapter
 
 from tooldeck.cli.approve import Approver
 from tooldeck.cli.args import EXIT_ANSWER, CliError
-from tooldeck.cli.display import Console, RunDisplay, Tally
+from tooldeck.cli.display import Console, RunDisplay
+from tooldeck.cli.totals import Tally, stop_text
 from tooldeck.errors import RunStopped
 from tooldeck.results import Checkpoint, RunResult, ToolTrace
 from tooldeck.run.agent import Agent
@@ -79,18 +80,25 @@ def execute(
             display.console.line(f"user: {run.prompt}", "bold")
     show = display.show if display is not None else run.tally.show
     started = time.perf_counter()
+
+    def earlier_answered(result: RunResult[Any]) -> None:
+        """The run left waiting in the conversation answered: show it as any run ends."""
+        if display is not None and result.stop_reason != "paused":
+            display.summary(result, time.perf_counter() - started)
+
     try:
         close = display.close if display is not None else _nothing
         if runner is None:
             with asyncio.Runner() as own:
-                result = drive(run, show, close, own)
+                result = drive(run, show, close, own, earlier_answered)
         else:
-            result = drive(run, show, close, runner)
+            result = drive(run, show, close, runner, earlier_answered)
     except RunStopped as stopped:
         seconds = time.perf_counter() - started
         _report_stop(run, form, display, seconds, stopped)
         raise CliError(f"the run stopped without an answer: {stopped}") from stopped
     except KeyboardInterrupt:
+        _new_line(display)
         _totals(run, display, time.perf_counter() - started, "interrupted", None)
         raise
     seconds = time.perf_counter() - started
@@ -103,16 +111,18 @@ def drive(
     show: Callable[[Event], None],
     close: Callable[[], None],
     runner: asyncio.Runner,
+    earlier: Callable[[RunResult[Any]], None] = lambda result: None,
 ) -> RunResult[Any]:
     """Run to the end on ``runner``, answering approvals as the run pauses for them.
 
     A conversation left with a run waiting for approval (the command was interrupted at
-    the question) gets that run's question first, then the new prompt.
+    the question) gets that run's question first (its result goes to ``earlier``), then
+    the new prompt.
     """
     if run.session is not None:
         stored = runner.run(run.session.pending())
         if stored is not None:
-            _settle(run, stored, show, close, runner)
+            earlier(_settle(run, stored, show, close, runner))
     events = run.agent.stream(run.prompt, deps=run.deps, deltas=run.deltas, session=run.session)
     result = runner.run(_consume(events, show, close))
     if result.stop_reason == "paused" and result.checkpoint is not None:
@@ -162,6 +172,15 @@ def _nothing() -> None:
     return None
 
 
+def _new_line(display: RunDisplay | None) -> None:
+    """End the line a Ctrl-C left the cursor on (after ``^C``, or after a question)."""
+    if display is not None:
+        if display.console.terminal:
+            display.console.write("\n")
+    elif sys.stderr.isatty():
+        print(file=sys.stderr, flush=True)
+
+
 def _report_answer(
     run: Run, form: Form, display: RunDisplay | None, seconds: float, result: RunResult[Any]
 ) -> None:
@@ -199,7 +218,7 @@ def _totals(
 ) -> None:
     """The totals line: on the display, else on stderr (stdout holds only the answer)."""
     if display is not None:
-        display.totals(seconds, *run.tally.spent(result), stop_reason)
+        display.totals(seconds, *run.tally.spent(result), stop_text(stop_reason, result))
     else:
         print(run.tally.line(seconds, stop_reason, result), file=sys.stderr, flush=True)
 

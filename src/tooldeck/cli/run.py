@@ -168,7 +168,7 @@ def prepare(
         prompt,
         session=open_session(args),
         deps=build_deps(args.deps) if args.deps else None,
-        approver=Approver(args.approve, args.yes),
+        approver=Approver(args.approve, args.yes, tools=view),
         deltas=not args.no_stream,
         output_type=output_type,
         verbose=args.verbose,
