@@ -8,6 +8,7 @@ piped text first, then the argument).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,7 +24,7 @@ from tooldeck.cli.args import (
     positive_int,
 )
 from tooldeck.cli.exec import Form, Run, execute
-from tooldeck.cli.load import exception_text, load_object, load_tools, raised_at
+from tooldeck.cli.load import exception_text, load_object, loaded_tools, raised_at
 from tooldeck.cli.model import build_model
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import open_session, session_options
@@ -125,16 +126,16 @@ def run_command(args: argparse.Namespace) -> int:
     """Run ``tooldeck run``: one prompt carried to its end and shown; the exit status."""
     prompt = read_prompt(args.prompt, sys.stdin)
     output_type = load_object(args.output_schema, "--output-schema") if args.output_schema else None
-    run = prepare(args, prompt, output_type)
     form: Form = "json" if args.json else "plain" if args.no_display else "display"
-    with logging_runs(run.agent, args.no_log):
-        status, _ = execute(run, form)
+    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as view:
+        run = prepare(args, view, prompt, output_type)
+        with logging_runs(run.agent, args.no_log):
+            status, _ = execute(run, form, runner=runner)
     return status
 
 
-def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> Run:
-    """The run the arguments describe, every argument checked first."""
-    view = load_tools(args.tools, args.toolset)
+def prepare(args: argparse.Namespace, view: ToolView, prompt: str, output_type: Any = None) -> Run:
+    """The run the arguments describe on the tools of ``view``, every argument checked first."""
     check_tools(args, view)
     instructions = _instructions(args)
     agent: Agent[Any, Any] = Agent(
