@@ -13,6 +13,8 @@
         [--allow-approval-tools] [--include-error-details] [--name NAME]
     tooldeck logs [-n N] [--tool NAME] [--errors] [--session ID] [--json]
     tooldeck logs show RUN_ID | tooldeck logs path
+    tooldeck sessions list [-n N] [--json] | tooldeck sessions discard ID |
+        tooldeck sessions clear ID
     tooldeck web [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--host HOST] [--port N]
     tooldeck eval SUITE... [--model M [--base-url URL]]... [--limit N] [--jobs N]
         [--out FILE] [--resume] [--compare FILE]... [--json] [--report FILE.html]
@@ -57,6 +59,7 @@ from tooldeck.cli.logs import add_logs_parser
 from tooldeck.cli.model import build_model
 from tooldeck.cli.run import NO_LOG_HELP, TOOLS_HELP, add_run_parser
 from tooldeck.cli.runlog import logging_runs
+from tooldeck.cli.sessions import add_sessions_parser
 from tooldeck.cli.web import add_web_parser
 from tooldeck.errors import ToolDeckError
 from tooldeck.tools.registry import ToolEntry
@@ -116,6 +119,7 @@ def _parser() -> Parser:
     tools.set_defaults(handler=_tools)
     _add_mcp_parser(commands, verbose)
     add_logs_parser(commands, [verbose])
+    add_sessions_parser(commands, [verbose])
     add_web_parser(commands, [verbose, model])
     add_eval_parser(commands, [verbose])
     for name in ("run", "chat", "demo", "tools"):
