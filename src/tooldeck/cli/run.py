@@ -66,7 +66,8 @@ def agent_options() -> Parser:
         "--tool-choice",
         default="auto",
         metavar="CHOICE",
-        help="first turn: auto, required (must call a tool), none, or a tool's name",
+        help="auto (the default) or none (no tool calls): every model request; required "
+        "(must call a tool) or a tool's name: the run's first request only, auto after it",
     )
     parent.add_argument(
         "--on-limit",
@@ -138,8 +139,16 @@ def prepare(args: argparse.Namespace, view: ToolView, prompt: str, output_type: 
     """The run the arguments describe on the tools of ``view``, every argument checked first."""
     check_tools(args, view)
     instructions = _instructions(args)
+    model = build_model(args.model, args.base_url, args.api_key_env)
+    if output_type is not None and args.tool_choice == "none" and not model.native_output:
+        raise UsageError(
+            f"--tool-choice none cannot give the typed answer --output-schema asks for: "
+            f"{model.name} is asked for it with the final_answer tool, which 'none' forbids "
+            "it to call; leave --tool-choice out (auto), or use a model with structured "
+            "output (openai:..., openai-chat:...)"
+        )
     agent: Agent[Any, Any] = Agent(
-        build_model(args.model, args.base_url, args.api_key_env),
+        model,
         view,
         instructions=instructions,
         settings=ModelSettings(tool_choice=args.tool_choice),
