@@ -6,6 +6,7 @@ The model is the loopback OpenAI-compatible server (tests/_openai_server.py).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,11 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, completion_chunks
+
 TOOLS = textwrap.dedent(
     '''
+    import os
+    from pathlib import Path
+
     from pydantic import BaseModel
 
-    from tooldeck import tool
+    from tooldeck import Message, tool
+    from tooldeck.sessions import SQLiteSession, StoredRun
 
 
     class City(BaseModel):
@@ -29,6 +36,15 @@ TOOLS = textwrap.dedent(
     def double(number: int) -> int:
         """Twice the number."""
         return 2 * number
+
+
+    @tool
+    async def meddle() -> str:
+        """Write to conversation s1 from elsewhere, while the run runs."""
+        session = SQLiteSession(Path(os.environ["TOOLDECK_HOME"]) / "sessions.db", "s1")
+        stored = StoredRun("elsewhere", messages=(Message.user("Elsewhere."),))
+        await session.append(stored, after=0)
+        return "done"
     '''
 )
 
@@ -37,6 +53,9 @@ TOOLS = textwrap.dedent(
 def workdir(tmp_path: Path) -> Path:
     (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
     return tmp_path
+
+
+MODEL = ("--model", "openai-chat:gpt-test")
 
 
 def tooldeck(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -74,3 +93,57 @@ def test_the_help_says_what_a_tool_choice_applies_to(workdir: Path) -> None:
         "auto (the default) or none (no tool calls): every model request; required (must "
         "call a tool) or a tool's name: the run's first request only, auto after it"
     ) in shown
+
+
+@pytest.mark.parametrize("form", ["--no-display", "--json", "--display"])
+def test_an_answer_another_run_overtook_is_shown_and_said_not_kept(
+    server: FakeOpenAI, workdir: Path, form: str
+) -> None:
+    call = completion_body(None, [chat_call("call_1", "meddle", "{}")])
+    server.reply(Reply(events=completion_chunks(call)))
+    server.reply(Reply(events=completion_chunks(completion_body("Done."))))
+    shown_form = () if form == "--display" else (form,)
+    ran = tooldeck(
+        workdir, "run", "Meddle.", "-t", "tools.py", *MODEL, "--base-url", server.url,
+        "--session", "s1", *shown_form,
+    )  # fmt: skip
+    message = (
+        "the answer above was not kept in conversation 's1': another run changed the "
+        "conversation while this one ran. Run the prompt again (--session s1) to go on from "
+        "the conversation as it is now"
+    )
+    assert ran.returncode == 1
+    assert ran.stderr.endswith(f"tooldeck: error: {message}\n")
+    assert ".result" not in ran.stderr
+    if form == "--json":
+        document = json.loads(ran.stdout)
+        assert (document["answer"], document["error"]) == ("Done.", message)
+    elif form == "--no-display":
+        assert ran.stdout == "Done.\n"
+    else:
+        assert "answer: Done." in ran.stdout
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (Reply(body={"error": {"message": "Automatic streaming tool choice is not supported"}}),
+         " (it said: Automatic streaming tool choice is not supported)"),
+        (Reply(events=[(None, "[DONE]")]), ""),
+    ],
+    ids=["error-body", "empty-stream"],
+)  # fmt: skip
+def test_a_server_that_does_not_stream_is_told_to_run_with_no_stream(
+    server: FakeOpenAI, workdir: Path, reply: Reply, said: str
+) -> None:
+    server.reply(reply)
+    ran = tooldeck(
+        workdir, "run", "Hi.", "-t", "tools.py", *MODEL, "--base-url", server.url, "--no-display"
+    )
+    assert ran.returncode == 1
+    assert ran.stderr.endswith(
+        "tooldeck: error: the run stopped without an answer: openai-chat:gpt-test did not "
+        f"stream its answer{said}; the server may not stream this request: run again with "
+        "--no-stream\n"
+    )
+    assert "stream=False" not in ran.stderr

@@ -25,7 +25,7 @@ from tooldeck.cli.approve import Approver
 from tooldeck.cli.args import EXIT_ANSWER, CliError
 from tooldeck.cli.display import Console, RunDisplay, Tally
 from tooldeck.cli.sessions import paused_prompt, waiting_calls
-from tooldeck.errors import CheckpointError, RunStopped
+from tooldeck.errors import CheckpointError, ModelStreamMissing, RunStopped, SessionConflict
 from tooldeck.results import Checkpoint, RunResult, ToolTrace
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, FinalAnswer
@@ -89,13 +89,41 @@ def execute(
     except RunStopped as stopped:
         seconds = time.perf_counter() - started
         _report_stop(run, form, display, seconds, stopped)
-        raise CliError(f"the run stopped without an answer: {stopped}") from stopped
+        raise CliError(_why_stopped(run, stopped)) from stopped
+    except SessionConflict as conflict:
+        if conflict.result is None:
+            raise
+        message = _not_kept(run)
+        seconds = time.perf_counter() - started
+        _report_answer(run, form, display, seconds, Driven(conflict.result), message)
+        raise CliError(message) from conflict
     except KeyboardInterrupt:
         _totals(run, display, time.perf_counter() - started, "interrupted", None)
         raise
     seconds = time.perf_counter() - started
     _report_answer(run, form, display, seconds, driven)
     return EXIT_ANSWER, driven.result
+
+
+def _why_stopped(run: Run, stopped: RunStopped) -> str:
+    """Why the run stopped, in the command line's words where the library's are not."""
+    if isinstance(stopped, ModelStreamMissing):
+        said = f" (it said: {stopped.server_message})" if stopped.server_message else ""
+        return (
+            f"the run stopped without an answer: {run.agent.model.name} did not stream its "
+            f"answer{said}; the server may not stream this request: run again with --no-stream"
+        )
+    return f"the run stopped without an answer: {stopped}"
+
+
+def _not_kept(run: Run) -> str:
+    """A run that answered, but whose conversation another command changed meanwhile."""
+    session = run.session.session_id if run.session is not None else ""
+    return (
+        f"the answer above was not kept in conversation {session!r}: another run changed "
+        "the conversation while this one ran. Run the prompt again "
+        f"(--session {session}) to go on from the conversation as it is now"
+    )
 
 
 @dataclass(frozen=True)
@@ -235,12 +263,17 @@ def _nothing() -> None:
 
 
 def _report_answer(
-    run: Run, form: Form, display: RunDisplay | None, seconds: float, driven: Driven
+    run: Run,
+    form: Form,
+    display: RunDisplay | None,
+    seconds: float,
+    driven: Driven,
+    error: str | None = None,
 ) -> None:
     result = driven.result
     answer = _answer_text(run, result)
     if form == "json":
-        document = run_document(run, result, seconds)
+        document = run_document(run, result, seconds, error)
         if driven.resumed is not None:
             document["resumed"] = _resumed_document(driven.resumed)
         print(json.dumps(document, indent=2, ensure_ascii=False))
