@@ -147,3 +147,47 @@ def test_a_server_that_does_not_stream_is_told_to_run_with_no_stream(
         "--no-stream\n"
     )
     assert "stream=False" not in ran.stderr
+
+
+def test_max_tokens_bounds_every_request(server: FakeOpenAI, workdir: Path) -> None:
+    call = completion_body(None, [chat_call("call_1", "double", '{"number": 2}')])
+    server.reply(Reply(events=completion_chunks(call)))
+    server.reply(Reply(events=completion_chunks(completion_body("4."))))
+    ran = tooldeck(
+        workdir, "run", "Double 2.", "-t", "tools.py", *MODEL, "--base-url", server.url,
+        "--no-display", "--max-tokens", "50",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert [body["max_tokens"] for body in server.bodies] == [50, 50]
+
+
+def test_timeout_stops_a_run_that_takes_too_long(server: FakeOpenAI, workdir: Path) -> None:
+    held = completion_chunks(completion_body("A long story."))
+    server.reply(Reply(events=held, hold_after=1))
+    ran = tooldeck(
+        workdir, "run", "Tell me a story.", "-t", "tools.py", *MODEL, "--base-url", server.url,
+        "--no-display", "--timeout", "1.5",
+    )  # fmt: skip
+    assert ran.returncode == 1
+    assert ran.stdout == ""
+    assert "stop: max_duration_s" in ran.stderr
+    assert ran.stderr.endswith(
+        "tooldeck: error: the run stopped without an answer: it took longer than --timeout 1.5 s\n"
+    )
+    assert server.client_left.wait(30)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--timeout", "0", "must be a number of seconds above 0, got '0'"),
+        ("--timeout", "soon", "expected seconds, e.g. 90, got 'soon'"),
+        ("--max-tokens", "0", "must be at least 1, got 0"),
+    ],
+)
+def test_bounds_that_are_no_bounds_are_usage_errors(
+    workdir: Path, option: str, value: str, said: str
+) -> None:
+    refused = tooldeck(workdir, "run", "Hi.", "-t", "tools.py", option, value)
+    assert refused.returncode == 2
+    assert f"argument {option}: {said}" in refused.stderr

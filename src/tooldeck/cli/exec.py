@@ -25,7 +25,13 @@ from tooldeck.cli.approve import Approver
 from tooldeck.cli.args import EXIT_ANSWER, CliError
 from tooldeck.cli.display import Console, RunDisplay, Tally
 from tooldeck.cli.sessions import paused_prompt, waiting_calls
-from tooldeck.errors import CheckpointError, ModelStreamMissing, RunStopped, SessionConflict
+from tooldeck.errors import (
+    CheckpointError,
+    LimitExceeded,
+    ModelStreamMissing,
+    RunStopped,
+    SessionConflict,
+)
 from tooldeck.results import Checkpoint, RunResult, ToolTrace
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, FinalAnswer
@@ -113,6 +119,9 @@ def _why_stopped(run: Run, stopped: RunStopped) -> str:
             f"the run stopped without an answer: {run.agent.model.name} did not stream its "
             f"answer{said}; the server may not stream this request: run again with --no-stream"
         )
+    if isinstance(stopped, LimitExceeded) and stopped.limit == "max_duration_s":
+        bound = run.agent.limits.max_duration_s
+        return f"the run stopped without an answer: it took longer than --timeout {bound:g} s"
     return f"the run stopped without an answer: {stopped}"
 
 

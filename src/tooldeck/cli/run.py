@@ -22,6 +22,7 @@ from tooldeck.cli.args import (
     UsageError,
     did_you_mean,
     positive_int,
+    positive_seconds,
 )
 from tooldeck.cli.exec import Form, Run, execute
 from tooldeck.cli.load import exception_text, load_object, loaded_tools, raised_at
@@ -61,6 +62,18 @@ def agent_options() -> Parser:
         type=positive_int,
         default=10,
         help="rounds (model requests) at most (default 10)",
+    )
+    parent.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        metavar="N",
+        help="output tokens per model request at most (default: the model's own limit)",
+    )
+    parent.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="the run's time at most, waiting for your approval aside; the run stops at it",
     )
     parent.add_argument(
         "--tool-choice",
@@ -151,8 +164,8 @@ def prepare(args: argparse.Namespace, view: ToolView, prompt: str, output_type: 
         model,
         view,
         instructions=instructions,
-        settings=ModelSettings(tool_choice=args.tool_choice),
-        limits=Limits(max_rounds=args.max_rounds),
+        settings=ModelSettings(tool_choice=args.tool_choice, max_tokens=args.max_tokens),
+        limits=Limits(max_rounds=args.max_rounds, max_duration_s=args.timeout),
         on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
         include_error_details=args.error_details,
         output_type=output_type,
