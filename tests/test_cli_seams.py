@@ -191,3 +191,43 @@ def test_bounds_that_are_no_bounds_are_usage_errors(
     refused = tooldeck(workdir, "run", "Hi.", "-t", "tools.py", option, value)
     assert refused.returncode == 2
     assert f"argument {option}: {said}" in refused.stderr
+
+
+def test_a_prompt_runs_without_tools(server: FakeOpenAI, workdir: Path) -> None:
+    server.reply(Reply(events=completion_chunks(completion_body("Hello."))))
+    ran = tooldeck(workdir, "run", "Hi.", *MODEL, "--base-url", server.url, "--no-display")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "Hello.\n"
+    assert "tools" not in server.bodies[0]
+
+
+def test_a_typed_answer_without_tools(server: FakeOpenAI, workdir: Path) -> None:
+    server.reply(Reply(events=completion_chunks(completion_body('{"name": "Oslo"}'))))
+    ran = tooldeck(
+        workdir, "run", "Capital of Norway?", "--output-schema", "tools.py:City", *MODEL,
+        "--base-url", server.url, "--json",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["output"] == {"name": "Oslo"}
+    assert server.bodies[0]["response_format"]["type"] == "json_schema"
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (("--approve", "double"), "--approve 'double': there are no tools without -t/--tools"),
+        (("--toolset", "math"), "--toolset picks tools of --tools: give -t/--tools too"),
+        (("--tool-choice", "required"), "--tool-choice required needs tools to call"),
+        (
+            ("--tool-choice", "double"),
+            "--tool-choice 'double' is not auto, required, none or a tool (there are none "
+            "without -t)",
+        ),
+    ],
+)
+def test_options_about_tools_without_tools_are_usage_errors(
+    workdir: Path, options: tuple[str, ...], said: str
+) -> None:
+    refused = tooldeck(workdir, "run", "Hi.", *MODEL, "--base-url", "http://127.0.0.1:9", *options)
+    assert refused.returncode == 2
+    assert said in refused.stderr

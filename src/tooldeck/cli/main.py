@@ -1,13 +1,13 @@
 """The ``tooldeck`` command: run a prompt on tools, try the demo, list and serve tools.
 
-    tooldeck run ["PROMPT"] --tools MODULE[:ATTR]|FILE.py [--model MODEL] [--base-url URL]
+    tooldeck run ["PROMPT"] [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--base-url URL]
         [--api-key-env NAME] [--toolset NAME]... [--system TEXT | --instructions-file PATH]
         [--tool-choice auto|required|none|NAME] [--max-rounds N] [--max-tokens N]
         [--timeout SECONDS]
         [--on-limit raise|final-answer] [--error-details] [--approve TOOL]... [--yes]
         [--deps MODULE:FACTORY] [--output-schema MODULE:TYPE] [--json | --no-display]
         [--no-stream] [-c | --session ID] [--no-log] [-v]
-    tooldeck chat --tools MODULE[:ATTR]|FILE.py [the options of run] [-c | --session ID]
+    tooldeck chat [--tools MODULE[:ATTR]|FILE.py] [the options of run] [-c | --session ID]
     tooldeck demo ["PROMPT"] [--model MODEL]
     tooldeck tools MODULE[:ATTR]|FILE.py [--toolset NAME] [--json]
     tooldeck mcp serve MODULE[:ATTR]|FILE.py [--toolset NAME] [--http HOST:PORT]

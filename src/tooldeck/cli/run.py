@@ -46,7 +46,7 @@ def agent_options() -> Parser:
     """The options that build an agent, shared by ``run`` and ``chat`` (a parent parser)."""
     parent = Parser(add_help=False)
     parent.add_argument(
-        "-t", "--tools", required=True, metavar="MODULE[:ATTR]|FILE.py", help=TOOLS_HELP
+        "-t", "--tools", metavar="MODULE[:ATTR]|FILE.py", help=f"{TOOLS_HELP} (none: no tools)"
     )
     parent.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
     parent.add_argument("--no-log", action="store_true", help=NO_LOG_HELP)
@@ -150,7 +150,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def prepare(args: argparse.Namespace, view: ToolView, prompt: str, output_type: Any = None) -> Run:
     """The run the arguments describe on the tools of ``view``, every argument checked first."""
-    check_tools(args, view)
+    check_tools(args, view, output_type)
     instructions = _instructions(args)
     model = build_model(args.model, args.base_url, args.api_key_env)
     if output_type is not None and args.tool_choice == "none" and not model.native_output:
@@ -182,7 +182,7 @@ def prepare(args: argparse.Namespace, view: ToolView, prompt: str, output_type: 
     )
 
 
-def check_tools(args: argparse.Namespace, view: ToolView) -> None:
+def check_tools(args: argparse.Namespace, view: ToolView, output_type: Any = None) -> None:
     """Refuse what cannot run from here, and names that are no tool of ``view``."""
     external = [name for name, entry in view.dispatch.items() if entry.external]
     if external:
@@ -190,16 +190,22 @@ def check_tools(args: argparse.Namespace, view: ToolView) -> None:
             f"{args.tools!r} has external tools ({', '.join(map(repr, external))}): the "
             "application runs their calls, so tooldeck run cannot; leave them out (--toolset)"
         )
+    given = args.tools is not None
     for name in args.approve:
+        if not given:
+            raise UsageError(f"--approve {name!r}: there are no tools without -t/--tools")
         if name not in view.names:
             known = did_you_mean(name, view.names)
             raise UsageError(f"--approve {name!r} is no tool of {args.tools!r}{known}")
     choice = args.tool_choice
     if choice not in _CHOICES and choice not in view.names:
+        tools = f"a tool of {args.tools!r}" if given else "a tool (there are none without -t)"
         raise UsageError(
-            f"--tool-choice {choice!r} is not auto, required, none or a tool of {args.tools!r}"
+            f"--tool-choice {choice!r} is not auto, required, none or {tools}"
             + did_you_mean(choice, [*_CHOICES, *view.names])
         )
+    if choice == "required" and not view.names and output_type is None:
+        raise UsageError("--tool-choice required needs tools to call: give -t/--tools")
 
 
 def _instructions(args: argparse.Namespace) -> str:
