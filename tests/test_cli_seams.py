@@ -38,6 +38,21 @@ TOOLS = textwrap.dedent(
         return 2 * number
 
 
+    HELD = []
+
+
+    @tool
+    def lock() -> str:
+        """Hold the conversations' database locked until the command ends."""
+        import sqlite3
+
+        database = Path(os.environ["TOOLDECK_HOME"]) / "sessions.db"
+        held = sqlite3.connect(database, isolation_level=None)
+        held.execute("BEGIN EXCLUSIVE")
+        HELD.append(held)
+        return "locked"
+
+
     @tool
     async def meddle() -> str:
         """Write to conversation s1 from elsewhere, while the run runs."""
@@ -231,3 +246,37 @@ def test_options_about_tools_without_tools_are_usage_errors(
     refused = tooldeck(workdir, "run", "Hi.", *MODEL, "--base-url", "http://127.0.0.1:9", *options)
     assert refused.returncode == 2
     assert said in refused.stderr
+
+
+def test_an_answer_the_conversation_could_not_keep_is_shown_with_why(
+    server: FakeOpenAI, workdir: Path
+) -> None:
+    call = completion_body(None, [chat_call("call_1", "lock", "{}")])
+    server.reply(Reply(events=completion_chunks(call)))
+    server.reply(Reply(events=completion_chunks(completion_body("Locked."))))
+    ran = tooldeck(
+        workdir, "run", "Lock.", "-t", "tools.py", *MODEL, "--base-url", server.url,
+        "--session", "s1", "--no-display",
+    )  # fmt: skip
+    assert ran.returncode == 1
+    assert ran.stdout == "Locked.\n"
+    assert "tooldeck: error: the answer above was not kept in conversation 's1': " in ran.stderr
+    assert "locked" in ran.stderr.rsplit("tooldeck: error:", 1)[1]
+
+
+def test_chat_without_tools(server: FakeOpenAI, workdir: Path) -> None:
+    server.reply(Reply(events=completion_chunks(completion_body("Hello."))))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
+    chatted = subprocess.run(
+        [sys.executable, "-m", "tooldeck.cli", "chat", *MODEL, "--base-url", server.url],
+        input="Hi.\nexit\n",
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        env={**env, "TOOLDECK_HOME": str(workdir / "home")},
+        timeout=120,
+        check=False,
+    )
+    assert chatted.returncode == 0, chatted.stderr
+    assert "tooldeck chat on openai-chat:gpt-test with no tools;" in chatted.stdout
+    assert "answer: Hello." in chatted.stdout

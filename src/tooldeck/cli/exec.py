@@ -31,6 +31,7 @@ from tooldeck.errors import (
     ModelStreamMissing,
     RunStopped,
     SessionConflict,
+    SessionError,
 )
 from tooldeck.results import Checkpoint, RunResult, ToolTrace
 from tooldeck.run.agent import Agent
@@ -96,13 +97,13 @@ def execute(
         seconds = time.perf_counter() - started
         _report_stop(run, form, display, seconds, stopped)
         raise CliError(_why_stopped(run, stopped)) from stopped
-    except SessionConflict as conflict:
-        if conflict.result is None:
+    except SessionError as failed:
+        if failed.result is None:  # nothing was answered: the error says it all
             raise
-        message = _not_kept(run)
+        message = _not_kept(run, failed)
         seconds = time.perf_counter() - started
-        _report_answer(run, form, display, seconds, Driven(conflict.result), message)
-        raise CliError(message) from conflict
+        _report_answer(run, form, display, seconds, Driven(failed.result), message)
+        raise CliError(message) from failed
     except KeyboardInterrupt:
         _totals(run, display, time.perf_counter() - started, "interrupted", None)
         raise
@@ -125,9 +126,12 @@ def _why_stopped(run: Run, stopped: RunStopped) -> str:
     return f"the run stopped without an answer: {stopped}"
 
 
-def _not_kept(run: Run) -> str:
-    """A run that answered, but whose conversation another command changed meanwhile."""
+def _not_kept(run: Run, failed: SessionError) -> str:
+    """A run that answered, but whose conversation could not keep the answer: another
+    command changed it meanwhile, or its database failed."""
     session = run.session.session_id if run.session is not None else ""
+    if not isinstance(failed, SessionConflict):
+        return f"the answer above was not kept in conversation {session!r}: {failed}"
     return (
         f"the answer above was not kept in conversation {session!r}: another run changed "
         "the conversation while this one ran. Run the prompt again "
