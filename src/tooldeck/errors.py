@@ -241,6 +241,19 @@ class ModelRefused(ModelError):
         """The model's refusal text, when it wrote one."""
 
 
+class ModelStreamMissing(ModelError):
+    """A streaming request got no stream back: no chunks, or a whole body instead (a server
+    that cannot stream this request). Ask for whole turns instead: no ``deltas``, a model
+    made with ``stream=False`` (at the command line: ``--no-stream``)."""
+
+    docs = "streaming.md#streaming"
+
+    def __init__(self, message: str, server_message: str = "", result: Any = None) -> None:
+        super().__init__(message, result)
+        self.server_message = server_message
+        """What the server said instead of streaming, when it said anything ('' if not)."""
+
+
 class ModelOutputTruncated(ModelError):
     """The response stopped at the token limit (``max_tokens``) before it was complete."""
 

@@ -18,6 +18,7 @@ from typing import Any
 from tooldeck.cli.args import EXIT_ANSWER, EXIT_STATUSES, CliError, Parser
 from tooldeck.cli.display import Console, call_text
 from tooldeck.cli.exec import Run, execute
+from tooldeck.cli.load import loaded_tools
 from tooldeck.cli.run import agent_options, prepare
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import session_options
@@ -44,10 +45,17 @@ def add_chat_parser(commands: Any, parents: list[Parser]) -> None:
 
 def chat_command(args: argparse.Namespace) -> int:
     """Run ``tooldeck chat``: prompts read from the terminal, turn after turn; the exit status."""
-    run = prepare(args, "")
+    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as view:
+        run = prepare(args, view, "")
+        with logging_runs(run.agent, args.no_log):
+            return _converse(run, runner)
+
+
+def _converse(run: Run, runner: asyncio.Runner) -> int:
+    """Prompts read from the terminal, each run in turn, until Ctrl-D or 'exit'."""
     console = Console()
     session = run.session.session_id if run.session is not None else ""
-    tools = ", ".join(run.agent.tools.names)
+    tools = ", ".join(run.agent.tools.names) or "no tools"
     console.line(
         f"tooldeck chat on {run.agent.model.name} with {tools}; conversation {session} "
         f"(tooldeck run --session {session} goes on with it). Ctrl-D or 'exit' leaves.",
@@ -55,17 +63,16 @@ def chat_command(args: argparse.Namespace) -> int:
     )
     _line_editing()
     read = TerminalReader()
-    with logging_runs(run.agent, args.no_log), asyncio.Runner() as runner:
-        while True:
-            try:
-                prompt = read("> ")
-            except EOFError:  # Ctrl-D
-                console.line("")
-                return EXIT_ANSWER
-            if prompt.strip() in _LEAVE:
-                return EXIT_ANSWER
-            if prompt.strip():
-                _turn(replace(run, prompt=prompt, tally=Tally()), console, runner)
+    while True:
+        try:
+            prompt = read("> ")
+        except EOFError:  # Ctrl-D
+            console.line("")
+            return EXIT_ANSWER
+        if prompt.strip() in _LEAVE:
+            return EXIT_ANSWER
+        if prompt.strip():
+            _turn(replace(run, prompt=prompt, tally=Tally()), console, runner)
 
 
 def _turn(run: Run, console: Console, runner: asyncio.Runner) -> None:

@@ -1,19 +1,22 @@
 """The ``tooldeck`` command: run a prompt on tools, try the demo, list and serve tools.
 
-    tooldeck run ["PROMPT"] --tools MODULE[:ATTR]|FILE.py [--model MODEL] [--base-url URL]
+    tooldeck run ["PROMPT"] [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--base-url URL]
         [--api-key-env NAME] [--toolset NAME]... [--system TEXT | --instructions-file PATH]
-        [--tool-choice auto|required|none|NAME] [--max-rounds N]
+        [--tool-choice auto|required|none|NAME] [--max-rounds N] [--max-tokens N]
+        [--timeout SECONDS]
         [--on-limit raise|final-answer] [--error-details] [--approve TOOL]... [--yes]
         [--deps MODULE:FACTORY] [--output-schema MODULE:TYPE]
         [--output-mode auto|native|tool|prompted] [--json | --no-display]
         [--no-stream] [-c | --session ID] [--no-log] [-v]
-    tooldeck chat --tools MODULE[:ATTR]|FILE.py [the options of run] [-c | --session ID]
+    tooldeck chat [--tools MODULE[:ATTR]|FILE.py] [the options of run] [-c | --session ID]
     tooldeck demo ["PROMPT"] [--model MODEL]
     tooldeck tools MODULE[:ATTR]|FILE.py [--toolset NAME] [--json]
     tooldeck mcp serve MODULE[:ATTR]|FILE.py [--toolset NAME] [--http HOST:PORT]
         [--allow-approval-tools] [--include-error-details] [--name NAME]
     tooldeck logs [-n N] [--tool NAME] [--errors] [--session ID] [--json]
     tooldeck logs show RUN_ID | tooldeck logs path
+    tooldeck sessions list [-n N] [--json] | tooldeck sessions discard ID |
+        tooldeck sessions clear ID
     tooldeck web [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--host HOST] [--port N]
     tooldeck eval SUITE... [--model M [--base-url URL]]... [--limit N] [--jobs N]
         [--out FILE] [--resume] [--compare FILE]... [--json] [--report FILE.html]
@@ -58,6 +61,7 @@ from tooldeck.cli.logs import add_logs_parser
 from tooldeck.cli.model import build_model
 from tooldeck.cli.run import NO_LOG_HELP, TOOLS_HELP, add_run_parser
 from tooldeck.cli.runlog import logging_runs
+from tooldeck.cli.sessions import add_sessions_parser
 from tooldeck.cli.web import add_web_parser
 from tooldeck.errors import ToolDeckError
 from tooldeck.tools.registry import ToolEntry
@@ -117,6 +121,7 @@ def _parser() -> Parser:
     tools.set_defaults(handler=_tools)
     _add_mcp_parser(commands, verbose)
     add_logs_parser(commands, [verbose])
+    add_sessions_parser(commands, [verbose])
     add_web_parser(commands, [verbose, model])
     add_eval_parser(commands, [verbose])
     for name in ("run", "chat", "demo", "tools"):

@@ -72,7 +72,18 @@ def request_settings(
 
     A forced tool choice applies to the first request only. A typed answer asked for with a
     final_answer tool needs a tool call in every turn; a native one sends its schema.
+
+    Raises:
+        ValueError: ``tool_choice="none"`` with a typed answer asked for by the
+            final_answer tool: the model could never give it.
     """
+    if plan is not None and plan.mode == "tool" and settings.tool_choice == "none":
+        raise ValueError(
+            "tool_choice='none' with output_type can never answer: the typed answer is asked "
+            "for with the final_answer tool, which tool_choice='none' forbids the model to "
+            "call. Leave tool_choice 'auto' (tools the model need not call), or use a model "
+            "with structured output (output_mode='native')"
+        )
     first = settings
     later = settings.with_tool_choice("auto") if settings.forces_a_call else settings
     last = settings.with_tool_choice("none")

@@ -19,7 +19,7 @@ from typing import Any
 
 from tooldeck.errors import ToolDeckError
 from tooldeck.tools.function import FunctionTool
-from tooldeck.tools.registry import ToolRegistry, ToolView
+from tooldeck.tools.registry import ToolRegistry, Toolset, ToolView
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -34,16 +34,21 @@ class TargetUsageError(TargetError):
 
 
 def tool_registry(target: str) -> ToolRegistry:
-    """The tools named by ``target``: a module's own @tool functions (or those in its
-    ``__all__``), or the ToolRegistry, list or tool that ``:attr`` names."""
+    """The tools named by ``target``: a module's own @tool functions and Toolsets (or those
+    in its ``__all__``), or the ToolRegistry, list, tool or Toolset that ``:attr`` names.
+
+    A Toolset's tools (an MCP server's) are not loaded here: ``await
+    registry.load_view()`` connects and lists them.
+    """
     module, attribute = import_target(target)
     if attribute:
         return _as_registry(_attribute(module, attribute, target), target)
-    found = module_tools(module)
+    found: list[FunctionTool[..., Any] | Toolset] = [*module_tools(module)]
+    found += module_toolsets(module)
     if not found:
         raise TargetError(
             f"{target!r} defines no tools; decorate functions with @tool, or name a "
-            "ToolRegistry or list of tools: module:attr"
+            "ToolRegistry, a Toolset or a list of tools: module:attr"
         )
     return ToolRegistry(dict.fromkeys(found))
 
@@ -59,6 +64,14 @@ def module_tools(module: ModuleType) -> list[FunctionTool[..., Any]]:
         for value in vars(module).values()
         if isinstance(value, FunctionTool) and not _imported(value, module)
     ]
+
+
+def module_toolsets(module: ModuleType) -> list[Toolset]:
+    """The Toolsets (MCP servers...) a module holds: those named in its ``__all__``, else
+    every one it holds as a variable."""
+    names = vars(module).get("__all__")
+    values = [vars(module).get(n) for n in names] if names is not None else vars(module).values()
+    return list(dict.fromkeys(value for value in values if isinstance(value, Toolset)))
 
 
 def _imported(tool: FunctionTool[..., Any], module: ModuleType) -> bool:
@@ -181,11 +194,11 @@ def _as_registry(value: Any, target: str) -> ToolRegistry:
         return value
     if isinstance(value, ToolView):
         return ToolRegistry(value.dispatch.values())
-    if isinstance(value, FunctionTool):
+    if isinstance(value, FunctionTool | Toolset):
         return ToolRegistry([value])
     if isinstance(value, list | tuple):
         return ToolRegistry(value)
     raise TargetError(
-        f"{target!r} is a {type(value).__name__}; expected a ToolRegistry, a list of tools "
-        "or a tool"
+        f"{target!r} is a {type(value).__name__}; expected a ToolRegistry, a list of tools, "
+        "a tool or a Toolset"
     )
