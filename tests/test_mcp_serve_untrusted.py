@@ -174,3 +174,20 @@ async def test_tooldecks_client_shows_a_tooldeck_servers_failure_with_one_prefix
         "tool_error",
         "tool_timeout",
     ]
+
+
+async def test_an_answer_the_client_cannot_read_fails_its_call_instead_of_hanging() -> None:
+    import asyncio
+
+    from tooldeck.tools.mcp import MCPCallFailed, MCPToolset
+
+    server = ROOT / "tests" / "mcp_fixtures" / "hostile_server.py"
+    toolset = MCPToolset.stdio(sys.executable, [str(server)], connect_timeout=SLOW)
+    async with toolset:
+        for name in ("surrogate", "deep"):
+            with pytest.raises(MCPCallFailed) as failed:
+                await asyncio.wait_for(toolset.call(name, {}), SLOW)
+            assert "with a message that is not valid JSON-RPC" in str(failed.value)
+        said = await asyncio.wait_for(toolset.call("chatty", {}), SLOW)  # reconnected
+
+    assert said == "said"  # a line of other output is no answer: it ends nothing
