@@ -220,3 +220,23 @@ def test_every_line_with_an_id_and_a_method_is_passed_on_or_answered(data: st.Da
     for out in (screened.message, screened.answer):
         if out is not None:  # what goes on can be written back: no lone surrogate left in it
             out.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+def test_ctrl_c_stops_the_server_while_the_client_keeps_stdin_open() -> None:
+    import signal
+
+    command = [sys.executable, "-m", "tooldeck.cli", "mcp", "serve", "examples.mcp_server:registry"]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdin.write((_request(1, "tools/list", {}) + "\n").encode())
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1  # serving, stdin still open
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=SLOW) == 130
+    finally:
+        process.kill()
+        process.wait(timeout=SLOW)
