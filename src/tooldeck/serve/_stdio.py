@@ -60,7 +60,9 @@ async def _read(
                 await answers.send(SessionMessage(screened.answer))
 
 
-def _pump(wire: io.TextIOWrapper, lines: MemoryObjectSendStream[str], token: Any) -> None:
+def _pump(
+    wire: io.TextIOWrapper, lines: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken
+) -> None:
     """Read the client's lines in a daemon thread: stopped (Ctrl-C) while the client keeps
     stdin open, the server exits instead of waiting for a line that never comes."""
     with contextlib.suppress(RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -71,7 +73,10 @@ def _pump(wire: io.TextIOWrapper, lines: MemoryObjectSendStream[str], token: Any
             anyio.from_thread.run_sync(lines.close, token=token)
 
 
-async def _write(wire: io.TextIOWrapper, to_write: Any) -> None:
+async def _write(
+    wire: io.TextIOWrapper, to_write: MemoryObjectReceiveStream[SessionMessage]
+) -> None:
+    """Write each message the server sends (and each answer of the screen) as one line."""
     out = anyio.wrap_file(wire)
     async with to_write:
         async for sent in to_write:
