@@ -13,8 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _mcp import ROOT, SLOW
+from _mutations import mutated, mutated_text
 
 
 def _nested(levels: int) -> Any:
@@ -174,3 +177,66 @@ async def test_tooldecks_client_shows_a_tooldeck_servers_failure_with_one_prefix
         "tool_error",
         "tool_timeout",
     ]
+
+
+async def test_an_answer_the_client_cannot_read_fails_its_call_instead_of_hanging() -> None:
+    import asyncio
+
+    from tooldeck.tools.mcp import MCPCallFailed, MCPToolset
+
+    server = ROOT / "tests" / "mcp_fixtures" / "hostile_server.py"
+    toolset = MCPToolset.stdio(sys.executable, [str(server)], connect_timeout=SLOW)
+    async with toolset:
+        for name in ("surrogate", "deep"):
+            with pytest.raises(MCPCallFailed) as failed:
+                await asyncio.wait_for(toolset.call(name, {}), SLOW)
+            assert "with a message that is not valid JSON-RPC" in str(failed.value)
+        said = await asyncio.wait_for(toolset.call("chatty", {}), SLOW)  # reconnected
+
+    assert said == "said"  # a line of other output is no answer: it ends nothing
+
+
+_REQUEST = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": _add({"a": 1, "b": 2})}
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.data())
+def test_every_line_with_an_id_and_a_method_is_passed_on_or_answered(data: st.DataObject) -> None:
+    from tooldeck.serve._screen import screen
+
+    if data.draw(st.booleans()):
+        line = json.dumps(data.draw(mutated(_REQUEST)), ensure_ascii=data.draw(st.booleans()))
+    else:
+        line = data.draw(mutated_text(json.dumps(_REQUEST)))
+
+    screened = screen(line)
+
+    try:
+        sent = json.loads(line)
+    except (ValueError, RecursionError):
+        sent = None
+    if isinstance(sent, dict) and "id" in sent and "method" in sent:
+        assert (screened.message is None) != (screened.answer is None)
+    for out in (screened.message, screened.answer):
+        if out is not None:  # what goes on can be written back: no lone surrogate left in it
+            out.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+def test_ctrl_c_stops_the_server_while_the_client_keeps_stdin_open() -> None:
+    import signal
+
+    command = [sys.executable, "-m", "tooldeck.cli", "mcp", "serve", "examples.mcp_server:registry"]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdin.write((_request(1, "tools/list", {}) + "\n").encode())
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1  # serving, stdin still open
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=SLOW) == 130
+    finally:
+        process.kill()
+        process.wait(timeout=SLOW)

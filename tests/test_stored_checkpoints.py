@@ -89,3 +89,16 @@ def test_a_traced_error_without_its_type_and_message_is_refused() -> None:
 
     assert str(refused.value).startswith("the checkpoint is broken: trace.0.error")
     assert 'Value error, expected {"type": <text>, "message": <text>}' in str(refused.value)
+
+
+def test_traces_of_agent_tools_nested_hundreds_deep_are_a_checkpoint_error() -> None:
+    _, checkpoint = paused_run()
+    data = json.loads(checkpoint.to_json())
+    first = data["trace"][0]
+    trace = {"call": first["call"], "result": first["result"], "duration_s": 1}
+    for _ in range(400):
+        trace = {**trace, "inner_trace": [trace]}
+    data["trace"][0]["inner_trace"] = [trace]
+
+    with pytest.raises(CheckpointError, match="the checkpoint is broken: it nests deeper"):
+        Checkpoint.from_json(json.dumps(data))

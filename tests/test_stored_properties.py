@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from _mutations import mutated, mutated_text
+from _stores import Store, execute
 from helpers import answer, call, calls
 from test_pause_resume import agent_for, paused_run
 from tooldeck import AssistantOutput, Checkpoint, Message, Reject, ScriptedModel
@@ -309,3 +310,64 @@ def test_the_unchanged_checkpoints_resume() -> None:
     agent = agent_for(ScriptedModel([answer("ok")]))
     result = agent.resume_sync(_CHECKPOINT.to_json(), _rejections(_CHECKPOINT))
     assert result.output == "ok"
+
+
+_PG_SETTINGS = settings(PROPERTY, max_examples=40)
+
+
+@_PG_SETTINGS
+@given(data=st.data())
+async def test_a_changed_turn_body_loads_as_stored_or_is_a_session_error_in_both_stores(
+    store: Store, data: st.DataObject
+) -> None:
+    from tooldeck.sessions import turn_cache
+
+    session_id = uuid.uuid4().hex
+    writer = store.session(session_id)
+    turns = [(Message.user("one"),), _CHECKPOINT.messages, (Message.user("three"),)]
+    for after, messages in enumerate(turns):
+        await writer.append(StoredRun(f"run-{after}", messages), after=after)
+    await writer.append(StoredRun("run-paused", checkpoint=_CHECKPOINT), after=3)
+    await writer.aclose()  # a PostgreSQL session holds a pool: one at a time
+    seq = data.draw(st.integers(1, 4))
+    ((body,),) = execute(
+        store,
+        "SELECT body FROM tooldeck_session_log WHERE session_id = ? AND seq = ?",
+        (session_id, seq),
+    )
+    way = data.draw(st.sampled_from(["json", "text", "null"]))
+    changed = None if way == "null" else _body_change(data.draw, body, way)
+    try:
+        execute(
+            store,
+            "UPDATE tooldeck_session_log SET body = ? WHERE session_id = ? AND seq = ?",
+            (changed, session_id, seq),
+        )
+    except Exception:
+        return
+    turn_cache.clear()
+    rows = execute(
+        store,
+        "SELECT kind, body FROM tooldeck_session_log WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    )
+    try:
+        expected: Any = _expected_from(rows)
+    except Exception:
+        expected = None
+    reader = store.session(session_id)
+    try:
+        history = await reader.load()
+    except SessionError:
+        assert expected is None, "a session that reads by other means was refused"
+        return
+    finally:
+        await reader.aclose()
+    assert expected is not None, "a row that does not read was loaded without a word"
+    assert (history.messages, history.pending) == expected
+
+
+def _expected_from(rows: list[tuple[Any, ...]]) -> tuple[tuple[Message, ...], Checkpoint | None]:
+    messages = [m for kind, body in rows if kind == "turn" for m in _MESSAGES.validate_json(body)]
+    head_kind, head_body = rows[-1]
+    return tuple(messages), Checkpoint.from_json(head_body) if head_kind == "paused" else None

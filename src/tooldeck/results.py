@@ -329,6 +329,10 @@ class Checkpoint(BaseModel):
                 for e in error.errors()[:5]
             )
             raise CheckpointError(f"the checkpoint is broken: {problems}") from None
+        except RecursionError:  # traces of agent tools inside agent tools, hundreds deep
+            raise CheckpointError(
+                "the checkpoint is broken: it nests deeper than any run makes it"
+            ) from None
         try:  # what is read must be writable again: signed, stored with a session, paused
             checkpoint.to_json()
         except (ValueError, RecursionError) as error:
