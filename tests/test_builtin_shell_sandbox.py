@@ -228,6 +228,11 @@ def test_a_bwrap_that_cannot_start_a_sandbox_is_refused_with_its_reason(
     assert "sandbox" not in shell_tool(project, sandbox="auto").description
 
 
-def test_an_unknown_sandbox_mode_is_refused(project: Path) -> None:
+def test_an_unknown_sandbox_mode_and_a_string_of_names_are_refused(project: Path) -> None:
     with pytest.raises(ValueError, match="sandbox must be 'auto', 'bubblewrap' or 'none'"):
         shell_tool(project, sandbox="docker")  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as raised:
+        shell_tool(project, pass_env="GIT_DIR")
+    assert str(raised.value) == (
+        "pass_env must be a list of variable names, got the string 'GIT_DIR'"
+    )
