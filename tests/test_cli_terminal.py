@@ -340,3 +340,16 @@ def test_a_call_over_a_second_reads_in_seconds_and_totals_after_ctrl_c_start_a_l
     assert status == 130, shown
     assert re.search(r"← copied  \(1\.\d s\)\n", shown), shown
     assert re.search(r"\^C\n\d+\.\d\d s total, .*; stop: interrupted\n", shown), shown
+
+
+def test_ctrl_d_at_the_question_leaves_it_unanswered_as_ctrl_c_does(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    asks_to_delete(model_server)
+    terminal = at_terminal(model_server, workdir, *command("run", "Delete a.txt."))
+    terminal.expect(QUESTION)
+    terminal.send("\x04")
+    status, shown = terminal.finish()
+    assert status == 130, shown
+    assert "Traceback" not in shown
+    assert shown.rstrip().endswith("stop: interrupted\ntooldeck: interrupted"), shown
