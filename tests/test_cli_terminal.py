@@ -227,7 +227,7 @@ def test_chat_ctrl_c_during_a_tool_in_a_thread_says_it_may_still_complete(
     model_server: FakeOpenAI, workdir: Path
 ) -> None:
     target = workdir / "copy.txt"
-    arguments = json.dumps({"seconds": 3, "target": str(target)})
+    arguments = json.dumps({"seconds": 5, "target": str(target)})
     call = chat_call("call_1", "slow_copy", arguments)
     model_server.reply(Reply(events=completion_chunks(completion_body(None, [call]))))
     answers(model_server, "Hello.")
@@ -240,7 +240,7 @@ def test_chat_ctrl_c_during_a_tool_in_a_thread_says_it_may_still_complete(
     interrupted = terminal.expect("> ", after=shown.index("(interrupted: "))
     line = interrupted[interrupted.index("(interrupted: ") :].splitlines()[0]
     assert line == (
-        f"(interrupted: this turn is not kept in the conversation, but slow_copy(seconds=3, "
+        f"(interrupted: this turn is not kept in the conversation, but slow_copy(seconds=5, "
         f'target="{target}") runs in a thread, which cannot be stopped: it may still finish, '
         "and do what it does)"
     )
