@@ -227,7 +227,7 @@ def test_chat_ctrl_c_during_a_tool_in_a_thread_says_it_may_still_complete(
     model_server: FakeOpenAI, workdir: Path
 ) -> None:
     target = workdir / "copy.txt"
-    arguments = json.dumps({"seconds": 3, "target": str(target)})
+    arguments = json.dumps({"seconds": 5, "target": str(target)})
     call = chat_call("call_1", "slow_copy", arguments)
     model_server.reply(Reply(events=completion_chunks(completion_body(None, [call]))))
     answers(model_server, "Hello.")
@@ -240,7 +240,7 @@ def test_chat_ctrl_c_during_a_tool_in_a_thread_says_it_may_still_complete(
     interrupted = terminal.expect("> ", after=shown.index("(interrupted: "))
     line = interrupted[interrupted.index("(interrupted: ") :].splitlines()[0]
     assert line == (
-        f"(interrupted: this turn is not kept in the conversation, but slow_copy(seconds=3, "
+        f"(interrupted: this turn is not kept in the conversation, but slow_copy(seconds=5, "
         f'target="{target}") runs in a thread, which cannot be stopped: it may still finish, '
         "and do what it does)"
     )
@@ -340,3 +340,16 @@ def test_a_call_over_a_second_reads_in_seconds_and_totals_after_ctrl_c_start_a_l
     assert status == 130, shown
     assert re.search(r"← copied  \(1\.\d s\)\n", shown), shown
     assert re.search(r"\^C\n\d+\.\d\d s total, .*; stop: interrupted\n", shown), shown
+
+
+def test_ctrl_d_at_the_question_leaves_it_unanswered_as_ctrl_c_does(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    asks_to_delete(model_server)
+    terminal = at_terminal(model_server, workdir, *command("run", "Delete a.txt."))
+    terminal.expect(QUESTION)
+    terminal.send("\x04")
+    status, shown = terminal.finish()
+    assert status == 130, shown
+    assert "Traceback" not in shown
+    assert shown.rstrip().endswith("stop: interrupted\ntooldeck: interrupted"), shown

@@ -2,6 +2,7 @@
 
     approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit
 
+Ctrl-C or Ctrl-D leaves the question unanswered (KeyboardInterrupt: the run keeps waiting).
 ``n`` may carry why (``n too expensive``): the model reads it in the rejection. An edit is
 checked against the tool's schema before it is accepted; one that does not fit is refused
 with the problems, and the question is asked again.
@@ -87,7 +88,11 @@ class Approver:
         self.unanswered = waiting
         while True:
             question = f"approve {inside}{call_text(call)}? {_CHOICES} "
-            decision = self._answer(waiting, self._read(question).strip())
+            try:
+                answer = self._read(question)
+            except EOFError:  # Ctrl-D: the question is left unanswered, as with Ctrl-C
+                raise KeyboardInterrupt from None
+            decision = self._answer(waiting, answer.strip())
             if decision is not None:
                 self.unanswered = None
                 return decision

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import traceback
 from collections.abc import Sequence
@@ -204,6 +205,7 @@ def _mcp_serve(args: argparse.Namespace) -> int:
         from tooldeck.serve.mcp import serve_tools
     except ImportError as error:
         raise CliError(str(error)) from error
+    _log_tool_failures(args.verbose)
     serve_tools(
         view,
         name=args.name or _module_name(args.module),
@@ -212,6 +214,28 @@ def _mcp_serve(args: argparse.Namespace) -> int:
         include_error_details=args.include_error_details,
     )
     return 0
+
+
+class _OneLine(logging.Formatter):
+    """A served tool's failure as one line: no traceback, and not the exception's text
+    (which may hold what clients are not told), unless ``-v``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        error = record.exc_info[1] if record.exc_info else None
+        raised = f": {type(error).__name__}" if error is not None else ""
+        shown = "its exception and traceback" if error is not None else "more"
+        return f"tooldeck mcp serve: {record.getMessage()}{raised} (-v shows {shown})"
+
+
+def _log_tool_failures(verbose: bool) -> None:
+    """Where ``tooldeck mcp serve`` reports a tool that raised: stderr, one line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("tooldeck mcp serve: %(message)s") if verbose else _OneLine()
+    )
+    served = logging.getLogger("tooldeck.serve.mcp")
+    served.addHandler(handler)
+    served.propagate = False  # the MCP SDK's own handler would show it again
 
 
 def _module_name(target: str) -> str:

@@ -5,8 +5,9 @@ goes through tooldeck's own call runner: the same validation, timeout and error 
 an agent run, with ``RunContext.call_id`` set to the MCP request's id. A failure answers
 with ``isError`` and the observation text a model would read. Tools that need a person's
 approval are served only when allowed (an MCP client cannot be trusted to ask one);
-external tools never. A tool's exception is logged (logger ``tooldeck.serve.mcp``) with its
-traceback. Needs the ``mcp`` extra: ``pip install 'tooldeck[mcp]'``.
+external tools never. A tool's exception is logged (logger ``tooldeck.serve.mcp``, level
+WARNING) with its traceback; ``tooldeck mcp serve`` shows it as one line (``-v``: whole).
+Needs the ``mcp`` extra: ``pip install 'tooldeck[mcp]'``.
 """
 
 from __future__ import annotations
@@ -173,7 +174,10 @@ class _CallRunner:
         round_ = CallRound(self._view, RunPolicy(_ONE_CALL), self._options, self._deps, 0, "")
         trace = await answer_call(call, round_)
         if trace.error is not None and not isinstance(trace.error, InvalidArguments):
-            logger.error("tool %r failed (MCP request %s)", name, request_id, exc_info=trace.error)
+            # the tool's failure, answered to the client: the server itself goes on
+            logger.warning(
+                "tool %r failed (MCP request %s)", name, request_id, exc_info=trace.error
+            )
         return trace.result
 
 
