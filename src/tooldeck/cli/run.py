@@ -58,24 +58,7 @@ def agent_options() -> Parser:
     system.add_argument(
         "--instructions-file", metavar="PATH", help="read the system prompt from a file"
     )
-    parent.add_argument(
-        "--max-rounds",
-        type=positive_int,
-        default=10,
-        help="rounds (model requests) at most (default 10)",
-    )
-    parent.add_argument(
-        "--max-tokens",
-        type=positive_int,
-        metavar="N",
-        help="output tokens per model request at most (default: the model's own limit)",
-    )
-    parent.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        metavar="SECONDS",
-        help="the run's time at most, waiting for your approval aside; the run stops at it",
-    )
+    _bounds(parent)
     parent.add_argument(
         "--tool-choice",
         default="auto",
@@ -107,6 +90,28 @@ def agent_options() -> Parser:
         "--no-stream", action="store_true", help="do not stream: show each model turn whole"
     )
     return parent
+
+
+def _bounds(parent: Parser) -> None:
+    """The options that bound a run: its rounds, each request's tokens, its time."""
+    parent.add_argument(
+        "--max-rounds",
+        type=positive_int,
+        default=10,
+        help="rounds (model requests) at most (default 10)",
+    )
+    parent.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        metavar="N",
+        help="output tokens per model request at most (default: the model's own limit)",
+    )
+    parent.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="the run's time at most, waiting for your approval aside; the run stops at it",
+    )
 
 
 def add_run_parser(commands: Any, parents: list[Parser]) -> None:
