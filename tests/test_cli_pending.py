@@ -125,9 +125,7 @@ def test_the_question_comes_first_and_the_display_says_which_prompt_runs(
     status, shown = terminal.finish()
     assert status == 0, shown
     after = shown[len(before) :]
-    assert after.index("answer to 'Delete a.txt.': Deleted a.txt.") < after.index(
-        "user: Anything else?"
-    )
+    assert after.index("answer: Deleted a.txt.") < after.index("user: Anything else?")
     assert "answer: Nothing else to do." in after
     assert conversation(server.bodies[1])[-1] == ("user", "Anything else?")
 

@@ -333,17 +333,13 @@ def _report_stop(
 
 
 def _totals(
-    run: Run,
-    display: RunDisplay | None,
-    seconds: float,
-    stop_reason: str,
-    result: RunResult[Any] | None,
+    run: Run, display: RunDisplay | None, seconds: float, stop: str, result: RunResult[Any] | None
 ) -> None:
     """The totals line: on the display, else on stderr (stdout holds only the answer)."""
     if display is not None:
-        display.totals(seconds, *run.tally.spent(result), stop_text(stop_reason, result))
+        display.totals(seconds, *run.tally.spent(result), stop_text(stop, result))
     else:
-        print(run.tally.line(seconds, stop_reason, result), file=sys.stderr, flush=True)
+        print(run.tally.line(seconds, stop, result), file=sys.stderr, flush=True)
 
 
 def _answer_text(run: Run, result: RunResult[Any]) -> str:
