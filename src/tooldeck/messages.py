@@ -71,6 +71,10 @@ class Usage(BaseModel):
     """Tokens the model generated."""
     requests: int = 0
     """Model calls made."""
+    cost_usd: float | None = None
+    """US dollars spent, when the price is known (``tooldeck.models.prices``): None means
+    unknown, never a guess. A sum is unknown when one of its parts is (an empty ``Usage()``,
+    no tokens and no requests, adds as nothing)."""
 
     @property
     def total_tokens(self) -> int:
@@ -81,7 +85,23 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
+            cost_usd=_summed_cost(self, other),
         )
+
+    @property
+    def is_empty(self) -> bool:
+        """No tokens, no requests and no cost: the zero of ``+``."""
+        return not (self.input_tokens or self.output_tokens or self.requests or self.cost_usd)
+
+
+def _summed_cost(first: Usage, second: Usage) -> float | None:
+    if first.is_empty:
+        return second.cost_usd
+    if second.is_empty:
+        return first.cost_usd
+    if first.cost_usd is None or second.cost_usd is None:
+        return None
+    return first.cost_usd + second.cost_usd
 
 
 class ToolCall(BaseModel):

@@ -193,7 +193,10 @@ class Tally:
             self.model_s += self.last_turn_s
             usage = event.output.usage or Usage()
             self.usage += Usage(
-                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                requests=1,
+                cost_usd=usage.cost_usd,
             )
         elif isinstance(event, ToolCallFinished):
             self.calls += 1
@@ -319,12 +322,20 @@ class RunDisplay:
 
 def totals_line(seconds: float, model_s: float, usage: Usage, calls: int, stop: str) -> str:
     """``3.37 s total, 3.36 s in the model; 2 model turns, 1 tool call, 834 input / 46
-    output tokens; stop: answer``."""
+    output tokens, $0.0021; stop: answer`` (the cost when it is known and not zero)."""
+    cost = usage.cost_usd
+    spent = f", {dollars(cost)}" if cost else ""
     return (
         f"{seconds:.2f} s total, {model_s:.2f} s in the model; "
         f"{_count(usage.requests, 'model turn')}, {_count(calls, 'tool call')}, "
-        f"{usage.input_tokens} input / {usage.output_tokens} output tokens; stop: {stop}"
+        f"{usage.input_tokens} input / {usage.output_tokens} output tokens{spent}; stop: {stop}"
     )
+
+
+def dollars(cost: float) -> str:
+    """``$0.0021``: US dollars to six decimals at most, without trailing zeros."""
+    text = f"{cost:.6f}".rstrip("0").rstrip(".")
+    return f"${text}"
 
 
 def raised_by_tool(trace: ToolTrace) -> BaseException | None:

@@ -8,6 +8,14 @@ May import: ``tooldeck.errors``, ``tooldeck.messages``, ``tooldeck._untrusted``.
 """
 
 from tooldeck.models.base import Model, ModelSettings, ToolChoice
+from tooldeck.models.prices import ModelPrices
 from tooldeck.models.scripted import RecordedRequest, ScriptedModel
 
-__all__ = ["Model", "ModelSettings", "RecordedRequest", "ScriptedModel", "ToolChoice"]
+__all__ = [
+    "Model",
+    "ModelPrices",
+    "ModelSettings",
+    "RecordedRequest",
+    "ScriptedModel",
+    "ToolChoice",
+]

@@ -219,6 +219,8 @@ def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         requests=usage.requests,
+        cost_usd=usage.cost_usd or 0.0,
+        cost_known=usage.cost_usd is not None,
         summary=checkpoint.history_summary,
     )
     calls = checkpoint.messages[-1].tool_calls

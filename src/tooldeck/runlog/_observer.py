@@ -119,6 +119,7 @@ def _put_turn(
             settings,
             output.content,
             len(output.tool_calls),
+            -1.0 if usage is None or usage.cost_usd is None else usage.cost_usd,
         )
     )
 
@@ -180,10 +181,11 @@ def _put_end(
             usage.input_tokens,
             usage.output_tokens,
             usage.requests,
+            -1.0 if usage.cost_usd is None else usage.cost_usd,
         )
     )
 
 
 def _put_stop(put: Put, run_id: str, started: float, reason: str, error: str | None) -> None:
     now = time.time()
-    put((END, run_id, now, now - started, reason, None, error, None, None, None))
+    put((END, run_id, now, now - started, reason, None, error, None, None, None, None))

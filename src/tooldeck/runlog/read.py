@@ -27,6 +27,8 @@ class LoggedTurn:
     content: str
     tool_calls: int
     """How many calls the model asked for in this turn."""
+    cost_usd: float | None = None
+    """US dollars this response cost; None when unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,8 @@ class LoggedRun:
     tool_calls: int
     failed_calls: int
     """Calls with an error code (a person's rejection is not a failure)."""
+    cost_usd: float | None
+    """US dollars the run's model responses cost; None when unknown."""
     turns: tuple[LoggedTurn, ...] = ()
     calls: tuple[LoggedCall, ...] = ()
 
@@ -112,7 +116,8 @@ _RUN_COLUMNS = (
     " r.duration_s, r.stop_reason, r.answer, r.error, r.input_tokens, r.output_tokens,"
     " r.model_turns, r.parts, r.parent_run_id, r.parent_call_id,"
     " (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id),"
-    f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED})"
+    f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED}),"
+    " r.cost_usd"
 )
 
 
@@ -183,7 +188,8 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
         run = LoggedRun(*(exact or rows)[0])
         turns = connection.execute(
             "SELECT round, started_at, duration_s, input_tokens, output_tokens, settings,"
-            " content, tool_calls FROM model_turns WHERE run_id = ? ORDER BY started_at, round",
+            " content, tool_calls, cost_usd FROM model_turns WHERE run_id = ?"
+            " ORDER BY started_at, round",
             (run.run_id,),
         )
         calls = connection.execute(
@@ -215,14 +221,7 @@ def _reading(path: Path) -> Iterator[sqlite3.Connection | None]:
 
 
 def _turn(row: tuple[Any, ...]) -> LoggedTurn:
-    round_, started_at, duration_s, input_tokens, output_tokens, settings, content, calls = row
+    round_, started_at, duration_s, input_tokens, output_tokens, settings, *rest = row
     return LoggedTurn(
-        round_,
-        started_at,
-        duration_s,
-        input_tokens,
-        output_tokens,
-        json.loads(settings),
-        content,
-        calls,
+        round_, started_at, duration_s, input_tokens, output_tokens, json.loads(settings), *rest
     )
