@@ -71,10 +71,11 @@ class Usage(BaseModel):
     """Tokens the model generated."""
     requests: int = 0
     """Model calls made."""
-    cost_usd: float | None = None
+    cost_usd: float | None = Field(default=None, exclude_if=lambda cost: cost is None)
     """US dollars spent, when the price is known (``tooldeck.models.prices``): None means
     unknown, never a guess. A sum is unknown when one of its parts is (an empty ``Usage()``,
-    no tokens and no requests, adds as nothing)."""
+    no tokens and no requests, adds as nothing). Left out of JSON when unknown, so what was
+    stored before it existed (a signed checkpoint) reads and verifies the same."""
 
     @property
     def total_tokens(self) -> int:

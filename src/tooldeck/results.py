@@ -48,6 +48,14 @@ class StopReason(StrEnum):
     """The model's typed answer did not validate too many times."""
     MIDDLEWARE_ERROR = "middleware_error"
     """A middleware hook raised (``MiddlewareError``)."""
+    MAX_TOKENS = "max_tokens"
+    """The run spent ``max_input_tokens``, ``max_output_tokens`` or ``max_total_tokens``."""
+    MAX_COST = "max_cost"
+    """The run spent ``max_cost_usd`` (or a response's cost was unknown under that limit)."""
+    BUDGET = "budget"
+    """A ``Budget`` shared with other runs was spent."""
+    CANCELLED = "cancelled"
+    """``RunHandle.cancel()`` stopped the run."""
 
 
 class RecordedError(Exception):

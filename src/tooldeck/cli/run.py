@@ -20,6 +20,7 @@ from tooldeck.cli.args import (
     Parser,
     UsageError,
     did_you_mean,
+    dollars,
     positive_int,
 )
 from tooldeck.cli.exec import Form, Run, execute
@@ -60,6 +61,12 @@ def agent_options() -> Parser:
         type=positive_int,
         default=10,
         help="rounds (model requests) at most (default 10)",
+    )
+    parent.add_argument(
+        "--max-cost",
+        type=dollars,
+        metavar="USD",
+        help="stop before a request once the run has spent USD dollars (stop: max_cost)",
     )
     parent.add_argument(
         "--tool-choice",
@@ -142,7 +149,7 @@ def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> R
         view,
         instructions=instructions,
         settings=ModelSettings(tool_choice=args.tool_choice),
-        limits=Limits(max_rounds=args.max_rounds),
+        limits=Limits(max_rounds=args.max_rounds, max_cost_usd=args.max_cost),
         on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
         include_error_details=args.error_details,
         output_type=output_type,

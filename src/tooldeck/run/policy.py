@@ -11,12 +11,17 @@ import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tooldeck.errors import ErrorCode, LimitExceeded, ToolExecutionError
-from tooldeck.messages import ToolCall, ToolResult
+from tooldeck.messages import AssistantOutput, ToolCall, ToolResult
 from tooldeck.results import RepeatRecord, RunCounters, StopReason
+from tooldeck.run.spending import SpendingLimits, spending_limits
 from tooldeck.tools.registry import ToolEntry
+
+if TYPE_CHECKING:
+    from tooldeck.run.state import RunState
 
 CallSignature = tuple[object, ...]
 """A hashable key: the tool's name and its arguments in a canonical order."""
@@ -45,6 +50,17 @@ class Limits:
     ``retries=`` overrides it)."""
     repeat_limit: int | None = 3
     """Identical calls (same tool, same arguments) allowed; the next gets ``repeated_call``."""
+    max_input_tokens: int | None = None
+    """Input tokens the run's model responses may add up to (stop reason ``max_tokens``)."""
+    max_output_tokens: int | None = None
+    """Output tokens the run's model responses may add up to (stop reason ``max_tokens``)."""
+    max_total_tokens: int | None = None
+    """Input and output tokens together (stop reason ``max_tokens``)."""
+    max_cost_usd: float | None = None
+    """US dollars the run may spend (``usage.cost_usd``; stop reason ``max_cost``). A
+    response whose cost is unknown stops the run too: the limit cannot be kept blind."""
+    spending: SpendingLimits | None = field(init=False, repr=False, compare=False)
+    """The token and cost limits above, gathered once (None when none is set)."""
 
     def __post_init__(self) -> None:
         positive = {
@@ -52,22 +68,32 @@ class Limits:
             "max_tool_calls": self.max_tool_calls,
             "max_duration_s": self.max_duration_s,
             "repeat_limit": self.repeat_limit,
+            "max_input_tokens": self.max_input_tokens,
+            "max_output_tokens": self.max_output_tokens,
+            "max_total_tokens": self.max_total_tokens,
+            "max_cost_usd": self.max_cost_usd,
         }
         for name, value in positive.items():
             if value is not None and value <= 0:
                 raise ValueError(f"Limits.{name} must be positive, got {value!r}")
         if self.tool_retries < 0:
             raise ValueError(f"Limits.tool_retries must be >= 0, got {self.tool_retries!r}")
+        object.__setattr__(self, "spending", spending_limits(self))
 
 
 class RunPolicy:
     """One run's counters and the decisions built on them and on the Limits."""
 
-    __slots__ = ("_elapsed_before", "_started", "failures", "last_output", "limits",
-                 "output_failures", "rounds", "seen", "tool_calls")  # fmt: skip
+    __slots__ = ("_elapsed_before", "_started", "failures", "last_output", "limits", "metered",
+                 "output_failures", "rounds", "seen", "spending", "tool_calls")  # fmt: skip
 
     def __init__(self, limits: Limits, counters: RunCounters | None = None) -> None:
         self.limits = limits
+        self.spending = limits.spending
+        """The run's token and cost limits, None without any."""
+        self.metered = self.spending is not None
+        """Whether the loop must count each response (``after_response``); False: it asks
+        nothing."""
         self.rounds = 0
         self.tool_calls = 0
         self.failures: dict[str, list[ErrorCode]] = {}
@@ -125,7 +151,7 @@ class RunPolicy:
         if signature is not None and code is not ErrorCode.REPEATED_CALL:
             self.last_output[signature] = result.output
 
-    def stop_before_request(self) -> LimitExceeded | None:
+    def stop_before_request(self, state: RunState) -> LimitExceeded | None:
         """The limit that forbids asking the model again, if any."""
         if self.rounds >= self.limits.max_rounds:
             return LimitExceeded(
@@ -135,7 +161,17 @@ class RunPolicy:
             )
         if self.limits.max_duration_s is not None and self.remaining_s() == 0:
             return self.out_of_time()
+        if self.spending is not None:
+            return self.spending.reached(state.usage)
         return None
+
+    def after_response(self, state: RunState, output: AssistantOutput) -> LimitExceeded | None:
+        """Count a response of a metered run; the token or cost limit the run has reached, if
+        any, when the response asks for calls (an answer ends the run anyway)."""
+        spending = self.spending
+        if spending is None or not output.tool_calls:
+            return None
+        return spending.reached(state.usage)
 
     def out_of_time(self) -> LimitExceeded:
         """The stop for a run past ``max_duration_s``."""
