@@ -291,7 +291,8 @@ class Agent(Generic[DepsT, OutputT]):
         state = RunState(messages=[*opts.history, Message.user(prompt)])
         if opts.run_id is not None:
             state.run_id = opts.run_id
-        return self._start(RunStart(state, RunPolicy(self.limits), opts.deps, opts.deltas), opts)
+        policy = RunPolicy(self.limits, None, opts.budget)
+        return self._start(RunStart(state, policy, opts.deps, opts.deltas), opts)
 
     def _from_pause(
         self,
@@ -301,7 +302,7 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> AsyncGenerator[Event, None]:
         self.check_resumable(checkpoint)
         decided = check_decisions(checkpoint, decisions or {})
-        state, policy = restore(checkpoint, self.limits)
+        state, policy = restore(checkpoint, self.limits, opts.budget)
         start = RunStart(state, policy, opts.deps, opts.deltas, decided, checkpoint)
         return self._start(start, opts)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from tooldeck.errors import ErrorCode, LimitExceeded, ToolExecutionError
 from tooldeck.messages import AssistantOutput, ToolCall, ToolResult
 from tooldeck.results import RepeatRecord, RunCounters, StopReason
+from tooldeck.run.budget import Budget
 from tooldeck.run.spending import SpendingLimits, spending_limits
 from tooldeck.tools.registry import ToolEntry
 
@@ -84,14 +85,19 @@ class Limits:
 class RunPolicy:
     """One run's counters and the decisions built on them and on the Limits."""
 
-    __slots__ = ("_elapsed_before", "_started", "failures", "last_output", "limits", "metered",
-                 "output_failures", "rounds", "seen", "spending", "tool_calls")  # fmt: skip
+    __slots__ = ("_elapsed_before", "_started", "budget", "failures", "last_output", "limits",
+                 "metered", "output_failures", "rounds", "seen", "spending",
+                 "tool_calls")  # fmt: skip
 
-    def __init__(self, limits: Limits, counters: RunCounters | None = None) -> None:
+    def __init__(
+        self, limits: Limits, counters: RunCounters | None = None, budget: Budget | None = None
+    ) -> None:
         self.limits = limits
         self.spending = limits.spending
         """The run's token and cost limits, None without any."""
-        self.metered = self.spending is not None
+        self.budget = budget
+        """The budget shared with other runs (``run(budget=...)``), if any."""
+        self.metered = self.spending is not None or budget is not None
         """Whether the loop must count each response (``after_response``); False: it asks
         nothing."""
         self.rounds = 0
@@ -161,17 +167,22 @@ class RunPolicy:
             )
         if self.limits.max_duration_s is not None and self.remaining_s() == 0:
             return self.out_of_time()
-        if self.spending is not None:
-            return self.spending.reached(state.usage)
+        if self.spending is not None and (spent := self.spending.reached(state.usage)):
+            return spent
+        if self.budget is not None:  # last: the request it counts is sent
+            return self.budget.take_request()
         return None
 
     def after_response(self, state: RunState, output: AssistantOutput) -> LimitExceeded | None:
         """Count a response of a metered run; the token or cost limit the run has reached, if
         any, when the response asks for calls (an answer ends the run anyway)."""
-        spending = self.spending
-        if spending is None or not output.tool_calls:
+        budget = self.budget
+        unknown = None if budget is None else budget.record(output.usage)
+        if not output.tool_calls:
             return None
-        return spending.reached(state.usage)
+        if self.spending is not None and (spent := self.spending.reached(state.usage)):
+            return spent
+        return unknown or (None if budget is None else budget.exhausted())
 
     def out_of_time(self) -> LimitExceeded:
         """The stop for a run past ``max_duration_s``."""
