@@ -15,6 +15,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
+    Field,
     GetCoreSchemaHandler,
     GetPydanticSchema,
     PlainSerializer,
@@ -223,6 +224,8 @@ class RunCounters(BaseModel):
     """Typed answers refused so far."""
     elapsed_s: float = 0.0
     """Time the run has used; the time spent paused does not count."""
+    calls_by_tool: dict[str, int] = Field(default={}, exclude_if=lambda counts: not counts)
+    """Per tool with ``max_calls``: its calls so far (left out of JSON when empty)."""
 
 
 class RepeatRecord(BaseModel):

@@ -139,6 +139,9 @@ class Agent(Generic[DepsT, OutputT]):
         self.run_log = run_log
         """The run log (or any StreamObserver) that sees every run's events; None: off."""
         self._middleware = MiddlewareStack(middleware) if middleware else None
+        parallel = self.limits.max_parallel_calls
+        if parallel is not None and (max_concurrency is None or parallel < max_concurrency):
+            max_concurrency = parallel
         self._call_options = CallOptions(
             include_error_details, max_concurrency, self._middleware, self._tools.registry
         )

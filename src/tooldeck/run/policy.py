@@ -60,6 +60,9 @@ class Limits:
     max_cost_usd: float | None = None
     """US dollars the run may spend (``usage.cost_usd``; stop reason ``max_cost``). A
     response whose cost is unknown stops the run too: the limit cannot be kept blind."""
+    max_parallel_calls: int | None = None
+    """Calls of one turn that may run at once (the agent's ``max_concurrency``, if lower,
+    wins)."""
     spending: SpendingLimits | None = field(init=False, repr=False, compare=False)
     """The token and cost limits above, gathered once (None when none is set)."""
 
@@ -73,6 +76,7 @@ class Limits:
             "max_output_tokens": self.max_output_tokens,
             "max_total_tokens": self.max_total_tokens,
             "max_cost_usd": self.max_cost_usd,
+            "max_parallel_calls": self.max_parallel_calls,
         }
         for name, value in positive.items():
             if value is not None and value <= 0:
@@ -85,9 +89,9 @@ class Limits:
 class RunPolicy:
     """One run's counters and the decisions built on them and on the Limits."""
 
-    __slots__ = ("_elapsed_before", "_started", "budget", "failures", "last_output", "limits",
-                 "metered", "output_failures", "rounds", "seen", "spending",
-                 "tool_calls")  # fmt: skip
+    __slots__ = ("_elapsed_before", "_started", "budget", "calls_by_tool", "failures",
+                 "last_output", "limits", "metered", "output_failures", "rounds", "seen",
+                 "spending", "tool_calls")  # fmt: skip
 
     def __init__(
         self, limits: Limits, counters: RunCounters | None = None, budget: Budget | None = None
@@ -108,6 +112,8 @@ class RunPolicy:
         self.last_output: dict[CallSignature, str] = {}
         self.output_failures = 0
         """Typed answers refused so far (``Agent(output_type=...)``)."""
+        self.calls_by_tool: dict[str, int] = {}
+        """Per tool with ``max_calls``: its calls so far."""
         self._started = time.monotonic()
         self._elapsed_before = 0.0
         if counters is not None:
@@ -134,6 +140,24 @@ class RunPolicy:
             )
             return ToolResult.failure(ErrorCode.CALL_LIMIT, text)
         self.tool_calls += 1
+        return None
+
+    @property
+    def calls_spent(self) -> bool:
+        """The run has made all the calls ``max_tool_calls`` allows."""
+        limit = self.limits.max_tool_calls
+        return limit is not None and self.tool_calls >= limit
+
+    def admit_tool(self, name: str, limit: int) -> ToolResult | None:
+        """Count a call of a tool with ``max_calls``; the refusal past its limit."""
+        made = self.calls_by_tool.get(name, 0)
+        if made >= limit:
+            return ToolResult.failure(
+                ErrorCode.CALL_LIMIT,
+                f"not run: this run reached the limit of {limit} calls of {name!r} "
+                "(max_calls); go on without it",
+            )
+        self.calls_by_tool[name] = made + 1
         return None
 
     def check_repeat(self, call: ToolCall) -> tuple[ToolResult | None, CallSignature | None]:
@@ -242,6 +266,7 @@ class RunPolicy:
             repeats=repeats,
             output_failures=self.output_failures,
             elapsed_s=self.elapsed_s,
+            calls_by_tool=dict(self.calls_by_tool),
         )
 
     def _restore(self, counters: RunCounters) -> None:
@@ -261,6 +286,7 @@ class RunPolicy:
                 self.last_output[signature] = record.last_output
         self.output_failures = counters.output_failures
         self._elapsed_before = counters.elapsed_s
+        self.calls_by_tool = dict(counters.calls_by_tool)
 
 
 def call_signature(call: ToolCall) -> CallSignature:

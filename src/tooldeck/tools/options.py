@@ -39,6 +39,8 @@ class ToolOptionArgs(TypedDict, total=False):
     on_error: ErrorHandler | None
     requires_approval: RequiresApproval
     isolation: Isolation
+    max_calls: int | None
+    max_concurrency: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,12 @@ class ToolOptions:
     """Pause the run for a person's decision before a call runs (every call, or per call)."""
     isolation: Isolation = "thread"
     """``"process"`` runs a sync function in a worker process that its timeout kills."""
+    max_calls: int | None = None
+    """Calls of this tool one run may make; the calls past it are answered as not run
+    (``call_limit``), and the run goes on."""
+    max_concurrency: int | None = None
+    """Calls of this tool that may run at once across every run in the process (a slot is
+    waited for, within the tool's timeout)."""
 
     @classmethod
     def of(cls, name: str, args: ToolOptionArgs, *, is_async: bool = False) -> ToolOptions:
@@ -75,6 +83,8 @@ class ToolOptions:
             on_error=args.get("on_error"),
             requires_approval=args.get("requires_approval", False),
             isolation=args.get("isolation", "thread"),
+            max_calls=args.get("max_calls"),
+            max_concurrency=args.get("max_concurrency"),
         )
         options.check(name, is_async=is_async)
         return options
@@ -86,6 +96,12 @@ class ToolOptions:
             raise ToolDefinitionError(
                 f"tool {name!r}: timeout must be positive, got {self.timeout!r}"
             )
+        counts = {"max_calls": self.max_calls, "max_concurrency": self.max_concurrency}
+        for option, value in counts.items():
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ToolDefinitionError(
+                    f"tool {name!r}: {option} must be a whole number of at least 1, got {value!r}"
+                )
         if self.retries is not None and self.retries < 0:
             raise ToolDefinitionError(f"tool {name!r}: retries must be >= 0, got {self.retries!r}")
         approval = self.requires_approval

@@ -21,6 +21,7 @@ from tooldeck.run.checkpoint import call_digest
 from tooldeck.run.records import succeeded
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.handler import HandlerOutput, Pause, ToolOutcome
+from tooldeck.tools.slots import slots_for
 
 Ran = ToolTrace | PendingCall
 """What running a call gives: its trace, or (a handler that paused) its PendingCall."""
@@ -73,6 +74,9 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
     scope = None
     try:
         running = entry.handler.run(item.arguments, context)
+        if entry.options.max_concurrency is not None:  # a slot first, within the timeout
+            slots = slots_for(entry.origin, call.name, entry.options.max_concurrency)
+            running = slots.run(running)
         if limit is None:
             output: HandlerOutput = await running
         else:
