@@ -127,6 +127,9 @@ class ToolTrace(BaseModel):
     """
     inner_trace: InnerTrace = None
     """For a call of an agent tool (``agent.as_tool``): every call of the inner run."""
+    full_output: str | None = Field(default=None, exclude_if=lambda text: text is None)
+    """The tool's whole output when the model read less of it (``max_output_chars``); None
+    when the model read it all."""
 
 
 def _inner_from_python(value: Any) -> tuple[ToolTrace, ...] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Generic
 
@@ -21,13 +21,18 @@ from tooldeck.messages import Message
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.results import Checkpoint, Decision, RunResult
-from tooldeck.run._checks import check_settings, instrumenter, strategy
+from tooldeck.run._checks import (
+    call_options,
+    check_settings,
+    instrumenter,
+    stores_outputs,
+    strategy,
+)
 from tooldeck.run._sync import run_sync
 from tooldeck.run.agent_tool import agent_tool
 from tooldeck.run.answers import output_plan, request_settings
-from tooldeck.run.calls.shared import CallOptions
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
-from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.events import Event, last_result
 from tooldeck.run.history import HistoryStrategy, current_exchange
 from tooldeck.run.in_session import resume_in_session, stream_in_session
 from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive
@@ -44,6 +49,7 @@ from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.request import Asking
 from tooldeck.run.state import RunState
+from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
 
 DepsT = TypeVar("DepsT", default=Any)
@@ -69,6 +75,11 @@ class Agent(Generic[DepsT, OutputT]):
         include_error_details: Show the model the exception text of a failing tool
             (by default it reads a generic line; the host always has the exception).
         max_concurrency: At most this many calls of one turn run at once.
+        max_output_chars: Characters of a tool's output the model reads whole, for tools
+            without their own ``max_output_chars`` (None: no limit).
+        large_output: What happens to a longer output, for tools without their own:
+            ``"truncate"`` (the default), ``"store"`` (the head, the size and a handle the
+            model reads further with the built-in ``read_output`` tool) or ``"error"``.
         checkpoint_key: Sign the checkpoints of paused runs (HMAC-SHA256) and refuse to
             resume one that was changed or signed with another key.
         middleware: Hooks around each model request and each tool call
@@ -112,6 +123,8 @@ class Agent(Generic[DepsT, OutputT]):
         on_limit: OnLimit = "raise",
         include_error_details: bool = False,
         max_concurrency: int | None = None,
+        max_output_chars: int | None = None,
+        large_output: LargeOutput = "truncate",
         checkpoint_key: bytes | None = None,
         output_type: type[OutputT] | None = None,
         output_mode: OutputMode = "auto",
@@ -139,12 +152,15 @@ class Agent(Generic[DepsT, OutputT]):
         self.run_log = run_log
         """The run log (or any StreamObserver) that sees every run's events; None: off."""
         self._middleware = MiddlewareStack(middleware) if middleware else None
-        parallel = self.limits.max_parallel_calls
-        if parallel is not None and (max_concurrency is None or parallel < max_concurrency):
-            max_concurrency = parallel
-        self._call_options = CallOptions(
-            include_error_details, max_concurrency, self._middleware, self._tools.registry
+        self._call_options = call_options(
+            include_error_details,
+            max_concurrency,
+            self.limits,
+            self._middleware,
+            self._tools.registry,
+            (max_output_chars, large_output),
         )
+        self._stores_outputs = stores_outputs(large_output, self._tools)
         self._output = output_plan(self.model, output_type, output_mode, output_validators)
         self.output_retries = self.limits.tool_retries if output_retries is None else output_retries
         self._requests = request_settings(self.settings, self._output)
@@ -168,7 +184,7 @@ class Agent(Generic[DepsT, OutputT]):
     async def run(self, prompt: str, **options: Unpack[RunArgs[DepsT]]) -> RunResult[OutputT]:
         """Run until the model answers or the run pauses; raise a RunStopped (with
         ``.result``) if it cannot go on. ``options``: see ``RunArgs``."""
-        return await _last_result(self.stream(prompt, **options))
+        return await last_result(self.stream(prompt, **options))
 
     def run_sync(self, prompt: str, **options: Unpack[RunArgs[DepsT]]) -> RunResult[OutputT]:
         """``run()`` for synchronous code.
@@ -214,7 +230,7 @@ class Agent(Generic[DepsT, OutputT]):
         With ``session=``, the session's paused run is resumed (the checkpoint may be left
         out) and claimed: a second resume of the same pause is refused with CheckpointError.
         """
-        return await _last_result(self.resume_stream(checkpoint, decisions, **options))
+        return await last_result(self.resume_stream(checkpoint, decisions, **options))
 
     def resume_sync(
         self,
@@ -292,6 +308,8 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _from_prompt(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]:
         state = RunState(messages=[*opts.history, Message.user(prompt)])
+        if self._stores_outputs:
+            state.outputs = OutputStore()
         if opts.run_id is not None:
             state.run_id = opts.run_id
         policy = RunPolicy(self.limits, None, opts.budget)
@@ -306,6 +324,8 @@ class Agent(Generic[DepsT, OutputT]):
         self.check_resumable(checkpoint)
         decided = check_decisions(checkpoint, decisions or {})
         state, policy = restore(checkpoint, self.limits, opts.budget)
+        if self._stores_outputs:
+            state.outputs = OutputStore.of(state.trace)
         start = RunStart(state, policy, opts.deps, opts.deltas, decided, checkpoint)
         return self._start(start, opts)
 
@@ -353,18 +373,6 @@ class Agent(Generic[DepsT, OutputT]):
             start.decisions,
             opts.parent,
         )
-
-
-async def _last_result(stream: AsyncIterator[Event]) -> RunResult[Any]:
-    # Read the stream to its end (FinalAnswer is its last event): an async generator left
-    # suspended would be closed later by asyncio's finalizer, a task per run.
-    result = None
-    async for event in stream:
-        if isinstance(event, FinalAnswer):
-            result = event.result
-    if result is None:
-        raise AssertionError("the event stream ended without a final answer")
-    return result
 
 
 def run_agent(

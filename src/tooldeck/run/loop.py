@@ -238,6 +238,7 @@ def _call_round(
         state.run_id,
         observer,
         state.messages,
+        state.outputs,
     )
 
 

@@ -19,6 +19,7 @@ from tooldeck.results import (
 )
 from tooldeck.run.events import AgentEvent, ModelResponse
 from tooldeck.run.records import assistant_message, tool_message
+from tooldeck.tools.outputs import OutputStore
 
 
 @dataclass(slots=True)
@@ -59,6 +60,8 @@ class RunState:
     """False once a response's cost was unknown: the run's cost is then unknown too."""
     summary: HistorySummary | None = None
     """What the history strategy sends in place of the earliest turns, once it made one."""
+    outputs: OutputStore | None = None
+    """The whole outputs the run's calls stored (``large_output="store"``), by handle."""
 
     @property
     def usage(self) -> Usage:

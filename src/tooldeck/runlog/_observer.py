@@ -148,6 +148,7 @@ def _put_call(
             "" if code is None else code.value,
             "" if error is None else error_text(error),
             decisions.pop(call.id, None) if decisions else None,
+            trace.full_output or "",
         )
     )
 

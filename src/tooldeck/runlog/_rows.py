@@ -24,7 +24,7 @@ from tooldeck.results import Approve, RecordedError, Reject
 
 START, TURN, PENDING, CALL, END, FLUSH = range(6)
 """Record kinds."""
-FIELDS = {START: 9, TURN: 10, PENDING: 5, CALL: 10, END: 10, FLUSH: 1}
+FIELDS = {START: 9, TURN: 10, PENDING: 5, CALL: 11, END: 10, FLUSH: 1}
 """How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
@@ -102,13 +102,15 @@ _PENDING = _Insert(
 )
 _CALL = _Insert(
     "INSERT INTO tool_calls (run_id, round, call_id, name, arguments, edited_arguments,"
-    " started_at, finished_at, duration_s, result, error_code, error, decision, decided_by)",
-    ("?", "?", "?", "?", "?", _T, _N, "?", "?", "?", _T, _T, _T, _T),
+    " started_at, finished_at, duration_s, result, error_code, error, decision, decided_by,"
+    " full_output)",
+    ("?", "?", "?", "?", "?", _T, _N, "?", "?", "?", _T, _T, _T, _T, _T),
     " ON CONFLICT DO UPDATE SET"
     " edited_arguments = excluded.edited_arguments, started_at = excluded.started_at,"
     " finished_at = excluded.finished_at, duration_s = excluded.duration_s,"
     " result = excluded.result, error_code = excluded.error_code, error = excluded.error,"
-    " decision = excluded.decision, decided_by = excluded.decided_by",
+    " decision = excluded.decision, decided_by = excluded.decided_by,"
+    " full_output = excluded.full_output",
 )
 _END = (
     "UPDATE runs SET ended_at = ?, duration_s = coalesce(duration_s, 0) + ?,"
@@ -235,10 +237,12 @@ def arguments_text(call: ToolCall) -> str:
 
 def _call_row(record: Record) -> Row:
     """CALL: (kind, run id, round, ToolCall, started at or -1, finished at, duration, result
-    text, error code or "", error text or "", the decision on it or None)."""
-    _, run_id, round_, call, started_at, finished_at, duration_s, output, code, error, decision = (
+    text, error code or "", error text or "", the decision on it or None, the whole output
+    or "")."""
+    _, run_id, round_, call, started_at, finished_at, duration_s, output, code, error, *rest = (
         record
     )
+    decision, full_output = rest
     edited = decided = by = ""
     if decision is not None:
         if isinstance(decision, Approve):
@@ -264,6 +268,7 @@ def _call_row(record: Record) -> Row:
         error,
         decided,
         by,
+        full_output,
     )
 
 

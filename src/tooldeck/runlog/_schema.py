@@ -86,8 +86,10 @@ CREATE INDEX runs_by_parent ON runs (parent_run_id);
 _V3 = """
 ALTER TABLE runs ADD COLUMN cost_usd REAL;
 ALTER TABLE model_turns ADD COLUMN cost_usd REAL;
+ALTER TABLE tool_calls ADD COLUMN full_output TEXT;
 """
-"""Version 3: what a run and each of its model turns cost (NULL: unknown)."""
+"""Version 3: what a run and each of its model turns cost (NULL: unknown), and a call's
+whole output when the model read less of it (``max_output_chars``)."""
 
 _MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""

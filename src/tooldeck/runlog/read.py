@@ -58,6 +58,8 @@ class LoggedCall:
     decision: str | None
     """``approved``, ``rejected`` or ``result`` (an external call's result sent back)."""
     decided_by: str | None
+    full_output: str | None = None
+    """The tool's whole output when the model read less of it (``max_output_chars``)."""
 
     @property
     def failed(self) -> bool:
@@ -194,7 +196,8 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
         )
         calls = connection.execute(
             "SELECT round, call_id, name, arguments, edited_arguments, started_at, finished_at,"
-            " duration_s, result, error_code, error, waited_for, waited_at, decision, decided_by"
+            " duration_s, result, error_code, error, waited_for, waited_at, decision, decided_by,"
+            " full_output"
             " FROM tool_calls WHERE run_id = ? ORDER BY id",
             (run.run_id,),
         )

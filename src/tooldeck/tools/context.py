@@ -13,6 +13,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from tooldeck.errors import ToolDeckError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, Decision
+from tooldeck.tools.outputs import OutputStore
 
 DepsT = TypeVar("DepsT")
 
@@ -81,6 +82,8 @@ class RunContext(Generic[DepsT]):
     resumed: Resumption | None = field(default=None, repr=False)
     """For a call that paused (its handler returned a ``Pause``), going on: what it paused
     with and the decisions on the calls inside it."""
+    outputs: OutputStore | None = field(default=None, repr=False)
+    """The run's stored outputs (``large_output="store"``), read by ``read_output``."""
 
     @property
     def tools(self) -> ToolChanges:

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypedDict
 
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.tools.context import RunContext
+from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
 
 ErrorHandler = Callable[[Exception], str] | Literal["raise"]
 """Turns a tool's exception into the text the model reads, or ``"raise"`` to end the run."""
@@ -41,6 +42,8 @@ class ToolOptionArgs(TypedDict, total=False):
     isolation: Isolation
     max_calls: int | None
     max_concurrency: int | None
+    max_output_chars: int | None
+    large_output: LargeOutput | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,12 @@ class ToolOptions:
     max_concurrency: int | None = None
     """Calls of this tool that may run at once across every run in the process (a slot is
     waited for, within the tool's timeout)."""
+    max_output_chars: int | None = None
+    """Characters of output the model reads whole; a longer one is handled as
+    ``large_output`` says (None: the agent's ``max_output_chars``)."""
+    large_output: LargeOutput | None = None
+    """``"truncate"``, ``"store"`` (the head, the size and a handle for ``read_output``) or
+    ``"error"`` (None: the agent's ``large_output``)."""
 
     @classmethod
     def of(cls, name: str, args: ToolOptionArgs, *, is_async: bool = False) -> ToolOptions:
@@ -85,6 +94,8 @@ class ToolOptions:
             isolation=args.get("isolation", "thread"),
             max_calls=args.get("max_calls"),
             max_concurrency=args.get("max_concurrency"),
+            max_output_chars=args.get("max_output_chars"),
+            large_output=args.get("large_output"),
         )
         options.check(name, is_async=is_async)
         return options
@@ -96,12 +107,21 @@ class ToolOptions:
             raise ToolDefinitionError(
                 f"tool {name!r}: timeout must be positive, got {self.timeout!r}"
             )
-        counts = {"max_calls": self.max_calls, "max_concurrency": self.max_concurrency}
+        counts = {
+            "max_calls": self.max_calls,
+            "max_concurrency": self.max_concurrency,
+            "max_output_chars": self.max_output_chars,
+        }
         for option, value in counts.items():
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ToolDefinitionError(
                     f"tool {name!r}: {option} must be a whole number of at least 1, got {value!r}"
                 )
+        if self.large_output is not None and self.large_output not in LARGE_OUTPUTS:
+            raise ToolDefinitionError(
+                f"tool {name!r}: large_output must be 'truncate', 'store' or 'error', got "
+                f"{self.large_output!r}"
+            )
         if self.retries is not None and self.retries < 0:
             raise ToolDefinitionError(f"tool {name!r}: retries must be >= 0, got {self.retries!r}")
         approval = self.requires_approval

@@ -16,6 +16,7 @@ from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.records import traced
 from tooldeck.tools.context import Resumption, RunContext, ToolChanges
+from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 Emit = Callable[[Event], None]
@@ -31,6 +32,10 @@ class CallOptions:
     middleware: MiddlewareStack | None = None
     registry: ToolChanges | None = None
     """The agent's registry, which tools may change (``ctx.tools``)."""
+    max_output_chars: int | None = None
+    """The agent's default for a tool without its own ``max_output_chars``."""
+    large_output: LargeOutput = "truncate"
+    """The agent's default for a tool without its own ``large_output``."""
 
 
 @dataclass(slots=True)  # not frozen: made every round, and a frozen one costs more to make
@@ -47,6 +52,8 @@ class CallRound:
     """Told about each call when the run is observed (traced)."""
     messages: Sequence[Message] = ()
     """The conversation, ending with the turn that made the round's calls."""
+    outputs: OutputStore | None = None
+    """The run's stored outputs, when its tools may store some."""
 
     def context(
         self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
@@ -62,6 +69,7 @@ class CallRound:
             self.messages,
             emit,
             resumed,
+            self.outputs,
         )
 
 
