@@ -181,6 +181,8 @@ class AssistantOutput(BaseModel):
     """Tokens this response cost, when the provider reports them."""
     provider_items: tuple[dict[str, Any], ...] = ()
     """Provider-side activity kept for the host (e.g. hosted tool calls), as plain JSON."""
+    model: str | None = Field(default=None, exclude_if=lambda name: name is None)
+    """The model that wrote this turn, when a ``FallbackModel`` chose it (its ``name``)."""
 
 
 class Message(BaseModel):

@@ -120,6 +120,7 @@ def _put_turn(
             output.content,
             len(output.tool_calls),
             -1.0 if usage is None or usage.cost_usd is None else usage.cost_usd,
+            output.model or "",
         )
     )
 

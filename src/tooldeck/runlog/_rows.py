@@ -24,7 +24,7 @@ from tooldeck.results import Approve, RecordedError, Reject
 
 START, TURN, PENDING, CALL, END, FLUSH = range(6)
 """Record kinds."""
-FIELDS = {START: 9, TURN: 10, PENDING: 5, CALL: 11, END: 10, FLUSH: 1}
+FIELDS = {START: 9, TURN: 11, PENDING: 5, CALL: 11, END: 10, FLUSH: 1}
 """How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
@@ -92,8 +92,8 @@ _START = _Insert(
 )
 _TURN = _Insert(
     "INSERT OR REPLACE INTO model_turns (run_id, round, started_at, duration_s, input_tokens,"
-    " output_tokens, settings, content, tool_calls, cost_usd)",
-    ("?", "?", "?", "?", _N, _N, "?", "?", "?", _N),
+    " output_tokens, settings, content, tool_calls, cost_usd, model)",
+    ("?", "?", "?", "?", _N, _N, "?", "?", "?", _N, _T),
 )
 _PENDING = _Insert(
     "INSERT INTO tool_calls (run_id, round, call_id, name, arguments, waited_for, waited_at)",
@@ -180,7 +180,8 @@ class RowMaker:
 
     def _turn_row(self, record: Record) -> Row:
         """TURN: (kind, run id, round, asked at, duration, input tokens or -1, output tokens
-        or -1, ModelSettings, text, number of calls, cost in dollars or -1)."""
+        or -1, ModelSettings, text, number of calls, cost in dollars or -1, the model that
+        answered or "")."""
         settings = record[7]
         known = self._settings_json.get(id(settings))
         if known is None:

@@ -29,6 +29,8 @@ class LoggedTurn:
     """How many calls the model asked for in this turn."""
     cost_usd: float | None = None
     """US dollars this response cost; None when unknown."""
+    model: str | None = None
+    """The model that answered, when a FallbackModel chose it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +192,7 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
         run = LoggedRun(*(exact or rows)[0])
         turns = connection.execute(
             "SELECT round, started_at, duration_s, input_tokens, output_tokens, settings,"
-            " content, tool_calls, cost_usd FROM model_turns WHERE run_id = ?"
+            " content, tool_calls, cost_usd, model FROM model_turns WHERE run_id = ?"
             " ORDER BY started_at, round",
             (run.run_id,),
         )
