@@ -33,6 +33,7 @@ from tooldeck.run.agent_tool import agent_tool
 from tooldeck.run.answers import output_plan, request_settings
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run.events import Event, last_result
+from tooldeck.run.handle import cancellable, start_run
 from tooldeck.run.history import HistoryStrategy, current_exchange
 from tooldeck.run.in_session import resume_in_session, stream_in_session
 from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive
@@ -206,7 +207,12 @@ class Agent(Generic[DepsT, OutputT]):
         run starts from its history and commits its turn before FinalAnswer), ``run_id``,
         ``deltas`` (also yield TextDelta and ToolCallDelta as the model writes).
         """
-        opts = RunOptions.of(options)
+        return self._stream(prompt, RunOptions.of(options))
+
+    start = start_run
+    """Start a run in a task and return its ``RunHandle`` (see ``tooldeck.run.handle``)."""
+
+    def _stream(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]:
         session = opts.session
         if session is None:
             return self._from_prompt(prompt, opts)
@@ -313,7 +319,8 @@ class Agent(Generic[DepsT, OutputT]):
         if opts.run_id is not None:
             state.run_id = opts.run_id
         policy = RunPolicy(self.limits, None, opts.budget)
-        return self._start(RunStart(state, policy, opts.deps, opts.deltas), opts)
+        start = RunStart(state, policy, opts.deps, opts.deltas, cancel=opts.cancel)
+        return self._start(start, opts)
 
     def _from_pause(
         self,
@@ -326,7 +333,7 @@ class Agent(Generic[DepsT, OutputT]):
         state, policy = restore(checkpoint, self.limits, opts.budget)
         if self._stores_outputs:
             state.outputs = OutputStore.of(state.trace)
-        start = RunStart(state, policy, opts.deps, opts.deltas, decided, checkpoint)
+        start = RunStart(state, policy, opts.deps, opts.deltas, decided, checkpoint, opts.cancel)
         return self._start(start, opts)
 
     def _start(self, start: RunStart, opts: RunOptions) -> AsyncGenerator[Event, None]:
@@ -341,6 +348,8 @@ class Agent(Generic[DepsT, OutputT]):
                 self.model, state.messages, self.instructions, state.run_id
             )
         events = drive(self._setup(), start, observer)
+        if opts.cancel is not None:
+            events = cancellable(events, state, opts.cancel)
         if observer is not None:
             events = observed(observer, events)
         if self.run_log is None:
@@ -373,25 +382,3 @@ class Agent(Generic[DepsT, OutputT]):
             start.decisions,
             opts.parent,
         )
-
-
-def run_agent(
-    prompt: str,
-    model: Model | str,
-    tool_view: ToolsLike | None = None,
-    max_rounds: int | None = None,
-    **options: Any,
-) -> RunResult[Any]:
-    """Run one prompt synchronously: the original entry point, a wrapper over ``Agent``.
-
-    ``options`` are Agent's keyword options (``instructions=``, ``limits=``, ...).
-    ``max_rounds``, when given, overrides the one in ``limits``; by default the run has
-    ``Limits().max_rounds`` (10) rounds, like an ``Agent``. A run that pauses returns its
-    result (``stop_reason == "paused"``); go on with
-    ``Agent(...).resume_sync(result.checkpoint, ...)``.
-    """
-    limits = options.pop("limits", None) or Limits()
-    if max_rounds is not None:
-        limits = replace(limits, max_rounds=max_rounds)
-    agent: Agent[Any, Any] = Agent(model, tool_view, limits=limits, **options)
-    return agent.run_sync(prompt)

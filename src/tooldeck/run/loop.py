@@ -8,6 +8,7 @@ policy whether it must stop. It yields the run's events; the last is FinalAnswer
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -59,6 +60,8 @@ class RunStart:
     deltas: bool
     decisions: dict[str, Decision] | None = None
     resumed: Checkpoint | None = None
+    cancel: threading.Event | None = None
+    """Set when the run is cancelled (``RunHandle.cancel``); tools see it as ``ctx.cancelled``."""
 
 
 async def drive(
@@ -239,6 +242,7 @@ def _call_round(
         observer,
         state.messages,
         state.outputs,
+        start.cancel,
     )
 
 

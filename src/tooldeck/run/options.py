@@ -15,6 +15,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 
 from tooldeck.messages import Message
 from tooldeck.run.budget import Budget
+from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.session import Session
 
 DepsT = TypeVar("DepsT")
@@ -68,6 +69,9 @@ class RunOptions:
     session_id: str | None = None
     parent: ParentCall | None = None
     budget: Budget | None = None
+    cancel: CancelSignal | None = None
+    """Set by ``Agent.start``: the signal that cancels the run (tools read it as
+    ``ctx.cancelled``)."""
 
     @classmethod
     def of(cls, args: RunArgs[Any], *, resuming: bool = False) -> RunOptions:

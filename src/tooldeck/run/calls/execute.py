@@ -71,6 +71,7 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
         emit,
         item.resumed,
         round_.outputs,
+        round_.cancelled,
     )
     started = time.perf_counter()
     scope = None

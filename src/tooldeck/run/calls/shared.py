@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,8 @@ class CallRound:
     """The conversation, ending with the turn that made the round's calls."""
     outputs: OutputStore | None = None
     """The run's stored outputs, when its tools may store some."""
+    cancelled: threading.Event | None = None
+    """Set when the run is cancelled (a run started with ``Agent.start``)."""
 
     def context(
         self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
@@ -70,6 +73,7 @@ class CallRound:
             emit,
             resumed,
             self.outputs,
+            self.cancelled,
         )
 
 
