@@ -15,6 +15,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
+    Field,
     GetCoreSchemaHandler,
     GetPydanticSchema,
     PlainSerializer,
@@ -48,6 +49,14 @@ class StopReason(StrEnum):
     """The model's typed answer did not validate too many times."""
     MIDDLEWARE_ERROR = "middleware_error"
     """A middleware hook raised (``MiddlewareError``)."""
+    MAX_TOKENS = "max_tokens"
+    """The run spent ``max_input_tokens``, ``max_output_tokens`` or ``max_total_tokens``."""
+    MAX_COST = "max_cost"
+    """The run spent ``max_cost_usd`` (or a response's cost was unknown under that limit)."""
+    BUDGET = "budget"
+    """A ``Budget`` shared with other runs was spent."""
+    CANCELLED = "cancelled"
+    """``RunHandle.cancel()`` stopped the run."""
 
 
 class RecordedError(Exception):
@@ -121,6 +130,9 @@ class ToolTrace(BaseModel):
     """
     inner_trace: InnerTrace = None
     """For a call of an agent tool (``agent.as_tool``): every call of the inner run."""
+    full_output: str | None = Field(default=None, exclude_if=lambda text: text is None)
+    """The tool's whole output when the model read less of it (``max_output_chars``); None
+    when the model read it all."""
 
 
 def _inner_from_python(value: Any) -> tuple[ToolTrace, ...] | None:
@@ -220,6 +232,8 @@ class RunCounters(BaseModel):
     """Typed answers refused so far."""
     elapsed_s: float = 0.0
     """Time the run has used; the time spent paused does not count."""
+    calls_by_tool: dict[str, int] = Field(default={}, exclude_if=lambda counts: not counts)
+    """Per tool with ``max_calls``: its calls so far (left out of JSON when empty)."""
 
 
 class RepeatRecord(BaseModel):

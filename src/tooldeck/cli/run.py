@@ -21,6 +21,7 @@ from tooldeck.cli.args import (
     Parser,
     UsageError,
     did_you_mean,
+    dollars,
     positive_int,
     positive_seconds,
 )
@@ -59,6 +60,12 @@ def agent_options() -> Parser:
         "--instructions-file", metavar="PATH", help="read the system prompt from a file"
     )
     _bounds(parent)
+    parent.add_argument(
+        "--max-cost",
+        type=dollars,
+        metavar="USD",
+        help="stop before a request once the run has spent USD dollars (stop: max_cost)",
+    )
     parent.add_argument(
         "--tool-choice",
         default="auto",
@@ -189,7 +196,9 @@ def prepare(
         view,
         instructions=instructions,
         settings=ModelSettings(tool_choice=args.tool_choice, max_tokens=args.max_tokens),
-        limits=Limits(max_rounds=args.max_rounds, max_duration_s=args.timeout),
+        limits=Limits(
+            max_rounds=args.max_rounds, max_duration_s=args.timeout, max_cost_usd=args.max_cost
+        ),
         on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
         include_error_details=args.error_details,
         output_type=output_type,

@@ -106,6 +106,8 @@ class RunSpans:
         if self._ended:
             return
         self._span.set_attribute("tooldeck.stop_reason", str(result.stop_reason))
+        if result.usage.cost_usd is not None:
+            self._span.set_attribute("tooldeck.usage.cost_usd", result.usage.cost_usd)
         for pending in result.pending:  # a pause is an event of the run, not an error
             self._span.add_event(
                 "tooldeck.call_pending",
@@ -162,6 +164,8 @@ class RunSpans:
         if output.usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", output.usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", output.usage.output_tokens)
+            if output.usage.cost_usd is not None:
+                span.set_attribute("tooldeck.usage.cost_usd", output.usage.cost_usd)
         if self._capture and span.is_recording():
             span.set_attribute("gen_ai.output.messages", content.output_messages(output))
         span.end()

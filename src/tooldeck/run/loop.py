@@ -8,6 +8,7 @@ policy whether it must stop. It yields the run's events; the last is FinalAnswer
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -16,7 +17,7 @@ from typing import Any, Literal
 from tooldeck.errors import LimitExceeded, MiddlewareError, RunStopped, ToolExecutionError
 from tooldeck.messages import AssistantOutput, ToolSpec
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import Checkpoint, Decision, RunResult, StopReason
+from tooldeck.results import Checkpoint, Decision, RunResult, StopReason, ToolTrace
 from tooldeck.run.answers import shown_specs, take_answer
 from tooldeck.run.calls.round import RoundOutcome, run_round
 from tooldeck.run.calls.shared import CallOptions, CallRound
@@ -26,6 +27,7 @@ from tooldeck.run.observer import RunObserver
 from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.request import Asking, Delta, ask, with_deltas
+from tooldeck.run.spending import not_run
 from tooldeck.run.state import OpenTurn, RunState, attach
 from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
@@ -58,6 +60,8 @@ class RunStart:
     deltas: bool
     decisions: dict[str, Decision] | None = None
     resumed: Checkpoint | None = None
+    cancel: threading.Event | None = None
+    """Set when the run is cancelled (``RunHandle.cancel``); tools see it as ``ctx.cancelled``."""
 
 
 async def drive(
@@ -72,10 +76,7 @@ async def drive(
         turn = state.turn
         if turn is not None:
             outcome: RoundOutcome | None = None
-            round_ = CallRound(
-                view, policy, setup.calls, deps, turn.round, state.run_id, observer, state.messages
-            )
-            calls = run_round(turn, decisions, round_)
+            calls = run_round(turn, decisions, _call_round(setup, start, view, turn, observer))
             try:
                 async for item in calls:
                     if isinstance(item, RoundOutcome):
@@ -89,13 +90,12 @@ async def drive(
             finally:  # closed or cancelled mid-round: the calls stop now
                 await calls.aclose()
             decisions = {}
-            assert outcome is not None  # a round always ends with its outcome
             closed = _close_round(setup, state, policy, view, turn, outcome)
             if isinstance(closed, FinalAnswer):
                 yield closed
                 return
             stop = closed
-        stop = stop or policy.stop_before_request()
+        stop = stop or policy.stop_before_request(state)
         if stop is None:
             view = setup.tools.unchanged() or await setup.tools.view()
         specs, settings, reason = _next_request(setup, state, policy, view, stop)
@@ -103,9 +103,8 @@ async def drive(
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
         output = None if start.deltas else await ask(asking, state, policy, specs, settings, deps)
         if output is None:  # the deltas as the model writes them; closing the stream ends it
-            async with aclosing(
-                _with_deltas(asking, state, policy, specs, settings, deps)
-            ) as asked:
+            asked = _with_deltas(asking, state, policy, specs, settings, deps)
+            async with aclosing(asked):
                 async for written in asked:
                     if isinstance(written, AssistantOutput):
                         output = written
@@ -115,6 +114,8 @@ async def drive(
         output = safe_output(output)  # what a model sends is untrusted: run.untrusted
         state.record_output(output, policy.rounds)
         yield ModelResponse(policy.rounds, output)
+        if policy.metered:  # token or cost limits, a shared budget
+            stop, reason = _metered(setup, state, policy, output, stop, reason)
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _ended)
         ended = await _ended(setup, state, policy, output, deps, stop, reason)
@@ -143,10 +144,11 @@ def _close_round(
     policy: RunPolicy,
     view: ToolView,
     turn: OpenTurn,
-    outcome: RoundOutcome,
+    outcome: RoundOutcome | None,
 ) -> FinalAnswer | RunStopped | None:
     """Keep the round's answered calls: the run pauses (its FinalAnswer) when some wait;
     else the reason it must stop after this round, if any."""
+    assert outcome is not None  # a round always ends with its outcome
     if state.close_round(turn, outcome.traces, outcome.pending):
         checkpoint = make_checkpoint(state, policy, setup.checkpoint_key)
         return FinalAnswer(state.result("", StopReason.PAUSED, checkpoint))
@@ -203,6 +205,45 @@ async def _ended(
         return None
     state.turn = None  # calls made despite tool_choice="none" are not run
     return state.result(output.content, reason, None, output.content)
+
+
+def _metered(
+    setup: RunSetup,
+    state: RunState,
+    policy: RunPolicy,
+    output: AssistantOutput,
+    stop: RunStopped | None,
+    reason: StopReason,
+) -> tuple[RunStopped | None, StopReason]:
+    """After a response of a metered run: its usage counted; at a token or cost limit the
+    turn's calls are answered as not run, and the run stops (raised unless
+    ``on_limit="final_answer"``: then the turn's text ends it)."""
+    spent = policy.after_response(state, output)
+    turn = state.turn
+    if spent is None or stop is not None or turn is None:
+        return stop, reason
+    refusal = not_run(spent)
+    traces = [ToolTrace(call=call, result=refusal, duration_s=0.0) for call in turn.calls]
+    state.close_round(turn, traces, ())
+    return spent, _last_request(setup, state, spent)
+
+
+def _call_round(
+    setup: RunSetup, start: RunStart, view: ToolView, turn: OpenTurn, observer: RunObserver | None
+) -> CallRound:
+    state = start.state
+    return CallRound(
+        view,
+        start.policy,
+        setup.calls,
+        start.deps,
+        turn.round,
+        state.run_id,
+        observer,
+        state.messages,
+        state.outputs,
+        start.cancel,
+    )
 
 
 def _last_request(setup: RunSetup, state: RunState, stop: RunStopped) -> StopReason:

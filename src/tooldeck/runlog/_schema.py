@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tooldeck.errors import RunLogError as RunLogError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the tables below (``PRAGMA user_version`` of a run log database)."""
 
 BUSY_TIMEOUT_MS = 5_000
@@ -83,7 +83,17 @@ CREATE INDEX runs_by_parent ON runs (parent_run_id);
 """
 """Version 2: the run of an agent tool names the run and the call that made it."""
 
-_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2}
+_V3 = """
+ALTER TABLE runs ADD COLUMN cost_usd REAL;
+ALTER TABLE model_turns ADD COLUMN cost_usd REAL;
+ALTER TABLE tool_calls ADD COLUMN full_output TEXT;
+ALTER TABLE model_turns ADD COLUMN model TEXT;
+"""
+"""Version 3: what a run and each of its model turns cost (NULL: unknown), and a call's
+whole output when the model read less of it (``max_output_chars``), and the model that
+answered a turn when a FallbackModel chose it."""
+
+_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal, TypedDict
 
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.tools.context import RunContext
+from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
 
 ErrorHandler = Callable[[Exception], str] | Literal["raise"]
 """Turns a tool's exception into the text the model reads, or ``"raise"`` to end the run."""
@@ -40,6 +41,10 @@ class ToolOptionArgs(TypedDict, total=False):
     on_error: ErrorHandler | None
     requires_approval: RequiresApproval
     isolation: Isolation
+    max_calls: int | None
+    max_concurrency: int | None
+    max_output_chars: int | None
+    large_output: LargeOutput | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,18 @@ class ToolOptions:
     """Pause the run for a person's decision before a call runs (every call, or per call)."""
     isolation: Isolation = "thread"
     """``"process"`` runs a sync function in a worker process that its timeout kills."""
+    max_calls: int | None = None
+    """Calls of this tool one run may make; the calls past it are answered as not run
+    (``call_limit``), and the run goes on."""
+    max_concurrency: int | None = None
+    """Calls of this tool that may run at once across every run in the process (a slot is
+    waited for, within the tool's timeout)."""
+    max_output_chars: int | None = None
+    """Characters of output the model reads whole; a longer one is handled as
+    ``large_output`` says (None: the agent's ``max_output_chars``)."""
+    large_output: LargeOutput | None = None
+    """``"truncate"``, ``"store"`` (the head, the size and a handle for ``read_output``) or
+    ``"error"`` (None: the agent's ``large_output``)."""
 
     @classmethod
     def of(
@@ -86,6 +103,10 @@ class ToolOptions:
             on_error=args.get("on_error"),
             requires_approval=args.get("requires_approval", False),
             isolation=args.get("isolation", "thread"),
+            max_calls=args.get("max_calls"),
+            max_concurrency=args.get("max_concurrency"),
+            max_output_chars=args.get("max_output_chars"),
+            large_output=args.get("large_output"),
         )
         options.check(name, is_async=is_async)
         return options
@@ -96,6 +117,21 @@ class ToolOptions:
         if self.timeout is not None and self.timeout <= 0:
             raise ToolDefinitionError(
                 f"tool {name!r}: timeout must be positive, got {self.timeout!r}"
+            )
+        counts = {
+            "max_calls": self.max_calls,
+            "max_concurrency": self.max_concurrency,
+            "max_output_chars": self.max_output_chars,
+        }
+        for option, value in counts.items():
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ToolDefinitionError(
+                    f"tool {name!r}: {option} must be a whole number of at least 1, got {value!r}"
+                )
+        if self.large_output is not None and self.large_output not in LARGE_OUTPUTS:
+            raise ToolDefinitionError(
+                f"tool {name!r}: large_output must be 'truncate', 'store' or 'error', got "
+                f"{self.large_output!r}"
             )
         if self.retries is not None and self.retries < 0:
             raise ToolDefinitionError(f"tool {name!r}: retries must be >= 0, got {self.retries!r}")

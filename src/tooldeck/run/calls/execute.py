@@ -21,6 +21,8 @@ from tooldeck.run.checkpoint import call_digest
 from tooldeck.run.records import succeeded
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.handler import HandlerOutput, Pause, ToolOutcome
+from tooldeck.tools.outputs import limited
+from tooldeck.tools.slots import slots_for
 
 Ran = ToolTrace | PendingCall
 """What running a call gives: its trace, or (a handler that paused) its PendingCall."""
@@ -68,11 +70,16 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
         round_.messages,
         emit,
         item.resumed,
+        round_.outputs,
+        round_.cancelled,
     )
     started = time.perf_counter()
     scope = None
     try:
         running = entry.handler.run(item.arguments, context)
+        if entry.options.max_concurrency is not None:  # a slot first, within the timeout
+            slots = slots_for(entry.origin, call.name, entry.options.max_concurrency)
+            running = slots.run(running)
         if limit is None:
             output: HandlerOutput = await running
         else:
@@ -86,12 +93,25 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
         else:
             result = error_result(entry, error, round_.options.include_error_details)
         return _finished(item, ToolOutcome(result, error), started)
-    if isinstance(output, str) and not item.edited:  # the usual call: a function's text
+    max_chars = entry.options.max_output_chars or round_.options.max_output_chars
+    if isinstance(output, str) and not item.edited and max_chars is None:  # the usual call
         return trace(call, succeeded(output), time.perf_counter() - started)
     if isinstance(output, Pause):
         digest = call_digest(round_.run_id, call)
         return PendingCall(call=call, kind="agent", digest=digest, nested=output.state)
-    return _finished(item, output, started)
+    done = _finished(item, output, started)
+    if max_chars is not None and done.result.ok and len(done.result.output) > max_chars:
+        return _too_large(done, item, round_, max_chars)
+    return done
+
+
+def _too_large(done: ToolTrace, item: Ready, round_: CallRound, max_chars: int) -> ToolTrace:
+    """The trace of a call whose output is longer than its tool allows: what the model reads
+    instead, the whole output kept beside it."""
+    mode = item.entry.options.large_output or round_.options.large_output
+    text = done.result.output
+    shown = limited(text, item.call.name, item.call.id, max_chars, mode, round_.outputs)
+    return done.model_copy(update={"result": shown, "full_output": text})
 
 
 def _time_limit(timeout: float | None, round_: CallRound) -> tuple[float | None, bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.records import traced
 from tooldeck.tools.context import Resumption, RunContext, ToolChanges
+from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 Emit = Callable[[Event], None]
@@ -31,6 +33,10 @@ class CallOptions:
     middleware: MiddlewareStack | None = None
     registry: ToolChanges | None = None
     """The agent's registry, which tools may change (``ctx.tools``)."""
+    max_output_chars: int | None = None
+    """The agent's default for a tool without its own ``max_output_chars``."""
+    large_output: LargeOutput = "truncate"
+    """The agent's default for a tool without its own ``large_output``."""
 
 
 @dataclass(slots=True)  # not frozen: made every round, and a frozen one costs more to make
@@ -47,6 +53,10 @@ class CallRound:
     """Told about each call when the run is observed (traced)."""
     messages: Sequence[Message] = ()
     """The conversation, ending with the turn that made the round's calls."""
+    outputs: OutputStore | None = None
+    """The run's stored outputs, when its tools may store some."""
+    cancelled: threading.Event | None = None
+    """Set when the run is cancelled (a run started with ``Agent.start``)."""
 
     def context(
         self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
@@ -62,6 +72,8 @@ class CallRound:
             self.messages,
             emit,
             resumed,
+            self.outputs,
+            self.cancelled,
         )
 
 
