@@ -26,6 +26,7 @@ from tooldeck.run.observer import RunObserver
 from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.request import Asking, Delta, ask, with_deltas
+from tooldeck.run.session import CallRecords
 from tooldeck.run.spending import not_run
 from tooldeck.run.state import OpenTurn, RunState, attach
 from tooldeck.run.untrusted import safe_output
@@ -59,6 +60,8 @@ class RunStart:
     deltas: bool
     decisions: dict[str, Decision] | None = None
     resumed: Checkpoint | None = None
+    records: CallRecords | None = None
+    """Where ``side_effects`` calls are recorded (the run's session, when it can)."""
 
 
 async def drive(
@@ -239,6 +242,7 @@ def _call_round(
         observer,
         state.messages,
         state.outputs,
+        start.records,
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 
 from tooldeck.messages import Message
 from tooldeck.run.budget import Budget
-from tooldeck.run.session import Session
+from tooldeck.run.session import CallRecords, Session
 
 DepsT = TypeVar("DepsT")
 
@@ -68,6 +68,9 @@ class RunOptions:
     session_id: str | None = None
     parent: ParentCall | None = None
     budget: Budget | None = None
+    records: CallRecords | None = None
+    """Where the run records its ``side_effects`` calls: its session, when it can (set by
+    the agent as it takes the session out of the options)."""
 
     @classmethod
     def of(cls, args: RunArgs[Any], *, resuming: bool = False) -> RunOptions:
