@@ -23,7 +23,7 @@ from tooldeck.results import PendingCall, ToolTrace
 from tooldeck.run.calls.shared import Ready, trace
 from tooldeck.run.session import CallRecords
 from tooldeck.tools.context import RunContext
-from tooldeck.tools.registry import ToolEntry
+from tooldeck.tools.options import Reconcile
 
 
 def interrupted_text(key: str) -> str:
@@ -49,7 +49,7 @@ async def run_once(
     if before is not None and before.result is not None:  # it ran: what it said, again
         return trace(item.call, before.result, 0.0)
     if before is not None and item.resumed is None:  # (a paused call going on started so)
-        settled = await reconciled(item.entry, context)
+        settled = await reconciled(item.entry.options.reconcile, context)
         if settled is not None:
             await records.finish_call(key, settled)
             return trace(item.call, settled, 0.0)
@@ -59,10 +59,9 @@ async def run_once(
     return ran
 
 
-async def reconciled(entry: ToolEntry, context: RunContext[Any]) -> ToolResult | None:
-    """For a call that started and never reported: the tool's reconcile's answer (None: it
-    did not happen, so run it), or, without one, the interrupted result."""
-    reconcile = entry.options.reconcile
+async def reconciled(reconcile: Reconcile | None, context: RunContext[Any]) -> ToolResult | None:
+    """For a call that started and never reported: the tool's ``reconcile``'s answer (None:
+    it did not happen, so run it), or, without one, the interrupted result."""
     key = context.idempotency_key
     if reconcile is None:
         return ToolResult.failure(ErrorCode.INTERRUPTED, interrupted_text(key))
