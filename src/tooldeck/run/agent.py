@@ -49,6 +49,7 @@ from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.request import Asking
+from tooldeck.run.session import records_of
 from tooldeck.run.state import RunState
 from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
@@ -218,7 +219,7 @@ class Agent(Generic[DepsT, OutputT]):
         session = opts.session
         if session is None:
             return self._from_prompt(prompt, opts)
-        in_session = replace(opts, session=None)
+        in_session = replace(opts, session=None, records=records_of(session))
         return stream_in_session(
             session,
             self.history_strategy,
@@ -261,7 +262,7 @@ class Agent(Generic[DepsT, OutputT]):
         opts = RunOptions.of(options, resuming=True)
         session = opts.session
         if session is not None:
-            in_session = replace(opts, session=None)
+            in_session = replace(opts, session=None, records=records_of(session))
             return resume_in_session(
                 session,
                 self.history_strategy,
@@ -321,7 +322,9 @@ class Agent(Generic[DepsT, OutputT]):
         if opts.run_id is not None:
             state.run_id = opts.run_id
         policy = RunPolicy(self.limits, None, opts.budget)
-        start = RunStart(state, policy, opts.deps, opts.deltas, cancel=opts.cancel)
+        start = RunStart(
+            state, policy, opts.deps, opts.deltas, cancel=opts.cancel, records=opts.records
+        )
         return self._start(start, opts)
 
     def _from_pause(
@@ -335,7 +338,9 @@ class Agent(Generic[DepsT, OutputT]):
         state, policy = restore(checkpoint, self.limits, opts.budget)
         if self._stores_outputs:
             state.outputs = OutputStore.of(state.trace)
-        start = RunStart(state, policy, opts.deps, opts.deltas, decided, checkpoint, opts.cancel)
+        start = RunStart(
+            state, policy, opts.deps, opts.deltas, decided, checkpoint, opts.cancel, opts.records
+        )
         return self._start(start, opts)
 
     def _start(self, start: RunStart, opts: RunOptions) -> AsyncGenerator[Event, None]:

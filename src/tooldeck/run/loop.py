@@ -27,6 +27,7 @@ from tooldeck.run.observer import RunObserver
 from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.request import Asking, Delta, ask, with_deltas
+from tooldeck.run.session import CallRecords
 from tooldeck.run.spending import not_run
 from tooldeck.run.state import OpenTurn, RunState, attach
 from tooldeck.run.untrusted import safe_output
@@ -62,6 +63,8 @@ class RunStart:
     resumed: Checkpoint | None = None
     cancel: threading.Event | None = None
     """Set when the run is cancelled (``RunHandle.cancel``); tools see it as ``ctx.cancelled``."""
+    records: CallRecords | None = None
+    """Where ``side_effects`` calls are recorded (the run's session, when it can)."""
 
 
 async def drive(
@@ -243,6 +246,7 @@ def _call_round(
         state.messages,
         state.outputs,
         start.cancel,
+        start.records,
     )
 
 

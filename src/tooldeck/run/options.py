@@ -16,7 +16,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 from tooldeck.messages import Message
 from tooldeck.run.budget import Budget
 from tooldeck.run.cancel import CancelSignal
-from tooldeck.run.session import Session
+from tooldeck.run.session import CallRecords, Session
 
 DepsT = TypeVar("DepsT")
 
@@ -72,6 +72,9 @@ class RunOptions:
     cancel: CancelSignal | None = None
     """Set by ``Agent.start``: the signal that cancels the run (tools read it as
     ``ctx.cancelled``)."""
+    records: CallRecords | None = None
+    """Where the run records its ``side_effects`` calls: its session, when it can (set by
+    the agent as it takes the session out of the options)."""
 
     @classmethod
     def of(cls, args: RunArgs[Any], *, resuming: bool = False) -> RunOptions:

@@ -90,6 +90,14 @@ class RunContext(Generic[DepsT]):
     tool can poll ``ctx.cancelled.is_set()`` and stop early. None for other runs."""
 
     @property
+    def idempotency_key(self) -> str:
+        """One stable key for this call, ``<run id>:<round>:<call id>``: the same when the
+        call is retried, resumed after a pause, continued, or replayed by a durable run, and
+        different for every other call. Give it to an API that accepts one (payments, email,
+        tickets), so the outside world also does the call at most once."""
+        return f"{self.run_id}:{self.round}:{self.call_id}"
+
+    @property
     def tools(self) -> ToolChanges:
         """The agent's tools, to add or remove some during the run: ``ctx.tools.register(t)``.
 

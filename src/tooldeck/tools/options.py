@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from tooldeck.errors import ToolDefinitionError
+from tooldeck.messages import ToolResult
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
 
@@ -23,6 +24,10 @@ ApprovalPredicate = Callable[[RunContext[Any], dict[str, Any]], bool | Awaitable
 
 RequiresApproval = bool | ApprovalPredicate
 """``True``: every call waits for a decision; a predicate: the calls it returns True for."""
+
+Reconcile = Callable[[RunContext[Any]], ToolResult | Awaitable[ToolResult | None] | None]
+"""Asks the outside world whether an interrupted call of a ``side_effects`` tool happened:
+its result if it did, None if it did not (the call then runs)."""
 
 Isolation = Literal["thread", "process"]
 """Where a sync function runs: a worker thread (cheap; cannot be stopped, so a call past its
@@ -45,6 +50,8 @@ class ToolOptionArgs(TypedDict, total=False):
     max_concurrency: int | None
     max_output_chars: int | None
     large_output: LargeOutput | None
+    side_effects: bool
+    reconcile: Reconcile | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,12 @@ class ToolOptions:
     large_output: LargeOutput | None = None
     """``"truncate"``, ``"store"`` (the head, the size and a handle for ``read_output``) or
     ``"error"`` (None: the agent's ``large_output``)."""
+    side_effects: bool = False
+    """Marks a call that must not run twice (at-most-once; see run control)."""
+    reconcile: Reconcile | None = None
+    """For a ``side_effects`` call that started but never reported (its process died):
+    ``fn(ctx) -> ToolResult | None`` says whether it happened (None: it did not, so it runs);
+    without it the model reads ``error[interrupted]``."""
 
     @classmethod
     def of(
@@ -107,6 +120,8 @@ class ToolOptions:
             max_concurrency=args.get("max_concurrency"),
             max_output_chars=args.get("max_output_chars"),
             large_output=args.get("large_output"),
+            side_effects=args.get("side_effects", False),
+            reconcile=args.get("reconcile"),
         )
         options.check(name, is_async=is_async)
         return options
@@ -133,6 +148,7 @@ class ToolOptions:
                 f"tool {name!r}: large_output must be 'truncate', 'store' or 'error', got "
                 f"{self.large_output!r}"
             )
+        self._check_side_effects(name)
         if self.retries is not None and self.retries < 0:
             raise ToolDefinitionError(f"tool {name!r}: retries must be >= 0, got {self.retries!r}")
         approval = self.requires_approval
@@ -146,6 +162,25 @@ class ToolOptions:
             raise ToolDefinitionError(
                 f"tool {name!r}: on_error must be a function (exception) -> str or 'raise', "
                 f"got {on_error!r}"
+            )
+
+    def _check_side_effects(self, name: str) -> None:
+        if not isinstance(self.side_effects, bool):
+            raise ToolDefinitionError(
+                f"tool {name!r}: side_effects must be True or False, got {self.side_effects!r}"
+            )
+        if self.reconcile is None:
+            return
+        if not callable(self.reconcile):
+            raise ToolDefinitionError(
+                f"tool {name!r}: reconcile must be a function (ctx) -> ToolResult | None, got "
+                f"{self.reconcile!r}"
+            )
+        if not self.side_effects:
+            raise ToolDefinitionError(
+                f"tool {name!r}: reconcile= is only used by a tool with side_effects=True "
+                "(its calls are recorded, so an interrupted one can be reconciled); add "
+                "side_effects=True"
             )
 
     def _check_isolation(self, name: str, is_async: bool) -> None:

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable
 from dataclasses import replace
+from typing import Any
 
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolCall, ToolResult
@@ -18,6 +19,7 @@ from tooldeck.results import PendingCall, ToolTrace
 from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
 from tooldeck.run.calls.texts import error_result, run_time_text, timeout_text, with_edit_note
 from tooldeck.run.checkpoint import call_digest
+from tooldeck.run.once import run_once
 from tooldeck.run.records import succeeded
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.handler import HandlerOutput, Pause, ToolOutcome
@@ -54,12 +56,10 @@ def execute(item: Ready, round_: CallRound, emit: Emit | None = None) -> Awaitab
     return layered() if observer is None else observer.tool_call(item.call, layered)
 
 
-async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
-    """Run the handler within the tool's timeout and the run's remaining time."""
-    call, entry = item.call, item.entry
-    limit, run_limited = entry.options.timeout, False
-    if round_.policy.limits.max_duration_s is not None:
-        limit, run_limited = _time_limit(limit, round_)
+def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Awaitable[Ran]:
+    """Run the handler within the tool's timeout and the run's remaining time; a
+    ``side_effects`` call at most once when the run records such calls."""
+    call = item.call
     context = RunContext(
         call.id,
         call.name,
@@ -73,6 +73,16 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
         round_.outputs,
         round_.cancelled,
     )
+    if item.entry.options.side_effects and round_.records is not None:
+        return run_once(round_.records, item, context, lambda: _timed(item, round_, context))
+    return _timed(item, round_, context)
+
+
+async def _timed(item: Ready, round_: CallRound, context: RunContext[Any]) -> Ran:
+    call, entry = item.call, item.entry
+    limit, run_limited = entry.options.timeout, False
+    if round_.policy.limits.max_duration_s is not None:
+        limit, run_limited = _time_limit(limit, round_)
     started = time.perf_counter()
     scope = None
     try:

@@ -16,6 +16,7 @@ from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.records import traced
+from tooldeck.run.session import CallRecords
 from tooldeck.tools.context import Resumption, RunContext, ToolChanges
 from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import ToolEntry, ToolView
@@ -57,6 +58,8 @@ class CallRound:
     """The run's stored outputs, when its tools may store some."""
     cancelled: threading.Event | None = None
     """Set when the run is cancelled (a run started with ``Agent.start``)."""
+    records: CallRecords | None = None
+    """Where ``side_effects`` calls are recorded (the run's session, when it can)."""
 
     def context(
         self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
