@@ -34,6 +34,8 @@ class ErrorCode(StrEnum):
     INTERRUPTED = "interrupted"
     """The call's result was lost: a stored conversation had no answer for it (a session's
     history is repaired with this observation before the model reads it again)."""
+    REFUSED = "refused"
+    """Not run: a tool guardrail refused the call (or policy refused it)."""
 
 
 class ToolDeckError(Exception):
@@ -108,6 +110,24 @@ class ToolExecutionError(RunStopped):
     def __init__(self, message: str, tool_name: str, result: Any = None) -> None:
         super().__init__(message, result)
         self.tool_name = tool_name
+
+
+class GuardrailTripped(RunStopped):
+    """A guardrail stopped the run: an input or output guardrail tripped, or a tool guardrail
+    said stop. ``result`` keeps the run up to the stop (``stop_reason == "guardrail"``)."""
+
+    docs = "guardrails.md"
+
+    def __init__(
+        self, message: str, guardrail: str, stage: str, data: Any = None, result: Any = None
+    ) -> None:
+        super().__init__(message, result)
+        self.guardrail = guardrail
+        """The name of the guardrail that tripped."""
+        self.stage = stage
+        """Where it ran: ``input``, ``output``, ``arguments`` or ``result``."""
+        self.data = data
+        """What the guardrail returned beside its message (``GuardrailResult.data``)."""
 
 
 class ModelError(RunStopped):

@@ -48,6 +48,8 @@ class StopReason(StrEnum):
     """The model's typed answer did not validate too many times."""
     MIDDLEWARE_ERROR = "middleware_error"
     """A middleware hook raised (``MiddlewareError``)."""
+    GUARDRAIL = "guardrail"
+    """A guardrail stopped the run (``GuardrailTripped``)."""
 
 
 class RecordedError(Exception):
@@ -256,6 +258,25 @@ class HistorySummary(BaseModel):
     """SHA-256 chain over those messages: the summary applies to them and no others."""
 
 
+GuardrailStage = Literal["input", "output", "arguments", "result"]
+
+
+class GuardrailDecision(BaseModel):
+    """What one guardrail decided, as the run's trace keeps it (``RunResult.guardrails``)."""
+
+    model_config = FROZEN
+
+    name: str
+    stage: GuardrailStage
+    """The prompt, the answer, a call's arguments (before approval) or its result."""
+    verdict: Literal["passed", "tripped", "refused", "replaced", "retry"]
+    """``tripped`` stopped the run; ``retry``: the model was asked again with the message."""
+    message: str = ""
+    round: int = 0
+    call_id: str = ""
+    """The call a tool guardrail judged."""
+
+
 CHECKPOINT_VERSION = 1
 
 
@@ -277,6 +298,8 @@ class Checkpoint(BaseModel):
     turn: PausedTurn
     history_summary: HistorySummary | None = None
     """The summary of the earlier conversation, with ``Agent(history_strategy=Summarize(...))``."""
+    guardrails: tuple[GuardrailDecision, ...] = ()
+    """The guardrails' decisions so far."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 
@@ -296,6 +319,8 @@ class Checkpoint(BaseModel):
         """The canonical bytes the signature covers: every field but the signature."""
         # Without a summary the payload is the one checkpoints had before the field existed.
         unsigned = {"signature"} if self.history_summary else {"signature", "history_summary"}
+        if not self.guardrails:  # likewise: no decisions, the payload of before
+            unsigned.add("guardrails")
         body = self.model_dump(mode="json", exclude=unsigned)
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return text.encode("utf-8", "surrogatepass")
@@ -369,3 +394,5 @@ class RunResult(BaseModel, Generic[OutputT]):
     history_summary: HistorySummary | None = None
     """The summary the ``Summarize`` history strategy sent in place of the earliest turns
     (store it and give it back with ``Summarize.remember`` so it is not made again)."""
+    guardrails: tuple[GuardrailDecision, ...] = ()
+    """Every guardrail's decision, in order (``Agent(input_guardrails=...)`` and the rest)."""

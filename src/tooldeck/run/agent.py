@@ -28,6 +28,7 @@ from tooldeck.run.answers import output_plan, request_settings
 from tooldeck.run.calls.shared import CallOptions
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.history import HistoryStrategy, current_exchange
 from tooldeck.run.in_session import resume_in_session, stream_in_session
 from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive
@@ -44,6 +45,7 @@ from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.request import Asking
 from tooldeck.run.state import RunState
+from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
 
 DepsT = TypeVar("DepsT", default=Any)
@@ -92,6 +94,9 @@ class Agent(Generic[DepsT, OutputT]):
         run_log: Where every run is recorded (``RunLog(path)`` from ``tooldeck.runlog``):
             an observer of the event stream, off by default. The runs of this agent as an
             agent tool are logged as their own runs, linked to the call that made them.
+        input_guardrails, output_guardrails, tool_guardrails: Checks on the prompt (beside
+            the first request), the answer, and every tool's calls (``Guardrail``,
+            ``ToolGuardrail`` or plain functions; see ``tooldeck.run.guardrails``).
         history: The name ``history_strategy`` had before 0.2 (deprecated).
 
     Example:
@@ -123,6 +128,9 @@ class Agent(Generic[DepsT, OutputT]):
         history_strategy: HistoryStrategy | None = None,
         run_log: StreamObserver | None = None,
         history: HistoryStrategy | None = None,
+        input_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
+        output_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
+        tool_guardrails: Sequence[ToolGuardrail | ArgumentsCheck] = (),
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
         check_settings(on_limit, max_concurrency, checkpoint_key)
@@ -139,8 +147,14 @@ class Agent(Generic[DepsT, OutputT]):
         self.run_log = run_log
         """The run log (or any StreamObserver) that sees every run's events; None: off."""
         self._middleware = MiddlewareStack(middleware) if middleware else None
+        self._guards = guards_of(input_guardrails, output_guardrails)
+        tool_checks = tuple(ToolGuardrail.of(g, "tool_guardrails") for g in tool_guardrails)
         self._call_options = CallOptions(
-            include_error_details, max_concurrency, self._middleware, self._tools.registry
+            include_error_details,
+            max_concurrency,
+            self._middleware,
+            self._tools.registry,
+            tool_checks,
         )
         self._output = output_plan(self.model, output_type, output_mode, output_validators)
         self.output_retries = self.limits.tool_retries if output_retries is None else output_retries
@@ -334,6 +348,7 @@ class Agent(Generic[DepsT, OutputT]):
             self.output_retries,
             self.on_limit,
             self.checkpoint_key,
+            self._guards,
         )
 
     def _run_info(self, start: RunStart, opts: RunOptions) -> RunInfo:

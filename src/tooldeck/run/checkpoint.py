@@ -55,6 +55,7 @@ def make_checkpoint(state: RunState, policy: RunPolicy, key: bytes | None) -> Ch
         counters=policy.counters(),
         turn=PausedTurn(round=turn.round, answered=dict(turn.answered), pending=turn.pending),
         history_summary=state.summary,
+        guardrails=tuple(state.guardrails),
     )
     if key is None:
         return checkpoint
@@ -220,6 +221,7 @@ def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy
         output_tokens=usage.output_tokens,
         requests=usage.requests,
         summary=checkpoint.history_summary,
+        guardrails=list(checkpoint.guardrails),
     )
     calls = checkpoint.messages[-1].tool_calls
     state.turn = OpenTurn(

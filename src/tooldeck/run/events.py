@@ -11,7 +11,7 @@ from typing import Any
 
 from tooldeck.messages import AssistantOutput, ToolCall, ToolSpec
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import RunResult, ToolTrace
+from tooldeck.results import GuardrailDecision, RunResult, ToolTrace
 
 
 @dataclass(slots=True)
@@ -81,6 +81,18 @@ class ToolCallFinished:
 
 
 @dataclass(slots=True)
+class GuardrailChecked:
+    """A guardrail judged the prompt, the answer, or a call's arguments or result."""
+
+    round: int
+    decision: GuardrailDecision
+    data: Any = None
+    """What the guardrail returned beside its verdict (``GuardrailResult.data``)."""
+    replacement: Any = None
+    """For a ``replaced`` verdict: the arguments the call ran with, or the result given."""
+
+
+@dataclass(slots=True)
 class FinalAnswer:
     """The run is over; ``result`` holds the answer, the conversation and the trace."""
 
@@ -94,6 +106,7 @@ AgentEvent = (
     | ModelResponse
     | ToolCallStarted
     | ToolCallFinished
+    | GuardrailChecked
     | FinalAnswer
 )
 """What one agent's own loop yields."""

@@ -5,12 +5,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tooldeck.errors import RunStopped
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, Usage
 from tooldeck.results import (
     Checkpoint,
+    GuardrailDecision,
     HistorySummary,
     PendingCall,
     RunResult,
@@ -55,6 +56,8 @@ class RunState:
     requests: int = 0
     summary: HistorySummary | None = None
     """What the history strategy sends in place of the earliest turns, once it made one."""
+    guardrails: list[GuardrailDecision] = field(default_factory=list)
+    """Every guardrail's decision so far."""
 
     @property
     def usage(self) -> Usage:
@@ -134,10 +137,14 @@ class RunState:
             pending=checkpoint.pending if checkpoint is not None else (),
             checkpoint=checkpoint,
             history_summary=self.summary,
+            guardrails=tuple(self.guardrails),
         )
 
 
-def attach(error: RunStopped, state: RunState, reason: StopReason) -> RunStopped:
+StoppedT = TypeVar("StoppedT", bound=RunStopped)
+
+
+def attach(error: StoppedT, state: RunState, reason: StopReason) -> StoppedT:
     """``error`` with the run so far as its ``.result`` (kept if it already has one)."""
     if error.result is None:
         error.result = state.result("", reason)

@@ -247,7 +247,9 @@ def tool(
             ``(ctx, arguments) -> bool``: the run pauses for a person's decision),
             ``isolation=`` (``"process"``: a sync function runs in a worker process that its
             timeout kills, a fork per call; by default a worker thread, which cannot be
-            stopped, so a call past its timeout may still finish).
+            stopped, so a call past its timeout may still finish), ``guardrails=``
+            (functions or ``ToolGuardrail`` on the arguments and the result: see
+            ``tooldeck.run.guardrails``).
 
     Examples:
         >>> @tool

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypedDict
 
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.tools.context import RunContext
+from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
 
 ErrorHandler = Callable[[Exception], str] | Literal["raise"]
 """Turns a tool's exception into the text the model reads, or ``"raise"`` to end the run."""
@@ -21,6 +22,9 @@ ApprovalPredicate = Callable[[RunContext[Any], dict[str, Any]], bool | Awaitable
 
 RequiresApproval = bool | ApprovalPredicate
 """``True``: every call waits for a decision; a predicate: the calls it returns True for."""
+
+Trust = Literal["trusted", "untrusted"]
+"""Where a tool's results come from: content the application vouches for, or not."""
 
 Isolation = Literal["thread", "process"]
 """Where a sync function runs: a worker thread (cheap; cannot be stopped, so a call past its
@@ -39,6 +43,10 @@ class ToolOptionArgs(TypedDict, total=False):
     on_error: ErrorHandler | None
     requires_approval: RequiresApproval
     isolation: Isolation
+    guardrails: Iterable[ToolGuardrail | ArgumentsCheck]
+    trust: Trust
+    sensitive: bool
+    side_effects: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,14 @@ class ToolOptions:
     """Pause the run for a person's decision before a call runs (every call, or per call)."""
     isolation: Isolation = "thread"
     """``"process"`` runs a sync function in a worker process that its timeout kills."""
+    guardrails: tuple[ToolGuardrail, ...] = ()
+    """Checks on each call's validated arguments (before approval) and on its result."""
+    trust: Trust = "trusted"
+    """``"untrusted"``: its results come from the outside world (a web page, an e-mail)."""
+    sensitive: bool = False
+    """Its calls reach what must not leak (see ``Agent(after_untrusted=...)``)."""
+    side_effects: bool = False
+    """Marks a call that must not run twice (at-most-once; see run control)."""
 
     @classmethod
     def of(cls, name: str, args: ToolOptionArgs, *, is_async: bool = False) -> ToolOptions:
@@ -75,6 +91,12 @@ class ToolOptions:
             on_error=args.get("on_error"),
             requires_approval=args.get("requires_approval", False),
             isolation=args.get("isolation", "thread"),
+            guardrails=tuple(
+                ToolGuardrail.of(item, f"tool {name!r}") for item in args.get("guardrails", ())
+            ),
+            trust=args.get("trust", "trusted"),
+            sensitive=args.get("sensitive", False),
+            side_effects=args.get("side_effects", False),
         )
         options.check(name, is_async=is_async)
         return options
@@ -93,6 +115,10 @@ class ToolOptions:
             raise ToolDefinitionError(
                 f"tool {name!r}: requires_approval must be True, False or a function "
                 f"(ctx, arguments) -> bool, got {approval!r}"
+            )
+        if self.trust not in ("trusted", "untrusted"):
+            raise ToolDefinitionError(
+                f"tool {name!r}: trust must be 'trusted' or 'untrusted', got {self.trust!r}"
             )
         on_error = self.on_error
         if on_error is not None and on_error != "raise" and not callable(on_error):

@@ -19,6 +19,7 @@ from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.results import Decision, PendingCall, ToolTrace
 from tooldeck.run.calls.check import check_decided, check_new, hold_back
 from tooldeck.run.calls.execute import Ran, execute
+from tooldeck.run.calls.guard import execute_guarded, guard_arguments, guarded
 from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
 from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, nest
 from tooldeck.run.policy import CallSignature
@@ -64,6 +65,9 @@ async def run_round(
     else:
         turn.started = True
         admitted = _admit_new(turn, round_)
+        if guarded(round_) and admitted.ready:  # before a person is asked about a call
+            async for event in _guard_arguments(admitted, round_):
+                yield event
         if round_.view.may_pause and admitted.ready:  # those needing a decision wait
             admitted.ready, waiting = await hold_back(admitted.ready, round_)
             for index, pending in waiting:
@@ -72,17 +76,18 @@ async def run_round(
         yield _not_run(answered, round_)
     done = admitted.done
     ready = admitted.ready
+    together = _run_together if not ready or not guarded(round_) else _run_guarded
     for group in (ready,) if len(ready) == 1 else _groups(ready):
         for item in group:
             yield ToolCallStarted(round_.round, item.call)
-        if len(group) == 1 and not group[0].entry.emits_events:
+        if len(group) == 1 and not group[0].entry.emits_events and together is _run_together:
             item = group[0]  # the common case: no tasks, no queue
             ran = done[item.index] = await execute(item, round_)
             if isinstance(ran, ToolTrace):
                 yield ToolCallFinished(round_.round, ran)
             continue
-        async with aclosing(_run_together(group, round_)) as together:
-            async for got in together:
+        async with aclosing(together(group, round_)) as running:
+            async for got in running:
                 if not isinstance(got, tuple):
                     yield got
                     continue
@@ -111,6 +116,24 @@ def _admit_new(turn: OpenTurn, round_: CallRound) -> _Admitted:
         if refusal.result.error_code is ErrorCode.CALL_LIMIT:
             admitted.over_limit = True
     return admitted
+
+
+async def _guard_arguments(admitted: _Admitted, round_: CallRound) -> AsyncGenerator[Event, None]:
+    """Judge the ready calls' arguments: the decisions as events; a refused call is answered,
+    a stop raises (no call of the round has run)."""
+    ready: list[Ready] = []
+    for item in admitted.ready:
+        judged, events, stop = await guard_arguments(item, round_)
+        for event in events:
+            yield event
+        if stop is not None:
+            raise stop
+        if isinstance(judged, Ready):
+            ready.append(judged)
+        else:
+            admitted.done[item.index] = judged
+            admitted.announced.append(judged)
+    admitted.ready = ready
 
 
 def _admit_decided(
@@ -201,11 +224,24 @@ def _groups(ready: list[Ready]) -> list[list[Ready]]:
     return groups
 
 
-async def _run_together(
+def _run_together(
     group: list[Ready], round_: CallRound
 ) -> AsyncGenerator[Event | tuple[int, Ran], None]:
     """Run a group's calls concurrently: the events calls pass on as they happen, and each
     (index, outcome) as a call finishes."""
+    return _concurrently(group, round_, False)
+
+
+def _run_guarded(
+    group: list[Ready], round_: CallRound
+) -> AsyncGenerator[Event | tuple[int, Ran], None]:
+    """``_run_together``, each call's result judged by its guardrails."""
+    return _concurrently(group, round_, True)
+
+
+async def _concurrently(
+    group: list[Ready], round_: CallRound, guard: bool
+) -> AsyncGenerator[Event | tuple[int, Ran], None]:
     queue: asyncio.Queue[Event | tuple[int, Ran] | Exception] = asyncio.Queue()
     limit = round_.options.max_concurrency
     semaphore = asyncio.Semaphore(limit) if limit is not None and limit < len(group) else None
@@ -213,7 +249,11 @@ async def _run_together(
     async def run(item: Ready) -> None:
         try:
             async with semaphore or contextlib.nullcontext():
-                ran = await execute(item, round_, _emitter(item, queue.put_nowait))
+                emit = _emitter(item, queue.put_nowait)
+                if guard:
+                    ran = await execute_guarded(item, round_, emit, queue.put_nowait)
+                else:
+                    ran = await execute(item, round_, emit)
             queue.put_nowait((item.index, ran))
         except Exception as error:  # a middleware's failure: the round ends with it
             queue.put_nowait(error)

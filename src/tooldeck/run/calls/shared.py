@@ -16,6 +16,7 @@ from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.records import traced
 from tooldeck.tools.context import Resumption, RunContext, ToolChanges
+from tooldeck.tools.guardrails import ToolGuardrail
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 Emit = Callable[[Event], None]
@@ -31,6 +32,8 @@ class CallOptions:
     middleware: MiddlewareStack | None = None
     registry: ToolChanges | None = None
     """The agent's registry, which tools may change (``ctx.tools``)."""
+    tool_guardrails: tuple[ToolGuardrail, ...] = ()
+    """``Agent(tool_guardrails=...)``: judge every tool's calls."""
 
 
 @dataclass(slots=True)  # not frozen: made every round, and a frozen one costs more to make
