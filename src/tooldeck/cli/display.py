@@ -17,10 +17,11 @@ from typing import Any, TextIO
 from tooldeck.cli.load import is_own_code
 from tooldeck.errors import ErrorCode, ModelRetry
 from tooldeck.messages import ToolCall, Usage
-from tooldeck.results import RecordedError, RunResult, ToolTrace
+from tooldeck.results import GuardrailDecision, RecordedError, RunResult, ToolTrace
 from tooldeck.run.events import (
     Event,
     FinalAnswer,
+    GuardrailChecked,
     ModelRequest,
     ModelResponse,
     TextDelta,
@@ -28,6 +29,7 @@ from tooldeck.run.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from tooldeck.runlog.read import LoggedGuardrail
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 _RESULT_CHARS = 300
@@ -245,6 +247,8 @@ class RunDisplay:
             outcome = trace.result
             raised = raised_by_tool(trace)
             self.call_finished(trace.call, outcome.ok, outcome.output, trace.duration_s, raised)
+        elif isinstance(event, GuardrailChecked):
+            self.guardrail(event.decision)
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
@@ -300,6 +304,15 @@ class RunDisplay:
         if self.verbose and raised.__traceback__ is not None:
             for line in traceback_lines(raised):
                 self.console.line(f"    {line}", "dim")
+
+    def guardrail(self, decision: GuardrailDecision | LoggedGuardrail) -> None:
+        """A guardrail's decision: a dim line when it passed, else what it decided and why."""
+        what = f"{decision.stage} guardrail {decision.name}"
+        if decision.verdict == "passed":
+            self.console.line(f"  ✓ {what} passed", "dim")
+            return
+        style = "red" if decision.verdict == "tripped" else "yellow"
+        self.console.line(f"  ⛔ {what} {decision.verdict}: {_short(decision.message)}", style)
 
     def call_waits(self, call: ToolCall, kind: str) -> None:
         """A call the run paused for: a person's approval, or the application's result."""

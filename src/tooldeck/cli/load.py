@@ -16,7 +16,14 @@ from tooldeck.tools import modules
 from tooldeck.tools.modules import exception_text, is_own_code, raised_at
 from tooldeck.tools.registry import ToolView
 
-__all__ = ["exception_text", "is_own_code", "load_object", "load_tools", "raised_at"]
+__all__ = [
+    "exception_text",
+    "is_own_code",
+    "load_object",
+    "load_tools",
+    "load_tools_and_settings",
+    "raised_at",
+]
 
 
 @contextmanager
@@ -33,12 +40,20 @@ def command_errors() -> Iterator[None]:
 def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
     """The tools named by ``target`` (see ``tooldeck.tools.modules.tool_registry``), only
     those of ``toolsets`` when given."""
+    return load_tools_and_settings(target, toolsets)[0]
+
+
+def load_tools_and_settings(
+    target: str, toolsets: Sequence[str] | None = None
+) -> tuple[ToolView, dict[str, Any]]:
+    """``load_tools``, and the agent settings the module defines beside its tools (its
+    guardrails: ``tooldeck.tools.modules.AGENT_SETTINGS``)."""
     with command_errors():
-        registry = modules.tool_registry(target)
+        registry, settings = modules.tools_and_settings(target)
     if not toolsets:
-        return registry.view()
+        return registry.view(), settings
     try:
-        return registry.view(toolsets)
+        return registry.view(toolsets), settings
     except ValueError as error:  # an unknown toolset name
         raise UsageError(f"--toolset: {error}") from error
 

@@ -138,6 +138,8 @@ def _moments(run: LoggedRun, display: RunDisplay) -> Iterator[_Moment]:
         yield turn.started_at + turn.duration_s, 0, answered
     for call in run.calls:
         yield from _call_moments(call, display)
+    for decided in run.guardrails:
+        yield decided.at, 2, lambda decided=decided: display.guardrail(decided)
 
 
 def _call_moments(logged: LoggedCall, display: RunDisplay) -> Iterator[_Moment]:

@@ -23,7 +23,7 @@ from tooldeck.cli.args import (
     positive_int,
 )
 from tooldeck.cli.exec import Form, Run, execute
-from tooldeck.cli.load import exception_text, load_object, load_tools, raised_at
+from tooldeck.cli.load import exception_text, load_object, load_tools_and_settings, raised_at
 from tooldeck.cli.model import build_model
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import open_session, session_options
@@ -134,7 +134,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> Run:
     """The run the arguments describe, every argument checked first."""
-    view = load_tools(args.tools, args.toolset)
+    view, settings = load_tools_and_settings(args.tools, args.toolset)
     check_tools(args, view)
     instructions = _instructions(args)
     agent: Agent[Any, Any] = Agent(
@@ -146,6 +146,7 @@ def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> R
         on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
         include_error_details=args.error_details,
         output_type=output_type,
+        **settings,
     )
     return Run(
         agent,

@@ -18,7 +18,7 @@ from tooldeck.errors import ErrorCode, RunStopped
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, StreamItem
 from tooldeck.observe import _content as content
-from tooldeck.results import PendingCall, RunResult, ToolTrace
+from tooldeck.results import GuardrailDecision, PendingCall, RunResult, ToolTrace
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -101,6 +101,18 @@ class RunSpans:
 
     def answered(self, trace_: ToolTrace) -> None:
         self._end_tool(self._tool_span(trace_.call), trace_)
+
+    def guardrail(self, decision: GuardrailDecision) -> None:
+        attributes: dict[str, Any] = {
+            "tooldeck.guardrail.name": decision.name,
+            "tooldeck.guardrail.stage": decision.stage,
+            "tooldeck.guardrail.verdict": decision.verdict,
+            "tooldeck.guardrail.message": decision.message,
+            "tooldeck.round": decision.round,
+        }
+        if decision.call_id:
+            attributes["gen_ai.tool.call.id"] = decision.call_id
+        self._span.add_event("tooldeck.guardrail", attributes)
 
     def finished(self, result: RunResult[Any]) -> None:
         if self._ended:

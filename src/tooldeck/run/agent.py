@@ -94,9 +94,8 @@ class Agent(Generic[DepsT, OutputT]):
         run_log: Where every run is recorded (``RunLog(path)`` from ``tooldeck.runlog``):
             an observer of the event stream, off by default. The runs of this agent as an
             agent tool are logged as their own runs, linked to the call that made them.
-        input_guardrails, output_guardrails, tool_guardrails: Checks on the prompt (beside
-            the first request), the answer, and every tool's calls (``Guardrail``,
-            ``ToolGuardrail`` or plain functions; see ``tooldeck.run.guardrails``).
+        input_guardrails: Checks on the prompt; ``output_guardrails`` on the answer,
+            ``tool_guardrails`` on each call (see ``tooldeck.run.guardrails``).
         history: The name ``history_strategy`` had before 0.2 (deprecated).
 
     Example:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -34,7 +34,6 @@ from tooldeck.tools.guardrails import GuardrailResult, ToolGuardrail
 __all__ = [
     "Guardrail",
     "GuardrailCheck",
-    "GuardrailDecision",
     "GuardrailResult",
     "ToolGuardrail",
 ]
@@ -274,9 +273,10 @@ async def judge_answer(
     policy: RunPolicy,
     result: RunResult[Any],
     deps: Any,
-) -> tuple[RunResult[Any] | None, list[GuardrailChecked]]:
+) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
     """The answer after the output guardrails: kept, or None to ask the model again (a
-    ``retry`` guardrail tripped), with their decisions; a trip without retry raises."""
+    ``retry`` guardrail tripped), with their decisions (read to their end, they raise the
+    stop of a trip without retry)."""
     context = context_of(state, policy.rounds, deps)
     decided: list[GuardrailChecked] = []
     for guardrail in guards.output:
@@ -286,7 +286,7 @@ async def judge_answer(
             continue
         if not guardrail.retry or policy.refuse_output(retries, "") is not None:
             state.guardrails.extend(item.decision for item in decided)
-            raise stop(checked, state)
+            return None, announced(decided, stop(checked, state))
         retry = checked.decision.model_copy(update={"verdict": "retry"})
         decided[-1] = GuardrailChecked(checked.round, retry, checked.data)
         refusal = ToolResult.failure(ErrorCode.REFUSED, checked.decision.message)
@@ -295,3 +295,12 @@ async def judge_answer(
         return None, decided
     state.guardrails.extend(item.decision for item in decided)
     return result.model_copy(update={"guardrails": tuple(state.guardrails)}), decided
+
+
+def announced(
+    decided: Iterable[GuardrailChecked], tripped: GuardrailTripped
+) -> Iterator[GuardrailChecked]:
+    """The decisions, then the stop raised: the loop passes them on as events, and the run
+    ends with the stop right after them."""
+    yield from decided
+    raise tripped

@@ -8,7 +8,7 @@ policy whether it must stop. It yields the run's events; the last is FinalAnswer
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from functools import partial
@@ -228,7 +228,7 @@ async def _ended(
     deps: Any,
     stop: RunStopped | None,
     reason: StopReason,
-) -> tuple[RunResult[Any] | None, list[GuardrailChecked]]:
+) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
     """The run's result if this turn ends it (an answer, typed when asked for, or the last
     answer at a limit; None to go on), and the output guardrails' decisions on it."""
     ended = await _answer(setup, state, policy, output, deps, stop, reason)

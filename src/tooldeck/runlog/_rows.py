@@ -22,9 +22,9 @@ from tooldeck.messages import ToolCall
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import Approve, RecordedError, Reject
 
-START, TURN, PENDING, CALL, END, FLUSH = range(6)
+START, TURN, PENDING, CALL, END, FLUSH, GUARD = range(7)
 """Record kinds."""
-FIELDS = {START: 9, TURN: 9, PENDING: 5, CALL: 10, END: 9, FLUSH: 1}
+FIELDS = {START: 9, TURN: 9, PENDING: 5, CALL: 10, END: 9, FLUSH: 1, GUARD: 8}
 """How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
@@ -106,6 +106,10 @@ _CALL = _Insert(
     " result = excluded.result, error_code = excluded.error_code, error = excluded.error,"
     " decision = excluded.decision, decided_by = excluded.decided_by",
 )
+_GUARD = _Insert(
+    "INSERT INTO guardrails (run_id, round, call_id, stage, name, verdict, message, at)",
+    ("?", "?", _T, "?", "?", "?", "?", "?"),
+)
 _END = (
     "UPDATE runs SET ended_at = ?, duration_s = coalesce(duration_s, 0) + ?,"
     " stop_reason = ?, answer = ?, error = ?, input_tokens = coalesce(?, input_tokens),"
@@ -147,6 +151,7 @@ class RowMaker:
         turns: list[Row] = []
         pending: list[Row] = []
         calls: list[Row] = []
+        guards: list[Row] = []
         for record in batch:
             kind = record[0]
             if kind == CALL:
@@ -159,6 +164,8 @@ class RowMaker:
                 ends.append(record)
             elif kind == PENDING:
                 pending.append(_pending_row(record))
+            elif kind == GUARD:  # (kind, run id, round, call id, stage, name, verdict,
+                guards.append(record[1:])  # message, at)
         whole, start_rows, end_rows = _runs(starts, ends)
         planned = [
             *_RUN.statements(whole),
@@ -166,6 +173,7 @@ class RowMaker:
             *_TURN.statements(turns),
             *_PENDING.statements(pending),
             *_CALL.statements(calls),
+            *_GUARD.statements(guards),
         ]
         if end_rows:  # only runs whose start was written in an earlier batch, or resumed
             planned.append((_END, end_rows))

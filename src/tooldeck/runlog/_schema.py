@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tooldeck.errors import ToolDeckError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the tables below (``PRAGMA user_version`` of a run log database)."""
 
 BUSY_TIMEOUT_MS = 5_000
@@ -83,7 +83,23 @@ CREATE INDEX runs_by_parent ON runs (parent_run_id);
 """
 """Version 2: the run of an agent tool names the run and the call that made it."""
 
-_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2}
+_V3 = """
+CREATE TABLE guardrails (
+    id       INTEGER PRIMARY KEY,
+    run_id   TEXT NOT NULL,
+    round    INTEGER NOT NULL,
+    call_id  TEXT,
+    stage    TEXT NOT NULL,
+    name     TEXT NOT NULL,
+    verdict  TEXT NOT NULL,
+    message  TEXT NOT NULL,
+    at       REAL NOT NULL
+);
+CREATE INDEX guardrails_by_run ON guardrails (run_id);
+"""
+"""Version 3: every guardrail's decision (``Agent(input_guardrails=...)`` and the rest)."""
+
+_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""
 
 
