@@ -205,6 +205,8 @@ def test_logs_as_json(home: Path) -> None:
         "parent_call_id": None,
         "tool_calls": 2,
         "failed_calls": 1,
+        "untrusted_call_id": None,
+        "untrusted_tool": None,
     }
 
 

@@ -2,7 +2,7 @@
 
 ``Checkpoint`` is a paused run as versioned JSON (its signing and restoring live in
 ``tooldeck.run.checkpoint``). May import: ``tooldeck.errors``, ``tooldeck._untrusted``,
-``tooldeck.messages``.
+``tooldeck.messages``, ``tooldeck.safety``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pydantic_core import CoreSchema, core_schema
 from tooldeck._untrusted import repaired
 from tooldeck.errors import CheckpointError, ErrorCode
 from tooldeck.messages import FROZEN, Message, ToolCall, ToolResult, Usage
+from tooldeck.safety import GuardrailDecision, UntrustedSource
 
 
 class StopReason(StrEnum):
@@ -169,6 +170,9 @@ class PendingCall(BaseModel):
     "researcher")``); empty for the run's own calls."""
     call_ids: tuple[str, ...] = ()
     """The ids of those agent-tool calls, in the same order as ``path``."""
+    reason: str = ""
+    """Why it waits when the tool itself does not ask: e.g. the conversation holds untrusted
+    content (``Agent(after_untrusted="ask")``), and from which call."""
 
     @property
     def id(self) -> str:
@@ -240,6 +244,8 @@ class PausedTurn(BaseModel):
     answered: dict[str, ToolResult] = {}
     """Call id -> result, for the turn's calls that already ran or were refused."""
     pending: tuple[PendingCall, ...]
+    untrusted: tuple[str, ...] = ()
+    """The answered calls of the turn whose results are untrusted content."""
 
 
 class HistorySummary(BaseModel):
@@ -256,25 +262,6 @@ class HistorySummary(BaseModel):
     """How many messages, from the start of the conversation, it stands for."""
     digest: str
     """SHA-256 chain over those messages: the summary applies to them and no others."""
-
-
-GuardrailStage = Literal["input", "output", "arguments", "result"]
-
-
-class GuardrailDecision(BaseModel):
-    """What one guardrail decided, as the run's trace keeps it (``RunResult.guardrails``)."""
-
-    model_config = FROZEN
-
-    name: str
-    stage: GuardrailStage
-    """The prompt, the answer, a call's arguments (before approval) or its result."""
-    verdict: Literal["passed", "tripped", "refused", "replaced", "retry"]
-    """``tripped`` stopped the run; ``retry``: the model was asked again with the message."""
-    message: str = ""
-    round: int = 0
-    call_id: str = ""
-    """The call a tool guardrail judged."""
 
 
 CHECKPOINT_VERSION = 1
@@ -300,6 +287,8 @@ class Checkpoint(BaseModel):
     """The summary of the earlier conversation, with ``Agent(history_strategy=Summarize(...))``."""
     guardrails: tuple[GuardrailDecision, ...] = ()
     """The guardrails' decisions so far."""
+    tainted_by: UntrustedSource | None = None
+    """The call that first brought untrusted content into the conversation, if one did."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 
@@ -321,7 +310,12 @@ class Checkpoint(BaseModel):
         unsigned = {"signature"} if self.history_summary else {"signature", "history_summary"}
         if not self.guardrails:  # likewise: no decisions, the payload of before
             unsigned.add("guardrails")
+        if self.tainted_by is None:
+            unsigned.add("tainted_by")
         body = self.model_dump(mode="json", exclude=unsigned)
+        for record in (*body["messages"], body["turn"]):  # marks added later: kept if set
+            if not record.get("untrusted", True):
+                del record["untrusted"]
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return text.encode("utf-8", "surrogatepass")
 
@@ -396,3 +390,6 @@ class RunResult(BaseModel, Generic[OutputT]):
     (store it and give it back with ``Summarize.remember`` so it is not made again)."""
     guardrails: tuple[GuardrailDecision, ...] = ()
     """Every guardrail's decision, in order (``Agent(input_guardrails=...)`` and the rest)."""
+    tainted_by: UntrustedSource | None = None
+    """The call whose result first brought untrusted content (a tool marked
+    ``trust="untrusted"``) into the conversation, in this run or an earlier one."""

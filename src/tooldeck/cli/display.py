@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from tooldeck.cli.load import is_own_code
 from tooldeck.errors import ErrorCode, ModelRetry
 from tooldeck.messages import ToolCall, Usage
-from tooldeck.results import GuardrailDecision, RecordedError, RunResult, ToolTrace
+from tooldeck.results import RecordedError, RunResult, ToolTrace
 from tooldeck.run.events import (
     Event,
     FinalAnswer,
@@ -28,8 +28,10 @@ from tooldeck.run.events import (
     ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
+    UntrustedContent,
 )
 from tooldeck.runlog.read import LoggedGuardrail
+from tooldeck.safety import GuardrailDecision
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 _RESULT_CHARS = 300
@@ -249,6 +251,8 @@ class RunDisplay:
             self.call_finished(trace.call, outcome.ok, outcome.output, trace.duration_s, raised)
         elif isinstance(event, GuardrailChecked):
             self.guardrail(event.decision)
+        elif isinstance(event, UntrustedContent):
+            self.untrusted(event.source.describe())
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
@@ -313,6 +317,10 @@ class RunDisplay:
             return
         style = "red" if decision.verdict == "tripped" else "yellow"
         self.console.line(f"  ⛔ {what} {decision.verdict}: {_short(decision.message)}", style)
+
+    def untrusted(self, source: str) -> None:
+        """Untrusted content entered the conversation, from ``source`` (a call)."""
+        self.console.line(f"  ⚠ untrusted content entered the conversation: {source}", "yellow")
 
     def call_waits(self, call: ToolCall, kind: str) -> None:
         """A call the run paused for: a person's approval, or the application's result."""

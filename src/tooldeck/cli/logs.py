@@ -108,6 +108,8 @@ def replay(run: LoggedRun, console: Console) -> None:
     display = RunDisplay(console, run.model)
     for _, _, show in sorted(_moments(run, display), key=lambda moment: moment[:2]):
         show()
+    if run.untrusted_call_id is not None:
+        display.untrusted(f"{run.untrusted_tool!r} (call {run.untrusted_call_id!r})")
     if run.ended_at is None:
         console.line("(no end was logged: the run is still going, or its process ended)", "dim")
         return

@@ -83,6 +83,13 @@ def agent_options() -> Parser:
     )
     parent.add_argument("--yes", action="store_true", help="approve every call without asking")
     parent.add_argument(
+        "--after-untrusted",
+        choices=("allow", "ask", "refuse"),
+        default="allow",
+        help="once an untrusted tool's result is read: ask before, or refuse, the calls of "
+        "tools with side effects or sensitive ones (default: allow)",
+    )
+    parent.add_argument(
         "--deps",
         metavar="MODULE:FACTORY",
         help="the run's deps (RunContext.deps): what FACTORY() returns",
@@ -146,6 +153,7 @@ def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> R
         on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
         include_error_details=args.error_details,
         output_type=output_type,
+        after_untrusted=args.after_untrusted,
         **settings,
     )
     return Run(

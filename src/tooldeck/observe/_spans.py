@@ -18,7 +18,8 @@ from tooldeck.errors import ErrorCode, RunStopped
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, StreamItem
 from tooldeck.observe import _content as content
-from tooldeck.results import GuardrailDecision, PendingCall, RunResult, ToolTrace
+from tooldeck.results import PendingCall, RunResult, ToolTrace
+from tooldeck.safety import GuardrailDecision
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -118,6 +119,9 @@ class RunSpans:
         if self._ended:
             return
         self._span.set_attribute("tooldeck.stop_reason", str(result.stop_reason))
+        if result.tainted_by is not None:  # the conversation holds untrusted content
+            self._span.set_attribute("tooldeck.untrusted.call_id", result.tainted_by.call_id)
+            self._span.set_attribute("tooldeck.untrusted.tool", result.tainted_by.tool_name)
         for pending in result.pending:  # a pause is an event of the run, not an error
             self._span.add_event(
                 "tooldeck.call_pending",
@@ -125,6 +129,7 @@ class RunSpans:
                     "gen_ai.tool.name": pending.call.name,
                     "gen_ai.tool.call.id": pending.call.id,
                     "tooldeck.pending.kind": pending.kind,
+                    "tooldeck.pending.reason": pending.reason,
                 },
             )
         if self._capture and self._span.is_recording():

@@ -18,7 +18,13 @@ def instrumenter(instrument: Instrumenter | bool | None) -> Instrumenter | Liter
     return instrument
 
 
-def check_settings(on_limit: object, max_concurrency: int | None, checkpoint_key: object) -> None:
+def check_settings(
+    on_limit: object, max_concurrency: int | None, checkpoint_key: object, after_untrusted: object
+) -> None:
+    if after_untrusted not in ("allow", "ask", "refuse"):
+        raise ValueError(
+            f"after_untrusted must be 'allow', 'ask' or 'refuse', got {after_untrusted!r}"
+        )
     if on_limit not in ("raise", "final_answer"):
         raise ValueError(f"on_limit must be 'raise' or 'final_answer', got {on_limit!r}")
     if max_concurrency is not None and max_concurrency < 1:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Generic
 
@@ -22,12 +22,12 @@ from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.results import Checkpoint, Decision, RunResult
 from tooldeck.run._checks import check_settings, instrumenter, strategy
-from tooldeck.run._sync import run_sync
+from tooldeck.run._sync import last_result, run_sync
 from tooldeck.run.agent_tool import agent_tool
 from tooldeck.run.answers import output_plan, request_settings
-from tooldeck.run.calls.shared import CallOptions
+from tooldeck.run.calls.shared import AfterUntrusted, CallOptions
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
-from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.events import Event
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.history import HistoryStrategy, current_exchange
 from tooldeck.run.in_session import resume_in_session, stream_in_session
@@ -44,7 +44,7 @@ from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.request import Asking
-from tooldeck.run.state import RunState
+from tooldeck.run.state import RunState, untrusted_source
 from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
 
@@ -96,6 +96,8 @@ class Agent(Generic[DepsT, OutputT]):
             agent tool are logged as their own runs, linked to the call that made them.
         input_guardrails: Checks on the prompt; ``output_guardrails`` on the answer,
             ``tool_guardrails`` on each call (see ``tooldeck.run.guardrails``).
+        after_untrusted: Once a ``trust="untrusted"`` tool's result is in the conversation,
+            calls of ``side_effects``/``sensitive`` tools: "allow", "ask" (approval), "refuse".
         history: The name ``history_strategy`` had before 0.2 (deprecated).
 
     Example:
@@ -130,9 +132,10 @@ class Agent(Generic[DepsT, OutputT]):
         input_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
         output_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
         tool_guardrails: Sequence[ToolGuardrail | ArgumentsCheck] = (),
+        after_untrusted: AfterUntrusted = "allow",
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
-        check_settings(on_limit, max_concurrency, checkpoint_key)
+        check_settings(on_limit, max_concurrency, checkpoint_key, after_untrusted)
         self._owns_model = isinstance(model, str)
         self.model = resolve_model(model)
         self._tools = ToolSource(tools)
@@ -147,13 +150,13 @@ class Agent(Generic[DepsT, OutputT]):
         """The run log (or any StreamObserver) that sees every run's events; None: off."""
         self._middleware = MiddlewareStack(middleware) if middleware else None
         self._guards = guards_of(input_guardrails, output_guardrails)
-        tool_checks = tuple(ToolGuardrail.of(g, "tool_guardrails") for g in tool_guardrails)
         self._call_options = CallOptions(
             include_error_details,
             max_concurrency,
             self._middleware,
             self._tools.registry,
-            tool_checks,
+            tuple(ToolGuardrail.of(item, "tool_guardrails") for item in tool_guardrails),
+            after_untrusted,
         )
         self._output = output_plan(self.model, output_type, output_mode, output_validators)
         self.output_retries = self.limits.tool_retries if output_retries is None else output_retries
@@ -178,7 +181,7 @@ class Agent(Generic[DepsT, OutputT]):
     async def run(self, prompt: str, **options: Unpack[RunArgs[DepsT]]) -> RunResult[OutputT]:
         """Run until the model answers or the run pauses; raise a RunStopped (with
         ``.result``) if it cannot go on. ``options``: see ``RunArgs``."""
-        return await _last_result(self.stream(prompt, **options))
+        return await last_result(self.stream(prompt, **options))
 
     def run_sync(self, prompt: str, **options: Unpack[RunArgs[DepsT]]) -> RunResult[OutputT]:
         """``run()`` for synchronous code.
@@ -224,7 +227,7 @@ class Agent(Generic[DepsT, OutputT]):
         With ``session=``, the session's paused run is resumed (the checkpoint may be left
         out) and claimed: a second resume of the same pause is refused with CheckpointError.
         """
-        return await _last_result(self.resume_stream(checkpoint, decisions, **options))
+        return await last_result(self.resume_stream(checkpoint, decisions, **options))
 
     def resume_sync(
         self,
@@ -302,6 +305,8 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _from_prompt(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]:
         state = RunState(messages=[*opts.history, Message.user(prompt)])
+        if opts.history:  # untrusted content of an earlier run (a session) still counts
+            state.tainted_by = untrusted_source(opts.history)
         if opts.run_id is not None:
             state.run_id = opts.run_id
         return self._start(RunStart(state, RunPolicy(self.limits), opts.deps, opts.deltas), opts)
@@ -363,18 +368,6 @@ class Agent(Generic[DepsT, OutputT]):
             start.decisions,
             opts.parent,
         )
-
-
-async def _last_result(stream: AsyncIterator[Event]) -> RunResult[Any]:
-    # Read the stream to its end (FinalAnswer is its last event): an async generator left
-    # suspended would be closed later by asyncio's finalizer, a task per run.
-    result = None
-    async for event in stream:
-        if isinstance(event, FinalAnswer):
-            result = event.result
-    if result is None:
-        raise AssertionError("the event stream ended without a final answer")
-    return result
 
 
 def run_agent(

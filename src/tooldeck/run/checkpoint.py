@@ -53,9 +53,15 @@ def make_checkpoint(state: RunState, policy: RunPolicy, key: bytes | None) -> Ch
         trace=tuple(state.trace),
         usage=state.usage,
         counters=policy.counters(),
-        turn=PausedTurn(round=turn.round, answered=dict(turn.answered), pending=turn.pending),
+        turn=PausedTurn(
+            round=turn.round,
+            answered=dict(turn.answered),
+            pending=turn.pending,
+            untrusted=turn.untrusted,
+        ),
         history_summary=state.summary,
         guardrails=tuple(state.guardrails),
+        tainted_by=state.tainted_by,
     )
     if key is None:
         return checkpoint
@@ -222,6 +228,7 @@ def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy
         requests=usage.requests,
         summary=checkpoint.history_summary,
         guardrails=list(checkpoint.guardrails),
+        tainted_by=checkpoint.tainted_by,
     )
     calls = checkpoint.messages[-1].tool_calls
     state.turn = OpenTurn(
@@ -230,6 +237,7 @@ def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy
         answered=dict(checkpoint.turn.answered),
         pending=checkpoint.turn.pending,
         started=True,
+        untrusted=checkpoint.turn.untrusted,
     )
     return state, RunPolicy(limits, checkpoint.counters)
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from tooldeck.messages import AssistantOutput, ToolCall, ToolSpec
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import GuardrailDecision, RunResult, ToolTrace
+from tooldeck.results import RunResult, ToolTrace
+from tooldeck.safety import GuardrailDecision, UntrustedSource
 
 
 @dataclass(slots=True)
@@ -93,6 +94,15 @@ class GuardrailChecked:
 
 
 @dataclass(slots=True)
+class UntrustedContent:
+    """Untrusted content entered the conversation for the first time: the result of a call
+    of a tool marked ``trust="untrusted"`` (``Agent(after_untrusted=...)`` applies from now)."""
+
+    round: int
+    source: UntrustedSource
+
+
+@dataclass(slots=True)
 class FinalAnswer:
     """The run is over; ``result`` holds the answer, the conversation and the trace."""
 
@@ -107,6 +117,7 @@ AgentEvent = (
     | ToolCallStarted
     | ToolCallFinished
     | GuardrailChecked
+    | UntrustedContent
     | FinalAnswer
 )
 """What one agent's own loop yields."""

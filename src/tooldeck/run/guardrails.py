@@ -23,11 +23,12 @@ from typing import Any, TypeVar
 
 from tooldeck.errors import ErrorCode, GuardrailTripped
 from tooldeck.messages import AssistantOutput, Message, ToolResult
-from tooldeck.results import GuardrailDecision, GuardrailStage, RunResult, StopReason
+from tooldeck.results import RunResult, StopReason
 from tooldeck.run.events import GuardrailChecked
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.request import Delta, Emit, with_deltas
 from tooldeck.run.state import RunState, attach
+from tooldeck.safety import GuardrailDecision, GuardrailStage
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.guardrails import GuardrailResult, ToolGuardrail
 

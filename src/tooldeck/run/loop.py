@@ -164,7 +164,15 @@ def _call_round(
     state = start.state
     policy, deps = start.policy, start.deps
     return CallRound(
-        view, policy, setup.calls, deps, turn.round, state.run_id, observer, state.messages
+        view,
+        policy,
+        setup.calls,
+        deps,
+        turn.round,
+        state.run_id,
+        observer,
+        state.messages,
+        state.tainted_by,
     )
 
 
@@ -185,6 +193,8 @@ def _close_round(
     """Keep the round's answered calls: the run pauses (its FinalAnswer) when some wait;
     else the reason it must stop after this round, if any."""
     assert outcome is not None  # a round always ends with its outcome
+    if outcome.untrusted:
+        state.took_in(turn, outcome.untrusted)
     if state.close_round(turn, outcome.traces, outcome.pending):
         checkpoint = make_checkpoint(state, policy, setup.checkpoint_key)
         return FinalAnswer(state.result("", StopReason.PAUSED, checkpoint))

@@ -16,9 +16,10 @@ from typing import Any, Protocol
 
 from tooldeck.messages import Message, ToolCall
 from tooldeck.models.base import Model
-from tooldeck.results import Decision, GuardrailDecision, PendingCall, RunResult, ToolTrace
+from tooldeck.results import Decision, PendingCall, RunResult, ToolTrace
 from tooldeck.run.events import Event, FinalAnswer, GuardrailChecked
 from tooldeck.run.options import ParentCall
+from tooldeck.safety import GuardrailDecision
 
 
 class RunObserver(Protocol):

@@ -24,9 +24,10 @@ from tooldeck.run.events import (
     ModelResponse,
     ToolCallFinished,
     ToolCallStarted,
+    UntrustedContent,
 )
 from tooldeck.run.observer import RunInfo
-from tooldeck.runlog._rows import CALL, END, GUARD, PENDING, START, TURN, error_text
+from tooldeck.runlog._rows import CALL, END, GUARD, PENDING, START, TAINT, TURN, error_text
 from tooldeck.runlog._writer import Put, Writer
 
 CANCELLED = "cancelled"
@@ -61,6 +62,8 @@ async def record_run(
                 finished = True
             elif isinstance(event, GuardrailChecked):
                 _put_guardrail(put, run_id, event, clock())
+            elif isinstance(event, UntrustedContent):
+                put((TAINT, run_id, event.source.call_id, event.source.tool_name))
             yield event
     except RunStopped as stopped:
         if not finished:

@@ -22,9 +22,9 @@ from tooldeck.messages import ToolCall
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import Approve, RecordedError, Reject
 
-START, TURN, PENDING, CALL, END, FLUSH, GUARD = range(7)
+START, TURN, PENDING, CALL, END, FLUSH, GUARD, TAINT = range(8)
 """Record kinds."""
-FIELDS = {START: 9, TURN: 9, PENDING: 5, CALL: 10, END: 9, FLUSH: 1, GUARD: 8}
+FIELDS = {START: 9, TURN: 9, PENDING: 5, CALL: 10, END: 9, FLUSH: 1, GUARD: 8, TAINT: 3}
 """How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
@@ -110,6 +110,7 @@ _GUARD = _Insert(
     "INSERT INTO guardrails (run_id, round, call_id, stage, name, verdict, message, at)",
     ("?", "?", _T, "?", "?", "?", "?", "?"),
 )
+_TAINT = "UPDATE runs SET untrusted_call_id = ?, untrusted_tool = ? WHERE run_id = ?"
 _END = (
     "UPDATE runs SET ended_at = ?, duration_s = coalesce(duration_s, 0) + ?,"
     " stop_reason = ?, answer = ?, error = ?, input_tokens = coalesce(?, input_tokens),"
@@ -152,6 +153,7 @@ class RowMaker:
         pending: list[Row] = []
         calls: list[Row] = []
         guards: list[Row] = []
+        taints: list[Row] = []
         for record in batch:
             kind = record[0]
             if kind == CALL:
@@ -166,6 +168,8 @@ class RowMaker:
                 pending.append(_pending_row(record))
             elif kind == GUARD:  # (kind, run id, round, call id, stage, name, verdict,
                 guards.append(record[1:])  # message, at)
+            elif kind == TAINT:  # (kind, run id, call id, tool name)
+                taints.append((record[2], record[3], record[1]))
         whole, start_rows, end_rows = _runs(starts, ends)
         planned = [
             *_RUN.statements(whole),
@@ -177,6 +181,8 @@ class RowMaker:
         ]
         if end_rows:  # only runs whose start was written in an earlier batch, or resumed
             planned.append((_END, end_rows))
+        if taints:  # after every run row exists
+            planned.append((_TAINT, taints))
         return planned
 
     def _turn_row(self, record: Record) -> Row:

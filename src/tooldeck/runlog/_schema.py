@@ -96,8 +96,11 @@ CREATE TABLE guardrails (
     at       REAL NOT NULL
 );
 CREATE INDEX guardrails_by_run ON guardrails (run_id);
+ALTER TABLE runs ADD COLUMN untrusted_call_id TEXT;
+ALTER TABLE runs ADD COLUMN untrusted_tool TEXT;
 """
-"""Version 3: every guardrail's decision (``Agent(input_guardrails=...)`` and the rest)."""
+"""Version 3: every guardrail's decision (``Agent(input_guardrails=...)`` and the rest),
+and the call that first brought untrusted content into a run's conversation."""
 
 _MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""

@@ -106,6 +106,9 @@ class LoggedRun:
     tool_calls: int
     failed_calls: int
     """Calls with an error code (a person's rejection is not a failure)."""
+    untrusted_call_id: str | None
+    """The call whose result first brought untrusted content into the run's conversation."""
+    untrusted_tool: str | None
     turns: tuple[LoggedTurn, ...] = ()
     calls: tuple[LoggedCall, ...] = ()
     guardrails: tuple[LoggedGuardrail, ...] = ()
@@ -127,7 +130,8 @@ _RUN_COLUMNS = (
     " r.duration_s, r.stop_reason, r.answer, r.error, r.input_tokens, r.output_tokens,"
     " r.model_turns, r.parts, r.parent_run_id, r.parent_call_id,"
     " (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id),"
-    f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED})"
+    f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED}),"
+    " r.untrusted_call_id, r.untrusted_tool"
 )
 
 

@@ -21,9 +21,11 @@ from tooldeck.run.calls.check import check_decided, check_new, hold_back
 from tooldeck.run.calls.execute import Ran, execute
 from tooldeck.run.calls.guard import execute_guarded, guard_arguments, guarded
 from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
-from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, nest
+from tooldeck.run.calls.trust import after_untrusted
+from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, UntrustedContent, nest
 from tooldeck.run.policy import CallSignature
 from tooldeck.run.state import OpenTurn
+from tooldeck.safety import UntrustedSource
 
 
 @dataclass(slots=True)  # treat as read-only (a frozen record costs more to make, every round)
@@ -37,6 +39,8 @@ class RoundOutcome:
     raised: tuple[tuple[str, BaseException], ...]
     """(tool name, exception) of tools with ``on_error="raise"`` that raised."""
     over_call_limit: bool
+    untrusted: tuple[tuple[str, str], ...] = ()
+    """(call id, tool name) of the calls whose results are untrusted content."""
 
 
 RoundItem = Event | RoundOutcome
@@ -68,7 +72,10 @@ async def run_round(
         if guarded(round_) and admitted.ready:  # before a person is asked about a call
             async for event in _guard_arguments(admitted, round_):
                 yield event
-        if round_.view.may_pause and admitted.ready:  # those needing a decision wait
+        source, asks = round_.tainted_by, False
+        if source is not None and round_.options.after_untrusted != "allow":
+            asks = _hold_untrusted(admitted, round_, source)
+        if (round_.view.may_pause or asks) and admitted.ready:  # those needing a decision wait
             admitted.ready, waiting = await hold_back(admitted.ready, round_)
             for index, pending in waiting:
                 admitted.done[index] = pending
@@ -94,7 +101,12 @@ async def run_round(
                 ran = done[got[0]] = got[1]
                 if isinstance(ran, ToolTrace):
                     yield ToolCallFinished(round_.round, ran)
-    yield _outcome(done, admitted.signatures, round_, admitted.over_limit)
+    outcome = _outcome(done, admitted.signatures, round_, admitted.over_limit)
+    if outcome.untrusted and round_.tainted_by is None:  # the first untrusted content
+        call_id, name = outcome.untrusted[0]
+        source = UntrustedSource(call_id=call_id, tool_name=name, round=round_.round)
+        yield UntrustedContent(round_.round, source)
+    yield outcome
 
 
 def _admit_new(turn: OpenTurn, round_: CallRound) -> _Admitted:
@@ -134,6 +146,16 @@ async def _guard_arguments(admitted: _Admitted, round_: CallRound) -> AsyncGener
             admitted.done[item.index] = judged
             admitted.announced.append(judged)
     admitted.ready = ready
+
+
+def _hold_untrusted(admitted: _Admitted, round_: CallRound, source: UntrustedSource) -> bool:
+    """Apply ``after_untrusted`` to the ready calls: those refused are answered; True when
+    some must wait for a person's approval."""
+    admitted.ready, refusals = after_untrusted(admitted.ready, round_, source)
+    for index, refusal in refusals:
+        admitted.done[index] = refusal
+        admitted.announced.append(refusal)
+    return any(item.ask for item in admitted.ready)
 
 
 def _admit_decided(
@@ -204,7 +226,20 @@ def _outcome(
             entry = round_.view.dispatch.get(name)
             if entry is not None and entry.options.on_error == "raise":
                 raised.append((name, ran.error))
-    return RoundOutcome(tuple(answered), tuple(pending), tuple(raised), over_limit)
+    untrusted = _untrusted(answered, round_) if round_.view.untrusted else ()
+    return RoundOutcome(tuple(answered), tuple(pending), tuple(raised), over_limit, untrusted)
+
+
+def _untrusted(answered: list[ToolTrace], round_: CallRound) -> tuple[tuple[str, str], ...]:
+    """(call id, tool name) of the answered calls of untrusted tools that succeeded."""
+    dispatch = round_.view.dispatch
+    return tuple(
+        (done.call.id, done.call.name)
+        for done in answered
+        if done.result.error_code is None
+        and (entry := dispatch.get(done.call.name)) is not None
+        and entry.options.trust == "untrusted"
+    )
 
 
 def _groups(ready: list[Ready]) -> list[list[Ready]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from tooldeck._untrusted import repaired, valid_text
 from tooldeck.errors import ErrorCode
@@ -15,9 +15,13 @@ from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.records import traced
+from tooldeck.safety import UntrustedSource
 from tooldeck.tools.context import Resumption, RunContext, ToolChanges
 from tooldeck.tools.guardrails import ToolGuardrail
 from tooldeck.tools.registry import ToolEntry, ToolView
+
+AfterUntrusted = Literal["allow", "ask", "refuse"]
+"""``Agent(after_untrusted=...)``."""
 
 Emit = Callable[[Event], None]
 """Passes an event of a call (a run made inside it) to the round's stream."""
@@ -34,6 +38,9 @@ class CallOptions:
     """The agent's registry, which tools may change (``ctx.tools``)."""
     tool_guardrails: tuple[ToolGuardrail, ...] = ()
     """``Agent(tool_guardrails=...)``: judge every tool's calls."""
+    after_untrusted: AfterUntrusted = "allow"
+    """What calls of tools with side effects (or sensitive ones) need once the conversation
+    holds untrusted content: nothing more, a person's approval, or they are refused."""
 
 
 @dataclass(slots=True)  # not frozen: made every round, and a frozen one costs more to make
@@ -50,6 +57,8 @@ class CallRound:
     """Told about each call when the run is observed (traced)."""
     messages: Sequence[Message] = ()
     """The conversation, ending with the turn that made the round's calls."""
+    tainted_by: UntrustedSource | None = None
+    """The call whose result first brought untrusted content into the conversation."""
 
     def context(
         self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
@@ -84,6 +93,8 @@ class Ready:
     """The arguments are a person's edit (the model is told, before the result)."""
     resumed: Resumption | None = None
     """For a call that paused: what it paused with, and the decisions made since."""
+    ask: str = ""
+    """Why a person must approve it though its tool does not ask (untrusted content)."""
 
 
 def trace(
