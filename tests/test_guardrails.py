@@ -288,3 +288,15 @@ def test_bad_guardrails_are_refused_when_the_agent_is_made() -> None:
         Agent(ScriptedModel([]), input_guardrails=[Guardrail(no_passwords, retry=True)])
     with pytest.raises(ToolDefinitionError, match="tool 'x': a guardrail must be a function"):
         tool(name="x", guardrails=[42])(send_email.fn)  # type: ignore[list-item]
+
+
+async def test_an_agent_tool_whose_guardrail_trips_is_a_failed_call_of_the_outer_run() -> None:
+    inner = Agent(ScriptedModel([answer("never")]), input_guardrails=[no_passwords])
+    helper = inner.as_tool(name="helper", description="Ask the helper.")
+    model = ScriptedModel([calls(call("helper", input="my password")), answer("it refused")])
+    result = await Agent(model, [helper]).run("go")
+    (observation,) = tool_messages(result.messages)
+    assert observation == (
+        "error[tool_error]: the agent 'helper' stopped without an answer (stop reason: guardrail)"
+    )
+    assert result.answer == "it refused"

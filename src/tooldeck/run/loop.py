@@ -46,6 +46,8 @@ from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
 
 OnLimit = Literal["raise", "final_answer"]
+_KEPT = (NestedEvent, GuardrailChecked)
+"""Events of a round whose content the run's state keeps."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -89,16 +91,16 @@ async def drive(
         turn = state.turn
         if turn is not None:
             outcome: RoundOutcome | None = None
-            calls = run_round(turn, decisions, _call_round(setup, start, view, turn, observer))
+            round_ = CallRound(view, policy, setup.calls, deps, turn.round, state.run_id, observer)
+            round_.messages, round_.tainted_by = state.messages, state.tainted_by
+            calls = run_round(turn, decisions, round_)
             try:
                 async for item in calls:
                     if isinstance(item, RoundOutcome):
                         outcome = item
                         continue
-                    if isinstance(item, NestedEvent):  # a run inside a call: its usage
-                        state.count_nested(item.event)
-                    elif isinstance(item, GuardrailChecked):
-                        state.guardrails.append(item.decision)
+                    if isinstance(item, _KEPT):  # a run inside a call (its usage), a decision
+                        state.keep(item)
                     yield item
             except (MiddlewareError, GuardrailTripped) as error:
                 raise attach(error, state, _stop_reason(error)) from error.__cause__
@@ -155,25 +157,6 @@ async def _begin(
     if setup.guards is not None and setup.guards.input and start.resumed is None:
         first = InputCheck(setup.guards.input, start.state, start.deps)
     return view, asking, first
-
-
-def _call_round(
-    setup: RunSetup, start: RunStart, view: ToolView, turn: OpenTurn, observer: RunObserver | None
-) -> CallRound:
-    """What the calls of this round share."""
-    state = start.state
-    policy, deps = start.policy, start.deps
-    return CallRound(
-        view,
-        policy,
-        setup.calls,
-        deps,
-        turn.round,
-        state.run_id,
-        observer,
-        state.messages,
-        state.tainted_by,
-    )
 
 
 def _stop_reason(error: RunStopped) -> StopReason:

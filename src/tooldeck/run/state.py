@@ -17,7 +17,7 @@ from tooldeck.results import (
     StopReason,
     ToolTrace,
 )
-from tooldeck.run.events import AgentEvent, ModelResponse
+from tooldeck.run.events import AgentEvent, GuardrailChecked, ModelResponse, NestedEvent
 from tooldeck.run.records import assistant_message, tool_message
 from tooldeck.safety import GuardrailDecision, UntrustedSource
 
@@ -81,6 +81,14 @@ class RunState:
         self.count_response(output)
         self.messages.append(assistant_message(output))
         self.turn = OpenTurn(round_, output.tool_calls) if output.tool_calls else None
+
+    def keep(self, event: NestedEvent | GuardrailChecked) -> None:
+        """Keep what an event of a round adds: a guardrail's decision, or the usage of a run
+        inside a call."""
+        if isinstance(event, GuardrailChecked):
+            self.guardrails.append(event.decision)
+        else:
+            self.count_nested(event.event)
 
     def count_nested(self, event: AgentEvent) -> None:
         """Count the usage of an agent tool's inner run, one model response at a time (a

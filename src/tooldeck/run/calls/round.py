@@ -19,7 +19,7 @@ from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.results import Decision, PendingCall, ToolTrace
 from tooldeck.run.calls.check import check_decided, check_new, hold_back
 from tooldeck.run.calls.execute import Ran, execute
-from tooldeck.run.calls.guard import execute_guarded, guard_arguments, guarded
+from tooldeck.run.calls.guard import execute_guarded, guard_arguments
 from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
 from tooldeck.run.calls.trust import after_untrusted
 from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, UntrustedContent, nest
@@ -69,7 +69,7 @@ async def run_round(
     else:
         turn.started = True
         admitted = _admit_new(turn, round_)
-        if guarded(round_) and admitted.ready:  # before a person is asked about a call
+        if (round_.view.guarded or round_.options.tool_guardrails) and admitted.ready:
             async for event in _guard_arguments(admitted, round_):
                 yield event
         source, asks = round_.tainted_by, False
@@ -83,7 +83,9 @@ async def run_round(
         yield _not_run(answered, round_)
     done = admitted.done
     ready = admitted.ready
-    together = _run_together if not ready or not guarded(round_) else _run_guarded
+    together = _run_together
+    if ready and (round_.view.guarded or round_.options.tool_guardrails):
+        together = _run_guarded  # each call's result judged
     for group in (ready,) if len(ready) == 1 else _groups(ready):
         for item in group:
             yield ToolCallStarted(round_.round, item.call)
