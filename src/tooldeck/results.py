@@ -27,7 +27,7 @@ from pydantic_core import CoreSchema, core_schema
 from tooldeck._untrusted import repaired
 from tooldeck.errors import CheckpointError, ErrorCode
 from tooldeck.messages import FROZEN, Message, ToolCall, ToolResult, Usage
-from tooldeck.safety import GuardrailDecision, UntrustedSource
+from tooldeck.safety import GuardrailDecision, UntrustedSource, unsigned_safety_defaults
 
 
 class StopReason(StrEnum):
@@ -171,8 +171,7 @@ class PendingCall(BaseModel):
     call_ids: tuple[str, ...] = ()
     """The ids of those agent-tool calls, in the same order as ``path``."""
     reason: str = ""
-    """Why it waits when the tool itself does not ask: e.g. the conversation holds untrusted
-    content (``Agent(after_untrusted="ask")``), and from which call."""
+    """Why it waits, when its tool does not ask (``Agent(after_untrusted="ask")``)."""
 
     @property
     def id(self) -> str:
@@ -308,14 +307,7 @@ class Checkpoint(BaseModel):
         """The canonical bytes the signature covers: every field but the signature."""
         # Without a summary the payload is the one checkpoints had before the field existed.
         unsigned = {"signature"} if self.history_summary else {"signature", "history_summary"}
-        if not self.guardrails:  # likewise: no decisions, the payload of before
-            unsigned.add("guardrails")
-        if self.tainted_by is None:
-            unsigned.add("tainted_by")
-        body = self.model_dump(mode="json", exclude=unsigned)
-        for record in (*body["messages"], body["turn"]):  # marks added later: kept if set
-            if not record.get("untrusted", True):
-                del record["untrusted"]
+        body = unsigned_safety_defaults(self.model_dump(mode="json", exclude=unsigned))
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return text.encode("utf-8", "surrogatepass")
 
@@ -391,5 +383,4 @@ class RunResult(BaseModel, Generic[OutputT]):
     guardrails: tuple[GuardrailDecision, ...] = ()
     """Every guardrail's decision, in order (``Agent(input_guardrails=...)`` and the rest)."""
     tainted_by: UntrustedSource | None = None
-    """The call whose result first brought untrusted content (a tool marked
-    ``trust="untrusted"``) into the conversation, in this run or an earlier one."""
+    """The call that first brought untrusted content into the conversation (or an earlier one)."""

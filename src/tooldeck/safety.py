@@ -7,7 +7,7 @@ run's result and checkpoint). May import: ``tooldeck.messages``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -49,3 +49,24 @@ class UntrustedSource(BaseModel):
     def describe(self) -> str:
         """``'fetch_page' (call 'c1')``, for messages that say where it came from."""
         return f"{self.tool_name!r} (call {self.call_id!r})"
+
+
+def unsigned_safety_defaults(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's payload (``model_dump(mode="json")``) without the fields of these
+    records where they hold their defaults (no decision, no untrusted content): a checkpoint
+    signed before the fields existed still verifies."""
+    turn = checkpoint["turn"]
+    drops: list[tuple[dict[str, Any], str, object]] = [
+        (checkpoint, "guardrails", []),
+        (checkpoint, "tainted_by", None),
+        (turn, "untrusted", []),
+    ]
+    drops += [(message, "untrusted", False) for message in checkpoint["messages"]]
+    drops += [(pending, "reason", "") for pending in turn["pending"]]
+    for record, key, empty in drops:
+        if key in record and record[key] == empty:
+            del record[key]
+    for pending in turn["pending"]:
+        if pending.get("nested"):
+            unsigned_safety_defaults(pending["nested"])
+    return checkpoint
