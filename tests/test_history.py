@@ -265,7 +265,8 @@ def test_bad_strategies_are_refused_with_what_to_write() -> None:
     assert str(messages.value) == (
         "history_strategy must be a history strategy such as KeepLastExchanges(10), got "
         "[Message(role='user', content='hi', tool_calls=(), tool_call_id=None, "
-        "provider_items=())] (a run's earlier messages go to run(..., history=...))"
+        "provider_items=(), untrusted=False)] (a run's earlier messages go to run(..., "
+        "history=...))"
     )
 
 

@@ -404,7 +404,12 @@ def test_an_empty_file_becomes_a_run_log_of_the_current_version(tmp_path: Path) 
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        assert sorted(name for (name,) in tables) == ["model_turns", "runs", "tool_calls"]
+        assert sorted(name for (name,) in tables) == [
+            "guardrails",
+            "model_turns",
+            "runs",
+            "tool_calls",
+        ]
 
 
 def test_another_database_is_not_taken_over(tmp_path: Path) -> None:

@@ -39,6 +39,8 @@ class ErrorCode(StrEnum):
     """The run was cancelled (``RunHandle.cancel()``) before the call finished."""
     OUTPUT_TOO_LARGE = "output_too_large"
     """The tool's output was longer than its ``max_output_chars`` (``large_output="error"``)."""
+    REFUSED = "refused"
+    """Not run: a tool guardrail refused the call (or policy refused it)."""
 
 
 class ToolDeckError(Exception):
@@ -113,6 +115,24 @@ class ToolExecutionError(RunStopped):
     def __init__(self, message: str, tool_name: str, result: Any = None) -> None:
         super().__init__(message, result)
         self.tool_name = tool_name
+
+
+class GuardrailTripped(RunStopped):
+    """A guardrail stopped the run: an input or output guardrail tripped, or a tool guardrail
+    said stop. ``result`` keeps the run up to the stop (``stop_reason == "guardrail"``)."""
+
+    docs = "guardrails.md"
+
+    def __init__(
+        self, message: str, guardrail: str, stage: str, data: Any = None, result: Any = None
+    ) -> None:
+        super().__init__(message, result)
+        self.guardrail = guardrail
+        """The name of the guardrail that tripped."""
+        self.stage = stage
+        """Where it ran: ``input``, ``output``, ``arguments`` or ``result``."""
+        self.data = data
+        """What the guardrail returned beside its message (``GuardrailResult.data``)."""
 
 
 class ModelError(RunStopped):

@@ -198,6 +198,9 @@ class Message(BaseModel):
     """For a tool message: the id of the call this is the result of."""
     provider_items: tuple[dict[str, Any], ...] = ()
     """For an assistant message: provider-side items to send back as they came (opaque JSON)."""
+    untrusted: bool = False
+    """For a tool message: the result of a tool marked ``trust="untrusted"`` (content from
+    the outside world); sessions and checkpoints keep the mark."""
 
     @classmethod
     def user(cls, content: str) -> Message:

@@ -2,7 +2,7 @@
 
 ``Checkpoint`` is a paused run as versioned JSON (its signing and restoring live in
 ``tooldeck.run.checkpoint``). May import: ``tooldeck.errors``, ``tooldeck._untrusted``,
-``tooldeck.messages``.
+``tooldeck.messages``, ``tooldeck.safety``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pydantic_core import CoreSchema, core_schema
 from tooldeck._untrusted import repaired
 from tooldeck.errors import CheckpointError, ErrorCode
 from tooldeck.messages import FROZEN, Message, ToolCall, ToolResult, Usage
+from tooldeck.safety import GuardrailDecision, UntrustedSource, unsigned_safety_defaults
 
 
 class StopReason(StrEnum):
@@ -57,6 +58,8 @@ class StopReason(StrEnum):
     """A ``Budget`` shared with other runs was spent."""
     CANCELLED = "cancelled"
     """``RunHandle.cancel()`` stopped the run."""
+    GUARDRAIL = "guardrail"
+    """A guardrail stopped the run (``GuardrailTripped``)."""
 
 
 class RecordedError(Exception):
@@ -184,6 +187,8 @@ class PendingCall(BaseModel):
     "researcher")``); empty for the run's own calls."""
     call_ids: tuple[str, ...] = ()
     """The ids of those agent-tool calls, in the same order as ``path``."""
+    reason: str = ""
+    """Why it waits, when its tool does not ask (``Agent(after_untrusted="ask")``)."""
 
     @property
     def id(self) -> str:
@@ -257,6 +262,8 @@ class PausedTurn(BaseModel):
     answered: dict[str, ToolResult] = {}
     """Call id -> result, for the turn's calls that already ran or were refused."""
     pending: tuple[PendingCall, ...]
+    untrusted: tuple[str, ...] = ()
+    """The answered calls of the turn whose results are untrusted content."""
 
 
 class HistorySummary(BaseModel):
@@ -296,6 +303,10 @@ class Checkpoint(BaseModel):
     turn: PausedTurn
     history_summary: HistorySummary | None = None
     """The summary of the earlier conversation, with ``Agent(history_strategy=Summarize(...))``."""
+    guardrails: tuple[GuardrailDecision, ...] = ()
+    """The guardrails' decisions so far."""
+    tainted_by: UntrustedSource | None = None
+    """The call that first brought untrusted content into the conversation, if one did."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 
@@ -315,7 +326,7 @@ class Checkpoint(BaseModel):
         """The canonical bytes the signature covers: every field but the signature."""
         # Without a summary the payload is the one checkpoints had before the field existed.
         unsigned = {"signature"} if self.history_summary else {"signature", "history_summary"}
-        body = self.model_dump(mode="json", exclude=unsigned)
+        body = unsigned_safety_defaults(self.model_dump(mode="json", exclude=unsigned))
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return text.encode("utf-8", "surrogatepass")
 
@@ -400,3 +411,7 @@ class RunResult(BaseModel, Generic[OutputT]):
     history_summary: HistorySummary | None = None
     """The summary the ``Summarize`` history strategy sent in place of the earliest turns
     (store it and give it back with ``Summarize.remember`` so it is not made again)."""
+    guardrails: tuple[GuardrailDecision, ...] = ()
+    """Every guardrail's decision, in order (``Agent(input_guardrails=...)`` and the rest)."""
+    tainted_by: UntrustedSource | None = None
+    """The call that first brought untrusted content into the conversation (or an earlier one)."""

@@ -70,16 +70,21 @@ class Approver:
 
     def _decide_one(self, waiting: PendingCall) -> Decision:
         call = waiting.call
-        if self.approve_all or call.name in self.always:
+        # a call that waits because of untrusted content is asked about each time
+        if self.approve_all or (call.name in self.always and not waiting.reason):
             return Approve(by="cli")
+        why = f" ({waiting.reason})" if waiting.reason else ""
         if not self.interactive:
+            hint = "--yes" if waiting.reason else f"--approve {call.name} or --yes"
             print(
-                f"tooldeck: rejected {call_text(call)}: it needs approval and stdin is not a "
-                f"terminal (use --approve {call.name} or --yes)",
+                f"tooldeck: rejected {call_text(call)}: it needs approval{why} and stdin is not "
+                f"a terminal (use {hint})",
                 file=self._errors or sys.stderr,
                 flush=True,
             )
             return Reject(message=_NO_TERMINAL, by="cli")
+        if waiting.reason:
+            print(f"tooldeck: ⚠ {waiting.reason}", file=self._errors, flush=True)
         return self._ask(waiting)
 
     def _ask(self, waiting: PendingCall) -> Decision:

@@ -21,13 +21,17 @@ from tooldeck.results import RecordedError, RunResult, ToolTrace
 from tooldeck.run.events import (
     Event,
     FinalAnswer,
+    GuardrailChecked,
     ModelRequest,
     ModelResponse,
     TextDelta,
     ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
+    UntrustedContent,
 )
+from tooldeck.runlog.read import LoggedGuardrail
+from tooldeck.safety import GuardrailDecision
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 _RESULT_CHARS = 300
@@ -205,6 +209,10 @@ class RunDisplay:
             outcome = trace.result
             raised = raised_by_tool(trace)
             self.call_finished(trace.call, outcome.ok, outcome.output, trace.duration_s, raised)
+        elif isinstance(event, GuardrailChecked):
+            self.guardrail(event.decision)
+        elif isinstance(event, UntrustedContent):
+            self.untrusted(event.source.describe())
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
@@ -260,6 +268,19 @@ class RunDisplay:
         if self.verbose and raised.__traceback__ is not None:
             for line in traceback_lines(raised):
                 self.console.line(f"    {line}", "dim")
+
+    def guardrail(self, decision: GuardrailDecision | LoggedGuardrail) -> None:
+        """A guardrail's decision: a dim line when it passed, else what it decided and why."""
+        what = f"{decision.stage} guardrail {decision.name}"
+        if decision.verdict == "passed":
+            self.console.line(f"  ✓ {what} passed", "dim")
+            return
+        style = "red" if decision.verdict == "tripped" else "yellow"
+        self.console.line(f"  ⛔ {what} {decision.verdict}: {_short(decision.message)}", style)
+
+    def untrusted(self, source: str) -> None:
+        """Untrusted content entered the conversation, from ``source`` (a call)."""
+        self.console.line(f"  ⚠ untrusted content entered the conversation: {source}", "yellow")
 
     def call_waits(self, call: ToolCall, kind: str) -> None:
         """A call the run paused for: a person's approval, or the application's result."""

@@ -366,6 +366,10 @@ def run_document(
         "duration_s": round(seconds, 3),
         "model_s": round(run.tally.model_s, 3),
     }
+    if result.guardrails:
+        document["guardrails"] = [decision.model_dump() for decision in result.guardrails]
+    if result.tainted_by is not None:
+        document["tainted_by"] = result.tainted_by.model_dump()
     return document
 
 

@@ -44,25 +44,26 @@ def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
     """The tools named by ``target`` (see ``tooldeck.tools.modules.tool_registry``), only
     those of ``toolsets`` when given; a Toolset's are listed, and its connection closed (its
     tools connect again where they are called)."""
-    with asyncio.Runner() as runner, loaded_tools(target, toolsets, runner) as view:
+    with asyncio.Runner() as runner, loaded_tools(target, toolsets, runner) as (view, _):
         return view
 
 
 @contextmanager
 def loaded_tools(
     target: str | None, toolsets: Sequence[str] | None, runner: asyncio.Runner
-) -> Iterator[ToolView]:
+) -> Iterator[tuple[ToolView, dict[str, Any]]]:
     """The tools named by ``target`` (none when None), Toolsets' tools loaded on
-    ``runner``'s loop and closed there when the block ends."""
+    ``runner``'s loop and closed there when the block ends; and the agent settings the
+    module defines beside its tools (its guardrails: ``modules.AGENT_SETTINGS``)."""
     if target is None:
         if toolsets:
             raise UsageError("--toolset picks tools of --tools: give -t/--tools too")
-        yield ToolView.of(())
+        yield ToolView.of(()), {}
         return
     with command_errors():
-        registry = modules.tool_registry(target)
+        registry, settings = modules.tools_and_settings(target)
     try:
-        yield runner.run(_view(registry, toolsets))
+        yield runner.run(_view(registry, toolsets)), settings
     finally:
         if registry.toolsets_registered:
             runner.run(registry.aclose())

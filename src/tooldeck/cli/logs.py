@@ -166,6 +166,8 @@ def replay(run: LoggedRun, console: Console) -> None:
     display = RunDisplay(console, run.model)
     for _, _, show in sorted(_moments(run, display), key=lambda moment: moment[:2]):
         show()
+    if run.untrusted_call_id is not None:
+        display.untrusted(f"{run.untrusted_tool!r} (call {run.untrusted_call_id!r})")
     if run.ended_at is None:
         console.line("(no end was logged: the run is still going, or its process ended)", "dim")
         return
@@ -199,6 +201,8 @@ def _moments(run: LoggedRun, display: RunDisplay) -> Iterator[_Moment]:
         yield turn.started_at + turn.duration_s, 0, answered
     for call in run.calls:
         yield from _call_moments(call, display)
+    for decided in run.guardrails:
+        yield decided.at, 2, lambda decided=decided: display.guardrail(decided)
 
 
 def _call_moments(logged: LoggedCall, display: RunDisplay) -> Iterator[_Moment]:

@@ -89,6 +89,13 @@ def agent_options() -> Parser:
     )
     parent.add_argument("--yes", action="store_true", help="approve every call without asking")
     parent.add_argument(
+        "--after-untrusted",
+        choices=("allow", "ask", "refuse"),
+        default="allow",
+        help="once an untrusted tool's result is read: ask before, or refuse, the calls of "
+        "tools with side effects or sensitive ones (default: allow)",
+    )
+    parent.add_argument(
         "--deps",
         metavar="MODULE:FACTORY",
         help="the run's deps (RunContext.deps): what FACTORY() returns",
@@ -166,8 +173,8 @@ def run_command(args: argparse.Namespace) -> int:
             "--output-schema MODULE:TYPE too"
         )
     form: Form = "json" if args.json else "plain" if args.no_display else "display"
-    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as view:
-        run = prepare(args, view, prompt, output_type, args.output_mode or "auto")
+    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as loaded:
+        run = prepare(args, loaded, prompt, output_type, args.output_mode or "auto")
         with logging_runs(run.agent, args.no_log):
             status, _ = execute(run, form, runner=runner)
     return status
@@ -175,12 +182,14 @@ def run_command(args: argparse.Namespace) -> int:
 
 def prepare(
     args: argparse.Namespace,
-    view: ToolView,
+    loaded: tuple[ToolView, dict[str, Any]],
     prompt: str,
     output_type: Any = None,
     output_mode: OutputMode = "auto",
 ) -> Run:
-    """The run the arguments describe on the tools of ``view``, every argument checked first."""
+    """The run the arguments describe on the tools ``loaded`` (with the agent settings
+    their module defines: its guardrails), every argument checked first."""
+    view, agent_settings = loaded
     check_tools(args, view, output_type)
     instructions = _instructions(args)
     model = build_model(args.model, args.base_url, args.api_key_env)
@@ -203,6 +212,8 @@ def prepare(
         include_error_details=args.error_details,
         output_type=output_type,
         output_mode=output_mode,
+        after_untrusted=args.after_untrusted,
+        **agent_settings,
     )
     return Run(
         agent,

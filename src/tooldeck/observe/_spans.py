@@ -19,6 +19,7 @@ from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, StreamItem
 from tooldeck.observe import _content as content
 from tooldeck.results import PendingCall, RunResult, ToolTrace
+from tooldeck.safety import GuardrailDecision
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -102,12 +103,27 @@ class RunSpans:
     def answered(self, trace_: ToolTrace) -> None:
         self._end_tool(self._tool_span(trace_.call), trace_)
 
+    def guardrail(self, decision: GuardrailDecision) -> None:
+        attributes: dict[str, Any] = {
+            "tooldeck.guardrail.name": decision.name,
+            "tooldeck.guardrail.stage": decision.stage,
+            "tooldeck.guardrail.verdict": decision.verdict,
+            "tooldeck.guardrail.message": decision.message,
+            "tooldeck.round": decision.round,
+        }
+        if decision.call_id:
+            attributes["gen_ai.tool.call.id"] = decision.call_id
+        self._span.add_event("tooldeck.guardrail", attributes)
+
     def finished(self, result: RunResult[Any]) -> None:
         if self._ended:
             return
         self._span.set_attribute("tooldeck.stop_reason", str(result.stop_reason))
         if result.usage.cost_usd is not None:
             self._span.set_attribute("tooldeck.usage.cost_usd", result.usage.cost_usd)
+        if result.tainted_by is not None:  # the conversation holds untrusted content
+            self._span.set_attribute("tooldeck.untrusted.call_id", result.tainted_by.call_id)
+            self._span.set_attribute("tooldeck.untrusted.tool", result.tainted_by.tool_name)
         for pending in result.pending:  # a pause is an event of the run, not an error
             self._span.add_event(
                 "tooldeck.call_pending",
@@ -115,6 +131,7 @@ class RunSpans:
                     "gen_ai.tool.name": pending.call.name,
                     "gen_ai.tool.call.id": pending.call.id,
                     "tooldeck.pending.kind": pending.kind,
+                    "tooldeck.pending.reason": pending.reason,
                 },
             )
         if self._capture and self._span.is_recording():

@@ -5,12 +5,13 @@ from __future__ import annotations
 import warnings
 from typing import Literal
 
-from tooldeck.run.calls.shared import CallOptions
+from tooldeck.run.calls.shared import AfterUntrusted, CallOptions
 from tooldeck.run.history import HistoryStrategy
 from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import Instrumenter
 from tooldeck.run.policy import Limits
 from tooldeck.tools.context import ToolChanges
+from tooldeck.tools.guardrails import ToolGuardrail
 from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
 from tooldeck.tools.registry import ToolEntry, ToolSource
 
@@ -24,7 +25,13 @@ def instrumenter(instrument: Instrumenter | bool | None) -> Instrumenter | Liter
     return instrument
 
 
-def check_settings(on_limit: object, max_concurrency: int | None, checkpoint_key: object) -> None:
+def check_settings(
+    on_limit: object, max_concurrency: int | None, checkpoint_key: object, after_untrusted: object
+) -> None:
+    if after_untrusted not in ("allow", "ask", "refuse"):
+        raise ValueError(
+            f"after_untrusted must be 'allow', 'ask' or 'refuse', got {after_untrusted!r}"
+        )
     if on_limit not in ("raise", "final_answer"):
         raise ValueError(f"on_limit must be 'raise' or 'final_answer', got {on_limit!r}")
     if max_concurrency is not None and max_concurrency < 1:
@@ -61,16 +68,26 @@ def call_options(
     middleware: MiddlewareStack | None,
     registry: ToolChanges | None,
     output_limit: tuple[int | None, LargeOutput],
+    tool_guardrails: tuple[ToolGuardrail, ...] = (),
+    after_untrusted: AfterUntrusted = "allow",
 ) -> CallOptions:
     """How the agent's calls run: the lower of ``max_concurrency`` and the limits'
-    ``max_parallel_calls``, the output limit checked."""
+    ``max_parallel_calls``, the output limit checked, the tool guardrails and what calls
+    need once the conversation holds untrusted content."""
     parallel = limits.max_parallel_calls
     if parallel is not None and (max_concurrency is None or parallel < max_concurrency):
         max_concurrency = parallel
     max_output_chars, large_output = output_limit
     check_output_limit(max_output_chars, large_output)
     return CallOptions(
-        include_error_details, max_concurrency, middleware, registry, max_output_chars, large_output
+        include_error_details,
+        max_concurrency,
+        middleware,
+        registry,
+        max_output_chars,
+        large_output,
+        tool_guardrails,
+        after_untrusted,
     )
 
 

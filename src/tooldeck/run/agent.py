@@ -31,8 +31,10 @@ from tooldeck.run._checks import (
 from tooldeck.run._sync import run_sync
 from tooldeck.run.agent_tool import agent_tool
 from tooldeck.run.answers import asked_with, output_plan, request_settings
+from tooldeck.run.calls.shared import AfterUntrusted
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run.events import Event, last_result
+from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handle import cancellable, start_run
 from tooldeck.run.history import HistoryStrategy, current_exchange
 from tooldeck.run.in_session import resume_in_session, stream_in_session
@@ -50,7 +52,8 @@ from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.request import Asking
 from tooldeck.run.session import records_of
-from tooldeck.run.state import RunState
+from tooldeck.run.state import RunState, untrusted_source
+from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
 from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
 
@@ -107,6 +110,10 @@ class Agent(Generic[DepsT, OutputT]):
         run_log: Where every run is recorded (``RunLog(path)`` from ``tooldeck.runlog``):
             an observer of the event stream, off by default. The runs of this agent as an
             agent tool are logged as their own runs, linked to the call that made them.
+        input_guardrails: Checks on the prompt; ``output_guardrails`` on the answer,
+            ``tool_guardrails`` on each call (see ``tooldeck.run.guardrails``).
+        after_untrusted: Once a ``trust="untrusted"`` tool's result is in the conversation,
+            calls of ``side_effects``/``sensitive`` tools: "allow", "ask" (approval), "refuse".
         history: The name ``history_strategy`` had before 0.2 (deprecated).
 
     Example:
@@ -140,9 +147,13 @@ class Agent(Generic[DepsT, OutputT]):
         history_strategy: HistoryStrategy | None = None,
         run_log: StreamObserver | None = None,
         history: HistoryStrategy | None = None,
+        input_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
+        output_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
+        tool_guardrails: Sequence[ToolGuardrail | ArgumentsCheck] = (),
+        after_untrusted: AfterUntrusted = "allow",
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
-        check_settings(on_limit, max_concurrency, checkpoint_key)
+        check_settings(on_limit, max_concurrency, checkpoint_key, after_untrusted)
         self._owns_model = isinstance(model, str)
         self.model = resolve_model(model)
         self._tools = ToolSource(tools)
@@ -156,6 +167,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.run_log = run_log
         """The run log (or any StreamObserver) that sees every run's events; None: off."""
         self._middleware = MiddlewareStack(middleware) if middleware else None
+        self._guards = guards_of(input_guardrails, output_guardrails)
         self._call_options = call_options(
             include_error_details,
             max_concurrency,
@@ -163,6 +175,8 @@ class Agent(Generic[DepsT, OutputT]):
             self._middleware,
             self._tools.registry,
             (max_output_chars, large_output),
+            tuple(ToolGuardrail.of(item, "tool_guardrails") for item in tool_guardrails),
+            after_untrusted,
         )
         self._stores_outputs = stores_outputs(large_output, self._tools)
         self._output = output_plan(self.model, output_type, output_mode, output_validators)
@@ -319,6 +333,8 @@ class Agent(Generic[DepsT, OutputT]):
         state = RunState(messages=[*opts.history, Message.user(prompt)])
         if self._stores_outputs:
             state.outputs = OutputStore()
+        if opts.history:  # untrusted content of an earlier run (a session) still counts
+            state.tainted_by = untrusted_source(opts.history)
         if opts.run_id is not None:
             state.run_id = opts.run_id
         policy = RunPolicy(self.limits, None, opts.budget)
@@ -375,6 +391,7 @@ class Agent(Generic[DepsT, OutputT]):
             self.output_retries,
             self.on_limit,
             self.checkpoint_key,
+            self._guards,
         )
 
     def _run_info(self, start: RunStart, opts: RunOptions) -> RunInfo:

@@ -54,8 +54,15 @@ def make_checkpoint(state: RunState, policy: RunPolicy, key: bytes | None) -> Ch
         trace=tuple(state.trace),
         usage=state.usage,
         counters=policy.counters(),
-        turn=PausedTurn(round=turn.round, answered=dict(turn.answered), pending=turn.pending),
+        turn=PausedTurn(
+            round=turn.round,
+            answered=dict(turn.answered),
+            pending=turn.pending,
+            untrusted=turn.untrusted,
+        ),
         history_summary=state.summary,
+        guardrails=tuple(state.guardrails),
+        tainted_by=state.tainted_by,
     )
     if key is None:
         return checkpoint
@@ -252,6 +259,8 @@ def restore(
         cost_usd=usage.cost_usd or 0.0,
         cost_known=usage.cost_usd is not None,
         summary=checkpoint.history_summary,
+        guardrails=list(checkpoint.guardrails),
+        tainted_by=checkpoint.tainted_by,
     )
     calls = checkpoint.messages[-1].tool_calls
     state.turn = OpenTurn(
@@ -260,6 +269,7 @@ def restore(
         answered=dict(checkpoint.turn.answered),
         pending=checkpoint.turn.pending,
         started=True,
+        untrusted=checkpoint.turn.untrusted,
     )
     return state, RunPolicy(limits, checkpoint.counters, budget)
 

@@ -13,6 +13,7 @@ from typing import Any
 from tooldeck.messages import AssistantOutput, ToolCall, ToolSpec
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import RunResult, ToolTrace
+from tooldeck.safety import GuardrailDecision, UntrustedSource
 
 
 @dataclass(slots=True)
@@ -82,6 +83,27 @@ class ToolCallFinished:
 
 
 @dataclass(slots=True)
+class GuardrailChecked:
+    """A guardrail judged the prompt, the answer, or a call's arguments or result."""
+
+    round: int
+    decision: GuardrailDecision
+    data: Any = None
+    """What the guardrail returned beside its verdict (``GuardrailResult.data``)."""
+    replacement: Any = None
+    """For a ``replaced`` verdict: the arguments the call ran with, or the result given."""
+
+
+@dataclass(slots=True)
+class UntrustedContent:
+    """Untrusted content entered the conversation for the first time: the result of a call
+    of a tool marked ``trust="untrusted"`` (``Agent(after_untrusted=...)`` applies from now)."""
+
+    round: int
+    source: UntrustedSource
+
+
+@dataclass(slots=True)
 class FinalAnswer:
     """The run is over; ``result`` holds the answer, the conversation and the trace."""
 
@@ -95,6 +117,8 @@ AgentEvent = (
     | ModelResponse
     | ToolCallStarted
     | ToolCallFinished
+    | GuardrailChecked
+    | UntrustedContent
     | FinalAnswer
 )
 """What one agent's own loop yields."""

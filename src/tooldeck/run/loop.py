@@ -9,12 +9,19 @@ policy whether it must stop. It yields the run's events; the last is FinalAnswer
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal
 
-from tooldeck.errors import LimitExceeded, MiddlewareError, RunStopped, ToolExecutionError
+from tooldeck.errors import (
+    GuardrailTripped,
+    LimitExceeded,
+    MiddlewareError,
+    RunStopped,
+    ToolExecutionError,
+)
 from tooldeck.messages import AssistantOutput, ToolSpec
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import Checkpoint, Decision, RunResult, StopReason, ToolTrace
@@ -22,7 +29,15 @@ from tooldeck.run.answers import shown_specs, take_answer
 from tooldeck.run.calls.round import RoundOutcome, run_round
 from tooldeck.run.calls.shared import CallOptions, CallRound
 from tooldeck.run.checkpoint import check_tools, make_checkpoint
-from tooldeck.run.events import Event, FinalAnswer, ModelRequest, ModelResponse, NestedEvent
+from tooldeck.run.events import (
+    Event,
+    FinalAnswer,
+    GuardrailChecked,
+    ModelRequest,
+    ModelResponse,
+    NestedEvent,
+)
+from tooldeck.run.guardrails import Guards, InputCheck, judge_answer
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
@@ -34,6 +49,8 @@ from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
 
 OnLimit = Literal["raise", "final_answer"]
+_KEPT = (NestedEvent, GuardrailChecked)
+"""Events of a round whose content the run's state keeps."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -49,6 +66,8 @@ class RunSetup:
     output_retries: int
     on_limit: OnLimit
     checkpoint_key: bytes | None
+    guards: Guards | None = None
+    """The input and output guardrails (None: none)."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -72,7 +91,7 @@ async def drive(
 ) -> AsyncGenerator[Event, None]:
     """The loop. It starts from a prompt or from a paused run (``start.decisions``)."""
     state, policy, deps = start.state, start.policy, start.deps
-    view, asking = await _first_view(setup, start, observer)
+    view, asking, first = await _begin(setup, start, observer)
     decisions = start.decisions or {}
     while True:
         stop: RunStopped | None = None
@@ -85,11 +104,11 @@ async def drive(
                     if isinstance(item, RoundOutcome):
                         outcome = item
                         continue
-                    if isinstance(item, NestedEvent):  # a run inside a call: its usage
-                        state.count_nested(item.event)
+                    if isinstance(item, _KEPT):  # a run inside a call (its usage), a decision
+                        state.keep(item)
                     yield item
-            except MiddlewareError as error:
-                raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
+            except (MiddlewareError, GuardrailTripped) as error:
+                raise attach(error, state, _stop_reason(error)) from error.__cause__
             finally:  # closed or cancelled mid-round: the calls stop now
                 await calls.aclose()
             decisions = {}
@@ -99,20 +118,20 @@ async def drive(
                 return
             stop = closed
         stop = stop or policy.stop_before_request(state)
-        if stop is None:
-            view = setup.tools.unchanged() or await setup.tools.view()
+        view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         specs, settings, reason = _next_request(setup, state, policy, view, stop)
         policy.rounds += 1
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
-        output = None if start.deltas else await ask(asking, state, policy, specs, settings, deps)
-        if output is None:  # the deltas as the model writes them; closing the stream ends it
-            asked = _with_deltas(asking, state, policy, specs, settings, deps)
-            async with aclosing(asked):
+        direct = not start.deltas and first is None
+        output = await ask(asking, state, policy, specs, settings, deps) if direct else None
+        if output is None:  # deltas as the model writes them, or the input guardrails beside
+            async with aclosing(_asked(start, asking, specs, settings, first)) as asked:
                 async for written in asked:
                     if isinstance(written, AssistantOutput):
                         output = written
                     else:
                         yield written
+            first = None
             assert output is not None  # the request ends with its turn or raises
         output = safe_output(output)  # what a model sends is untrusted: run.untrusted
         state.record_output(output, policy.rounds)
@@ -121,24 +140,36 @@ async def drive(
             stop, reason = _metered(setup, state, policy, output, stop, reason)
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _ended)
-        ended = await _ended(setup, state, policy, output, deps, stop, reason)
+        ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
+        for event in checked:
+            yield event
         if ended is not None:
             yield FinalAnswer(ended)
             return
 
 
-async def _first_view(
+async def _begin(
     setup: RunSetup, start: RunStart, observer: RunObserver | None
-) -> tuple[ToolView, Asking]:
+) -> tuple[ToolView, Asking, InputCheck | None]:
     """The tools of the run's first round (a resumed run's pending calls checked against
-    them, before anything runs), and how the run asks its model (observed, when traced)."""
+    them, before anything runs), how the run asks its model (observed, when traced), and
+    the input guardrails of a run from a prompt."""
     view = setup.tools.unchanged() or await setup.tools.view()
     if start.resumed is not None:
         check_tools(start.resumed, view)
     asking = setup.asking
     if observer is not None:
         asking = replace(asking, model=observer.model(asking.model))
-    return view, asking
+    first = None
+    if setup.guards is not None and setup.guards.input and start.resumed is None:
+        first = InputCheck(setup.guards.input, start.state, start.deps)
+    return view, asking, first
+
+
+def _stop_reason(error: RunStopped) -> StopReason:
+    if isinstance(error, GuardrailTripped):
+        return StopReason.GUARDRAIL
+    return StopReason.MIDDLEWARE_ERROR
 
 
 def _close_round(
@@ -152,6 +183,8 @@ def _close_round(
     """Keep the round's answered calls: the run pauses (its FinalAnswer) when some wait;
     else the reason it must stop after this round, if any."""
     assert outcome is not None  # a round always ends with its outcome
+    if outcome.untrusted:
+        state.took_in(turn, outcome.untrusted)
     if state.close_round(turn, outcome.traces, outcome.pending):
         checkpoint = make_checkpoint(state, policy, setup.checkpoint_key)
         return FinalAnswer(state.result("", StopReason.PAUSED, checkpoint))
@@ -171,15 +204,19 @@ def _next_request(
     return shown_specs(setup.output, ToolView.of(())), setup.requests[2], reason
 
 
-def _with_deltas(
+def _asked(
+    start: RunStart,
     asking: Asking,
-    state: RunState,
-    policy: RunPolicy,
     specs: tuple[ToolSpec, ...],
     settings: ModelSettings,
-    deps: Any,
-) -> AsyncGenerator[Delta | AssistantOutput, None]:
-    """The request as a task: its deltas as the model writes, then its turn."""
+    first: InputCheck | None,
+) -> AsyncGenerator[Delta | GuardrailChecked | AssistantOutput, None]:
+    """The request as a task: its deltas as the model writes (when asked for), the input
+    guardrails' decisions beside the first request, then its turn."""
+    state, policy, deps = start.state, start.policy, start.deps
+    if first is not None:
+        request = partial(ask, asking, state, policy, specs, settings, deps)
+        return first.beside(request, start.deltas)
     return with_deltas(lambda emit: ask(asking, state, policy, specs, settings, deps, emit))
 
 
@@ -191,9 +228,30 @@ async def _ended(
     deps: Any,
     stop: RunStopped | None,
     reason: StopReason,
+) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
+    """The run's result if this turn ends it (an answer, typed when asked for, or the last
+    answer at a limit; None to go on), and the output guardrails' decisions on it."""
+    ended = await _answer(setup, state, policy, output, deps, stop, reason)
+    guards = setup.guards
+    if (
+        ended is None
+        or guards is None
+        or not guards.output
+        or ended.stop_reason != StopReason.ANSWER
+    ):
+        return ended, []
+    return await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
+
+
+async def _answer(
+    setup: RunSetup,
+    state: RunState,
+    policy: RunPolicy,
+    output: AssistantOutput,
+    deps: Any,
+    stop: RunStopped | None,
+    reason: StopReason,
 ) -> RunResult[Any] | None:
-    """The run's result if this turn ends it: an answer (typed, when asked for), or the
-    last answer at a limit; None to go on with the turn's calls."""
     if setup.output is not None:
         answered = await take_answer(
             setup.output, setup.output_retries, state, policy, output, deps
@@ -247,6 +305,7 @@ def _call_round(
         state.outputs,
         start.cancel,
         start.records,
+        state.tainted_by,
     )
 
 

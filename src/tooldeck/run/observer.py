@@ -17,8 +17,9 @@ from typing import Any, Protocol
 from tooldeck.messages import Message, ToolCall
 from tooldeck.models.base import Model
 from tooldeck.results import Decision, PendingCall, RunResult, ToolTrace
-from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.events import Event, FinalAnswer, GuardrailChecked
 from tooldeck.run.options import ParentCall
+from tooldeck.safety import GuardrailDecision
 
 
 class RunObserver(Protocol):
@@ -38,6 +39,9 @@ class RunObserver(Protocol):
     def answered(self, trace: ToolTrace) -> None:
         """A call was answered without running: refused (unknown tool, bad arguments, a
         limit), rejected by a person, or given its result by the application."""
+
+    def guardrail(self, decision: GuardrailDecision) -> None:
+        """A guardrail decided (on the prompt, the answer, or a call's arguments or result)."""
 
     def finished(self, result: RunResult[Any]) -> None:
         """The run ended with a result: an answer, a limit's last answer, or a pause."""
@@ -109,6 +113,8 @@ async def observed(
         async for event in events:
             if isinstance(event, FinalAnswer):
                 observer.finished(event.result)
+            elif isinstance(event, GuardrailChecked):
+                observer.guardrail(event.decision)
             yield event
     except BaseException as error:  # told, then re-raised unchanged
         observer.failed(error)

@@ -13,21 +13,24 @@ from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, tr
 from tooldeck.results import ToolTrace
 
 _TOOL_GIVEN = ("role", "content", "tool_call_id")
+_UNTRUSTED_GIVEN = ("role", "content", "tool_call_id", "untrusted")
 _ASSISTANT_GIVEN = ("role", "content", "tool_calls", "provider_items")
 _SUCCESS_GIVEN = ("ok", "output")
 _TRACE_GIVEN = ("call", "result", "duration_s", "error")
 
 
-def tool_message(call_id: str, text: str) -> Message:
-    """``Message.tool(call_id, text)``: the observation the model reads for a call."""
+def tool_message(call_id: str, text: str, untrusted: bool = False) -> Message:
+    """``Message.tool(call_id, text)``: the observation the model reads for a call (marked
+    ``untrusted`` when its tool's results come from the outside world)."""
     fields = {
         "role": "tool",
         "content": text,
         "tool_calls": (),
         "tool_call_id": call_id,
         "provider_items": (),
+        "untrusted": untrusted,
     }
-    return trusted(Message, fields, _TOOL_GIVEN)
+    return trusted(Message, fields, _UNTRUSTED_GIVEN if untrusted else _TOOL_GIVEN)
 
 
 def assistant_message(output: AssistantOutput) -> Message:
@@ -38,6 +41,7 @@ def assistant_message(output: AssistantOutput) -> Message:
         "tool_calls": output.tool_calls,
         "tool_call_id": None,
         "provider_items": output.provider_items,
+        "untrusted": False,
     }
     return trusted(Message, fields, _ASSISTANT_GIVEN)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tooldeck.errors import RunStopped
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, Usage
@@ -17,9 +17,10 @@ from tooldeck.results import (
     StopReason,
     ToolTrace,
 )
-from tooldeck.run.events import AgentEvent, ModelResponse
+from tooldeck.run.events import AgentEvent, GuardrailChecked, ModelResponse, NestedEvent
 from tooldeck.run.records import assistant_message, tool_message
 from tooldeck.tools.outputs import OutputStore
+from tooldeck.safety import GuardrailDecision, UntrustedSource
 
 
 @dataclass(slots=True)
@@ -34,6 +35,8 @@ class OpenTurn:
     """Calls that wait for a decision (approval) or a result (external)."""
     started: bool = False
     """True once the calls were checked (a resumed turn only runs its decided calls)."""
+    untrusted: tuple[str, ...] = ()
+    """The calls whose results are untrusted content (their tools' ``trust="untrusted"``)."""
 
     @property
     def complete(self) -> bool:
@@ -62,6 +65,10 @@ class RunState:
     """What the history strategy sends in place of the earliest turns, once it made one."""
     outputs: OutputStore | None = None
     """The whole outputs the run's calls stored (``large_output="store"``), by handle."""
+    guardrails: list[GuardrailDecision] = field(default_factory=list)
+    """Every guardrail's decision so far."""
+    tainted_by: UntrustedSource | None = None
+    """The call whose result first brought untrusted content into the conversation."""
 
     @property
     def usage(self) -> Usage:
@@ -91,6 +98,14 @@ class RunState:
         self.count_response(output)
         self.messages.append(assistant_message(output))
         self.turn = OpenTurn(round_, output.tool_calls) if output.tool_calls else None
+
+    def keep(self, event: NestedEvent | GuardrailChecked) -> None:
+        """Keep what an event of a round adds: a guardrail's decision, or the usage of a run
+        inside a call."""
+        if isinstance(event, GuardrailChecked):
+            self.guardrails.append(event.decision)
+        else:
+            self.count_nested(event.event)
 
     def count_nested(self, event: AgentEvent) -> None:
         """Count the usage of an agent tool's inner run, one model response at a time (a
@@ -151,9 +166,23 @@ class RunState:
         if turn is None:
             return
         answered = turn.answered
+        untrusted = turn.untrusted
         for call in turn.calls:
+            if untrusted and call.id in untrusted:
+                self.messages.append(tool_message(call.id, answered[call.id].output, True))
+                continue
             self.messages.append(tool_message(call.id, answered[call.id].output))
         self.turn = None
+
+    def took_in(self, turn: OpenTurn, untrusted: tuple[tuple[str, str], ...]) -> None:
+        """A round's calls brought untrusted content, as (call id, tool name): their tool
+        messages are marked, and the first of them taints the conversation."""
+        turn.untrusted = (*turn.untrusted, *(call_id for call_id, _ in untrusted))
+        if self.tainted_by is None:
+            call_id, tool_name = untrusted[0]
+            self.tainted_by = UntrustedSource(
+                call_id=call_id, tool_name=tool_name, round=turn.round
+            )
 
     def result(
         self,
@@ -174,10 +203,33 @@ class RunState:
             pending=checkpoint.pending if checkpoint is not None else (),
             checkpoint=checkpoint,
             history_summary=self.summary,
+            guardrails=tuple(self.guardrails),
+            tainted_by=self.tainted_by,
         )
 
 
-def attach(error: RunStopped, state: RunState, reason: StopReason) -> RunStopped:
+def untrusted_source(messages: Sequence[Message]) -> UntrustedSource | None:
+    """The call whose result first brought untrusted content into ``messages`` (an earlier
+    run's: its tool message is marked), if one did."""
+    for index, message in enumerate(messages):
+        if message.untrusted:
+            call_id = message.tool_call_id or ""
+            return UntrustedSource(call_id=call_id, tool_name=_tool_of(messages, index, call_id))
+    return None
+
+
+def _tool_of(messages: Sequence[Message], index: int, call_id: str) -> str:
+    for message in reversed(messages[:index]):
+        for call in message.tool_calls:
+            if call.id == call_id:
+                return call.name
+    return ""
+
+
+StoppedT = TypeVar("StoppedT", bound=RunStopped)
+
+
+def attach(error: StoppedT, state: RunState, reason: StopReason) -> StoppedT:
     """``error`` with the run so far as its ``.result`` (kept if it already has one)."""
     if error.result is None:
         error.result = state.result("", reason)

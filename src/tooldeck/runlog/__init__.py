@@ -36,11 +36,19 @@ from tooldeck.runlog._schema import (
     tooldeck_home,
 )
 from tooldeck.runlog._writer import Writer, close_all
-from tooldeck.runlog.read import LoggedCall, LoggedRun, LoggedTurn, list_runs, load_run
+from tooldeck.runlog.read import (
+    LoggedCall,
+    LoggedGuardrail,
+    LoggedRun,
+    LoggedTurn,
+    list_runs,
+    load_run,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
     "LoggedCall",
+    "LoggedGuardrail",
     "LoggedRun",
     "LoggedTurn",
     "RunLog",

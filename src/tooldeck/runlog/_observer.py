@@ -19,13 +19,15 @@ from tooldeck.results import Decision, RunResult
 from tooldeck.run.events import (
     Event,
     FinalAnswer,
+    GuardrailChecked,
     ModelRequest,
     ModelResponse,
     ToolCallFinished,
     ToolCallStarted,
+    UntrustedContent,
 )
 from tooldeck.run.observer import RunInfo
-from tooldeck.runlog._rows import CALL, END, PENDING, START, TURN, error_text
+from tooldeck.runlog._rows import CALL, END, GUARD, PENDING, START, TAINT, TURN, error_text
 from tooldeck.runlog._writer import Put, Writer
 
 CANCELLED = "cancelled"
@@ -58,6 +60,10 @@ async def record_run(
             elif isinstance(event, FinalAnswer):
                 _put_end(put, run_id, started, clock(), event.result, None)
                 finished = True
+            elif isinstance(event, GuardrailChecked):
+                _put_guardrail(put, run_id, event, clock())
+            elif isinstance(event, UntrustedContent):
+                put((TAINT, run_id, event.source.call_id, event.source.tool_name))
             yield event
     except RunStopped as stopped:
         if not finished:
@@ -150,6 +156,23 @@ def _put_call(
             "" if error is None else error_text(error),
             decisions.pop(call.id, None) if decisions else None,
             trace.full_output or "",
+        )
+    )
+
+
+def _put_guardrail(put: Put, run_id: str, event: GuardrailChecked, now: float) -> None:
+    decision = event.decision
+    put(
+        (
+            GUARD,
+            run_id,
+            decision.round,
+            decision.call_id,
+            decision.stage,
+            decision.name,
+            decision.verdict,
+            decision.message,
+            now,
         )
     )
 

@@ -22,9 +22,9 @@ from tooldeck.messages import ToolCall
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import Approve, RecordedError, Reject
 
-START, TURN, PENDING, CALL, END, FLUSH = range(6)
+START, TURN, PENDING, CALL, END, FLUSH, GUARD, TAINT = range(8)
 """Record kinds."""
-FIELDS = {START: 9, TURN: 11, PENDING: 5, CALL: 11, END: 10, FLUSH: 1}
+FIELDS = {START: 9, TURN: 11, PENDING: 5, CALL: 11, END: 10, FLUSH: 1, GUARD: 8, TAINT: 3}
 """How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
@@ -112,6 +112,11 @@ _CALL = _Insert(
     " decision = excluded.decision, decided_by = excluded.decided_by,"
     " full_output = excluded.full_output",
 )
+_GUARD = _Insert(
+    "INSERT INTO guardrails (run_id, round, call_id, stage, name, verdict, message, at)",
+    ("?", "?", _T, "?", "?", "?", "?", "?"),
+)
+_TAINT = "UPDATE runs SET untrusted_call_id = ?, untrusted_tool = ? WHERE run_id = ?"
 _END = (
     "UPDATE runs SET ended_at = ?, duration_s = coalesce(duration_s, 0) + ?,"
     " stop_reason = ?, answer = ?, error = ?, input_tokens = coalesce(?, input_tokens),"
@@ -154,6 +159,8 @@ class RowMaker:
         turns: list[Row] = []
         pending: list[Row] = []
         calls: list[Row] = []
+        guards: list[Row] = []
+        taints: list[Row] = []
         for record in batch:
             kind = record[0]
             if kind == CALL:
@@ -166,6 +173,10 @@ class RowMaker:
                 ends.append(record)
             elif kind == PENDING:
                 pending.append(_pending_row(record))
+            elif kind == GUARD:  # (kind, run id, round, call id, stage, name, verdict,
+                guards.append(record[1:])  # message, at)
+            elif kind == TAINT:  # (kind, run id, call id, tool name)
+                taints.append((record[2], record[3], record[1]))
         whole, start_rows, end_rows = _runs(starts, ends)
         planned = [
             *_RUN.statements(whole),
@@ -173,9 +184,12 @@ class RowMaker:
             *_TURN.statements(turns),
             *_PENDING.statements(pending),
             *_CALL.statements(calls),
+            *_GUARD.statements(guards),
         ]
         if end_rows:  # only runs whose start was written in an earlier batch, or resumed
             planned.append((_END, end_rows))
+        if taints:  # after every run row exists
+            planned.append((_TAINT, taints))
         return planned
 
     def _turn_row(self, record: Record) -> Row:

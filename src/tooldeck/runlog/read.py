@@ -69,8 +69,22 @@ class LoggedCall:
 
 
 @dataclass(frozen=True, slots=True)
+class LoggedGuardrail:
+    """One guardrail's decision in a logged run (a row of ``guardrails``)."""
+
+    round: int
+    call_id: str | None
+    """The call a tool guardrail judged; None for the prompt or the answer."""
+    stage: str
+    name: str
+    verdict: str
+    message: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class LoggedRun:
-    """One logged run; ``turns`` and ``calls`` are filled by ``load_run`` only."""
+    """One logged run; ``turns``, ``calls`` and ``guardrails`` are filled by ``load_run`` only."""
 
     run_id: str
     session_id: str | None
@@ -100,15 +114,19 @@ class LoggedRun:
     """Calls with an error code (a person's rejection is not a failure)."""
     cost_usd: float | None
     """US dollars the run's model responses cost; None when unknown."""
+    untrusted_call_id: str | None
+    """The call whose result first brought untrusted content into the run's conversation."""
+    untrusted_tool: str | None
     turns: tuple[LoggedTurn, ...] = ()
     calls: tuple[LoggedCall, ...] = ()
+    guardrails: tuple[LoggedGuardrail, ...] = ()
 
     def to_json(self, details: bool = True) -> dict[str, Any]:
         """The run as plain JSON data (what ``tooldeck logs --json`` prints); without
         ``details``, no ``turns`` and ``calls``."""
         data = asdict(self)
         if not details:
-            del data["turns"], data["calls"]
+            del data["turns"], data["calls"], data["guardrails"]
         return data
 
 
@@ -121,7 +139,7 @@ _RUN_COLUMNS = (
     " r.model_turns, r.parts, r.parent_run_id, r.parent_call_id,"
     " (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id),"
     f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED}),"
-    " r.cost_usd"
+    " r.cost_usd, r.untrusted_call_id, r.untrusted_tool"
 )
 
 
@@ -203,15 +221,26 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
             " FROM tool_calls WHERE run_id = ? ORDER BY id",
             (run.run_id,),
         )
-        return _with_details(run, turns, calls)
+        guardrails = connection.execute(
+            "SELECT round, call_id, stage, name, verdict, message, at FROM guardrails"
+            " WHERE run_id = ? ORDER BY id",
+            (run.run_id,),
+        )
+        return _with_details(run, turns, calls, guardrails)
 
 
-def _with_details(run: LoggedRun, turns: sqlite3.Cursor, calls: sqlite3.Cursor) -> LoggedRun:
+def _with_details(
+    run: LoggedRun, turns: sqlite3.Cursor, calls: sqlite3.Cursor, guardrails: sqlite3.Cursor
+) -> LoggedRun:
     loaded_turns = tuple(_turn(row, run.run_id) for row in turns.fetchall())
     loaded_calls = tuple(
         LoggedCall(*checked(row, LoggedCall, "tool_calls", run.run_id)) for row in calls.fetchall()
     )
-    return replace(run, turns=loaded_turns, calls=loaded_calls)
+    decided = tuple(
+        LoggedGuardrail(*checked(row, LoggedGuardrail, "guardrails", run.run_id))
+        for row in guardrails.fetchall()
+    )
+    return replace(run, turns=loaded_turns, calls=loaded_calls, guardrails=decided)
 
 
 @contextmanager

@@ -252,7 +252,9 @@ def tool(
             timeout kills, a fork per call; by default a worker thread, which cannot be
             stopped, so a call past its timeout may still finish), ``max_calls=`` (calls
             per run; the rest are answered as not run), ``max_concurrency=`` (calls at once
-            across every run in the process).
+            across every run in the process), ``guardrails=``
+            (functions or ``ToolGuardrail`` on the arguments and the result: see
+            ``tooldeck.run.guardrails``).
 
     Examples:
         >>> @tool

@@ -33,6 +33,11 @@ class TargetUsageError(TargetError):
     """A target written wrong (nothing was imported): no module, or no object named."""
 
 
+AGENT_SETTINGS = ("input_guardrails", "output_guardrails", "tool_guardrails")
+"""What a tools module may give the command's agent beside its tools: lists of guardrails
+(``Agent(input_guardrails=...)`` and the others), by these names."""
+
+
 def tool_registry(target: str) -> ToolRegistry:
     """The tools named by ``target``: a module's own @tool functions and Toolsets (or those
     in its ``__all__``), or the ToolRegistry, list, tool or Toolset that ``:attr`` names.
@@ -40,7 +45,24 @@ def tool_registry(target: str) -> ToolRegistry:
     A Toolset's tools (an MCP server's) are not loaded here: ``await
     registry.load_view()`` connects and lists them.
     """
+    return tools_and_settings(target)[0]
+
+
+def tools_and_settings(target: str) -> tuple[ToolRegistry, dict[str, Any]]:
+    """``tool_registry(target)``, and the agent settings its module defines
+    (``AGENT_SETTINGS``: its guardrails), the module imported once."""
     module, attribute = import_target(target)
+    found = vars(module)
+    settings = {name: found[name] for name in AGENT_SETTINGS if name in found}
+    for name, value in settings.items():
+        if not isinstance(value, list | tuple):
+            raise TargetError(
+                f"{target!r}: {name} must be a list of guardrails, got {type(value).__name__}"
+            )
+    return _registry(module, attribute, target), settings
+
+
+def _registry(module: ModuleType, attribute: str, target: str) -> ToolRegistry:
     if attribute:
         return _as_registry(_attribute(module, attribute, target), target)
     found: list[FunctionTool[..., Any] | Toolset] = [*module_tools(module)]

@@ -15,6 +15,7 @@ from tooldeck.errors import ToolDefinitionError
 from tooldeck.messages import ToolResult
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
+from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
 
 ErrorHandler = Callable[[Exception], str] | Literal["raise"]
 """Turns a tool's exception into the text the model reads, or ``"raise"`` to end the run."""
@@ -28,6 +29,9 @@ RequiresApproval = bool | ApprovalPredicate
 Reconcile = Callable[[RunContext[Any]], ToolResult | Awaitable[ToolResult | None] | None]
 """Asks the outside world whether an interrupted call of a ``side_effects`` tool happened:
 its result if it did, None if it did not (the call then runs)."""
+
+Trust = Literal["trusted", "untrusted"]
+"""Where a tool's results come from: content the application vouches for, or not."""
 
 Isolation = Literal["thread", "process"]
 """Where a sync function runs: a worker thread (cheap; cannot be stopped, so a call past its
@@ -52,6 +56,9 @@ class ToolOptionArgs(TypedDict, total=False):
     large_output: LargeOutput | None
     side_effects: bool
     reconcile: Reconcile | None
+    guardrails: Iterable[ToolGuardrail | ArgumentsCheck]
+    trust: Trust
+    sensitive: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,12 @@ class ToolOptions:
     """For a ``side_effects`` call that started but never reported (its process died):
     ``fn(ctx) -> ToolResult | None`` says whether it happened (None: it did not, so it runs);
     without it the model reads ``error[interrupted]``."""
+    guardrails: tuple[ToolGuardrail, ...] = ()
+    """Checks on each call's validated arguments (before approval) and on its result."""
+    trust: Trust = "trusted"
+    """``"untrusted"``: its results come from the outside world (a web page, an e-mail)."""
+    sensitive: bool = False
+    """Its calls reach what must not leak (see ``Agent(after_untrusted=...)``)."""
 
     @classmethod
     def of(
@@ -122,6 +135,11 @@ class ToolOptions:
             large_output=args.get("large_output"),
             side_effects=args.get("side_effects", False),
             reconcile=args.get("reconcile"),
+            guardrails=tuple(
+                ToolGuardrail.of(item, f"tool {name!r}") for item in args.get("guardrails", ())
+            ),
+            trust=args.get("trust", "trusted"),
+            sensitive=args.get("sensitive", False),
         )
         options.check(name, is_async=is_async)
         return options
@@ -156,6 +174,10 @@ class ToolOptions:
             raise ToolDefinitionError(
                 f"tool {name!r}: requires_approval must be True, False or a function "
                 f"(ctx, arguments) -> bool, got {approval!r}"
+            )
+        if self.trust not in ("trusted", "untrusted"):
+            raise ToolDefinitionError(
+                f"tool {name!r}: trust must be 'trusted' or 'untrusted', got {self.trust!r}"
             )
         on_error = self.on_error
         if on_error is not None and on_error != "raise" and not callable(on_error):

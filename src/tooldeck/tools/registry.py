@@ -65,6 +65,10 @@ class ToolView:
     dispatch: Mapping[str, ToolEntry] = field(repr=False)
     may_pause: bool = False
     """Some tool's calls can pause the run (approval or external): checked once, here."""
+    guarded: bool = False
+    """Some tool has guardrails of its own (``@tool(guardrails=...)``): checked once, here."""
+    untrusted: bool = False
+    """Some tool's results are untrusted content (``trust="untrusted"``): checked once, here."""
 
     @classmethod
     def of(cls, entries: Iterable[ToolEntry]) -> ToolView:
@@ -75,7 +79,9 @@ class ToolView:
             dispatch[entry.name] = entry
         may_pause = any(e.external or e.options.requires_approval for e in dispatch.values())
         specs = tuple(entry.spec for entry in dispatch.values())
-        return cls(specs, MappingProxyType(dispatch), may_pause)
+        guarded = any(entry.options.guardrails for entry in dispatch.values())
+        untrusted = any(entry.options.trust == "untrusted" for entry in dispatch.values())
+        return cls(specs, MappingProxyType(dispatch), may_pause, guarded, untrusted)
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -62,13 +62,14 @@ async def hold_back(
     waiting: list[tuple[int, PendingCall]] = []
     for item in ready:
         kind: PendingKind | None = "external" if item.entry.external else None
-        if kind is None and await _needs_approval(item, round_):
+        if kind is None and (item.ask or await _needs_approval(item, round_)):
             kind = "approval"
         if kind is None:
             runnable.append(item)
         else:
             digest = call_digest(round_.run_id, item.call)
-            waiting.append((item.index, PendingCall(call=item.call, kind=kind, digest=digest)))
+            pending = PendingCall(call=item.call, kind=kind, digest=digest, reason=item.ask)
+            waiting.append((item.index, pending))
     return runnable, waiting
 
 

@@ -19,10 +19,13 @@ from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.results import Decision, PendingCall, ToolTrace
 from tooldeck.run.calls.check import check_decided, check_new, hold_back
 from tooldeck.run.calls.execute import Ran, execute
+from tooldeck.run.calls.guard import execute_guarded, guard_arguments
 from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
-from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, nest
+from tooldeck.run.calls.trust import after_untrusted
+from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, UntrustedContent, nest
 from tooldeck.run.policy import CallSignature
 from tooldeck.run.state import OpenTurn
+from tooldeck.safety import UntrustedSource
 
 
 @dataclass(slots=True)  # treat as read-only (a frozen record costs more to make, every round)
@@ -36,6 +39,8 @@ class RoundOutcome:
     raised: tuple[tuple[str, BaseException], ...]
     """(tool name, exception) of tools with ``on_error="raise"`` that raised."""
     over_call_limit: bool
+    untrusted: tuple[tuple[str, str], ...] = ()
+    """(call id, tool name) of the calls whose results are untrusted content."""
 
 
 RoundItem = Event | RoundOutcome
@@ -64,7 +69,13 @@ async def run_round(
     else:
         turn.started = True
         admitted = _admit_new(turn, round_)
-        if round_.view.may_pause and admitted.ready:  # those needing a decision wait
+        if (round_.view.guarded or round_.options.tool_guardrails) and admitted.ready:
+            async for event in _guard_arguments(admitted, round_):
+                yield event
+        source, asks = round_.tainted_by, False
+        if source is not None and round_.options.after_untrusted != "allow":
+            asks = _hold_untrusted(admitted, round_, source)
+        if (round_.view.may_pause or asks) and admitted.ready:  # those needing a decision wait
             admitted.ready, waiting = await hold_back(admitted.ready, round_)
             for index, pending in waiting:
                 admitted.done[index] = pending
@@ -72,24 +83,32 @@ async def run_round(
         yield _not_run(answered, round_)
     done = admitted.done
     ready = admitted.ready
+    together = _run_together
+    if ready and (round_.view.guarded or round_.options.tool_guardrails):
+        together = _run_guarded  # each call's result judged
     for group in (ready,) if len(ready) == 1 else _groups(ready):
         for item in group:
             yield ToolCallStarted(round_.round, item.call)
-        if len(group) == 1 and not group[0].entry.emits_events:
+        if len(group) == 1 and not group[0].entry.emits_events and together is _run_together:
             item = group[0]  # the common case: no tasks, no queue
             ran = done[item.index] = await execute(item, round_)
             if isinstance(ran, ToolTrace):
                 yield ToolCallFinished(round_.round, ran)
             continue
-        async with aclosing(_run_together(group, round_)) as together:
-            async for got in together:
+        async with aclosing(together(group, round_)) as running:
+            async for got in running:
                 if not isinstance(got, tuple):
                     yield got
                     continue
                 ran = done[got[0]] = got[1]
                 if isinstance(ran, ToolTrace):
                     yield ToolCallFinished(round_.round, ran)
-    yield _outcome(done, admitted.signatures, round_, admitted.over_limit)
+    outcome = _outcome(done, admitted.signatures, round_, admitted.over_limit)
+    if outcome.untrusted and round_.tainted_by is None:  # the first untrusted content
+        call_id, name = outcome.untrusted[0]
+        source = UntrustedSource(call_id=call_id, tool_name=name, round=round_.round)
+        yield UntrustedContent(round_.round, source)
+    yield outcome
 
 
 def _admit_new(turn: OpenTurn, round_: CallRound) -> _Admitted:
@@ -111,6 +130,34 @@ def _admit_new(turn: OpenTurn, round_: CallRound) -> _Admitted:
         if refusal.result.error_code is ErrorCode.CALL_LIMIT and round_.policy.calls_spent:
             admitted.over_limit = True
     return admitted
+
+
+async def _guard_arguments(admitted: _Admitted, round_: CallRound) -> AsyncGenerator[Event, None]:
+    """Judge the ready calls' arguments: the decisions as events; a refused call is answered,
+    a stop raises (no call of the round has run)."""
+    ready: list[Ready] = []
+    for item in admitted.ready:
+        judged, events, stop = await guard_arguments(item, round_)
+        for event in events:
+            yield event
+        if stop is not None:
+            raise stop
+        if isinstance(judged, Ready):
+            ready.append(judged)
+        else:
+            admitted.done[item.index] = judged
+            admitted.announced.append(judged)
+    admitted.ready = ready
+
+
+def _hold_untrusted(admitted: _Admitted, round_: CallRound, source: UntrustedSource) -> bool:
+    """Apply ``after_untrusted`` to the ready calls: those refused are answered; True when
+    some must wait for a person's approval."""
+    admitted.ready, refusals = after_untrusted(admitted.ready, round_, source)
+    for index, refusal in refusals:
+        admitted.done[index] = refusal
+        admitted.announced.append(refusal)
+    return any(item.ask for item in admitted.ready)
 
 
 def _admit_decided(
@@ -181,7 +228,20 @@ def _outcome(
             entry = round_.view.dispatch.get(name)
             if entry is not None and entry.options.on_error == "raise":
                 raised.append((name, ran.error))
-    return RoundOutcome(tuple(answered), tuple(pending), tuple(raised), over_limit)
+    untrusted = _untrusted(answered, round_) if round_.view.untrusted else ()
+    return RoundOutcome(tuple(answered), tuple(pending), tuple(raised), over_limit, untrusted)
+
+
+def _untrusted(answered: list[ToolTrace], round_: CallRound) -> tuple[tuple[str, str], ...]:
+    """(call id, tool name) of the answered calls of untrusted tools that succeeded."""
+    dispatch = round_.view.dispatch
+    return tuple(
+        (done.call.id, done.call.name)
+        for done in answered
+        if done.result.error_code is None
+        and (entry := dispatch.get(done.call.name)) is not None
+        and entry.options.trust == "untrusted"
+    )
 
 
 def _groups(ready: list[Ready]) -> list[list[Ready]]:
@@ -201,11 +261,24 @@ def _groups(ready: list[Ready]) -> list[list[Ready]]:
     return groups
 
 
-async def _run_together(
+def _run_together(
     group: list[Ready], round_: CallRound
 ) -> AsyncGenerator[Event | tuple[int, Ran], None]:
     """Run a group's calls concurrently: the events calls pass on as they happen, and each
     (index, outcome) as a call finishes."""
+    return _concurrently(group, round_, False)
+
+
+def _run_guarded(
+    group: list[Ready], round_: CallRound
+) -> AsyncGenerator[Event | tuple[int, Ran], None]:
+    """``_run_together``, each call's result judged by its guardrails."""
+    return _concurrently(group, round_, True)
+
+
+async def _concurrently(
+    group: list[Ready], round_: CallRound, guard: bool
+) -> AsyncGenerator[Event | tuple[int, Ran], None]:
     queue: asyncio.Queue[Event | tuple[int, Ran] | Exception] = asyncio.Queue()
     limit = round_.options.max_concurrency
     semaphore = asyncio.Semaphore(limit) if limit is not None and limit < len(group) else None
@@ -213,7 +286,11 @@ async def _run_together(
     async def run(item: Ready) -> None:
         try:
             async with semaphore or contextlib.nullcontext():
-                ran = await execute(item, round_, _emitter(item, queue.put_nowait))
+                emit = _emitter(item, queue.put_nowait)
+                if guard:
+                    ran = await execute_guarded(item, round_, emit, queue.put_nowait)
+                else:
+                    ran = await execute(item, round_, emit)
             queue.put_nowait((item.index, ran))
         except Exception as error:  # a middleware's failure: the round ends with it
             queue.put_nowait(error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from tooldeck._untrusted import repaired, valid_text
 from tooldeck.errors import ErrorCode
@@ -19,7 +19,12 @@ from tooldeck.run.records import traced
 from tooldeck.run.session import CallRecords
 from tooldeck.tools.context import Resumption, RunContext, ToolChanges
 from tooldeck.tools.outputs import LargeOutput, OutputStore
+from tooldeck.safety import UntrustedSource
+from tooldeck.tools.guardrails import ToolGuardrail
 from tooldeck.tools.registry import ToolEntry, ToolView
+
+AfterUntrusted = Literal["allow", "ask", "refuse"]
+"""``Agent(after_untrusted=...)``."""
 
 Emit = Callable[[Event], None]
 """Passes an event of a call (a run made inside it) to the round's stream."""
@@ -38,6 +43,11 @@ class CallOptions:
     """The agent's default for a tool without its own ``max_output_chars``."""
     large_output: LargeOutput = "truncate"
     """The agent's default for a tool without its own ``large_output``."""
+    tool_guardrails: tuple[ToolGuardrail, ...] = ()
+    """``Agent(tool_guardrails=...)``: judge every tool's calls."""
+    after_untrusted: AfterUntrusted = "allow"
+    """What calls of tools with side effects (or sensitive ones) need once the conversation
+    holds untrusted content: nothing more, a person's approval, or they are refused."""
 
 
 @dataclass(slots=True)  # not frozen: made every round, and a frozen one costs more to make
@@ -60,6 +70,8 @@ class CallRound:
     """Set when the run is cancelled (a run started with ``Agent.start``)."""
     records: CallRecords | None = None
     """Where ``side_effects`` calls are recorded (the run's session, when it can)."""
+    tainted_by: UntrustedSource | None = None
+    """The call whose result first brought untrusted content into the conversation."""
 
     def context(
         self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
@@ -96,6 +108,8 @@ class Ready:
     """The arguments are a person's edit (the model is told, before the result)."""
     resumed: Resumption | None = None
     """For a call that paused: what it paused with, and the decisions made since."""
+    ask: str = ""
+    """Why a person must approve it though its tool does not ask (untrusted content)."""
 
 
 def trace(

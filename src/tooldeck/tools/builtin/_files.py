@@ -26,6 +26,7 @@ from tooldeck.tools.builtin._rooted import (
     read_all,
 )
 from tooldeck.tools.function import FunctionTool, tool
+from tooldeck.tools.options import Trust
 
 _SNIFF = 8192
 _MAX_ENTRIES = 500
@@ -42,6 +43,7 @@ def file_tools(
     writable: bool = False,
     max_bytes: int = 1_000_000,
     max_output: int = 50_000,
+    trust: Trust = "trusted",
 ) -> list[FunctionTool[..., Any]]:
     """Tools to read, list and search the files under ``root`` (and write and edit them).
 
@@ -51,6 +53,8 @@ def file_tools(
         max_bytes: Files larger than this are not read, searched or written.
         max_output: At most this many characters of a file are returned per call; the model
             is told where the cut is and how to read on.
+        trust: ``"untrusted"`` when the files hold what others wrote (the read tools' results
+            then taint the conversation; the write tools have ``side_effects=True``).
 
     Returns:
         ``read_file(path, start_line=None, end_line=None)``, ``list_dir(path=".")``,
@@ -69,9 +73,9 @@ def file_tools(
             f"max_bytes and max_output must be positive, got {max_bytes}, {max_output}"
         )
     tools = [
-        _read_file(rooted, max_bytes, max_output),
+        _read_file(rooted, max_bytes, max_output, trust),
         _list_dir(rooted),
-        _search_files(rooted, max_bytes),
+        _search_files(rooted, max_bytes, trust),
     ]
     if writable:
         tools += [_write_file(rooted, max_bytes), _edit_file(rooted, max_bytes)]
@@ -88,8 +92,8 @@ def explain(error: Exception) -> str:
     return f"the tool failed ({type(error).__name__}); try another way"
 
 
-def _read_file(root: Root, max_bytes: int, max_output: int) -> FunctionTool[..., str]:
-    @tool(on_error=explain)
+def _read_file(root: Root, max_bytes: int, max_output: int, trust: Trust) -> FunctionTool[..., str]:
+    @tool(on_error=explain, trust=trust)
     def read_file(path: str, start_line: Line = None, end_line: Line = None) -> str:
         """Read a text file.
 
@@ -199,8 +203,8 @@ def _entry(directory: int, name: str) -> str:
     return f"{name}  ({file_kind(info.st_mode)})"
 
 
-def _search_files(root: Root, max_bytes: int) -> FunctionTool[..., str]:
-    @tool(on_error=explain)
+def _search_files(root: Root, max_bytes: int, trust: Trust) -> FunctionTool[..., str]:
+    @tool(on_error=explain, trust=trust)
     def search_files(pattern: str, path: str = ".") -> str:
         """Find files whose name matches a glob pattern, and lines that contain the pattern
         as plain text. Hidden directories (.git, .venv) are skipped.
@@ -281,7 +285,7 @@ def _search_report(pattern: str, names: list[str], lines: list[str], scanned: in
 
 
 def _write_file(root: Root, max_bytes: int) -> FunctionTool[..., str]:
-    @tool(on_error=explain)
+    @tool(on_error=explain, side_effects=True)
     def write_file(path: str, content: str) -> str:
         """Write a text file, replacing it if it exists (missing directories are made).
 
@@ -301,7 +305,7 @@ def _write_file(root: Root, max_bytes: int) -> FunctionTool[..., str]:
 
 
 def _edit_file(root: Root, max_bytes: int) -> FunctionTool[..., str]:
-    @tool(on_error=explain)
+    @tool(on_error=explain, side_effects=True)
     def edit_file(path: str, old: str, new: str) -> str:
         """Replace one exact piece of text in a file with another.
 

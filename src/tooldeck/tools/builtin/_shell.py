@@ -112,6 +112,7 @@ def shell_tool(
         description=_DESCRIPTION + ("" if shell else _NO_SHELL) + confined.description(),
         on_error=explain,
         requires_approval=approval,
+        side_effects=True,
     )
     async def run_command(command: str, cwd: str = ".") -> str:
         """Run a command.

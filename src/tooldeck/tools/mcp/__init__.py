@@ -33,7 +33,7 @@ from tooldeck.tools.mcp._targets import (
     StdioTarget,
     Target,
 )
-from tooldeck.tools.options import RequiresApproval, ToolOptions, refuse_unknown_options
+from tooldeck.tools.options import RequiresApproval, ToolOptions, Trust, refuse_unknown_options
 from tooldeck.tools.registry import ToolEntry, Toolset
 from tooldeck.tools.schema._arguments import JsonSchemaArguments
 
@@ -59,6 +59,9 @@ class MCPToolsetOptions(TypedDict, total=False):
     timeout: float | None
     toolsets: Iterable[str]
     connect_timeout: float
+    trust: Trust
+    sensitive: bool
+    side_effects: bool
 
 
 class MCPToolset(Toolset):
@@ -73,6 +76,10 @@ class MCPToolset(Toolset):
         timeout: Seconds a call may take before it fails with ``tool_timeout``.
         toolsets: Named groups the tools belong to, for ``registry.view(toolsets=...)``.
         connect_timeout: Seconds to wait for the server to start and answer (default 30).
+        trust: ``"untrusted"`` for a server you do not control: its results taint the
+            conversation (see ``Agent(after_untrusted=...)``).
+        sensitive, side_effects: Mark every tool of the server (``after_untrusted`` then
+            asks before, or refuses, their calls in a conversation holding untrusted content).
 
     Examples:
         >>> import sys
@@ -94,6 +101,9 @@ class MCPToolset(Toolset):
             timeout=options.get("timeout"),
             requires_approval=options.get("requires_approval", False),
             on_error=_failure_text,
+            trust=options.get("trust", "trusted"),
+            sensitive=options.get("sensitive", False),
+            side_effects=options.get("side_effects", False),
         )
         self._options.check(where)
         self._entries: tuple[ToolEntry, ...] | None = None
