@@ -36,13 +36,12 @@ from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verif
 from tooldeck.run.events import Event, last_result
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handle import cancellable, start_run
-from tooldeck.run.history import HistoryStrategy, current_exchange
+from tooldeck.run.history import HistoryStrategy
 from tooldeck.run.in_session import resume_in_session, stream_in_session
-from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive
+from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive, run_info
 from tooldeck.run.middleware import Middleware, MiddlewareStack
 from tooldeck.run.observer import (
     Instrumenter,
-    RunInfo,
     StreamObserver,
     default_instrumenter,
     observed,
@@ -377,7 +376,9 @@ class Agent(Generic[DepsT, OutputT]):
             events = observed(observer, events)
         if self.run_log is None:
             return events
-        return self.run_log.observe(events, self._run_info(start, opts))
+        return self.run_log.observe(
+            events, run_info(start, opts, self.model.name, self.instructions)
+        )
 
     def _setup(self) -> RunSetup:
         model, instructions = asked_with(self._output, self.model, self.instructions)
@@ -392,18 +393,4 @@ class Agent(Generic[DepsT, OutputT]):
             self.on_limit,
             self.checkpoint_key,
             self._guards,
-        )
-
-    def _run_info(self, start: RunStart, opts: RunOptions) -> RunInfo:
-        """What the run log is told as a run starts or resumes (``decisions`` given)."""
-        messages = start.state.messages
-        prompt = messages[current_exchange(messages)].content
-        return RunInfo(
-            start.state.run_id,
-            prompt,
-            self.model.name,
-            self.instructions,
-            opts.session_id,
-            start.decisions,
-            opts.parent,
         )

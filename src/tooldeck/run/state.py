@@ -19,8 +19,8 @@ from tooldeck.results import (
 )
 from tooldeck.run.events import AgentEvent, GuardrailChecked, ModelResponse, NestedEvent
 from tooldeck.run.records import assistant_message, tool_message
-from tooldeck.tools.outputs import OutputStore
 from tooldeck.safety import GuardrailDecision, UntrustedSource
+from tooldeck.tools.outputs import OutputStore
 
 
 @dataclass(slots=True)

@@ -14,8 +14,8 @@ from typing import Any, Literal, TypedDict
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.messages import ToolResult
 from tooldeck.tools.context import RunContext
-from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
 from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
+from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
 
 ErrorHandler = Callable[[Exception], str] | Literal["raise"]
 """Turns a tool's exception into the text the model reads, or ``"raise"`` to end the run."""

@@ -17,10 +17,10 @@ from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.records import traced
 from tooldeck.run.session import CallRecords
-from tooldeck.tools.context import Resumption, RunContext, ToolChanges
-from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.safety import UntrustedSource
+from tooldeck.tools.context import Resumption, RunContext, ToolChanges
 from tooldeck.tools.guardrails import ToolGuardrail
+from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 AfterUntrusted = Literal["allow", "ask", "refuse"]
