@@ -211,3 +211,31 @@ def test_runs_in_many_processes_never_pass_an_sqlite_budget(tmp_path: Path) -> N
 
     assert sum(answered) == 30
     assert SQLiteBudget(path, "shared", max_requests=30).left.requests == 0
+
+
+def test_a_postgres_budget_is_shared_by_its_objects_and_never_passed(postgres_dsn: str) -> None:
+    from tooldeck.sessions import PostgresBudget
+
+    budgets = [PostgresBudget(postgres_dsn, "tenant-pg", max_requests=9) for _ in range(3)]
+    budgets[0].reset()
+    model = Answering()
+    stops: list[str] = []
+
+    def work(budget: Budget) -> None:
+        for i in range(6):
+            try:
+                Agent(model).run_sync(f"run {i}", budget=budget)
+            except LimitExceeded as error:
+                stops.append(error.limit)
+
+    threads = [threading.Thread(target=work, args=(budget,)) for budget in budgets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert (model.requests, len(stops)) == (9, 9)
+    assert budgets[1].spent.total_tokens == 900
+    assert budgets[2].left.requests == 0
+    for budget in budgets:
+        budget.close()

@@ -25,8 +25,9 @@ The rules:
 - ``SQLiteSession.list_sessions(path)`` and ``PostgresSession.list_sessions(dsn)`` list the
   conversations a database holds (``SessionInfo``: id, title, turns, times, paused); a
   session's ``clear()`` deletes one, which is then no longer listed.
-- ``SQLiteBudget`` keeps a spending budget (``tooldeck.run.budget.Budget``) in a SQLite
-  file, so the runs of many processes draw on one (per tenant per day, say).
+- ``SQLiteBudget`` and ``PostgresBudget`` keep a spending budget
+  (``tooldeck.run.budget.Budget``) in a database, so the runs of many processes draw on one
+  (per tenant per day, say).
 - The history is repaired when it is loaded: a tool call with no result gets an
   ``error[interrupted]`` observation and a result that answers no call is dropped, so a
   provider never refuses a stored conversation.
@@ -49,10 +50,12 @@ from tooldeck.sessions.sqlite import SQLiteSession
 if TYPE_CHECKING:
     from tooldeck.runlog import RunLog
     from tooldeck.sessions._listing import SessionInfo
+    from tooldeck.sessions.budget_postgres import PostgresBudget
     from tooldeck.sessions.postgres import PostgresSession
 
 __all__ = [
     "History",
+    "PostgresBudget",
     "PostgresSession",
     "RunLog",
     "SQLiteBudget",
@@ -72,6 +75,10 @@ def __getattr__(name: str) -> Any:
         from tooldeck.sessions.postgres import PostgresSession
 
         return PostgresSession
+    if name == "PostgresBudget":  # psycopg loads only when PostgreSQL is used
+        from tooldeck.sessions.budget_postgres import PostgresBudget
+
+        return PostgresBudget
     if name == "SessionInfo":  # what list_sessions() returns, defined when first asked for
         from tooldeck.sessions._listing import SessionInfo
 
