@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TypeVar
 
 from tooldeck.errors import LimitExceeded
@@ -85,12 +85,12 @@ class Budget:
         self.max_total_tokens = max_total_tokens
         self.max_requests = max_requests
         self._lock = threading.Lock()
-        self._spent = BudgetSpent()
+        self._counts = Counts()
 
     @property
     def spent(self) -> BudgetSpent:
         """What the runs have spent so far."""
-        return self._change(lambda spent: (spent, spent))
+        return self._change(Counts.snapshot)
 
     @property
     def left(self) -> BudgetLeft:
@@ -110,55 +110,67 @@ class Budget:
         return self._change(self._take)
 
     def record(self, usage: Usage | None) -> LimitExceeded | None:
-        """Add a response's tokens and cost; the stop when its cost is unknown under
-        ``max_cost_usd``."""
-        tokens = 0 if usage is None else usage.total_tokens
+        """Add a response's tokens and cost; the stop when the budget is now spent, or when
+        the cost is unknown under ``max_cost_usd``."""
+        tokens = 0 if usage is None else usage.input_tokens + usage.output_tokens
         cost = None if usage is None else usage.cost_usd
 
-        def add(spent: BudgetSpent) -> tuple[BudgetSpent, None]:
-            added = replace(
-                spent,
-                total_tokens=spent.total_tokens + tokens,
-                cost_usd=spent.cost_usd + (cost or 0.0),
-            )
-            return added, None
+        def add(counts: Counts) -> LimitExceeded | None:
+            counts.total_tokens += tokens
+            counts.cost_usd += cost or 0.0
+            return self._reached(counts)
 
-        self._change(add)
+        spent = self._change(add)
         if cost is None and self.max_cost_usd is not None:
             return LimitExceeded(
                 f"a response's cost is unknown, so the budget's max_cost_usd={self.max_cost_usd} "
                 "cannot be kept: give the model's prices (ModelSettings(prices=ModelPrices(...)))",
                 StopReason.BUDGET,
             )
-        return None
+        return spent
 
     def exhausted(self) -> LimitExceeded | None:
         """The stop when the budget is spent, else None."""
-        return self._reached(self.spent)
+        return self._change(self._reached)
 
-    def _take(self, spent: BudgetSpent) -> tuple[BudgetSpent, LimitExceeded | None]:
-        reached = self._reached(spent)
-        if reached is not None:
-            return spent, reached
-        return replace(spent, requests=spent.requests + 1), None
+    def _take(self, counts: Counts) -> LimitExceeded | None:
+        reached = self._reached(counts)
+        if reached is None:
+            counts.requests += 1
+        return reached
 
-    def _reached(self, spent: BudgetSpent) -> LimitExceeded | None:
-        checks = (
-            ("max_requests", self.max_requests, spent.requests, "requests"),
-            ("max_total_tokens", self.max_total_tokens, spent.total_tokens, "tokens"),
-            ("max_cost_usd", self.max_cost_usd, spent.cost_usd, "dollars"),
-        )
-        for name, limit, used, unit in checks:
-            if limit is not None and used >= limit:
-                return LimitExceeded(
-                    f"the shared budget is spent: {used:g} {unit} ({name}={limit})",
-                    StopReason.BUDGET,
-                )
+    def _reached(self, counts: Counts) -> LimitExceeded | None:
+        if self.max_requests is not None and counts.requests >= self.max_requests:
+            return _spent("max_requests", self.max_requests, counts.requests, "requests")
+        if self.max_total_tokens is not None and counts.total_tokens >= self.max_total_tokens:
+            return _spent("max_total_tokens", self.max_total_tokens, counts.total_tokens, "tokens")
+        if self.max_cost_usd is not None and counts.cost_usd >= self.max_cost_usd:
+            return _spent("max_cost_usd", self.max_cost_usd, counts.cost_usd, "dollars")
         return None
 
-    def _change(self, change: Callable[[BudgetSpent], tuple[BudgetSpent, T]]) -> T:
-        """Apply ``change`` to the counts atomically; what it returns. A store for many
-        processes overrides this (one transaction)."""
+    def _change(self, change: Callable[[Counts], T]) -> T:
+        """Apply ``change`` to the counts atomically (it changes them in place); what it
+        returns. A store for many processes overrides this (one transaction)."""
         with self._lock:
-            self._spent, answer = change(self._spent)
-            return answer
+            return change(self._counts)
+
+
+@dataclass(slots=True)
+class Counts:
+    """A budget's counts while a change holds them (``Budget._change``)."""
+
+    requests: int = 0
+    total_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def snapshot(self) -> BudgetSpent:
+        return BudgetSpent(self.requests, self.total_tokens, self.cost_usd)
+
+    def reset(self) -> None:
+        self.requests, self.total_tokens, self.cost_usd = 0, 0, 0.0
+
+
+def _spent(name: str, limit: float, used: float, unit: str) -> LimitExceeded:
+    return LimitExceeded(
+        f"the shared budget is spent: {used:g} {unit} ({name}={limit})", StopReason.BUDGET
+    )

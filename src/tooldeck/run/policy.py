@@ -191,7 +191,7 @@ class RunPolicy:
             )
         if self.limits.max_duration_s is not None and self.remaining_s() == 0:
             return self.out_of_time()
-        if self.spending is not None and (spent := self.spending.reached(state.usage)):
+        if self.spending is not None and (spent := self.spending.reached(state)):
             return spent
         if self.budget is not None:  # last: the request it counts is sent
             return self.budget.take_request()
@@ -201,12 +201,12 @@ class RunPolicy:
         """Count a response of a metered run; the token or cost limit the run has reached, if
         any, when the response asks for calls (an answer ends the run anyway)."""
         budget = self.budget
-        unknown = None if budget is None else budget.record(output.usage)
+        spent_budget = None if budget is None else budget.record(output.usage)
         if not output.tool_calls:
             return None
-        if self.spending is not None and (spent := self.spending.reached(state.usage)):
+        if self.spending is not None and (spent := self.spending.reached(state)):
             return spent
-        return unknown or (None if budget is None else budget.exhausted())
+        return spent_budget
 
     def out_of_time(self) -> LimitExceeded:
         """The stop for a run past ``max_duration_s``."""

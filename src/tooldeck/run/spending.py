@@ -4,11 +4,14 @@ usage has reached one, it sends no more requests."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tooldeck.errors import ErrorCode, LimitExceeded
-from tooldeck.messages import ToolResult, Usage
+from tooldeck.messages import ToolResult
 from tooldeck.results import StopReason
+
+if TYPE_CHECKING:
+    from tooldeck.run.state import RunState
 
 
 class _SpendingFields(Protocol):
@@ -30,10 +33,10 @@ class SpendingLimits:
     """(the limit's name, its value), for each token limit set."""
     max_cost_usd: float | None
 
-    def reached(self, usage: Usage) -> LimitExceeded | None:
-        """The limit ``usage`` has reached, if any."""
+    def reached(self, state: RunState) -> LimitExceeded | None:
+        """The limit the run's usage so far has reached, if any (read from its counters)."""
         for name, limit in self.tokens:
-            spent = _tokens(name, usage)
+            spent = _tokens(name, state)
             if spent >= limit:
                 return LimitExceeded(
                     f"the run spent {spent} {name[4:].replace('_', ' ')} ({name}={limit})",
@@ -42,15 +45,15 @@ class SpendingLimits:
         limit_usd = self.max_cost_usd
         if limit_usd is None:
             return None
-        if usage.cost_usd is None:
+        if not state.cost_known:
             return LimitExceeded(
                 f"a response's cost is unknown, so max_cost_usd={limit_usd} cannot be kept: "
                 "give the model's prices (ModelSettings(prices=ModelPrices(...)))",
                 StopReason.MAX_COST,
             )
-        if usage.cost_usd >= limit_usd:
+        if state.cost_usd >= limit_usd:
             return LimitExceeded(
-                f"the run spent ${usage.cost_usd:.6f} (max_cost_usd={limit_usd})",
+                f"the run spent ${state.cost_usd:.6f} (max_cost_usd={limit_usd})",
                 StopReason.MAX_COST,
             )
         return None
@@ -72,12 +75,12 @@ def spending_limits(limits: _SpendingFields) -> SpendingLimits | None:
     return SpendingLimits(tokens, limits.max_cost_usd)
 
 
-def _tokens(name: str, usage: Usage) -> int:
+def _tokens(name: str, state: RunState) -> int:
     if name == "max_input_tokens":
-        return usage.input_tokens
+        return state.input_tokens
     if name == "max_output_tokens":
-        return usage.output_tokens
-    return usage.total_tokens
+        return state.output_tokens
+    return state.input_tokens + state.output_tokens
 
 
 def not_run(stop: LimitExceeded) -> ToolResult:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tooldeck.errors import SessionError
-from tooldeck.run.budget import Budget, BudgetSpent
+from tooldeck.run.budget import Budget, Counts
 
 T = TypeVar("T")
 
@@ -73,16 +73,16 @@ class SQLiteBudget(Budget):
 
     def reset(self) -> None:
         """Start the budget again from nothing spent."""
-        self._change(lambda spent: (BudgetSpent(), None))
+        self._change(Counts.reset)
 
-    def _change(self, change: Callable[[BudgetSpent], tuple[BudgetSpent, T]]) -> T:
+    def _change(self, change: Callable[[Counts], T]) -> T:
         with self._lock:
             try:
                 return self._transaction(change)
             except sqlite3.Error as error:
                 raise SessionError(f"cannot use the {self._where}: {error}") from error
 
-    def _transaction(self, change: Callable[[BudgetSpent], tuple[BudgetSpent, T]]) -> T:
+    def _transaction(self, change: Callable[[Counts], T]) -> T:
         connection = self._connection
         connection.execute("BEGIN IMMEDIATE")
         try:
@@ -90,14 +90,15 @@ class SQLiteBudget(Budget):
                 "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = ?",
                 (self.name,),
             ).fetchone()
-            spent = BudgetSpent() if row is None else BudgetSpent(*row)
-            changed, answer = change(spent)
-            if changed != spent or row is None:
+            counts = Counts() if row is None else Counts(*row)
+            answer = change(counts)
+            changed = (counts.requests, counts.total_tokens, counts.cost_usd)
+            if row is None or changed != tuple(row):
                 connection.execute(
                     "INSERT INTO budgets VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET"
                     " requests = excluded.requests, total_tokens = excluded.total_tokens,"
                     " cost_usd = excluded.cost_usd",
-                    (self.name, changed.requests, changed.total_tokens, changed.cost_usd),
+                    (self.name, *changed),
                 )
             connection.execute("COMMIT")
         except BaseException:

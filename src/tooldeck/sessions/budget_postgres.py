@@ -13,7 +13,7 @@ from typing import TypeVar
 import psycopg
 
 from tooldeck.errors import SessionError
-from tooldeck.run.budget import Budget, BudgetSpent
+from tooldeck.run.budget import Budget, Counts
 
 T = TypeVar("T")
 
@@ -70,9 +70,9 @@ class PostgresBudget(Budget):
 
     def reset(self) -> None:
         """Start the budget again from nothing spent."""
-        self._change(lambda spent: (BudgetSpent(), None))
+        self._change(Counts.reset)
 
-    def _change(self, change: Callable[[BudgetSpent], tuple[BudgetSpent, T]]) -> T:
+    def _change(self, change: Callable[[Counts], T]) -> T:
         with self._lock:
             try:
                 with self._connection.transaction():
@@ -81,13 +81,14 @@ class PostgresBudget(Budget):
                         " FOR UPDATE",
                         (self.name,),
                     ).fetchone()
-                    spent = BudgetSpent() if row is None else BudgetSpent(*row)
-                    changed, answer = change(spent)
-                    if changed != spent:
+                    counts = Counts() if row is None else Counts(*row)
+                    answer = change(counts)
+                    changed = (counts.requests, counts.total_tokens, counts.cost_usd)
+                    if row is None or changed != tuple(row):
                         self._connection.execute(
                             "UPDATE budgets SET requests = %s, total_tokens = %s, cost_usd = %s"
                             " WHERE name = %s",
-                            (changed.requests, changed.total_tokens, changed.cost_usd, self.name),
+                            (*changed, self.name),
                         )
             except psycopg.Error as error:
                 raise SessionError(f"cannot use the {self._where}: {error}") from error
