@@ -111,6 +111,7 @@ def test_tool_choice_none_gives_an_answer_without_calls(model: LocalModel) -> No
     assert output.content.strip()
     assert output.usage is not None
     assert output.usage.output_tokens > 0
+    assert output.usage.cost_usd == 0.0  # the local model costs nothing, known as such
 
 
 @pytest.mark.slow
