@@ -13,6 +13,7 @@ from _stores import Store, execute
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, Approve, RunContext, ScriptedModel, ToolResult, tool
 from tooldeck.errors import SessionError, ToolDefinitionError
+from tooldeck.run.events import ToolCallFinished
 from tooldeck.sessions import SQLiteSession
 
 KEY = "order-1:1:c1"
@@ -100,6 +101,17 @@ async def test_a_run_again_answers_from_the_record(store: Store) -> None:
 
     assert charged == [KEY]
     assert tool_messages(first.messages) == tool_messages(again.messages) == ["charged 5"]
+
+
+async def test_a_streamed_run_again_shows_the_recorded_call(store: Store) -> None:
+    charged: list[str] = []
+    await charging_agent(charged).run("charge", session=store.session(), run_id="order-1")
+
+    stream = charging_agent(charged).stream("charge", session=store.session(), run_id="order-1")
+    finished = [event async for event in stream if isinstance(event, ToolCallFinished)]
+
+    assert charged == [KEY]
+    assert [event.trace.result.output for event in finished] == ["charged 5"]
 
 
 async def test_without_side_effects_nothing_is_recorded(tmp_path: Any) -> None:
