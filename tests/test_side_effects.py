@@ -92,6 +92,31 @@ async def test_the_idempotency_key_is_the_same_after_a_pause(store: Store) -> No
     ]
 
 
+async def test_a_side_effect_agent_tool_that_paused_goes_on_when_resumed(store: Store) -> None:
+    done: list[str] = []
+
+    @tool(requires_approval=True)
+    def send() -> str:
+        """Send."""
+        done.append("sent")
+        return "sent"
+
+    inner_turns = [calls(call("send", "i1")), answer("inner done")]
+    inner = Agent(ScriptedModel(inner_turns), tools=[send])
+    helper = inner.as_tool(name="helper", description="Sends.", side_effects=True)
+    outer = Agent(
+        ScriptedModel([calls(call("helper", "c1", input="go")), answer("done")]), [helper]
+    )
+    paused = await outer.run("go", session=store.session(), run_id="r")
+    assert [p.id for p in paused.pending] == ["c1/i1"]
+
+    result = await outer.resume(session=store.session(), decisions={"c1/i1": Approve()})
+
+    assert result.output == "done"
+    assert done == ["sent"]  # the paused call went on (it is not settled as interrupted)
+    assert tool_messages(result.messages) == ["inner done"]
+
+
 async def test_a_run_again_answers_from_the_record(store: Store) -> None:
     charged: list[str] = []
     first = await charging_agent(charged).run("charge", session=store.session(), run_id="order-1")
