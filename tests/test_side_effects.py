@@ -218,3 +218,22 @@ async def test_a_broken_record_is_named(store: Store) -> None:
 
     with pytest.raises(SessionError, match=r"recorded result of call 'order-1:1:c1' in .*"):
         await charging_agent([]).run("charge", session=session, run_id="order-1")
+
+
+async def test_a_call_whose_start_cannot_be_recorded_does_not_run(tmp_path: Any) -> None:
+    path = tmp_path / "s.db"
+    store = Store("sqlite", str(path))
+    session = SQLiteSession(path, "s")
+    await session.start_call("other", "charge")  # the table exists; now its writes fail
+    execute(
+        store,
+        "CREATE TRIGGER full BEFORE INSERT ON tooldeck_session_calls "
+        "BEGIN SELECT RAISE(ABORT, 'the disk is full'); END",
+    )
+    charged: list[str] = []
+
+    with pytest.raises(SessionError, match="the disk is full"):
+        await charging_agent(charged).run("charge", session=session, run_id="order-1")
+
+    assert charged == []  # fail closed: a call that cannot be recorded is not made
+    assert (await session.load()).head == 0
