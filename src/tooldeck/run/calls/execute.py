@@ -72,7 +72,7 @@ def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Awaitable[Ran
         item.resumed,
         round_.outputs,
     )
-    if item.entry.options.side_effects and round_.records is not None:
+    if round_.records is not None and item.entry.options.side_effects:
         return run_once(round_.records, item, context, lambda: _timed(item, round_, context))
     return _timed(item, round_, context)
 
