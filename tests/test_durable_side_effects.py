@@ -1,6 +1,6 @@
 """At-most-once side effects in durable runs: a process SIGKILLed inside (or after) a
 ``side_effects=True`` call, its run recovered by a new process; the side effects counted in
-the app's log (real processes, a real SQLite system database).
+the app's log (real processes, a real SQLite or PostgreSQL system database).
 
 Without ``side_effects`` DBOS runs a step that never finished again (at least once: see
 test_durable_crash.py); with it, the call is not run blindly again."""
@@ -16,9 +16,13 @@ import pytest
 from _durable_harness import DurableApp
 
 
-@pytest.fixture
-def app(tmp_path: Path) -> Iterator[DurableApp]:
-    durable_app = DurableApp(tmp_path)
+@pytest.fixture(params=["sqlite", "postgres"])
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DurableApp]:
+    if request.param == "sqlite":
+        durable_app = DurableApp(tmp_path)
+    else:
+        server = request.getfixturevalue("postgres_server")
+        durable_app = DurableApp(tmp_path, db=server, schema=f"dbos_{uuid.uuid4().hex[:8]}")
     yield durable_app
     durable_app.close()
 

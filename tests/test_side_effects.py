@@ -13,6 +13,7 @@ from _stores import Store, execute
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, Approve, RunContext, ScriptedModel, ToolResult, tool
 from tooldeck.errors import SessionError, ToolDefinitionError
+from tooldeck.run.events import ToolCallFinished
 from tooldeck.sessions import SQLiteSession
 
 KEY = "order-1:1:c1"
@@ -91,6 +92,31 @@ async def test_the_idempotency_key_is_the_same_after_a_pause(store: Store) -> No
     ]
 
 
+async def test_a_side_effect_agent_tool_that_paused_goes_on_when_resumed(store: Store) -> None:
+    done: list[str] = []
+
+    @tool(requires_approval=True)
+    def send() -> str:
+        """Send."""
+        done.append("sent")
+        return "sent"
+
+    inner_turns = [calls(call("send", "i1")), answer("inner done")]
+    inner = Agent(ScriptedModel(inner_turns), tools=[send])
+    helper = inner.as_tool(name="helper", description="Sends.", side_effects=True)
+    outer = Agent(
+        ScriptedModel([calls(call("helper", "c1", input="go")), answer("done")]), [helper]
+    )
+    paused = await outer.run("go", session=store.session(), run_id="r")
+    assert [p.id for p in paused.pending] == ["c1/i1"]
+
+    result = await outer.resume(session=store.session(), decisions={"c1/i1": Approve()})
+
+    assert result.output == "done"
+    assert done == ["sent"]  # the paused call went on (it is not settled as interrupted)
+    assert tool_messages(result.messages) == ["inner done"]
+
+
 async def test_a_run_again_answers_from_the_record(store: Store) -> None:
     charged: list[str] = []
     first = await charging_agent(charged).run("charge", session=store.session(), run_id="order-1")
@@ -100,6 +126,17 @@ async def test_a_run_again_answers_from_the_record(store: Store) -> None:
 
     assert charged == [KEY]
     assert tool_messages(first.messages) == tool_messages(again.messages) == ["charged 5"]
+
+
+async def test_a_streamed_run_again_shows_the_recorded_call(store: Store) -> None:
+    charged: list[str] = []
+    await charging_agent(charged).run("charge", session=store.session(), run_id="order-1")
+
+    stream = charging_agent(charged).stream("charge", session=store.session(), run_id="order-1")
+    finished = [event async for event in stream if isinstance(event, ToolCallFinished)]
+
+    assert charged == [KEY]
+    assert [event.trace.result.output for event in finished] == ["charged 5"]
 
 
 async def test_without_side_effects_nothing_is_recorded(tmp_path: Any) -> None:
@@ -181,3 +218,22 @@ async def test_a_broken_record_is_named(store: Store) -> None:
 
     with pytest.raises(SessionError, match=r"recorded result of call 'order-1:1:c1' in .*"):
         await charging_agent([]).run("charge", session=session, run_id="order-1")
+
+
+async def test_a_call_whose_start_cannot_be_recorded_does_not_run(tmp_path: Any) -> None:
+    path = tmp_path / "s.db"
+    store = Store("sqlite", str(path))
+    session = SQLiteSession(path, "s")
+    await session.start_call("other", "charge")  # the table exists; now its writes fail
+    execute(
+        store,
+        "CREATE TRIGGER full BEFORE INSERT ON tooldeck_session_calls "
+        "BEGIN SELECT RAISE(ABORT, 'the disk is full'); END",
+    )
+    charged: list[str] = []
+
+    with pytest.raises(SessionError, match="the disk is full"):
+        await charging_agent(charged).run("charge", session=session, run_id="order-1")
+
+    assert charged == []  # fail closed: a call that cannot be recorded is not made
+    assert (await session.load()).head == 0

@@ -28,6 +28,9 @@ The rules:
 - ``SQLiteBudget`` and ``PostgresBudget`` keep a spending budget
   (``tooldeck.run.budget.Budget``) in a database, so the runs of many processes draw on one
   (per tenant per day, say).
+- The calls of ``@tool(side_effects=True)`` tools are recorded (``CallRecords``: a
+  ``tooldeck_session_calls`` table), so a run met again with the same run id never makes a
+  call twice: see the Run control page, "Calls that never happen twice".
 - The history is repaired when it is loaded: a tool call with no result gets an
   ``error[interrupted]`` observation and a result that answers no call is dropped, so a
   provider never refuses a stored conversation.
@@ -42,7 +45,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import SessionConflict, SessionError
-from tooldeck.run.session import History, Session, StoredRun
+from tooldeck.run.session import CallRecords, History, RecordedCall, Session, StoredRun
 from tooldeck.sessions._cache import TurnCaches, turn_cache
 from tooldeck.sessions.budget import SQLiteBudget
 from tooldeck.sessions.sqlite import SQLiteSession
@@ -54,9 +57,11 @@ if TYPE_CHECKING:
     from tooldeck.sessions.postgres import PostgresSession
 
 __all__ = [
+    "CallRecords",
     "History",
     "PostgresBudget",
     "PostgresSession",
+    "RecordedCall",
     "RunLog",
     "SQLiteBudget",
     "SQLiteSession",

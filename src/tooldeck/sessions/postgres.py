@@ -38,6 +38,8 @@ Pool = AsyncConnectionPool[Connection]
 _SCHEMA_LOCK = 0x7D5E5510
 """The advisory lock that serializes creating or migrating the schema across processes."""
 _prepared: WeakSet[Pool] = WeakSet()
+_with_calls: WeakSet[Pool] = WeakSet()
+"""Pools whose database has the side-effect calls' table (made by the first such call)."""
 """Pools whose database has the current schema (checked once per pool)."""
 
 
@@ -156,9 +158,12 @@ class PostgresSession:
         what was recorded of it (see ``tooldeck.run.session.CallRecords``)."""
         parameters = _calls.start_parameters(self._session_id, key, tool_name)
         async with self._connection() as db:
-            async with db.transaction():
-                await db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                await db.execute(_calls.CREATE)
+            if self._pool not in _with_calls:
+                async with db.transaction():
+                    await db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                    await db.execute(_calls.CREATE)
+                if self._pool is not None:
+                    _with_calls.add(self._pool)
             cursor = await db.execute(_pg(_calls.START), parameters)
             if cursor.rowcount == 1:
                 return None

@@ -73,7 +73,7 @@ def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Awaitable[Ran
         round_.outputs,
         round_.cancelled,
     )
-    if item.entry.options.side_effects and round_.records is not None:
+    if round_.records is not None and item.entry.options.side_effects:
         return run_once(round_.records, item, context, lambda: _timed(item, round_, context))
     return _timed(item, round_, context)
 
