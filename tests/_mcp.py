@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -57,8 +57,9 @@ def free_port() -> int:
         return port
 
 
-def children() -> list[int]:
-    """The ids of this process's live child processes (MCP servers started over stdio)."""
+def children(besides: Collection[int] = ()) -> list[int]:
+    """The ids of this process's live child processes (MCP servers started over stdio), but
+    ``besides`` (the children alive before a test: not the test's own)."""
     found = []
     me = str(os.getpid())
     for entry in Path("/proc").iterdir():
@@ -68,7 +69,7 @@ def children() -> list[int]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if fields[1] == me and fields[0] != "Z":
+        if fields[1] == me and fields[0] != "Z" and int(entry.name) not in besides:
             found.append(int(entry.name))
     return found
 
@@ -81,12 +82,12 @@ def kill_children(keep: Iterable[int] = ()) -> list[int]:
     return killed
 
 
-async def wait_until_no_children(timeout: float = 10.0) -> list[int]:
-    """Wait for this process's MCP servers to be gone; the ones still alive."""
+async def wait_until_no_children(timeout: float = 10.0, besides: Collection[int] = ()) -> list[int]:
+    """Wait for this process's MCP servers (but ``besides``) to be gone; the ones still alive."""
     deadline = time.monotonic() + timeout
-    while children() and time.monotonic() < deadline:
+    while children(besides) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    return children()
+    return children(besides)
 
 
 def stray_tasks() -> list[asyncio.Task[object]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import _browser
+import _pty
 from _durable_harness import launched_dbos
 from _openai_server import FakeOpenAI, running
 from _postgres import postgres_dsn, postgres_server
@@ -23,6 +24,13 @@ __all__ = ["launched_dbos", "postgres_dsn", "postgres_server"]  # fixtures defin
 def server() -> Iterator[FakeOpenAI]:
     with running() as fake:
         yield fake
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_left_running() -> Iterator[None]:
+    """A pty test that fails between ``expect`` calls leaves its command running: end it."""
+    yield
+    _pty.kill_leftovers()
 
 
 @pytest.fixture(params=[False, True], ids=["json", "sse"])

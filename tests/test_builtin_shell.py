@@ -64,7 +64,7 @@ def test_every_call_waits_for_approval_by_default(tmp_path: Path) -> None:
 
 def test_the_exit_code_and_the_output_are_the_observation(tmp_path: Path) -> None:
     shell = shell_tool(tmp_path, requires_approval=False)
-    code = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
+    code = "import sys; print('out', flush=True); print('err', file=sys.stderr); sys.exit(3)"
     assert observe(shell, python(code)) == "exit code: 3\nout\nerr\n"
     killed = python("import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
     assert observe(shell, killed) == "exit code: -15 (killed by SIGTERM)\n(no output)"
@@ -191,10 +191,10 @@ def test_a_missing_program_and_an_empty_command_are_clear(tmp_path: Path) -> Non
     assert observe(shell, "   ") == "error[tool_error]: the command is empty"
 
 
-def test_the_environment_can_be_given(tmp_path: Path) -> None:
+def test_variables_can_be_set_and_home_is_the_root(tmp_path: Path) -> None:
     shell = shell_tool(tmp_path, requires_approval=False, env={"GREETING": "hej"})
     code = "import os; print(os.environ.get('GREETING'), os.environ.get('HOME'))"
-    assert observe(shell, python(code)) == "exit code: 0\nhej None\n"
+    assert observe(shell, python(code)) == f"exit code: 0\nhej {tmp_path.resolve()}\n"
 
 
 def test_a_predicate_decides_approval_for_allowed_commands(tmp_path: Path) -> None:

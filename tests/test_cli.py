@@ -151,10 +151,10 @@ def test_an_unknown_model_string_is_one_line() -> None:
     assert_one_line_error(done, "unknown model 'llama:7b'")
 
 
-def test_run_needs_tools() -> None:
-    done = tooldeck("run", "Hi")
+def test_run_picks_toolsets_only_of_tools() -> None:
+    done = tooldeck("run", "Hi", "--toolset", "math")
     assert done.returncode == 2
-    assert "--tools" in done.stderr
+    assert "--toolset picks tools of --tools: give -t/--tools too" in done.stderr
 
 
 @pytest.mark.slow

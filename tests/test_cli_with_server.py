@@ -183,7 +183,7 @@ def test_an_unknown_answer_asks_again(model_server: FakeOpenAI, workdir: Path) -
     terminal = at_terminal(model_server, workdir)
     terminal.expect(PROMPT)
     terminal.send("maybe\r")
-    terminal.expect("please answer y, n, a or e (got 'maybe')")
+    terminal.expect("please answer y, n (or n and why), a or e (got 'maybe')")
     terminal.send("y\r")
     status, _ = terminal.finish()
     assert status == 0

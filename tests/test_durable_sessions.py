@@ -181,7 +181,8 @@ async def test_a_durable_run_stores_its_history_summary_and_the_next_agent_exten
 async def test_a_session_that_cannot_be_opened_fails_the_run_saying_which(
     tmp_path: Path,
 ) -> None:
-    missing = tmp_path / "no-such-folder" / "sessions.db"
+    missing = tmp_path / "sessions.db"
+    missing.mkdir()  # a folder where the file should be: SQLite cannot open it
     model = ScriptedModel([answer("never")])
     agent = DurableAgent(
         Agent(model),

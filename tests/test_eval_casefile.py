@@ -307,3 +307,18 @@ async def test_user_scorers_add_their_columns(tmp_path: Path) -> None:
     report = await run_eval([case], {"m": model}, scorers=[short_answer, made_calls])
     assert report.results[0].scores == {"short_answer": 1.0, "made_calls": 0.5}
     assert report.summary()[0].scores == {"short_answer": 1.0, "made_calls": 0.5}
+
+
+def test_a_tools_module_holding_a_toolset_is_refused_not_dropped(tmp_path: Path) -> None:
+    (tmp_path / "served.py").write_text(
+        "import sys\n\nfrom tooldeck.tools.mcp import MCPToolset\n\n"
+        "server = MCPToolset.stdio(sys.executable, ['server.py'])\n",
+        encoding="utf-8",
+    )
+    path = write(tmp_path, "- {prompt: hi, tools: served.py, expect: any call}\n")
+    with pytest.raises(CaseFileError) as refused:
+        load_case_file(path)
+    assert str(refused.value) == (
+        f"{path}, line 1, field 'tools': 'served.py' holds a Toolset (an MCP server's tools): "
+        "a case file takes tools defined in Python; name those (module:attr)"
+    )

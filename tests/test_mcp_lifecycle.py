@@ -1,11 +1,16 @@
 """One task owns each MCP connection: opening and closing from different tasks, cancelling a
 run mid-call and closing while calls are in flight leave no warning (warnings are errors
-here), no task behind and no server process; MCP calls pause for approval like any tool."""
+here), no task behind and no server process; MCP calls pause for approval like any tool.
+
+A test counts only the processes it started: ``others`` are the children alive before it
+(another test's leftovers are that test's failure, not this one's)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,26 +34,34 @@ def no_errors_logged(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     assert problems == []
 
 
+@pytest.fixture
+def others() -> frozenset[int]:
+    """The children of the test process alive before the test (none of its own)."""
+    return frozenset(children())
+
+
 def raw(**options: Any) -> MCPToolset:
     return MCPToolset.stdio(RAW_SERVER[0], RAW_SERVER[1:], connect_timeout=SLOW, **options)
 
 
-async def assert_all_closed() -> None:
-    assert await wait_until_no_children() == []
+async def assert_all_closed(others: frozenset[int]) -> None:
+    assert await wait_until_no_children(besides=others) == []
     await asyncio.sleep(0)
     assert stray_tasks() == []
 
 
-async def test_opened_in_one_task_and_closed_in_another() -> None:
+async def test_opened_in_one_task_and_closed_in_another(others: frozenset[int]) -> None:
     toolset = raw()
     opened = asyncio.create_task(toolset.entries())
     assert [entry.name for entry in await opened][:2] == ["echo", "count"]
-    assert len(children()) == 1
+    assert len(children(others)) == 1
     await asyncio.create_task(toolset.aclose())
-    await assert_all_closed()
+    await assert_all_closed(others)
 
 
-async def test_cancelling_a_run_mid_call_leaves_the_connection_usable() -> None:
+async def test_cancelling_a_run_mid_call_leaves_the_connection_usable(
+    others: frozenset[int],
+) -> None:
     toolset = raw()
     model = ScriptedModel([calls(call("silent", "c1")), answer("never")])
     agent = Agent(model, [toolset])
@@ -66,10 +79,12 @@ async def test_cancelling_a_run_mid_call_leaves_the_connection_usable() -> None:
         await running
     assert await toolset.call("echo", {"text": "still connected"}) == "still connected"
     await agent.aclose()
-    await assert_all_closed()
+    await assert_all_closed(others)
 
 
-async def test_closing_while_calls_are_in_flight_answers_them_and_ends_cleanly() -> None:
+async def test_closing_while_calls_are_in_flight_answers_them_and_ends_cleanly(
+    others: frozenset[int],
+) -> None:
     toolset = raw()
     model = ScriptedModel(
         [calls(call("silent", "c1"), call("silent", "c2", extra=1)), answer("went on")]
@@ -90,17 +105,17 @@ async def test_closing_while_calls_are_in_flight_answers_them_and_ends_cleanly()
     messages = await asyncio.wait_for(running, SLOW)
     assert [text.split(":")[0] for text in messages] == ["error[tool_error]"] * 2
     assert all("connection closed" in text for text in messages)
-    await assert_all_closed()
+    await assert_all_closed(others)
 
 
-async def test_the_agent_closes_its_toolsets() -> None:
+async def test_the_agent_closes_its_toolsets(others: frozenset[int]) -> None:
     async with Agent(ScriptedModel([calls(call("count", "c1")), answer("ok")]), [raw()]) as agent:
         await agent.run("Count.")
-        assert len(children()) == 1
-    await assert_all_closed()
+        assert len(children(others)) == 1
+    await assert_all_closed(others)
 
 
-def test_each_event_loop_gets_its_own_connection() -> None:
+def test_each_event_loop_gets_its_own_connection(others: frozenset[int]) -> None:
     toolset = raw()
 
     async def echo(text: str) -> str:
@@ -108,11 +123,26 @@ def test_each_event_loop_gets_its_own_connection() -> None:
 
     assert asyncio.run(echo("one")) == "one"  # asyncio.run closes the loop: the server ends
     assert asyncio.run(echo("two")) == "two"
-    assert asyncio.run(_no_children_left()) == []
+    assert asyncio.run(wait_until_no_children(besides=others)) == []
 
 
-async def _no_children_left() -> list[int]:
-    return await wait_until_no_children()
+@pytest.fixture
+def leftover() -> Iterator[None]:
+    """A process another test left running (as a pty test that failed once did)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    yield
+    process.kill()
+    process.wait()
+
+
+async def test_a_process_another_test_left_is_not_counted(
+    leftover: None, others: frozenset[int]
+) -> None:
+    toolset = raw()
+    assert [entry.name for entry in await toolset.entries()][:1] == ["echo"]
+    assert len(children(others)) == 1
+    await toolset.aclose()
+    await assert_all_closed(others)
 
 
 async def test_an_mcp_call_pauses_for_approval_and_runs_when_resumed() -> None:
@@ -134,7 +164,7 @@ async def test_an_mcp_call_pauses_for_approval_and_runs_when_resumed() -> None:
     assert tool_messages(resumed.messages) == ["approved", "0"]
 
 
-async def test_a_rejected_mcp_call_never_reaches_the_server() -> None:
+async def test_a_rejected_mcp_call_never_reaches_the_server(others: frozenset[int]) -> None:
     model = ScriptedModel([calls(call("echo", "c1", text="no")), answer("fine")])
     toolset = raw(requires_approval=True)
     async with Agent(model, [toolset]) as agent:
@@ -143,4 +173,4 @@ async def test_a_rejected_mcp_call_never_reaches_the_server() -> None:
         rejected = await agent.resume(paused.checkpoint, {"c1": Reject("not today")})
         assert tool_messages(rejected.messages) == ["error[rejected]: not today"]
         assert await toolset.call("count", {}) == "0"  # the server got no call before
-    await assert_all_closed()
+    await assert_all_closed(others)

@@ -26,7 +26,7 @@ from _openai_server import (
     weather_spec,
 )
 from tooldeck import AssistantOutput, Message, Model, ModelSettings
-from tooldeck.errors import ModelError
+from tooldeck.errors import ModelError, ModelStreamMissing
 from tooldeck.models.base import StreamItem, TextChunk, ToolCallChunk
 from tooldeck.models.openai import OpenAIChatModel, OpenAIResponsesModel
 
@@ -239,5 +239,25 @@ async def threads_left(before: set[threading.Thread]) -> set[threading.Thread]:
 async def test_a_json_answer_to_a_streaming_request_is_a_model_error(server: FakeOpenAI) -> None:
     server.reply(Reply(body=completion_body("It is sunny.")))
 
-    with pytest.raises(ModelError, match="the response to a streaming request carried no chunks"):
+    with pytest.raises(ModelStreamMissing, match="with a whole body") as refused:
         await collect(chat_model(server))
+    assert "(application/json), not a stream; it said: " in str(refused.value)
+    assert "read no deltas, or create the model with stream=False" in str(refused.value)
+
+
+async def test_a_streaming_request_answered_by_an_error_body_says_what_the_server_said(
+    server: FakeOpenAI,
+) -> None:
+    said = "Automatic streaming tool choice is not supported"
+    server.reply(Reply(body={"error": {"message": said, "type": "server_error"}}))
+    with pytest.raises(ModelStreamMissing) as refused:
+        await collect(chat_model(server))
+    assert refused.value.server_message == said
+    assert f"it said: {said}." in str(refused.value)
+
+
+async def test_an_empty_stream_is_a_model_error(server: FakeOpenAI) -> None:
+    server.reply(Reply(events=[(None, "[DONE]")]))
+    with pytest.raises(ModelStreamMissing, match="carried no chunks") as refused:
+        await collect(chat_model(server))
+    assert refused.value.server_message == ""

@@ -175,7 +175,8 @@ async def test_a_file_that_is_not_a_database_says_so(tmp_path: Path) -> None:
 
 
 async def test_a_sqlite_file_that_cannot_be_opened_says_where(tmp_path: Path) -> None:
-    path = tmp_path / "missing-dir" / "s.db"
+    path = tmp_path / "s.db"
+    path.mkdir()  # a folder where the file should be: SQLite cannot open it
     with pytest.raises(SessionError) as failed:
         await SQLiteSession(path, "chat").load()
     assert str(failed.value) == (

@@ -279,15 +279,14 @@ class _Decodes:
         from tooldeck.sessions import _log
 
         self.counts: list[int] = []
-        real = _log._TURNS
+        real = _log.decode_turns
 
-        class Counting:
-            def validate_json(inner, text: str) -> Any:
-                decoded = real.validate_json(text)
-                self.counts.append(len(decoded))
-                return decoded
+        def counting(rows: Any, place: Any) -> Any:
+            decoded = real(rows, place)
+            self.counts.append(len(decoded))
+            return decoded
 
-        monkeypatch.setattr(_log, "_TURNS", Counting())
+        monkeypatch.setattr(_log, "decode_turns", counting)
 
 
 async def _three_turns(store: Store, session_id: str) -> None:

@@ -186,6 +186,14 @@ class SessionConflict(SessionError):
     docs = "sessions.md#concurrent-runs"
 
 
+class RunLogError(ToolDeckError):
+    """The run log cannot be opened, written or read back: its database is newer, broken,
+    locked or not a run log, or a row holds what no run log writes (the message names the
+    table, the run and the column). ``tooldeck.runlog.RunLogError`` is this class."""
+
+    docs = "run-log.md"
+
+
 class ModelNotConfigured(ToolDeckError, ValueError):
     """A model string or its settings cannot be resolved (unknown provider, missing key, file)."""
 
@@ -251,6 +259,19 @@ class ModelRefused(ModelError):
         super().__init__(message, result)
         self.refusal = refusal
         """The model's refusal text, when it wrote one."""
+
+
+class ModelStreamMissing(ModelError):
+    """A streaming request got no stream back: no chunks, or a whole body instead (a server
+    that cannot stream this request). Ask for whole turns instead: no ``deltas``, a model
+    made with ``stream=False`` (at the command line: ``--no-stream``)."""
+
+    docs = "streaming.md#streaming"
+
+    def __init__(self, message: str, server_message: str = "", result: Any = None) -> None:
+        super().__init__(message, result)
+        self.server_message = server_message
+        """What the server said instead of streaming, when it said anything ('' if not)."""
 
 
 class ModelOutputTruncated(ModelError):

@@ -69,7 +69,10 @@ class RecordedError(Exception):
 
 
 def _error_from_json(value: dict[str, Any]) -> RecordedError:
-    return RecordedError(str(value.get("type", "Exception")), str(value.get("message", "")))
+    type_name, message = value.get("type"), value.get("message")
+    if not isinstance(type_name, str) or not isinstance(message, str):
+        raise ValueError('expected {"type": <text>, "message": <text>}')
+    return RecordedError(type_name, message)
 
 
 def _error_to_json(error: BaseException | None) -> dict[str, str] | None:
@@ -126,6 +129,8 @@ class ToolTrace(BaseModel):
 def _inner_from_python(value: Any) -> tuple[ToolTrace, ...] | None:
     if value is None:
         return None
+    if not isinstance(value, list | tuple):  # a stored checkpoint may hold anything here
+        raise ValueError(f"expected a list of tool traces or null, got {type(value).__name__}")
     return tuple(t if isinstance(t, ToolTrace) else ToolTrace.model_validate(t) for t in value)
 
 
@@ -243,8 +248,7 @@ class PausedTurn(BaseModel):
     answered: dict[str, ToolResult] = {}
     """Call id -> result, for the turn's calls that already ran or were refused."""
     pending: tuple[PendingCall, ...]
-    untrusted: tuple[str, ...] = ()
-    """The answered calls of the turn whose results are untrusted content."""
+    untrusted: tuple[str, ...] = ()  # answered calls whose results are untrusted content
 
 
 class HistorySummary(BaseModel):
@@ -285,9 +289,7 @@ class Checkpoint(BaseModel):
     history_summary: HistorySummary | None = None
     """The summary of the earlier conversation, with ``Agent(history_strategy=Summarize(...))``."""
     guardrails: tuple[GuardrailDecision, ...] = ()
-    """The guardrails' decisions so far."""
-    tainted_by: UntrustedSource | None = None
-    """The call that first brought untrusted content into the conversation, if one did."""
+    tainted_by: UntrustedSource | None = None  # and the guardrails' decisions: as in RunResult
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 
@@ -328,13 +330,25 @@ class Checkpoint(BaseModel):
                 f"(version {CHECKPOINT_VERSION}); resume it with the tooldeck that made it"
             )
         try:
-            return cls.model_validate(data)
+            checkpoint = cls.model_validate(data)
         except ValidationError as error:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'checkpoint'}: {e['msg']}"
                 for e in error.errors()[:5]
             )
             raise CheckpointError(f"the checkpoint is broken: {problems}") from None
+        except RecursionError:  # traces of agent tools inside agent tools, hundreds deep
+            raise CheckpointError(
+                "the checkpoint is broken: it nests deeper than any run makes it"
+            ) from None
+        try:  # what is read must be writable again: signed, stored with a session, paused
+            checkpoint.to_json()
+        except (ValueError, RecursionError) as error:
+            raise CheckpointError(
+                f"the checkpoint is broken: it holds what no run makes (data nested too deep, "
+                f"text that is not valid Unicode) and cannot be written again: {error}"
+            ) from None
+        return checkpoint
 
 
 def _leaves(
@@ -381,6 +395,6 @@ class RunResult(BaseModel, Generic[OutputT]):
     """The summary the ``Summarize`` history strategy sent in place of the earliest turns
     (store it and give it back with ``Summarize.remember`` so it is not made again)."""
     guardrails: tuple[GuardrailDecision, ...] = ()
-    """Every guardrail's decision, in order (``Agent(input_guardrails=...)`` and the rest)."""
     tainted_by: UntrustedSource | None = None
-    """The call that first brought untrusted content into the conversation (or an earlier one)."""
+    """Every guardrail's decision, in order; the call that first brought untrusted content
+    into the conversation (in this run or an earlier one), if one did."""

@@ -2,8 +2,15 @@
 
     approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit
 
+Ctrl-C or Ctrl-D leaves the question unanswered (KeyboardInterrupt: the run keeps waiting).
+``n`` may carry why (``n too expensive``): the model reads it in the rejection. An edit is
+checked against the tool's schema before it is accepted; one that does not fit is refused
+with the problems, and the question is asked again.
+
 ``--approve TOOL`` approves a tool's calls without asking, ``--yes`` every call. With no
-terminal on stdin nothing waits: an uncovered call is rejected and stderr says so.
+terminal on stdin nothing waits: an uncovered call is rejected and stderr says so. The
+question and what answers it goes to the terminal, never into a redirected stdout (see
+``cli/terminal.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +21,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TextIO
 
 from tooldeck.cli.display import call_text
+from tooldeck.cli.terminal import TerminalReader
+from tooldeck.errors import InvalidArguments
 from tooldeck.results import Approve, Decision, PendingCall, Reject
+from tooldeck.tools.registry import ToolView
 
 _CHOICES = "[y]es / [n]o / [a]lways this tool / [e]dit"
 _NO_TERMINAL = "nobody was at the terminal to approve this call"
@@ -28,15 +38,27 @@ class Approver:
         approve: Iterable[str] = (),
         approve_all: bool = False,
         interactive: bool | None = None,
-        read: Callable[[str], str] = input,
+        read: Callable[[str], str] | None = None,
         errors: TextIO | None = None,
+        tools: ToolView | None = None,
     ) -> None:
         self.always = set(approve)
         """Tools whose calls are approved without asking."""
         self.approve_all = approve_all
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
-        self._read = read
-        self._errors = errors or sys.stderr
+        self._reader = TerminalReader()
+        self._read = read or self._reader
+        """Reads the answer (a Ctrl-C always interrupts the wait)."""
+        self._errors = errors
+        self.tools = tools
+        self.unanswered: PendingCall | None = None
+        """The call whose question is being asked (still set when Ctrl-C interrupted it)."""
+        """The tools whose schemas an edit must fit (None: not checked here)."""
+
+    @property
+    def _terminal(self) -> TextIO:
+        """Where the person reads what answers their answers (never a redirected stdout)."""
+        return self._errors or self._reader.stream()
 
     def decide(self, pending: Sequence[PendingCall]) -> dict[str, Decision]:
         """One decision per approval call (external calls cannot be run from the CLI)."""
@@ -57,59 +79,106 @@ class Approver:
             print(
                 f"tooldeck: rejected {call_text(call)}: it needs approval{why} and stdin is not "
                 f"a terminal (use {hint})",
-                file=self._errors,
+                file=self._errors or sys.stderr,
                 flush=True,
             )
             return Reject(message=_NO_TERMINAL, by="cli")
         if waiting.reason:
-            print(f"tooldeck: ⚠ {waiting.reason}", file=self._errors, flush=True)
+            print(f"tooldeck: ⚠ {waiting.reason}", file=self._errors or sys.stderr, flush=True)
         return self._ask(waiting)
 
     def _ask(self, waiting: PendingCall) -> Decision:
         call = waiting.call
         inside = f"{' > '.join(waiting.path)}: " if waiting.path else ""  # a call in an agent tool
+        self.unanswered = waiting
         while True:
             question = f"approve {inside}{call_text(call)}? {_CHOICES} "
-            answer = self._read(question).strip().lower()
-            if answer in ("y", "yes"):
-                return Approve(by="cli")
-            if answer in ("n", "no"):
-                return Reject(message="the person at the terminal said no", by="cli")
-            if answer in ("a", "always"):
-                self.always.add(call.name)
-                return Approve(by="cli")
-            if answer in ("e", "edit"):
-                edited = self._edit(call.arguments_json)
-                if edited is not None:
-                    return Approve(arguments=edited, by="cli")
-                continue
-            print(f"please answer y, n, a or e (got {answer!r})", file=self._errors, flush=True)
+            try:
+                answer = self._read(question)
+            except EOFError:  # Ctrl-D: the question is left unanswered, as with Ctrl-C
+                raise KeyboardInterrupt from None
+            decision = self._answer(waiting, answer.strip())
+            if decision is not None:
+                self.unanswered = None
+                return decision
 
-    def _edit(self, current: str) -> dict[str, object] | None:
-        """The arguments as one line of JSON, prefilled; None to go back to the question."""
-        text = _read_prefilled(self._read, "arguments (JSON, empty to go back): ", current)
+    def _answer(self, waiting: PendingCall, answer: str) -> Decision | None:
+        """The decision an answer makes; None to ask again."""
+        word, _, reason = answer.partition(" ")
+        word = word.lower()
+        if word in ("n", "no"):  # "n too expensive": the model reads why
+            return Reject(message=_said_no(reason.strip()), by="cli")
+        if answer.lower() in ("y", "yes"):
+            return Approve(by="cli")
+        if answer.lower() in ("a", "always"):
+            self.always.add(waiting.call.name)
+            return Approve(by="cli")
+        if answer.lower() in ("e", "edit"):
+            edited = self._edit(waiting)
+            return None if edited is None else Approve(arguments=edited, by="cli")
+        self._say(f"please answer y, n (or n and why), a or e (got {answer!r})")
+        return None
+
+    def _edit(self, waiting: PendingCall) -> dict[str, object] | None:
+        """The arguments as one line of JSON, prefilled, checked against the tool's schema;
+        None to go back to the question."""
+        prompt = "arguments (JSON, empty to go back): "
+        text = _read_prefilled(self._read, prompt, waiting.call.arguments_json, self._terminal)
         if not text.strip():
             return None
         try:
             value = json.loads(text)
         except ValueError as error:
-            print(f"not valid JSON ({error}); try again", file=self._errors, flush=True)
+            self._say(f"not valid JSON ({error}); try again")
             return None
         if not isinstance(value, dict):
-            print("the arguments must be a JSON object; try again", file=self._errors, flush=True)
+            self._say("the arguments must be a JSON object; try again")
+            return None
+        problem = self._misfit(waiting, value)
+        if problem:
+            self._say(f"these arguments do not fit {waiting.call.name}: {problem}; try again")
             return None
         return value
 
+    def _misfit(self, waiting: PendingCall, arguments: dict[str, object]) -> str:
+        """What is wrong with ``arguments`` for the call's tool ('' when they fit). A call in
+        an agent tool is checked by that agent's run when it resumes."""
+        if self.tools is None or waiting.path:
+            return ""
+        entry = self.tools.dispatch.get(waiting.call.name)
+        if entry is None:
+            return ""
+        try:
+            entry.handler.validate(dict(arguments))
+        except InvalidArguments as error:
+            return str(error)
+        return ""
 
-def _read_prefilled(read: Callable[[str], str], prompt: str, text: str) -> str:
-    """Read a line with ``text`` already typed in (GNU readline), or shown above it."""
+    def _say(self, text: str) -> None:
+        print(text, file=self._terminal, flush=True)
+
+
+def _said_no(reason: str) -> str:
+    said = "the person at the terminal said no"
+    return f"{said}: {reason}" if reason else said
+
+
+def _read_prefilled(read: Callable[[str], str], prompt: str, text: str, shown: TextIO) -> str:
+    """Read a line with ``text`` already typed in (GNU readline, on a terminal stdout), or
+    shown above it (on ``shown``)."""
     try:
         import readline
-    except ImportError:  # no readline on this platform: show the current value instead
-        print(f"current: {text}", flush=True)
-        return read(prompt)
+    except ImportError:  # no readline on this platform
+        return _read_below(read, prompt, text, shown)
+    if not sys.stdout.isatty():  # input() does not use readline then
+        return _read_below(read, prompt, text, shown)
     readline.set_startup_hook(lambda: readline.insert_text(text))
     try:
         return read(prompt)
     finally:
         readline.set_startup_hook()
+
+
+def _read_below(read: Callable[[str], str], prompt: str, text: str, shown: TextIO) -> str:
+    print(f"current: {text}", file=shown, flush=True)
+    return read(prompt)

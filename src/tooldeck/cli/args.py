@@ -75,6 +75,17 @@ def positive_int(text: str) -> int:
     return number
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0 (``1.5``)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, e.g. 90, got {text!r}") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return seconds
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """``; did you mean 'x'?`` for a close name, else the names there are."""
     names = sorted(known)

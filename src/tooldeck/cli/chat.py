@@ -3,7 +3,9 @@
 Each line typed at ``> `` is a run in the conversation (a session, see ``cli/sessions.py``),
 shown live as ``tooldeck run`` shows it. A run that stops or is interrupted (Ctrl-C) ends
 with its totals and the chat goes on; Ctrl-D or ``exit`` leaves (status 0), Ctrl-C at the
-prompt too (status 130).
+prompt too (status 130). An interrupted turn says what it left: a question that comes back
+(the pause stays in the conversation), or a call in a thread that may still complete (the
+turn itself is not kept).
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from dataclasses import replace
 from typing import Any
 
 from tooldeck.cli.args import EXIT_ANSWER, EXIT_STATUSES, CliError, Parser
-from tooldeck.cli.display import Console, Tally
+from tooldeck.cli.display import Console, call_text
 from tooldeck.cli.exec import Run, execute
+from tooldeck.cli.load import loaded_tools
 from tooldeck.cli.run import agent_options, prepare
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import session_options
+from tooldeck.cli.terminal import TerminalReader
+from tooldeck.cli.totals import Tally
 from tooldeck.errors import SessionError
+from tooldeck.run.calls.texts import keeps_running
 
 _LEAVE = {"exit", "quit", "/exit", "/quit"}
 
@@ -39,37 +45,69 @@ def add_chat_parser(commands: Any, parents: list[Parser]) -> None:
 
 def chat_command(args: argparse.Namespace) -> int:
     """Run ``tooldeck chat``: prompts read from the terminal, turn after turn; the exit status."""
-    run = prepare(args, "")
+    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as view:
+        run = prepare(args, view, "")
+        with logging_runs(run.agent, args.no_log):
+            return _converse(run, runner)
+
+
+def _converse(run: Run, runner: asyncio.Runner) -> int:
+    """Prompts read from the terminal, each run in turn, until Ctrl-D or 'exit'."""
     console = Console()
     session = run.session.session_id if run.session is not None else ""
-    tools = ", ".join(run.agent.tools.names)
+    tools = ", ".join(run.agent.tools.names) or "no tools"
     console.line(
         f"tooldeck chat on {run.agent.model.name} with {tools}; conversation {session} "
         f"(tooldeck run --session {session} goes on with it). Ctrl-D or 'exit' leaves.",
         "bold",
     )
     _line_editing()
-    with logging_runs(run.agent, args.no_log), asyncio.Runner() as runner:
-        while True:
-            try:
-                prompt = input("> ")
-            except EOFError:  # Ctrl-D
-                console.line("")
-                return EXIT_ANSWER
-            if prompt.strip() in _LEAVE:
-                return EXIT_ANSWER
-            if prompt.strip():
-                _turn(replace(run, prompt=prompt, tally=Tally()), console, runner)
+    read = TerminalReader()
+    while True:
+        try:
+            prompt = read("> ")
+        except EOFError:  # Ctrl-D
+            console.line("")
+            return EXIT_ANSWER
+        if prompt.strip() in _LEAVE:
+            return EXIT_ANSWER
+        if prompt.strip():
+            _turn(replace(run, prompt=prompt, tally=Tally()), console, runner)
 
 
 def _turn(run: Run, console: Console, runner: asyncio.Runner) -> None:
     """One run of the chat; its failure is a line, and the chat goes on."""
+    if run.approver is not None:
+        run.approver.unanswered = None
     try:
         execute(run, "display", console, runner, echo=False)
     except KeyboardInterrupt:
-        console.line("(interrupted: the conversation is as it was before this turn)", "yellow")
+        console.line(f"(interrupted: {interrupted_text(run)})", "yellow")
     except (CliError, SessionError) as error:
         console.line(f"tooldeck: error: {' '.join(str(error).split())}", "red")
+
+
+def interrupted_text(run: Run) -> str:
+    """What a Ctrl-C during a chat's turn left: a question still waiting, a call that may
+    still complete, or nothing of the turn."""
+    waiting = run.approver.unanswered if run.approver is not None else None
+    if waiting is not None:  # the run's pause stays in the conversation (see cli/exec.py)
+        return (
+            f"{call_text(waiting.call)} still waits for approval; the question comes back "
+            "before your next prompt"
+        )
+    lost = "this turn is not kept in the conversation"
+    in_threads = [
+        call_text(call)
+        for call in run.tally.running.values()
+        if (entry := run.agent.tools.dispatch.get(call.name)) is not None and keeps_running(entry)
+    ]
+    if in_threads:
+        return (
+            f"{lost}, but {', '.join(in_threads)} runs in a thread, which cannot be stopped: "
+            "it may still finish, and do what it does"
+        )
+    return lost
 
 
 def _line_editing() -> None:

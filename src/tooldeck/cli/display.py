@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import traceback
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
 from tooldeck.cli.load import is_own_code
+from tooldeck.cli.totals import Tally, count, duration_text, stop_text, totals_line
 from tooldeck.errors import ErrorCode, ModelRetry
 from tooldeck.messages import ToolCall, Usage
 from tooldeck.results import RecordedError, RunResult, ToolTrace
@@ -60,6 +60,11 @@ class Console:
         from rich.text import Text
 
         self._rich.print(Text(text, style=style))
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the lines go to a terminal (where a Ctrl-C shows as ``^C``)."""
+        return self._stream.isatty()
 
     @property
     def live(self) -> bool:
@@ -122,10 +127,6 @@ def _short_call(call: ToolCall) -> str:
     return _short(call_text(call))
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def _short(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _RESULT_CHARS else flat[: _RESULT_CHARS - 3] + "..."
@@ -171,47 +172,6 @@ class _Writing:
             self._region.close()
         elif self._open is not None:
             self.console.write("\n")
-
-
-class Tally:
-    """What a run spent so far, from its events: the totals of a run that has no result
-    (interrupted), and the time in the model (which the result does not keep)."""
-
-    def __init__(self) -> None:
-        self.usage = Usage()
-        """Tokens, and model turns answered."""
-        self.calls = 0
-        """Tool calls finished."""
-        self.model_s = 0.0
-        """Seconds spent waiting for the model."""
-        self.last_turn_s = 0.0
-        """Seconds the latest model turn took."""
-        self._asked_at = 0.0
-
-    def show(self, event: Event) -> None:
-        """Count what the event adds: model time and tokens, finished calls."""
-        if isinstance(event, ModelRequest):
-            self._asked_at = time.perf_counter()
-        elif isinstance(event, ModelResponse):
-            self.last_turn_s = time.perf_counter() - self._asked_at
-            self.model_s += self.last_turn_s
-            usage = event.output.usage or Usage()
-            self.usage += Usage(
-                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
-            )
-        elif isinstance(event, ToolCallFinished):
-            self.calls += 1
-
-    def spent(self, result: RunResult[Any] | None) -> tuple[Usage, int]:
-        """The usage and the number of calls: the result's when there is one, else counted."""
-        if result is None:
-            return self.usage, self.calls
-        return result.usage, len(result.tool_trace)
-
-    def line(self, seconds: float, stop_reason: str, result: RunResult[Any] | None) -> str:
-        """The totals line, from ``result`` when there is one (else from the events)."""
-        usage, calls = self.spent(result)
-        return totals_line(seconds, self.model_s, usage, calls, stop_reason)
 
 
 class RunDisplay:
@@ -276,7 +236,7 @@ class RunDisplay:
     def model_answered(self, round_: int, seconds: float, usage: Usage | None, calls: int) -> None:
         """The line of a finished round: what the turn asked for, its time and tokens."""
         tokens = f", {usage.input_tokens} in / {usage.output_tokens} out tokens" if usage else ""
-        what = _count(calls, "tool call") if calls else "answer"
+        what = count(calls, "tool call") if calls else "answer"
         self.console.line(f"round {round_}: {what} ({seconds:.2f} s{tokens})", "dim")
 
     def call_started(self, call: ToolCall) -> None:
@@ -296,7 +256,7 @@ class RunDisplay:
         terminal is the host), what the model read, and with ``verbose`` the traceback."""
         if call.id not in self._started:  # refused before it ran
             self.console.line(f"  → {_short_call(call)}", "cyan")
-        timing = f"  ({duration_s * 1000:.1f} ms)"
+        timing = f"  ({duration_text(duration_s)})"
         if raised is None:
             mark, style = ("←", "green") if ok else ("✗", "red")
             self.console.line(f"  {mark} {_short(output)}{timing}", style)
@@ -330,22 +290,12 @@ class RunDisplay:
     def summary(self, result: RunResult[Any], seconds: float) -> None:
         """The answer and the totals line of a run that ended."""
         self.console.line(f"answer: {result.answer}", "bold")
-        self.totals(seconds, result.usage, len(result.tool_trace), result.stop_reason)
+        self.totals(seconds, result.usage, len(result.tool_trace), stop_text("", result))
 
-    def totals(self, seconds: float, usage: Usage, calls: int, stop_reason: str) -> None:
+    def totals(self, seconds: float, usage: Usage, calls: int, stop: str) -> None:
         """The totals line: time, model turns, calls, tokens, why the run ended."""
-        line = totals_line(seconds, self.tally.model_s, usage, calls, stop_reason)
+        line = totals_line(seconds, self.tally.model_s, usage, calls, stop, self.tally.unmetered)
         self.console.line(line, "dim")
-
-
-def totals_line(seconds: float, model_s: float, usage: Usage, calls: int, stop: str) -> str:
-    """``3.37 s total, 3.36 s in the model; 2 model turns, 1 tool call, 834 input / 46
-    output tokens; stop: answer``."""
-    return (
-        f"{seconds:.2f} s total, {model_s:.2f} s in the model; "
-        f"{_count(usage.requests, 'model turn')}, {_count(calls, 'tool call')}, "
-        f"{usage.input_tokens} input / {usage.output_tokens} output tokens; stop: {stop}"
-    )
 
 
 def raised_by_tool(trace: ToolTrace) -> BaseException | None:

@@ -23,8 +23,17 @@ from pydantic import TypeAdapter
 
 from tooldeck.cli.approve import Approver
 from tooldeck.cli.args import EXIT_ANSWER, CliError
-from tooldeck.cli.display import Console, RunDisplay, Tally
-from tooldeck.errors import RunStopped
+from tooldeck.cli.display import Console, RunDisplay
+from tooldeck.cli.sessions import paused_prompt, waiting_calls
+from tooldeck.cli.totals import Tally, stop_text
+from tooldeck.errors import (
+    CheckpointError,
+    LimitExceeded,
+    ModelStreamMissing,
+    RunStopped,
+    SessionConflict,
+    SessionError,
+)
 from tooldeck.results import Checkpoint, RunResult, ToolTrace
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, FinalAnswer
@@ -64,7 +73,8 @@ def execute(
     """Run and report in ``form``; the exit status and the result (partial if stopped).
 
     ``runner`` is the event loop to run on (a chat keeps one for all its runs: the model's
-    connections stay on it); a new one by default.
+    connections stay on it); a new one by default. ``echo``: show the prompt as the user
+    line (not in a chat, where it was just typed, unless a paused run is answered first).
 
     Raises:
         CliError: The run stopped without an answer (after its totals were reported).
@@ -74,28 +84,97 @@ def execute(
     if form == "display":
         display = RunDisplay(console or Console(), run.agent.model.name, verbose=run.verbose)
         display.tally = run.tally
-        if echo:  # not in a chat, where the prompt was just typed
-            display.console.line("")
-            display.console.line(f"user: {run.prompt}", "bold")
+    voice = Voice(display.console if display is not None else None, echo)
     show = display.show if display is not None else run.tally.show
     started = time.perf_counter()
+
+    def earlier_answered(result: RunResult[Any]) -> None:
+        """The run left waiting in the conversation answered: show it as any run ends."""
+        if display is not None and result.stop_reason != "paused":
+            display.summary(result, time.perf_counter() - started)
+
     try:
         close = display.close if display is not None else _nothing
         if runner is None:
             with asyncio.Runner() as own:
-                result = drive(run, show, close, own)
+                driven = drive(run, show, close, own, voice, earlier_answered)
         else:
-            result = drive(run, show, close, runner)
+            driven = drive(run, show, close, runner, voice, earlier_answered)
     except RunStopped as stopped:
         seconds = time.perf_counter() - started
         _report_stop(run, form, display, seconds, stopped)
-        raise CliError(f"the run stopped without an answer: {stopped}") from stopped
+        raise CliError(_why_stopped(run, stopped)) from stopped
+    except SessionError as failed:
+        if failed.result is None:  # nothing was answered: the error says it all
+            raise
+        message = _not_kept(run, failed)
+        seconds = time.perf_counter() - started
+        _report_answer(run, form, display, seconds, Driven(failed.result), message)
+        raise CliError(message) from failed
     except KeyboardInterrupt:
+        _new_line(display)
         _totals(run, display, time.perf_counter() - started, "interrupted", None)
         raise
     seconds = time.perf_counter() - started
-    _report_answer(run, form, display, seconds, result)
-    return EXIT_ANSWER, result
+    _report_answer(run, form, display, seconds, driven)
+    return EXIT_ANSWER, driven.result
+
+
+def _why_stopped(run: Run, stopped: RunStopped) -> str:
+    """Why the run stopped, in the command line's words where the library's are not."""
+    if isinstance(stopped, ModelStreamMissing):
+        said = f" (it said: {stopped.server_message})" if stopped.server_message else ""
+        return (
+            f"the run stopped without an answer: {run.agent.model.name} did not stream its "
+            f"answer{said}; the server may not stream this request: run again with --no-stream"
+        )
+    if isinstance(stopped, LimitExceeded) and stopped.limit == "max_duration_s":
+        bound = run.agent.limits.max_duration_s
+        return f"the run stopped without an answer: it took longer than --timeout {bound:g} s"
+    return f"the run stopped without an answer: {stopped}"
+
+
+def _not_kept(run: Run, failed: SessionError) -> str:
+    """A run that answered, but whose conversation could not keep the answer: another
+    command changed it meanwhile, or its database failed."""
+    session = run.session.session_id if run.session is not None else ""
+    if not isinstance(failed, SessionConflict):
+        return f"the answer above was not kept in conversation {session!r}: {failed}"
+    return (
+        f"the answer above was not kept in conversation {session!r}: another run changed "
+        "the conversation while this one ran. Run the prompt again "
+        f"(--session {session}) to go on from the conversation as it is now"
+    )
+
+
+@dataclass(frozen=True)
+class Voice:
+    """Where the command says what it does besides the run's events: the display's console,
+    else stderr (stdout holds only the answer or the JSON document)."""
+
+    console: Console | None
+    echo: bool = True
+    """Show the prompt as the user line before its run."""
+
+    def note(self, text: str) -> None:
+        if self.console is not None:
+            self.console.line(text, "yellow")
+        else:
+            print(f"tooldeck: {text}", file=sys.stderr, flush=True)
+
+    def prompt(self, text: str, *, after_other_run: bool = False) -> None:
+        if self.console is not None and (self.echo or after_other_run):
+            self.console.line("")
+            self.console.line(f"user: {text}", "bold")
+
+
+@dataclass(frozen=True)
+class Driven:
+    """What a command's run produced: the prompt's result, and the result of the paused run
+    its conversation held, answered first (None when it held none)."""
+
+    result: RunResult[Any]
+    resumed: RunResult[Any] | None = None
 
 
 def drive(
@@ -103,21 +182,64 @@ def drive(
     show: Callable[[Event], None],
     close: Callable[[], None],
     runner: asyncio.Runner,
-) -> RunResult[Any]:
+    voice: Voice | None = None,
+    earlier: Callable[[RunResult[Any]], None] = lambda result: None,
+) -> Driven:
     """Run to the end on ``runner``, answering approvals as the run pauses for them.
 
     A conversation left with a run waiting for approval (the command was interrupted at
-    the question) gets that run's question first, then the new prompt.
+    the question) gets that run's question first (its result goes to ``earlier``), then
+    the new prompt runs; ``voice`` says so.
     """
+    voice = voice or Voice(None, echo=False)
+    resumed = None
     if run.session is not None:
         stored = runner.run(run.session.pending())
         if stored is not None:
-            _settle(run, stored, show, close, runner)
+            resumed = _answer_stored(run, stored, show, close, runner, voice)
+            earlier(resumed)
+    voice.prompt(run.prompt, after_other_run=resumed is not None)
     events = run.agent.stream(run.prompt, deps=run.deps, deltas=run.deltas, session=run.session)
     result = runner.run(_consume(events, show, close))
     if result.stop_reason == "paused" and result.checkpoint is not None:
         result = _settle(run, result.checkpoint, show, close, runner)
-    return result
+    return Driven(result, resumed)
+
+
+def _answer_stored(
+    run: Run,
+    stored: Checkpoint,
+    show: Callable[[Event], None],
+    close: Callable[[], None],
+    runner: asyncio.Runner,
+    voice: Voice,
+) -> RunResult[Any]:
+    """The paused run a conversation holds, its questions asked and the run carried on."""
+    assert run.session is not None
+    session_id = run.session.session_id
+    prompt, calls = paused_prompt(stored), waiting_calls(stored)
+    discard = f"tooldeck sessions discard {session_id}"
+    missing = [p.call.name for p in stored.turn.pending if p.call.name not in run.agent.tools.names]
+    if missing:
+        raise CliError(
+            f"conversation {session_id!r} waits for a decision on {calls} (the run of the "
+            f"prompt {prompt!r}), but {', '.join(map(repr, missing))} is not among this run's "
+            f"tools: run with the tools that have it, or drop that run with: {discard}"
+        )
+    voice.note(
+        f"conversation {session_id!r} has a run waiting for a decision on {calls} (the run "
+        f"of the prompt {prompt!r}): it goes on first, then your prompt runs"
+    )
+    try:
+        resumed = _settle(run, stored, show, close, runner, discard)
+    except CheckpointError as error:
+        raise CliError(
+            f"the paused run of conversation {session_id!r} cannot go on: {error}; drop it "
+            f"with: {discard}"
+        ) from error
+    if voice.console is None:  # the display shows it as any run's end (``earlier``)
+        voice.note(f"answer to {prompt!r}: {resumed.answer}")
+    return resumed
 
 
 def _settle(
@@ -126,13 +248,15 @@ def _settle(
     show: Callable[[Event], None],
     close: Callable[[], None],
     runner: asyncio.Runner,
+    discard: str = "",
 ) -> RunResult[Any]:
     """Decide a paused run's calls and resume it, until it no longer pauses."""
     while True:
         decisions = run.approver.decide(checkpoint.pending) if run.approver is not None else {}
         if not decisions:
             names = ", ".join(sorted({p.call.name for p in checkpoint.pending}))
-            raise CliError(f"the run waits for calls the command line cannot answer: {names}")
+            hint = f"; drop that run with: {discard}" if discard else ""
+            raise CliError(f"the run waits for calls the command line cannot answer: {names}{hint}")
         resumed = run.agent.resume_stream(
             checkpoint, decisions, deps=run.deps, deltas=run.deltas, session=run.session
         )
@@ -162,12 +286,30 @@ def _nothing() -> None:
     return None
 
 
+def _new_line(display: RunDisplay | None) -> None:
+    """End the line a Ctrl-C left the cursor on (after ``^C``, or after a question)."""
+    if display is not None:
+        if display.console.terminal:
+            display.console.write("\n")
+    elif sys.stderr.isatty():
+        print(file=sys.stderr, flush=True)
+
+
 def _report_answer(
-    run: Run, form: Form, display: RunDisplay | None, seconds: float, result: RunResult[Any]
+    run: Run,
+    form: Form,
+    display: RunDisplay | None,
+    seconds: float,
+    driven: Driven,
+    error: str | None = None,
 ) -> None:
+    result = driven.result
     answer = _answer_text(run, result)
     if form == "json":
-        print(json.dumps(run_document(run, result, seconds), indent=2, ensure_ascii=False))
+        document = run_document(run, result, seconds, error)
+        if driven.resumed is not None:
+            document["resumed"] = _resumed_document(driven.resumed)
+        print(json.dumps(document, indent=2, ensure_ascii=False))
         return
     if display is not None:
         display.summary(result, seconds)
@@ -191,17 +333,13 @@ def _report_stop(
 
 
 def _totals(
-    run: Run,
-    display: RunDisplay | None,
-    seconds: float,
-    stop_reason: str,
-    result: RunResult[Any] | None,
+    run: Run, display: RunDisplay | None, seconds: float, stop: str, result: RunResult[Any] | None
 ) -> None:
     """The totals line: on the display, else on stderr (stdout holds only the answer)."""
     if display is not None:
-        display.totals(seconds, *run.tally.spent(result), stop_reason)
+        display.totals(seconds, *run.tally.spent(result), stop_text(stop, result))
     else:
-        print(run.tally.line(seconds, stop_reason, result), file=sys.stderr, flush=True)
+        print(run.tally.line(seconds, stop, result), file=sys.stderr, flush=True)
 
 
 def _answer_text(run: Run, result: RunResult[Any]) -> str:
@@ -228,11 +366,22 @@ def run_document(
         "duration_s": round(seconds, 3),
         "model_s": round(run.tally.model_s, 3),
     }
-    if result.guardrails:
-        document["guardrails"] = [decision.model_dump() for decision in result.guardrails]
-    if result.tainted_by is not None:
-        document["tainted_by"] = result.tainted_by.model_dump()
+    if result.guardrails or result.tainted_by:  # what the safety checks saw and decided
+        document |= result.model_dump(mode="json", include={"guardrails", "tainted_by"})
     return document
+
+
+def _resumed_document(result: RunResult[Any]) -> dict[str, Any]:
+    """The paused run a conversation held, answered before the prompt ran (``--json``)."""
+    prompts = [m.content for m in result.messages if m.role == "user"]
+    return {
+        "prompt": prompts[-1] if prompts else "",
+        "answer": result.answer,
+        "stop_reason": str(result.stop_reason),
+        "run_id": result.run_id,
+        "calls": [_call_document(trace) for trace in result.tool_trace],
+        "usage": result.usage.model_dump(),
+    }
 
 
 def _call_document(trace: ToolTrace) -> dict[str, Any]:

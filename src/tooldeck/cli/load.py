@@ -3,10 +3,13 @@
 The loading itself is ``tooldeck.tools.modules`` (case files of ``tooldeck eval`` name
 tools the same way); here its errors become the command's: a target written wrong is a
 usage error, one that cannot be loaded a failure of one line (the traceback with ``-v``).
+A Toolset's tools (an MCP server's) go where function tools go: they are loaded (the server
+started) on the event loop the command runs on, and closed when the command ends.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -14,14 +17,15 @@ from typing import Any
 from tooldeck.cli.args import CliError, UsageError
 from tooldeck.tools import modules
 from tooldeck.tools.modules import exception_text, is_own_code, raised_at
-from tooldeck.tools.registry import ToolView
+from tooldeck.tools.registry import ToolRegistry, ToolView
 
 __all__ = [
+    "agent_settings",
     "exception_text",
     "is_own_code",
     "load_object",
     "load_tools",
-    "load_tools_and_settings",
+    "loaded_tools",
     "raised_at",
 ]
 
@@ -39,23 +43,49 @@ def command_errors() -> Iterator[None]:
 
 def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
     """The tools named by ``target`` (see ``tooldeck.tools.modules.tool_registry``), only
-    those of ``toolsets`` when given."""
-    return load_tools_and_settings(target, toolsets)[0]
+    those of ``toolsets`` when given; a Toolset's are listed, and its connection closed (its
+    tools connect again where they are called)."""
+    with asyncio.Runner() as runner, loaded_tools(target, toolsets, runner) as view:
+        return view
 
 
-def load_tools_and_settings(
-    target: str, toolsets: Sequence[str] | None = None
-) -> tuple[ToolView, dict[str, Any]]:
-    """``load_tools``, and the agent settings the module defines beside its tools (its
-    guardrails: ``tooldeck.tools.modules.AGENT_SETTINGS``)."""
+@contextmanager
+def loaded_tools(
+    target: str | None, toolsets: Sequence[str] | None, runner: asyncio.Runner
+) -> Iterator[ToolView]:
+    """The tools named by ``target`` (none when None), Toolsets' tools loaded on
+    ``runner``'s loop and closed there when the block ends."""
+    if target is None:
+        if toolsets:
+            raise UsageError("--toolset picks tools of --tools: give -t/--tools too")
+        yield ToolView.of(())
+        return
     with command_errors():
-        registry, settings = modules.tools_and_settings(target)
-    if not toolsets:
-        return registry.view(), settings
+        registry = modules.tool_registry(target)
     try:
-        return registry.view(toolsets), settings
+        yield runner.run(_view(registry, toolsets))
+    finally:
+        if registry.toolsets_registered:
+            runner.run(registry.aclose())
+
+
+async def _view(registry: ToolRegistry, toolsets: Sequence[str] | None) -> ToolView:
+    every = await registry.load_view()  # connects to the servers, refuses duplicate names
+    if not toolsets:
+        return every
+    try:
+        return await registry.load_view(toolsets)  # the Toolsets' lists, as just loaded
     except ValueError as error:  # an unknown toolset name
         raise UsageError(f"--toolset: {error}") from error
+
+
+def agent_settings(target: str | None) -> dict[str, Any]:
+    """What the tools module defines for the agent beside its tools (its guardrails:
+    ``tooldeck.tools.modules.AGENT_SETTINGS``); nothing without a module."""
+    if target is None:
+        return {}
+    with command_errors():
+        return modules.agent_settings(target)
 
 
 def load_object(target: str, option: str) -> Any:

@@ -1,18 +1,22 @@
 """The ``tooldeck`` command: run a prompt on tools, try the demo, list and serve tools.
 
-    tooldeck run ["PROMPT"] --tools MODULE[:ATTR]|FILE.py [--model MODEL] [--base-url URL]
+    tooldeck run ["PROMPT"] [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--base-url URL]
         [--api-key-env NAME] [--toolset NAME]... [--system TEXT | --instructions-file PATH]
-        [--tool-choice auto|required|none|NAME] [--max-rounds N]
+        [--tool-choice auto|required|none|NAME] [--max-rounds N] [--max-tokens N]
+        [--timeout SECONDS]
         [--on-limit raise|final-answer] [--error-details] [--approve TOOL]... [--yes]
-        [--deps MODULE:FACTORY] [--output-schema MODULE:TYPE] [--json | --no-display]
+        [--deps MODULE:FACTORY] [--output-schema MODULE:TYPE]
+        [--output-mode auto|native|tool|prompted] [--json | --no-display]
         [--no-stream] [-c | --session ID] [--no-log] [-v]
-    tooldeck chat --tools MODULE[:ATTR]|FILE.py [the options of run] [-c | --session ID]
+    tooldeck chat [--tools MODULE[:ATTR]|FILE.py] [the options of run] [-c | --session ID]
     tooldeck demo ["PROMPT"] [--model MODEL]
     tooldeck tools MODULE[:ATTR]|FILE.py [--toolset NAME] [--json]
     tooldeck mcp serve MODULE[:ATTR]|FILE.py [--toolset NAME] [--http HOST:PORT]
         [--allow-approval-tools] [--include-error-details] [--name NAME]
     tooldeck logs [-n N] [--tool NAME] [--errors] [--session ID] [--json]
     tooldeck logs show RUN_ID | tooldeck logs path
+    tooldeck sessions list [-n N] [--json] | tooldeck sessions discard ID |
+        tooldeck sessions clear ID
     tooldeck web [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--host HOST] [--port N]
     tooldeck eval SUITE... [--model M [--base-url URL]]... [--limit N] [--jobs N]
         [--out FILE] [--resume] [--compare FILE]... [--json] [--report FILE.html]
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import traceback
 from collections.abc import Sequence
@@ -57,6 +62,7 @@ from tooldeck.cli.logs import add_logs_parser
 from tooldeck.cli.model import build_model
 from tooldeck.cli.run import NO_LOG_HELP, TOOLS_HELP, add_run_parser
 from tooldeck.cli.runlog import logging_runs
+from tooldeck.cli.sessions import add_sessions_parser
 from tooldeck.cli.web import add_web_parser
 from tooldeck.errors import ToolDeckError
 from tooldeck.tools.registry import ToolEntry
@@ -116,6 +122,7 @@ def _parser() -> Parser:
     tools.set_defaults(handler=_tools)
     _add_mcp_parser(commands, verbose)
     add_logs_parser(commands, [verbose])
+    add_sessions_parser(commands, [verbose])
     add_web_parser(commands, [verbose, model])
     add_eval_parser(commands, [verbose])
     for name in ("run", "chat", "demo", "tools"):
@@ -198,6 +205,7 @@ def _mcp_serve(args: argparse.Namespace) -> int:
         from tooldeck.serve.mcp import serve_tools
     except ImportError as error:
         raise CliError(str(error)) from error
+    _log_tool_failures(args.verbose)
     serve_tools(
         view,
         name=args.name or _module_name(args.module),
@@ -206,6 +214,28 @@ def _mcp_serve(args: argparse.Namespace) -> int:
         include_error_details=args.include_error_details,
     )
     return 0
+
+
+class _OneLine(logging.Formatter):
+    """A served tool's failure as one line: no traceback, and not the exception's text
+    (which may hold what clients are not told), unless ``-v``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        error = record.exc_info[1] if record.exc_info else None
+        raised = f": {type(error).__name__}" if error is not None else ""
+        shown = "its exception and traceback" if error is not None else "more"
+        return f"tooldeck mcp serve: {record.getMessage()}{raised} (-v shows {shown})"
+
+
+def _log_tool_failures(verbose: bool) -> None:
+    """Where ``tooldeck mcp serve`` reports a tool that raised: stderr, one line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("tooldeck mcp serve: %(message)s") if verbose else _OneLine()
+    )
+    served = logging.getLogger("tooldeck.serve.mcp")
+    served.addHandler(handler)
+    served.propagate = False  # the MCP SDK's own handler would show it again
 
 
 def _module_name(target: str) -> str:

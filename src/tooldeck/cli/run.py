@@ -8,6 +8,7 @@ piped text first, then the argument).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -21,14 +22,16 @@ from tooldeck.cli.args import (
     UsageError,
     did_you_mean,
     positive_int,
+    positive_seconds,
 )
 from tooldeck.cli.exec import Form, Run, execute
-from tooldeck.cli.load import exception_text, load_object, load_tools_and_settings, raised_at
+from tooldeck.cli.load import agent_settings, exception_text, load_object, loaded_tools, raised_at
 from tooldeck.cli.model import build_model
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import open_session, session_options
-from tooldeck.models.base import ModelSettings
+from tooldeck.models.base import Model, ModelSettings
 from tooldeck.run.agent import Agent
+from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits
 from tooldeck.tools.registry import ToolView
 
@@ -44,7 +47,7 @@ def agent_options() -> Parser:
     """The options that build an agent, shared by ``run`` and ``chat`` (a parent parser)."""
     parent = Parser(add_help=False)
     parent.add_argument(
-        "-t", "--tools", required=True, metavar="MODULE[:ATTR]|FILE.py", help=TOOLS_HELP
+        "-t", "--tools", metavar="MODULE[:ATTR]|FILE.py", help=f"{TOOLS_HELP} (none: no tools)"
     )
     parent.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
     parent.add_argument("--no-log", action="store_true", help=NO_LOG_HELP)
@@ -55,17 +58,13 @@ def agent_options() -> Parser:
     system.add_argument(
         "--instructions-file", metavar="PATH", help="read the system prompt from a file"
     )
-    parent.add_argument(
-        "--max-rounds",
-        type=positive_int,
-        default=10,
-        help="rounds (model requests) at most (default 10)",
-    )
+    _bounds(parent)
     parent.add_argument(
         "--tool-choice",
         default="auto",
         metavar="CHOICE",
-        help="first turn: auto, required (must call a tool), none, or a tool's name",
+        help="auto (the default) or none (no tool calls): every model request; required "
+        "(must call a tool) or a tool's name: the run's first request only, auto after it",
     )
     parent.add_argument(
         "--on-limit",
@@ -100,6 +99,28 @@ def agent_options() -> Parser:
     return parent
 
 
+def _bounds(parent: Parser) -> None:
+    """The options that bound a run: its rounds, each request's tokens, its time."""
+    parent.add_argument(
+        "--max-rounds",
+        type=positive_int,
+        default=10,
+        help="rounds (model requests) at most (default 10)",
+    )
+    parent.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        metavar="N",
+        help="output tokens per model request at most (default: the model's own limit)",
+    )
+    parent.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="the run's time at most, waiting for your approval aside; the run stops at it",
+    )
+
+
 def add_run_parser(commands: Any, parents: list[Parser]) -> None:
     """Add ``tooldeck run`` and its options to the command parser."""
     run = commands.add_parser(
@@ -125,6 +146,13 @@ def add_run_parser(commands: Any, parents: list[Parser]) -> None:
         metavar="MODULE:TYPE",
         help="a typed answer: the model's answer is validated as TYPE and printed as JSON",
     )
+    run.add_argument(
+        "--output-mode",
+        choices=["auto", "native", "tool", "prompted"],
+        help="how the typed answer is asked for: the server's structured output (native), a "
+        "final_answer tool (tool), the schema in the instructions (prompted); auto (the "
+        "default) picks native, and prompted where the server refuses it",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -132,43 +160,70 @@ def run_command(args: argparse.Namespace) -> int:
     """Run ``tooldeck run``: one prompt carried to its end and shown; the exit status."""
     prompt = read_prompt(args.prompt, sys.stdin)
     output_type = load_object(args.output_schema, "--output-schema") if args.output_schema else None
-    run = prepare(args, prompt, output_type)
+    if args.output_mode is not None and output_type is None:
+        raise UsageError(
+            f"--output-mode {args.output_mode} applies to a typed answer: give "
+            "--output-schema MODULE:TYPE too"
+        )
     form: Form = "json" if args.json else "plain" if args.no_display else "display"
-    with logging_runs(run.agent, args.no_log):
-        status, _ = execute(run, form)
+    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as view:
+        run = prepare(args, view, prompt, output_type, args.output_mode or "auto")
+        with logging_runs(run.agent, args.no_log):
+            status, _ = execute(run, form, runner=runner)
     return status
 
 
-def prepare(args: argparse.Namespace, prompt: str, output_type: Any = None) -> Run:
-    """The run the arguments describe, every argument checked first."""
-    view, settings = load_tools_and_settings(args.tools, args.toolset)
-    check_tools(args, view)
+def prepare(
+    args: argparse.Namespace,
+    view: ToolView,
+    prompt: str,
+    output_type: Any = None,
+    output_mode: OutputMode = "auto",
+) -> Run:
+    """The run the arguments describe on the tools of ``view``, every argument checked first."""
+    check_tools(args, view, output_type)
     instructions = _instructions(args)
+    model = build_model(args.model, args.base_url, args.api_key_env)
+    if _final_answer_tool(output_type, output_mode, model) and args.tool_choice == "none":
+        raise UsageError(
+            f"--tool-choice none cannot give the typed answer --output-schema asks for: "
+            f"{model.name} is asked for it with the final_answer tool, which 'none' forbids "
+            "it to call; leave --tool-choice out (auto), or use a model with structured "
+            "output (openai:..., openai-chat:...)"
+        )
     agent: Agent[Any, Any] = Agent(
-        build_model(args.model, args.base_url, args.api_key_env),
+        model,
         view,
         instructions=instructions,
-        settings=ModelSettings(tool_choice=args.tool_choice),
-        limits=Limits(max_rounds=args.max_rounds),
+        settings=ModelSettings(tool_choice=args.tool_choice, max_tokens=args.max_tokens),
+        limits=Limits(max_rounds=args.max_rounds, max_duration_s=args.timeout),
         on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
         include_error_details=args.error_details,
         output_type=output_type,
         after_untrusted=args.after_untrusted,
-        **settings,
+        output_mode=output_mode,
+        **agent_settings(args.tools),
     )
     return Run(
         agent,
         prompt,
         session=open_session(args),
         deps=build_deps(args.deps) if args.deps else None,
-        approver=Approver(args.approve, args.yes),
+        approver=Approver(args.approve, args.yes, tools=view),
         deltas=not args.no_stream,
         output_type=output_type,
         verbose=args.verbose,
     )
 
 
-def check_tools(args: argparse.Namespace, view: ToolView) -> None:
+def _final_answer_tool(output_type: Any, output_mode: OutputMode, model: Model) -> bool:
+    """Whether the typed answer is asked for with the final_answer tool."""
+    if output_type is None or output_mode == "prompted":
+        return False
+    return output_mode == "tool" or not model.native_output
+
+
+def check_tools(args: argparse.Namespace, view: ToolView, output_type: Any = None) -> None:
     """Refuse what cannot run from here, and names that are no tool of ``view``."""
     external = [name for name, entry in view.dispatch.items() if entry.external]
     if external:
@@ -176,16 +231,22 @@ def check_tools(args: argparse.Namespace, view: ToolView) -> None:
             f"{args.tools!r} has external tools ({', '.join(map(repr, external))}): the "
             "application runs their calls, so tooldeck run cannot; leave them out (--toolset)"
         )
+    given = args.tools is not None
     for name in args.approve:
+        if not given:
+            raise UsageError(f"--approve {name!r}: there are no tools without -t/--tools")
         if name not in view.names:
             known = did_you_mean(name, view.names)
             raise UsageError(f"--approve {name!r} is no tool of {args.tools!r}{known}")
     choice = args.tool_choice
     if choice not in _CHOICES and choice not in view.names:
+        tools = f"a tool of {args.tools!r}" if given else "a tool (there are none without -t)"
         raise UsageError(
-            f"--tool-choice {choice!r} is not auto, required, none or a tool of {args.tools!r}"
+            f"--tool-choice {choice!r} is not auto, required, none or {tools}"
             + did_you_mean(choice, [*_CHOICES, *view.names])
         )
+    if choice == "required" and not view.names and output_type is None:
+        raise UsageError("--tool-choice required needs tools to call: give -t/--tools")
 
 
 def _instructions(args: argparse.Namespace) -> str:

@@ -91,6 +91,13 @@ class CaseBuilder:
                 registry = modules.tool_registry(resolved)
             except modules.TargetError as error:
                 raise self.fail(line_of, ("tools",), str(error)) from None
+            if registry.toolsets_registered:
+                raise self.fail(
+                    line_of,
+                    ("tools",),
+                    f"{target!r} holds a Toolset (an MCP server's tools): a case file takes "
+                    "tools defined in Python; name those (module:attr)",
+                )
             self._modules[resolved] = tuple(registry.view().dispatch.values())
         return self._modules[resolved]
 

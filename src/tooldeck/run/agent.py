@@ -24,7 +24,7 @@ from tooldeck.results import Checkpoint, Decision, RunResult
 from tooldeck.run._checks import check_settings, instrumenter, strategy
 from tooldeck.run._sync import last_result, run_sync
 from tooldeck.run.agent_tool import agent_tool
-from tooldeck.run.answers import output_plan, request_settings
+from tooldeck.run.answers import asked_with, output_plan, request_settings
 from tooldeck.run.calls.shared import AfterUntrusted, CallOptions
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run.events import Event
@@ -77,8 +77,10 @@ class Agent(Generic[DepsT, OutputT]):
             (``tooldeck.run.middleware.Middleware``), in order going in, reverse coming out.
         output_type: The type of the answer (a pydantic model, dataclass, TypedDict,
             ``list[...]``, ``Literal``, a scalar): ``result.output`` holds it, validated.
-        output_mode: ``"auto"`` (the model's own structured output when it has one, else a
-            ``final_answer`` tool), ``"native"`` or ``"tool"``.
+        output_mode: ``"auto"`` (the model's own structured output when it has one, and
+            the prompted way where its server refuses that; else a ``final_answer`` tool),
+            ``"native"``, ``"tool"`` or ``"prompted"`` (the schema in the instructions, the
+            answer read from the model's text).
         output_retries: Answers that do not validate before the run stops (default: the
             limits' ``tool_retries``).
         output_validators: Functions ``(output)`` or ``(ctx, output)``, sync or async, run on
@@ -342,7 +344,8 @@ class Agent(Generic[DepsT, OutputT]):
         return self.run_log.observe(events, self._run_info(start, opts))
 
     def _setup(self) -> RunSetup:
-        asking = Asking(self.model, self.instructions, self._middleware, self.history_strategy)
+        model, instructions = asked_with(self._output, self.model, self.instructions)
+        asking = Asking(model, instructions, self._middleware, self.history_strategy)
         return RunSetup(
             asking,
             self._tools,

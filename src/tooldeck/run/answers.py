@@ -11,8 +11,16 @@ from tooldeck.errors import ErrorCode
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.results import RunResult, StopReason, ToolTrace
-from tooldeck.run.output import FINAL_ANSWER, Accepted, OutputMode, OutputPlan, OutputSchema
+from tooldeck.run.output import (
+    FINAL_ANSWER,
+    Accepted,
+    OutputMode,
+    OutputPlan,
+    OutputSchema,
+    prompted_instructions,
+)
 from tooldeck.run.policy import RunPolicy
+from tooldeck.run.prompted import PromptedFallback
 from tooldeck.run.state import RunState, attach
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import ToolView
@@ -25,18 +33,36 @@ def output_plan(
     if output_type is None:
         if validators:
             raise ValueError("output_validators need an output_type")
+        if mode != "auto":
+            raise ValueError(f"output_mode={mode!r} needs an output_type")
         return None
-    if mode not in ("auto", "native", "tool"):
-        raise ValueError(f"output_mode must be 'auto', 'native' or 'tool', got {mode!r}")
+    if mode not in ("auto", "native", "tool", "prompted"):
+        raise ValueError(
+            f"output_mode must be 'auto', 'native', 'tool' or 'prompted', got {mode!r}"
+        )
     if mode == "native" and not model.native_output:
         raise ValueError(
             f"output_mode='native' needs a model with structured output; {model.name} has "
-            "none: use output_mode='tool' (or 'auto')"
+            "none: use output_mode='tool' or 'prompted' (or 'auto')"
         )
-    chosen: Literal["native", "tool"] = "tool" if mode == "tool" else "native"
+    chosen: Literal["native", "tool", "prompted"] = "native" if mode == "auto" else mode
     if mode == "auto" and not model.native_output:
         chosen = "tool"
-    return OutputPlan(OutputSchema(output_type), chosen, validators)
+    falls_back = mode == "auto" and chosen == "native"
+    return OutputPlan(OutputSchema(output_type), chosen, validators, falls_back=falls_back)
+
+
+def asked_with(plan: OutputPlan | None, model: Model, instructions: str) -> tuple[Model, str]:
+    """The model a run asks and its instructions: with the schema written in them for a
+    prompted answer; a native one chosen by ``"auto"`` falls back to that where the server
+    refuses structured output."""
+    if plan is None:
+        return model, instructions
+    if plan.mode == "prompted":
+        return model, prompted_instructions(instructions, plan.schema.parameters)
+    if plan.falls_back:
+        return PromptedFallback(model, plan.schema.parameters), instructions
+    return model, instructions
 
 
 def request_settings(
@@ -46,11 +72,22 @@ def request_settings(
 
     A forced tool choice applies to the first request only. A typed answer asked for with a
     final_answer tool needs a tool call in every turn; a native one sends its schema.
+
+    Raises:
+        ValueError: ``tool_choice="none"`` with a typed answer asked for by the
+            final_answer tool: the model could never give it.
     """
+    if plan is not None and plan.mode == "tool" and settings.tool_choice == "none":
+        raise ValueError(
+            "tool_choice='none' with output_type can never answer: the typed answer is asked "
+            "for with the final_answer tool, which tool_choice='none' forbids the model to "
+            "call. Leave tool_choice 'auto' (tools the model need not call), or use a model "
+            "with structured output (output_mode='native')"
+        )
     first = settings
     later = settings.with_tool_choice("auto") if settings.forces_a_call else settings
     last = settings.with_tool_choice("none")
-    if plan is None:
+    if plan is None or plan.mode == "prompted":
         return first, later, last
     if plan.mode == "native":
         spec = plan.spec
@@ -68,7 +105,7 @@ def request_settings(
 
 def shown_specs(plan: OutputPlan | None, view: ToolView) -> tuple[ToolSpec, ...]:
     """What the model is shown: the view's tools, and the final_answer tool if asked for."""
-    if plan is None or plan.mode == "native":
+    if plan is None or plan.mode != "tool":
         return view.specs
     return (*view.specs, plan.spec)
 

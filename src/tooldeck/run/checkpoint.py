@@ -80,7 +80,7 @@ def verify(checkpoint: Checkpoint, key: bytes | None) -> None:
                 "the checkpoint is not signed, but this agent has a checkpoint_key: "
                 "it was not made by an agent with that key"
             )
-        if not hmac.compare_digest(checkpoint.signature, _sign(checkpoint, key)):
+        if not _same(checkpoint.signature, _payload_signature(checkpoint, key)):
             raise CheckpointError(
                 "the checkpoint's signature does not match: it was changed after it was made, "
                 "or made with another checkpoint_key"
@@ -88,10 +88,37 @@ def verify(checkpoint: Checkpoint, key: bytes | None) -> None:
     _check_calls(checkpoint)
 
 
+def _payload_signature(checkpoint: Checkpoint, key: bytes) -> str:
+    """The signature a checkpoint read back should carry; its data may be hostile."""
+    try:
+        return _sign(checkpoint, key)
+    except (ValueError, RecursionError) as error:  # nested past what the encoder takes
+        raise CheckpointError(
+            f"the checkpoint cannot be checked against its signature: {error} (its data nest "
+            "deeper than any run makes them): it was not made by tooldeck"
+        ) from None
+
+
+def _stored_call_digest(run_id: str, call: ToolCall) -> str:
+    try:
+        return call_digest(run_id, call)
+    except (ValueError, RecursionError) as error:
+        raise CheckpointError(
+            f"pending call {call.id!r} ({call.name}) cannot be checked against its digest: "
+            f"{error} (its arguments nest deeper than any run makes them)"
+        ) from None
+
+
+def _same(stored: str, expected: str) -> bool:
+    """A constant-time comparison of a stored hex digest; any text may be stored there, and
+    ``hmac.compare_digest`` takes only ASCII strings."""
+    return hmac.compare_digest(stored.encode("utf-8", "surrogatepass"), expected.encode("ascii"))
+
+
 def _check_calls(checkpoint: Checkpoint) -> None:
     """Each pending call matches its digest and the paused turn, in nested checkpoints too."""
     for pending in checkpoint.turn.pending:
-        if not hmac.compare_digest(pending.digest, call_digest(checkpoint.run_id, pending.call)):
+        if not _same(pending.digest, _stored_call_digest(checkpoint.run_id, pending.call)):
             raise CheckpointError(
                 f"pending call {pending.call.id!r} ({pending.call.name}) was changed after the "
                 "checkpoint was made (its digest does not match): refusing to run it"

@@ -1,11 +1,13 @@
 """Typed answers: ``Agent(output_type=T)`` validated like a tool call's arguments.
 
-The model is asked for its answer in one of two ways, chosen from what the model can do:
+The model is asked for its answer in one of three ways, chosen from what the model can do:
 ``native`` — the model itself is held to the schema (the provider's structured output, or a
 local grammar) and answers with JSON text; ``tool`` — the model answers by calling a
-``final_answer`` tool whose arguments are the output. Either way the answer is validated
-against exactly the schema the model was shown; one that does not fit is an observation
-(``error[invalid_output]: ...``) the model corrects, within ``output_retries``.
+``final_answer`` tool whose arguments are the output; ``prompted`` — the schema is in the
+instructions and the answer is read from the model's text (for servers that refuse the
+other two). Either way the answer is validated against exactly the schema the model was
+shown; one that does not fit is an observation (``error[invalid_output]: ...``) the model
+corrects, within ``output_retries``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, get_origin
@@ -28,8 +31,11 @@ from tooldeck.tools.schema._arguments import PydanticArguments
 from tooldeck.tools.schema._strict import NotStrictError, to_strict
 
 T = TypeVar("T")
-OutputMode = Literal["auto", "native", "tool"]
-"""``native``: the model's own structured output; ``tool``: a ``final_answer`` tool."""
+OutputMode = Literal["auto", "native", "tool", "prompted"]
+"""``native``: the model's own structured output; ``tool``: a ``final_answer`` tool;
+``prompted``: the schema in the instructions, the answer read from the text."""
+
+_FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL)
 
 OutputValidator = (
     Callable[[Any], Any]
@@ -86,9 +92,10 @@ class OutputSchema(Generic[T]):
         )
 
     def read_text(self, text: str) -> Accepted | Refused:
-        """A native answer: JSON text that must fit the schema."""
+        """A native or prompted answer: JSON text that must fit the schema (inside a
+        ```json fence, or with words around one object, it is read too)."""
         try:
-            value = json.loads(text)
+            value = json.loads(_json_in(text))
         except (ValueError, RecursionError) as error:
             return Refused(f"the answer is not valid JSON ({error}); answer with one JSON value")
         if not isinstance(value, dict):
@@ -122,18 +129,23 @@ class OutputPlan:
     def __init__(
         self,
         schema: OutputSchema[Any],
-        mode: Literal["native", "tool"],
+        mode: Literal["native", "tool", "prompted"],
         validators: Sequence[OutputValidator] = (),
         description: str = "",
+        *,
+        falls_back: bool = False,
     ) -> None:
         self.schema = schema
         self.mode = mode
+        self.falls_back = falls_back
+        """A native answer chosen by ``output_mode="auto"``: asked for in the instructions
+        instead where the server refuses structured output (``run.prompted``)."""
         self.validators = tuple(validators)
         self.spec = schema.spec(description or _default_description(mode))
 
     def judge(self, output: AssistantOutput) -> tuple[Accepted | Refused | None, ToolCall | None]:
         """The answer in this turn, if any, and the final_answer call it came from."""
-        if self.mode == "native":
+        if self.mode != "tool":
             if output.tool_calls:
                 return None, None
             return self.schema.read_text(output.content), None
@@ -163,6 +175,28 @@ async def _call_validator(validator: OutputValidator, context: RunContext[Any], 
     if inspect.isawaitable(produced):
         produced = await produced
     return value if produced is None else produced
+
+
+def prompted_instructions(instructions: str, schema: dict[str, Any]) -> str:
+    """The instructions with the rule for a prompted answer: the schema, and JSON only."""
+    rule = (
+        "When you give your final answer, reply with only one JSON object that matches this "
+        "JSON Schema, and no other text:\n" + json.dumps(schema, ensure_ascii=False)
+    )
+    return f"{instructions}\n\n{rule}" if instructions else rule
+
+
+def _json_in(text: str) -> str:
+    """The JSON of a text answer: the text itself, a fenced block's, or from its first
+    ``{`` to its last ``}`` when words surround it."""
+    stripped = text.strip()
+    if stripped.startswith(("{", "[")) or not stripped:
+        return stripped
+    fenced = _FENCE.search(stripped)
+    if fenced is not None:
+        return fenced.group(1).strip()
+    start, end = stripped.find("{"), stripped.rfind("}")
+    return stripped[start : end + 1] if 0 <= start < end else stripped
 
 
 def _default_description(mode: str) -> str:

@@ -109,16 +109,32 @@ class RunState:
         traces: Sequence[ToolTrace],
         pending: tuple[PendingCall, ...],
     ) -> bool:
-        """Keep a round's answered calls; close the turn unless some wait. True if some wait."""
+        """Keep a round's answered calls; close the turn unless some wait. True if some wait.
+
+        The trace keeps the model's order of the calls: a turn answered in parts (before and
+        after a pause, or a refused final answer and then the other calls) is put in that
+        order as it closes, as if it had run in one round."""
         answered = turn.answered
+        earlier = len(answered)
         for trace in traces:
             self.trace.append(trace)
             answered[trace.call.id] = trace.result
         turn.pending = pending
         if pending:
             return True
+        if earlier and traces:
+            self._in_model_order(turn, earlier + len(traces))
         self.close_turn()
         return False
+
+    def _in_model_order(self, turn: OpenTurn, count: int) -> None:
+        """Sort the trace's last ``count`` entries (the turn's calls) by the model's order."""
+        position = {call.id: index for index, call in enumerate(turn.calls)}
+        tail = self.trace[-count:]
+        if len(tail) != count or any(trace.call.id not in position for trace in tail):
+            return  # not this turn's calls alone (a checkpoint made elsewhere): left as is
+        tail.sort(key=lambda trace: position[trace.call.id])
+        self.trace[-count:] = tail
 
     def close_turn(self) -> None:
         """Every call is answered: append one tool message per call, in the model's order."""

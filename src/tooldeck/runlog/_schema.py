@@ -12,7 +12,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from tooldeck.errors import ToolDeckError
+from tooldeck.errors import RunLogError as RunLogError
 
 SCHEMA_VERSION = 3
 """The version of the tables below (``PRAGMA user_version`` of a run log database)."""
@@ -106,12 +106,6 @@ _MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""
 
 
-class RunLogError(ToolDeckError):
-    """The run log cannot be opened or written (its database is newer, broken, or locked)."""
-
-    docs = "run-log.md"
-
-
 def tooldeck_home() -> Path:
     """``$TOOLDECK_HOME``, else ``tooldeck`` in the user's data directory: where the command
     line keeps the run log (``logs.db``) and its conversations (``sessions.db``).
@@ -150,6 +144,7 @@ def connect(path: Path) -> sqlite3.Connection:
         raise RunLogError(f"cannot open the run log at {str(path)!r}: {error}") from error
     try:
         connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        _refuse_another_database(connection, path)  # before the switch to WAL writes to it
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
         _migrate(connection, path)
@@ -176,11 +171,7 @@ def _migrate(connection: sqlite3.Connection, path: Path) -> None:
     connection.execute("BEGIN IMMEDIATE")  # one migration at a time, across processes
     try:
         version = read_version(connection)  # another process may have migrated meanwhile
-        if version == 0 and _has_tables(connection):
-            raise RunLogError(
-                f"{str(path)!r} is an SQLite database but not a tooldeck run log (it has "
-                "tables and no run log version); give RunLog another path"
-            )
+        _refuse_another_database(connection, path)
         while version < SCHEMA_VERSION:
             for statement in _MIGRATIONS[version].split(";"):
                 if statement.strip():
@@ -191,6 +182,17 @@ def _migrate(connection: sqlite3.Connection, path: Path) -> None:
     except BaseException:
         connection.execute("ROLLBACK")
         raise
+
+
+def _refuse_another_database(connection: sqlite3.Connection, path: Path) -> None:
+    """Refuse, having only read it, a database that is not a run log or is a newer one."""
+    version = read_version(connection)
+    check_version(version, path)
+    if version == 0 and _has_tables(connection):
+        raise RunLogError(
+            f"{str(path)!r} is an SQLite database but not a tooldeck run log (it has "
+            "tables and no run log version); give RunLog another path"
+        )
 
 
 def check_version(version: int, path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -11,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tooldeck.runlog._checked import checked, json_object
 from tooldeck.runlog._schema import RunLogError, connect
 
 
@@ -174,7 +174,7 @@ def list_runs(
     with _reading(Path(path)) as connection:
         if connection is None:
             return []
-        return [LoggedRun(*row) for row in connection.execute(query, values)]
+        return [_run(row) for row in connection.execute(query, values)]
 
 
 def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
@@ -199,7 +199,7 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
         if len(rows) > 1 and not exact:
             ids = ", ".join(row[0] for row in rows[:5])
             raise RunLogError(f"{run_id!r} is the start of several run ids ({ids}); give more")
-        run = LoggedRun(*(exact or rows)[0])
+        run = _run((exact or rows)[0])
         turns = connection.execute(
             "SELECT round, started_at, duration_s, input_tokens, output_tokens, settings,"
             " content, tool_calls FROM model_turns WHERE run_id = ? ORDER BY started_at, round",
@@ -222,34 +222,38 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
 def _with_details(
     run: LoggedRun, turns: sqlite3.Cursor, calls: sqlite3.Cursor, guardrails: sqlite3.Cursor
 ) -> LoggedRun:
-    loaded_turns = tuple(_turn(row) for row in turns.fetchall())
-    loaded_calls = tuple(LoggedCall(*row) for row in calls.fetchall())
-    decided = tuple(LoggedGuardrail(*row) for row in guardrails.fetchall())
+    loaded_turns = tuple(_turn(row, run.run_id) for row in turns.fetchall())
+    loaded_calls = tuple(
+        LoggedCall(*checked(row, LoggedCall, "tool_calls", run.run_id)) for row in calls.fetchall()
+    )
+    decided = tuple(
+        LoggedGuardrail(*checked(row, LoggedGuardrail, "guardrails", run.run_id))
+        for row in guardrails.fetchall()
+    )
     return replace(run, turns=loaded_turns, calls=loaded_calls, guardrails=decided)
 
 
 @contextmanager
 def _reading(path: Path) -> Iterator[sqlite3.Connection | None]:
-    """A connection to read the log (None if there is no file); an older one is migrated."""
+    """A connection to read the log (None if there is no file); an older one is migrated.
+    A query SQLite cannot answer (text that is not UTF-8, a damaged file) is a RunLogError."""
     if not path.exists():
         yield None
         return
     connection = connect(path)
     try:
         yield connection
+    except sqlite3.Error as error:
+        raise RunLogError(f"cannot read the run log at {str(path)!r}: {error}") from error
     finally:
         connection.close()
 
 
-def _turn(row: tuple[Any, ...]) -> LoggedTurn:
-    round_, started_at, duration_s, input_tokens, output_tokens, settings, content, calls = row
-    return LoggedTurn(
-        round_,
-        started_at,
-        duration_s,
-        input_tokens,
-        output_tokens,
-        json.loads(settings),
-        content,
-        calls,
-    )
+def _run(row: tuple[Any, ...]) -> LoggedRun:
+    return LoggedRun(*checked(row, LoggedRun, "runs", row[0]))
+
+
+def _turn(row: tuple[Any, ...], run_id: str) -> LoggedTurn:
+    values = checked(row, LoggedTurn, "model_turns", run_id)
+    values[5] = json_object(values[5], "model_turns", run_id, "settings")
+    return LoggedTurn(*values)

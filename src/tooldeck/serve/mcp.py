@@ -5,8 +5,9 @@ goes through tooldeck's own call runner: the same validation, timeout and error 
 an agent run, with ``RunContext.call_id`` set to the MCP request's id. A failure answers
 with ``isError`` and the observation text a model would read. Tools that need a person's
 approval are served only when allowed (an MCP client cannot be trusted to ask one);
-external tools never. A tool's exception is logged (logger ``tooldeck.serve.mcp``) with its
-traceback. Needs the ``mcp`` extra: ``pip install 'tooldeck[mcp]'``.
+external tools never. A tool's exception is logged (logger ``tooldeck.serve.mcp``, level
+WARNING) with its traceback; ``tooldeck mcp serve`` shows it as one line (``-v``: whole).
+Needs the ``mcp`` extra: ``pip install 'tooldeck[mcp]'``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
+import anyio
 from pydantic import PrivateAttr
 
 from tooldeck.errors import InvalidArguments
@@ -24,6 +26,7 @@ from tooldeck.messages import ToolCall, ToolResult, ToolSpec
 from tooldeck.run.calls.round import answer_call
 from tooldeck.run.calls.shared import CallOptions, CallRound
 from tooldeck.run.policy import Limits, RunPolicy
+from tooldeck.serve._stdio import serve_stdio
 from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView
 
 try:
@@ -87,8 +90,8 @@ def mcp_server(
     include_error_details: bool = False,
     deps: Any = None,
 ) -> MCPServer[Any]:
-    """An ``MCPServer`` offering ``tools``: ``.run()`` it (stdio), or mount
-    ``.streamable_http_app()`` in an ASGI application.
+    """An ``MCPServer`` offering ``tools``: serve it with ``run_server`` (stdio or HTTP), or
+    mount ``.streamable_http_app()`` in an ASGI application.
 
     Args:
         tools: A registry (all its own tools; tools of registered Toolsets are not served)
@@ -109,9 +112,13 @@ def mcp_server(
 
 
 def run_server(server: MCPServer[Any], http: str | None = None) -> None:
-    """Serve over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``, path ``/mcp``)."""
+    """Serve over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``, path ``/mcp``).
+
+    On stdio every request is answered, a malformed one with a JSON-RPC error (the SDK's own
+    ``server.run()`` leaves those unanswered).
+    """
     if http is None:
-        server.run()
+        anyio.run(serve_stdio, server)
         return
     host, port = parse_address(http)
     server.run("streamable-http", host=host, port=port)
@@ -167,7 +174,10 @@ class _CallRunner:
         round_ = CallRound(self._view, RunPolicy(_ONE_CALL), self._options, self._deps, 0, "")
         trace = await answer_call(call, round_)
         if trace.error is not None and not isinstance(trace.error, InvalidArguments):
-            logger.error("tool %r failed (MCP request %s)", name, request_id, exc_info=trace.error)
+            # the tool's failure, answered to the client: the server itself goes on
+            logger.warning(
+                "tool %r failed (MCP request %s)", name, request_id, exc_info=trace.error
+            )
         return trace.result
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from tooldeck.errors import SessionError
@@ -63,7 +64,14 @@ def limited(limit: int | None) -> str:
 def read_sessions(rows: list[Any], where: str) -> list[SessionInfo]:
     """The SessionInfo of each row of LIST."""
     listed = []
-    for session_id, turns, started, updated, head, first_kind, body, version in rows:
+    for row in rows:
+        session_id, turns, started, updated, head, first_kind, body, version = row
+        problem = _wrong_types(row)
+        if problem:
+            raise SessionError(
+                f"session {session_id!r} in {where} cannot be listed: {problem} (a row tooldeck "
+                "did not write)"
+            )
         if version > SCHEMA_VERSION:
             raise SessionError(newer_schema(where, version))
         listed.append(
@@ -79,7 +87,22 @@ def read_sessions(rows: list[Any], where: str) -> list[SessionInfo]:
     return listed
 
 
-def _title(kind: str, body: str | None, session_id: str, where: str) -> str:
+def _wrong_types(row: tuple[Any, ...]) -> str:
+    """What in a row of LIST is not of the type tooldeck writes ('' when all is)."""
+    session_id, turns, started, updated, _, _, body, version = row
+    if type(session_id) is not str:
+        return f"its id is {type(session_id).__name__}, not text"
+    if type(version) is not int:
+        return f"its first entry's schema version is {version!r}, not an integer"
+    for name, value in (("turns", turns), ("created_at", started), ("updated_at", updated)):
+        if type(value) not in (int, float, Decimal):  # PostgreSQL sums to numeric
+            return f"its {name} is {type(value).__name__} {value!r}, not a number"
+    if body is not None and not isinstance(body, str | bytes):
+        return f"its first entry's body is {type(body).__name__}, not JSON text"
+    return ""
+
+
+def _title(kind: str, body: str | bytes | None, session_id: str, where: str) -> str:
     """The first user message of a turn's body (a JSON array of messages) or a paused run's
     (a checkpoint: its ``messages``)."""
     try:
@@ -87,7 +110,7 @@ def _title(kind: str, body: str | None, session_id: str, where: str) -> str:
         messages = data.get("messages") if kind == "paused" else data
         first = next(m for m in messages if m.get("role") == "user")
         text = first.get("content", "")
-    except (ValueError, TypeError, AttributeError, StopIteration):
+    except (ValueError, TypeError, AttributeError, StopIteration, RecursionError):
         raise SessionError(
             f"the first entry of session {session_id!r} in {where} cannot be read: its body is "
             f"not a {'checkpoint' if kind == 'paused' else 'turn'} with a user message"

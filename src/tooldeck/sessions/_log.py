@@ -16,18 +16,29 @@ from itertools import chain, groupby
 from operator import itemgetter
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from tooldeck.errors import CheckpointError, SessionConflict, SessionError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, HistorySummary
 from tooldeck.run.session import History, StoredRun
+from tooldeck.sessions._rows import (
+    CLEARED,
+    PAUSED,
+    RESUMED,
+    TURN,
+    TURN_MESSAGES,
+    Place,
+    Row,
+    checked_row,
+    decode_turns,
+    first_problem,
+)
 
 SCHEMA_VERSION = 2
 """The layout and row format this tooldeck writes (0: one row per message, before turns;
 1: no stored history summary)."""
 
-TURN, PAUSED, RESUMED, CLEARED = "turn", "paused", "resumed", "cleared"
 
 CREATE = (
     """CREATE TABLE IF NOT EXISTS tooldeck_session_log (
@@ -92,13 +103,8 @@ CLAIM = APPEND + (
 """Insert the ``resumed`` entry after a paused run's entry, if that entry is still the head."""
 DELETE = "DELETE FROM tooldeck_session_log WHERE session_id = ?"
 
-Row = tuple[int, str, str, int, str | None]
-"""seq, run_id, kind, schema_version, body."""
 SummaryRow = tuple[int, str]
 """schema_version, body (READ_SUMMARY)."""
-
-_TURN_MESSAGES = TypeAdapter(tuple[Message, ...])
-_TURNS = TypeAdapter(list[tuple[Message, ...]])
 
 
 class StaleCache(Exception):
@@ -167,7 +173,7 @@ os.register_at_fork(after_in_child=_unlock_after_fork)
 def encode_messages(messages: tuple[Message, ...]) -> str:
     """A turn's messages as a JSON array of ``Message.model_dump(mode="json")``, leaving out
     fields at their defaults (empty tool calls, no call id...): a third less to read back."""
-    return _TURN_MESSAGES.dump_json(messages, exclude_defaults=True).decode()
+    return TURN_MESSAGES.dump_json(messages, exclude_defaults=True).decode()
 
 
 def append_parameters(session_id: str, turn: StoredRun, after: int) -> tuple[Any, ...]:
@@ -199,31 +205,32 @@ def cleared_row(session_id: str, head: int) -> tuple[Any, ...]:
 
 
 def read_history(
-    rows: Sequence[Row], where: str, cache: TurnCache, summary: SummaryRow | None = None
+    rows: Sequence[Row],
+    where: str,
+    cache: TurnCache,
+    summary: SummaryRow | None = None,
+    *,
+    session_id: str = "",
 ) -> History:
     """The History of LOAD's rows (and READ_SUMMARY's row): every turn's messages, the head,
     a paused run, the summary of earlier turns."""
+    place = Place(where, session_id)
+    rows = [checked_row(row, place) for row in rows]
     _check_versions(rows, where)
     with cache.lock:
-        messages = _messages(rows, where, cache)
+        messages = _messages(rows, place, cache)
     if not rows:
         return History((), 0)
     head = rows[-1]
-    return History(messages, head[0], _pending(head, where), _summary(summary, where))
+    return History(messages, head[0], _pending(head, place), _summary(summary, where))
 
 
-def _messages(rows: Sequence[Row], where: str, cache: TurnCache) -> tuple[Message, ...]:
+def _messages(rows: Sequence[Row], place: Place, cache: TurnCache) -> tuple[Message, ...]:
     """Every turn's messages: decoded from the rows that have a body, the rest from the cache."""
     turns = cache.turns
     fresh = [row for row in rows if row[2] == TURN and row[0] > cache.seen]
     if fresh:
-        bodies = ",".join(body or "[]" for *_, body in fresh)
-        try:
-            decoded = _TURNS.validate_json(f"[{bodies}]")
-        except ValidationError as error:
-            raise SessionError(
-                f"a stored turn in {where} cannot be read: {_first(error)}"
-            ) from None
+        decoded = decode_turns(fresh, place)
         turns.update(zip([(seq, run) for seq, run, *_ in fresh], decoded, strict=True))
     keys = [(seq, run) for seq, run, kind, *_ in rows if kind == TURN]
     try:
@@ -250,26 +257,35 @@ def _summary(row: SummaryRow | None, where: str) -> HistorySummary | None:
         return HistorySummary.model_validate_json(body)
     except ValidationError as error:
         raise SessionError(
-            f"the history summary stored in {where} cannot be read: {_first(error)}"
+            f"the history summary stored in {where} cannot be read: {first_problem(error)}"
         ) from None
 
 
-def read_pending(row: Row | None, where: str) -> Checkpoint | None:
+def read_pending(row: Row | None, where: str, *, session_id: str = "") -> Checkpoint | None:
     """The paused run's checkpoint, if the head row (HEAD's row) is one."""
     if row is None:
         return None
+    place = Place(where, session_id)
+    row = checked_row(row, place)
     _check_versions([row], where)
-    return _pending(row, where)
+    return _pending(row, place)
 
 
-def _pending(head: Row, where: str) -> Checkpoint | None:
-    _, _, kind, _, body = head
-    if kind != PAUSED or body is None:
+def _pending(head: Row, place: Place) -> Checkpoint | None:
+    seq, _, kind, _, body = head
+    if kind != PAUSED:
         return None
+    if body is None:
+        raise SessionError(
+            f"{place.entry(seq)} cannot be read: it is a paused run with no checkpoint (NULL "
+            "body). Clear the session to go on"
+        )
     try:
         return Checkpoint.from_json(body)
     except CheckpointError as error:
-        raise SessionError(f"the paused run stored in {where} cannot be read: {error}") from None
+        raise SessionError(
+            f"the paused run stored as {place.entry(seq)} cannot be read: {error}"
+        ) from None
 
 
 def _check_versions(rows: Iterable[Row], where: str) -> None:
@@ -332,10 +348,5 @@ def _v0_message(row: tuple[str, int, str, str], where: str) -> Message:
     except ValidationError as error:
         raise SessionError(
             f"cannot migrate {where} from schema 0: the message at position {row[1]} of "
-            f"session {row[0]!r} cannot be read ({_first(error)}); nothing was changed"
+            f"session {row[0]!r} cannot be read ({first_problem(error)}); nothing was changed"
         ) from None
-
-
-def _first(error: ValidationError) -> str:
-    detail = error.errors()[0]
-    return f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}"

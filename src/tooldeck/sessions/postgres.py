@@ -114,7 +114,9 @@ class PostgresSession:
             cursor = await db.execute(_READ_SUMMARY, (self._session_id,))
             summary = await cursor.fetchone()
         try:
-            return _log.read_history(rows, self._where, self._turns, summary)
+            return _log.read_history(
+                rows, self._where, self._turns, summary, session_id=self._session_id
+            )
         finally:
             turn_cache.used(self._cache_key, self._turns)
 
@@ -137,7 +139,7 @@ class PostgresSession:
         async with self._connection() as db:
             cursor = await db.execute(_HEAD, (self._session_id,))
             row = await cursor.fetchone()
-        return _log.read_pending(row, self._where)
+        return _log.read_pending(row, self._where, session_id=self._session_id)
 
     async def consume(self, run_id: str, *, after: int) -> int:
         """Claim paused run ``run_id`` (entry ``after``) for one resume; CheckpointError if

@@ -42,7 +42,8 @@ class SQLiteSession:
     on first use).
 
     Args:
-        path: The database file; several sessions (and processes) may share it.
+        path: The database file; several sessions (and processes) may share it. The
+            file and its missing folders are created on first use.
         session_id: Which conversation of the file this is.
         synchronous: ``"NORMAL"`` (default: survives a killed process, may lose the latest
             turns on a power cut) or ``"FULL"`` (an fsync per commit: survives a power cut).
@@ -100,7 +101,9 @@ class SQLiteSession:
         rows = db.execute(_log.LOAD, self._turns.load_parameters(self._session_id)).fetchall()
         summary = db.execute(_log.READ_SUMMARY, (self._session_id,)).fetchone()
         try:
-            return _log.read_history(rows, self._where, self._turns, summary)
+            return _log.read_history(
+                rows, self._where, self._turns, summary, session_id=self._session_id
+            )
         finally:
             turn_cache.used(self._cache_key, self._turns)
 
@@ -118,7 +121,7 @@ class SQLiteSession:
         """The checkpoint of the paused run that waits for decisions, if any."""
         session_id = self._session_id
         row = await self._run(lambda db: db.execute(_log.HEAD, (session_id,)).fetchone())
-        return _log.read_pending(row, self._where)
+        return _log.read_pending(row, self._where, session_id=self._session_id)
 
     async def consume(self, run_id: str, *, after: int) -> int:
         """Claim paused run ``run_id`` (entry ``after``) for one resume; CheckpointError if
@@ -265,6 +268,7 @@ _Key = tuple[str, str, float]
 def _connect(key: _Key) -> sqlite3.Connection:
     """A connection in WAL mode with the schema ready (created, or migrated, in one write)."""
     path, synchronous, busy_timeout_s = key
+    _make_folder(path)
     db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
     try:
         _use_wal(db, busy_timeout_s)
@@ -274,6 +278,18 @@ def _connect(key: _Key) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _make_folder(path: str) -> None:
+    """Create the database's folder (and its parents) if missing, as the file itself is."""
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise SessionError(
+            f"SQLite database {path!r}: its folder {folder!r} is missing and cannot be "
+            f"created ({error.strerror or error}); create it, or give another path"
+        ) from error
 
 
 def _use_wal(db: sqlite3.Connection, busy_timeout_s: float) -> None:

@@ -31,6 +31,9 @@ from tooldeck.tools.schema._strict import NotStrictError, to_strict
 P = ParamSpec("P")
 R = TypeVar("R")
 
+_OWN_KEYWORDS = ("name", "description", "strict", "result_parser")
+"""The keywords of ``@tool`` beside the options, offered when an option name is unknown."""
+
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What providers accept as a tool name (OpenAI's rule; the others' are no looser)."""
 
@@ -68,7 +71,7 @@ class FunctionTool(Generic[P, R]):
             inspect.iscoroutinefunction(handler)
             or inspect.iscoroutinefunction(type(handler).__call__)
         )
-        self.options = ToolOptions.of(name, options, is_async=self.is_async)
+        self.options = ToolOptions.of(name, options, is_async=self.is_async, keywords=_OWN_KEYWORDS)
         self.result_parser = result_parser or output_text
         self.context_parameter = context_parameter
         self.positional_only = positional_only

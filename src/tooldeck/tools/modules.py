@@ -19,7 +19,7 @@ from typing import Any
 
 from tooldeck.errors import ToolDeckError
 from tooldeck.tools.function import FunctionTool
-from tooldeck.tools.registry import ToolRegistry, ToolView
+from tooldeck.tools.registry import ToolRegistry, Toolset, ToolView
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -39,8 +39,12 @@ AGENT_SETTINGS = ("input_guardrails", "output_guardrails", "tool_guardrails")
 
 
 def tool_registry(target: str) -> ToolRegistry:
-    """The tools named by ``target``: a module's own @tool functions (or those in its
-    ``__all__``), or the ToolRegistry, list or tool that ``:attr`` names."""
+    """The tools named by ``target``: a module's own @tool functions and Toolsets (or those
+    in its ``__all__``), or the ToolRegistry, list, tool or Toolset that ``:attr`` names.
+
+    A Toolset's tools (an MCP server's) are not loaded here: ``await
+    registry.load_view()`` connects and lists them.
+    """
     return tools_and_settings(target)[0]
 
 
@@ -55,17 +59,31 @@ def tools_and_settings(target: str) -> tuple[ToolRegistry, dict[str, Any]]:
             raise TargetError(
                 f"{target!r}: {name} must be a list of guardrails, got {type(value).__name__}"
             )
+    _LOADED[target] = settings
     return _registry(module, attribute, target), settings
+
+
+_LOADED: dict[str, dict[str, Any]] = {}
+"""The agent settings of each target loaded in this process: asking for them again does
+not run a file's module a second time."""
+
+
+def agent_settings(target: str) -> dict[str, Any]:
+    """The agent settings (``AGENT_SETTINGS``) of the module ``target`` names: as read when
+    its tools were loaded, else loaded now."""
+    known = _LOADED.get(target)
+    return dict(known) if known is not None else tools_and_settings(target)[1]
 
 
 def _registry(module: ModuleType, attribute: str, target: str) -> ToolRegistry:
     if attribute:
         return _as_registry(_attribute(module, attribute, target), target)
-    found = module_tools(module)
+    found: list[FunctionTool[..., Any] | Toolset] = [*module_tools(module)]
+    found += module_toolsets(module)
     if not found:
         raise TargetError(
             f"{target!r} defines no tools; decorate functions with @tool, or name a "
-            "ToolRegistry or list of tools: module:attr"
+            "ToolRegistry, a Toolset or a list of tools: module:attr"
         )
     return ToolRegistry(dict.fromkeys(found))
 
@@ -81,6 +99,14 @@ def module_tools(module: ModuleType) -> list[FunctionTool[..., Any]]:
         for value in vars(module).values()
         if isinstance(value, FunctionTool) and not _imported(value, module)
     ]
+
+
+def module_toolsets(module: ModuleType) -> list[Toolset]:
+    """The Toolsets (MCP servers...) a module holds: those named in its ``__all__``, else
+    every one it holds as a variable."""
+    names = vars(module).get("__all__")
+    values = [vars(module).get(n) for n in names] if names is not None else vars(module).values()
+    return list(dict.fromkeys(value for value in values if isinstance(value, Toolset)))
 
 
 def _imported(tool: FunctionTool[..., Any], module: ModuleType) -> bool:
@@ -203,11 +229,11 @@ def _as_registry(value: Any, target: str) -> ToolRegistry:
         return value
     if isinstance(value, ToolView):
         return ToolRegistry(value.dispatch.values())
-    if isinstance(value, FunctionTool):
+    if isinstance(value, FunctionTool | Toolset):
         return ToolRegistry([value])
     if isinstance(value, list | tuple):
         return ToolRegistry(value)
     raise TargetError(
-        f"{target!r} is a {type(value).__name__}; expected a ToolRegistry, a list of tools "
-        "or a tool"
+        f"{target!r} is a {type(value).__name__}; expected a ToolRegistry, a list of tools, "
+        "a tool or a Toolset"
     )

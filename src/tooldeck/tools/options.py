@@ -6,6 +6,7 @@ registry entry references the resulting ToolOptions instead of copying its field
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
@@ -79,9 +80,19 @@ class ToolOptions:
     """Marks a call that must not run twice (at-most-once; see run control)."""
 
     @classmethod
-    def of(cls, name: str, args: ToolOptionArgs, *, is_async: bool = False) -> ToolOptions:
+    def of(
+        cls,
+        name: str,
+        args: ToolOptionArgs,
+        *,
+        is_async: bool = False,
+        keywords: Iterable[str] = (),
+    ) -> ToolOptions:
         """Options from keyword arguments, checked; ``name`` is the tool's, for messages;
-        ``is_async`` says the function is a coroutine function."""
+        ``is_async`` says the function is a coroutine function; ``keywords`` are the
+        caller's own keyword parameters, named beside the options when one is unknown."""
+        known = tuple(ToolOptionArgs.__annotations__)
+        refuse_unknown_options(f"tool {name!r}", args, (*keywords, *known))
         options = cls(
             toolsets=frozenset(args.get("toolsets", ())),
             timeout=args.get("timeout"),
@@ -151,6 +162,25 @@ class ToolOptions:
                 f"tool {name!r}: isolation='process' needs os.fork (Linux, macOS), which this "
                 "platform lacks"
             )
+
+
+def refuse_unknown_options(where: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """Raise ToolDefinitionError for a keyword that is no option (a typo of ``timeout`` must
+    not pass silently), naming it, the closest option, and every option there is."""
+    names = sorted(set(known))
+    unknown = [option for option in given if option not in names]
+    if not unknown:
+        return
+    described = []
+    for option in unknown:
+        close = difflib.get_close_matches(option, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        described.append(f"{option!r}{hint}")
+    plural = "s" if len(unknown) > 1 else ""
+    raise ToolDefinitionError(
+        f"{where}: unknown option{plural} {' and '.join(described)}; the options are: "
+        + ", ".join(names)
+    )
 
 
 DEFAULT_OPTIONS = ToolOptions()

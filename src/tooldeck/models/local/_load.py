@@ -1,10 +1,18 @@
 """Loading a GGUF for LocalModel: the generating context, the embedding context, the format.
 
 llama_cpp is imported here only inside the functions, when a LocalModel loads its weights.
+
+llama.cpp's own log lines (``llama_kv_cache_iswa: ...``, ``... pooling_type ...``, errors of
+a decode) go to the Python logger ``tooldeck.models.local.llama_cpp`` at DEBUG, not to
+stderr, where they would land in the middle of a program's output (the command line's
+display): llama-cpp-python's own callback prints its errors whatever ``verbose`` says. With
+``LocalModel(verbose=True)`` they are printed on stderr, as llama.cpp writes them.
 """
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -16,6 +24,7 @@ from typing import Any
 from tooldeck.errors import ModelNotConfigured
 from tooldeck.models.local._prompt import PromptFormat, TemplateFormat, TranscriptFormat
 
+_LLAMA_LOG = logging.getLogger("tooldeck.models.local.llama_cpp")
 _EMBEDDING_CONTEXT = 512
 """Tokens of a text the embedding context reads (a longer message is read from its start)."""
 
@@ -33,6 +42,7 @@ class EngineConfig:
 def load_model(config: EngineConfig) -> Any:
     from llama_cpp import Llama
 
+    route_llama_logs(config.verbose)
     try:
         with _quiet_stderr(not config.verbose):
             return Llama(
@@ -52,6 +62,7 @@ def load_embedder(config: EngineConfig) -> Any:
     """The same GGUF in a second llama.cpp context that returns mean-pooled embeddings."""
     from llama_cpp import LLAMA_POOLING_TYPE_MEAN, Llama
 
+    route_llama_logs(config.verbose)
     with _quiet_stderr(not config.verbose):
         return Llama(
             model_path=str(config.model_path),
@@ -63,6 +74,33 @@ def load_embedder(config: EngineConfig) -> Any:
             n_threads_batch=config.n_threads,
             verbose=config.verbose,
         )
+
+
+class _LlamaLogs:
+    """The one callback llama.cpp logs through (a process has one), kept alive here."""
+
+    callback: Any = None
+    verbose = False
+
+
+def route_llama_logs(verbose: bool) -> None:
+    """Send llama.cpp's log lines to logging (DEBUG), or with ``verbose`` to stderr. The
+    latest model loaded decides, as for llama-cpp-python's own ``verbose``."""
+    import llama_cpp
+
+    _LlamaLogs.verbose = verbose
+    if _LlamaLogs.callback is None:  # after llama_cpp's import, which installs its own
+        _LlamaLogs.callback = llama_cpp.llama_log_callback(_llama_log)
+        llama_cpp.llama_log_set(_LlamaLogs.callback, ctypes.c_void_p(0))
+
+
+def _llama_log(level: int, text: bytes, user_data: Any) -> None:
+    message = text.decode("utf-8", "replace")
+    if _LlamaLogs.verbose:
+        sys.stderr.write(message)
+        sys.stderr.flush()
+    elif message.strip():
+        _LLAMA_LOG.debug("%s", message.rstrip("\n"))
 
 
 @contextmanager

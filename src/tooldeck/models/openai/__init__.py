@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from tooldeck.errors import ModelError, ModelNotConfigured
+from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models._http import Endpoint
 from tooldeck.models._provider import ProviderModel
@@ -28,7 +28,7 @@ from tooldeck.models.base import ModelSettings, StreamItem
 from tooldeck.models.openai import _chat as chat
 from tooldeck.models.openai import _responses as responses
 from tooldeck.models.openai._clients import Connection, azure_client, connect
-from tooldeck.models.openai._errors import sdk_errors
+from tooldeck.models.openai._errors import empty_stream, refuse_whole_body, sdk_errors
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -355,14 +355,12 @@ class OpenAIChatModel(_SDKModel):
         assembler = chat.ChunkAssembler()
         with self._sdk_errors():
             async with await self.client.chat.completions.create(**request, stream=True) as chunks:
+                await refuse_whole_body(self.name, chunks.response)
                 async for chunk in chunks:
                     for piece in assembler.add(chunk):
                         yield piece
         if not assembler.chunks:
-            raise ModelError(
-                f"{self.name}: the response to a streaming request carried no chunks; the "
-                "server may not stream (create the model with stream=False and read no deltas)"
-            )
+            raise empty_stream(self.name)
         yield chat.to_output(self.name, assembler.turn())
 
 

@@ -6,11 +6,20 @@ reaches here; the message says how many retries it made.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from tooldeck.errors import ProviderError
+from tooldeck.errors import ModelStreamMissing, ProviderError
 from tooldeck.models._http import Endpoint, status_error, unreachable
+
+if TYPE_CHECKING:
+    import httpx
+
+_SHOWN = 500
+"""Characters of a body that is not JSON kept in the message."""
+_INSTEAD = "read no deltas, or create the model with stream=False"
 
 
 @contextmanager
@@ -43,3 +52,44 @@ def _detail(body: object, fallback: str) -> str:
     if isinstance(param, str) and param:
         text = f"{text} (parameter {param!r})"
     return text
+
+
+async def refuse_whole_body(model: str, response: httpx.Response) -> None:
+    """Refuse the answer to a streaming request that is a whole body, not an event stream,
+    naming what the server said in it (its error message, when it holds one)."""
+    kind = response.headers.get("content-type", "")
+    if kind.startswith("text/event-stream"):
+        return
+    said = _said((await response.aread()).decode("utf-8", "replace"))
+    raise ModelStreamMissing(
+        f"{model}: the server answered a streaming request with a whole body "
+        f"({kind or 'no content type'}), not a stream; it said: {said or '(nothing)'}. It may "
+        f"not stream this request: {_INSTEAD}",
+        server_message=said,
+    )
+
+
+def empty_stream(model: str) -> ModelStreamMissing:
+    """The answer to a streaming request carried no chunks at all."""
+    return ModelStreamMissing(
+        f"{model}: the response to a streaming request carried no chunks; the server may not "
+        f"stream this request (its own log may say why): {_INSTEAD}"
+    )
+
+
+def _said(body: str) -> str:
+    """The error message a body holds (``{"error": {"message": ...}}`` and the like), else
+    its start."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return " ".join(body.split())[:_SHOWN]
+    error = value.get("error", value) if isinstance(value, dict) else value
+    for found in (error, value):
+        if isinstance(found, dict):
+            for key in ("message", "detail"):
+                if isinstance(found.get(key), str) and found[key]:
+                    return str(found[key])
+        if isinstance(found, str) and found:
+            return found
+    return " ".join(body.split())[:_SHOWN]

@@ -32,7 +32,7 @@ def with_edit_note(result: ToolResult, call: ToolCall) -> ToolResult:
 def timeout_text(entry: ToolEntry) -> str:
     """What the model reads of a call past its ``timeout``: stopped, or still running."""
     within = f"{entry.name!r} did not finish within {entry.options.timeout:g} s"
-    if _keeps_running(entry):
+    if keeps_running(entry):
         return f"{within} {_MAY_STILL_COMPLETE}"
     how = " (its process was killed)" if entry.options.isolation == "process" else ""
     return f"{within} and was stopped{how}; try smaller inputs or another approach"
@@ -41,10 +41,10 @@ def timeout_text(entry: ToolEntry) -> str:
 def run_time_text(limits: Limits, entry: ToolEntry) -> str:
     """What the model reads of a call still running when the run reached ``max_duration_s``."""
     text = f"not finished: the run reached its time limit (max_duration_s={limits.max_duration_s})"
-    return f"{text}; the call {_MAY_STILL_COMPLETE}" if _keeps_running(entry) else text
+    return f"{text}; the call {_MAY_STILL_COMPLETE}" if keeps_running(entry) else text
 
 
-def _keeps_running(entry: ToolEntry) -> bool:
+def keeps_running(entry: ToolEntry) -> bool:
     """A sync function in a worker thread: a thread cannot be stopped, only abandoned."""
     handler = entry.handler
     return (

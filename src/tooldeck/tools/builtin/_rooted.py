@@ -4,10 +4,12 @@ A path is walked one component at a time from an open descriptor of the root
 (``openat``-style: ``os.open(name, dir_fd=...)`` with ``O_NOFOLLOW``), never as a string
 the kernel resolves. ``..``, absolute paths and NUL characters are refused outright; a
 symlink is followed only while its target stays inside the root (a relative target is
-walked the same way, an absolute one must lie under the root). Because each step holds the
-descriptor of the directory it came from, a symlink swapped in between a check and a use
-cannot lead out: the swapped name is read again with ``O_NOFOLLOW`` and refused, or its new
-target is resolved by the same rules.
+walked on from the symlink's directory, an absolute one must lie under the root and is
+walked from the root), however long the chain: reads, writes, edits and listings resolve a
+path by this one walk, so a write lands in the file a read of the same path opens. Because
+each step holds the descriptor of the directory it came from, a symlink swapped in between a
+check and a use cannot lead out: the swapped name is read again with ``O_NOFOLLOW`` and
+refused, or its new target is resolved by the same rules.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class Root:
             raise ValueError(f"root {os.fspath(path)!r} is not a directory; give an existing one")
         self.path = real
         """The root's real path (symlinks resolved when the tools were made)."""
+        given = os.path.abspath(path)
+        self._spellings = (real,) if given == real else (real, given)
+        """How an absolute symlink target inside the root may begin."""
 
     @contextmanager
     def locate(self, path: str, *, make_parents: bool = False) -> Iterator[Located]:
@@ -72,7 +77,11 @@ class Root:
                     last_link = f"the symlink {name!r} points to {target!r}"
                     if links > _MAX_LINKS:
                         raise Refused(f"{path!r}: too many symlinks (a loop?)")
-                    parts.extendleft(reversed(self._target_parts(path, name, target)))
+                    inside, from_root = self._target_parts(path, name, target)
+                    if from_root:  # an absolute target inside the root starts at the root
+                        while len(stack) > 1:
+                            os.close(stack.pop())
+                    parts.extendleft(reversed(inside))
                     name = "."
                 elif parts:
                     stack.append(_descend(stack[-1], name, path, make_parents))
@@ -90,13 +99,19 @@ class Root:
         """``path`` as the model should write it (relative to the root, ``/`` separators)."""
         return path.strip("/") or "."
 
-    def _target_parts(self, path: str, name: str, target: str) -> list[str]:
+    def _target_parts(self, path: str, name: str, target: str) -> tuple[list[str], bool]:
+        """A symlink's target as components, and whether they start at the root (an absolute
+        target) rather than at the symlink's own directory."""
         if not target.startswith("/"):
-            return [part for part in target.split("/") if part not in ("", ".")]
-        if target == self.path or target.startswith(self.path + "/"):
-            inside = target[len(self.path) :]
-            return [part for part in inside.split("/") if part not in ("", ".")]
+            return _components(target), False
+        for root in self._spellings:
+            if target == root or target.startswith(root.rstrip("/") + "/"):
+                return _components(target[len(root) :]), True
         raise Refused(f"{path!r} leads outside the root: the symlink {name!r} points to {target!r}")
+
+
+def _components(path: str) -> list[str]:
+    return [part for part in path.split("/") if part not in ("", ".")]
 
 
 def _parts(path: str) -> list[str]:
@@ -106,7 +121,7 @@ def _parts(path: str) -> list[str]:
     if path.startswith(("/", "~")):
         where = "is absolute" if path.startswith("/") else "starts in a home directory"
         raise Refused(f"{path!r} {where}; give a path relative to the root, such as 'src/main.py'")
-    parts = [part for part in path.split("/") if part not in ("", ".")]
+    parts = _components(path)
     if ".." in parts:
         raise Refused(f"{path!r} uses '..'; give a path inside the root without '..'")
     return parts

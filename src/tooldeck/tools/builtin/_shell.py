@@ -5,6 +5,8 @@ directory resolved inside the root, with stdin closed, in a new process group. W
 command ends, or at the timeout, the whole group is killed (SIGKILL: a process that ignores
 SIGTERM or forked into the background goes too). The output (stdout and stderr together)
 is capped: the head and the tail are kept and the cut is said; invalid UTF-8 is replaced.
+Its environment is an allow-list's, never this process's whole one; with
+``sandbox="bubblewrap"`` it runs in a bubblewrap sandbox (``_sandbox``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from tooldeck.tools.builtin._files import explain
 from tooldeck.tools.builtin._rooted import Refused, Root, open_directory
+from tooldeck.tools.builtin._sandbox import Confinement, Sandbox, confinement
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import FunctionTool, tool
 from tooldeck.tools.options import RequiresApproval
@@ -45,6 +48,8 @@ def shell_tool(
     shell: bool = False,
     requires_approval: RequiresApproval = True,
     env: Mapping[str, str] | None = None,
+    pass_env: Iterable[str] = (),
+    sandbox: Sandbox = "none",
 ) -> FunctionTool[..., Any]:
     """A tool ``shell(command: str, cwd: str = ".")`` that runs commands under ``root``.
 
@@ -58,7 +63,18 @@ def shell_tool(
             cannot be enforced through a shell, so the two are refused together.
         requires_approval: True (the default): each call waits for a person's decision;
             False to opt out; or a predicate ``(ctx, arguments) -> bool``.
-        env: The command's environment; the process's own when None.
+        env: Variables to set in the command's environment, on top of the minimal one:
+            ``PATH``, ``LANG``, ``LC_*``, ``TERM``, ``TZ``, ``USER``, ``LOGNAME`` copied from
+            this process, and ``HOME`` set to the root. Nothing else of this process's
+            environment (its API keys) reaches a command.
+        pass_env: More names of this process's variables to copy (``pass_env=os.environ``
+            copies them all).
+        sandbox: ``"none"`` (the default): the command can reach whatever this process's
+            user can, files outside the root and the network included; only its working
+            directory and environment are confined. ``"bubblewrap"``: it runs in a
+            bubblewrap sandbox (Debian's ``bubblewrap``): the system read-only, the root
+            writable, no other file, no network; ValueError here if bwrap is missing or
+            cannot start. ``"auto"``: bubblewrap where it works, else none.
 
     Examples:
         >>> import tempfile
@@ -67,6 +83,7 @@ def shell_tool(
         'shell'
     """
     rooted = Root(root)
+    confined = confinement(rooted.path, sandbox, env, pass_env)
     allowed = frozenset(allow) if allow is not None else None
     if shell and allowed is not None:
         raise ValueError(
@@ -92,7 +109,7 @@ def shell_tool(
 
     @tool(
         name="shell",
-        description=_DESCRIPTION + ("" if shell else _NO_SHELL),
+        description=_DESCRIPTION + ("" if shell else _NO_SHELL) + confined.description(),
         on_error=explain,
         requires_approval=approval,
         side_effects=True,
@@ -108,7 +125,7 @@ def shell_tool(
         with rooted.locate(cwd) as located:
             directory = open_directory(located)
         try:
-            return await _run(argv, directory, timeout, max_output, env)
+            return await _run(argv, directory, timeout, max_output, confined)
         finally:
             os.close(directory)
 
@@ -135,9 +152,9 @@ def _argv(command: str, shell: bool, allowed: frozenset[str] | None) -> list[str
 
 
 async def _run(
-    argv: list[str], directory: int, timeout: float, max_output: int, env: Mapping[str, str] | None
+    argv: list[str], directory: int, timeout: float, max_output: int, confined: Confinement
 ) -> str:
-    process = await _start(argv, directory, env)
+    process = await _start(argv, directory, confined)
     capture = _Capture(max_output)
     assert process.stdout is not None
     reader = asyncio.ensure_future(capture.read(process.stdout))
@@ -158,18 +175,21 @@ async def _run(
 
 
 async def _start(
-    argv: list[str], directory: int, env: Mapping[str, str] | None
+    argv: list[str], directory: int, confined: Confinement
 ) -> asyncio.subprocess.Process:
+    cwd = f"/proc/self/fd/{directory}"  # the resolved directory itself, not a path again
+    if confined.bwrap is not None:
+        cwd = os.readlink(cwd)  # where the sandbox starts the command (the root is bound there)
     try:
         return await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=f"/proc/self/fd/{directory}",  # the resolved directory itself, not a path again
+            *confined.argv(argv, cwd),
+            cwd=f"/proc/self/fd/{directory}",
             pass_fds=(directory,),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,  # its own process group, killed as a whole
-            env=dict(env) if env is not None else None,
+            env=confined.env,
         )
     except FileNotFoundError:
         raise Refused(f"the program {argv[0]!r} was not found") from None

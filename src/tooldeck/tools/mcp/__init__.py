@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from typing_extensions import Unpack
 
-from tooldeck.errors import ToolDefinitionError
-from tooldeck.messages import ToolSpec
+from tooldeck.errors import ErrorCode, ToolDefinitionError
+from tooldeck.messages import ToolResult, ToolSpec
 from tooldeck.tools.context import RunContext
+from tooldeck.tools.handler import ToolOutcome
 from tooldeck.tools.mcp._targets import (
     HttpTarget,
     MCPCallFailed,
@@ -32,7 +33,7 @@ from tooldeck.tools.mcp._targets import (
     StdioTarget,
     Target,
 )
-from tooldeck.tools.options import RequiresApproval, ToolOptions, Trust
+from tooldeck.tools.options import RequiresApproval, ToolOptions, Trust, refuse_unknown_options
 from tooldeck.tools.registry import ToolEntry, Toolset
 from tooldeck.tools.schema._arguments import JsonSchemaArguments
 
@@ -89,6 +90,8 @@ class MCPToolset(Toolset):
     """
 
     def __init__(self, target: Target, **options: Unpack[MCPToolsetOptions]) -> None:
+        where = f"MCP server {target.describe()}"
+        refuse_unknown_options(where, options, MCPToolsetOptions.__annotations__)
         self.target = target
         self._prefix = options.get("prefix", "")
         self._wanted = _tool_filter(options.get("tools"))
@@ -102,7 +105,7 @@ class MCPToolset(Toolset):
             sensitive=options.get("sensitive", False),
             side_effects=options.get("side_effects", False),
         )
-        self._options.check(f"MCP server {target.describe()}")
+        self._options.check(where)
         self._entries: tuple[ToolEntry, ...] | None = None
         self._skipped: dict[str, str] = {}
         self._announced = 0
@@ -329,9 +332,17 @@ class MCPToolHandler:
         """Check the arguments against the server's schema; InvalidArguments if they fail."""
         return self._arguments.validate(arguments, closed=False)
 
-    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str:
-        """Call the tool on the server; its result as the observation text."""
-        return await self._toolset.call(self.name, arguments)
+    async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> str | ToolOutcome:
+        """Call the tool on the server; its result as the observation text. A failure the
+        server words as tooldeck does (``error[code]: ...``, a tooldeck server) keeps its
+        code, so the model reads one prefix, not ``error[tool_error]: error[...]``."""
+        try:
+            return await self._toolset.call(self.name, arguments)
+        except MCPCallFailed as error:
+            coded = _coded_failure(str(error))
+            if coded is None:
+                raise
+            return ToolOutcome(coded, error)
 
 
 def _tool_filter(wanted: ToolFilter | None) -> Callable[[ToolSpec], bool]:
@@ -345,6 +356,18 @@ def _tool_filter(wanted: ToolFilter | None) -> Callable[[ToolSpec], bool]:
         )
     names = frozenset(wanted)
     return lambda spec: spec.name in names
+
+
+_CODED = re.compile(r"error\[([a-z_]+)\]: (.*)", re.DOTALL)
+_CODES = frozenset(code.value for code in ErrorCode)
+
+
+def _coded_failure(text: str) -> ToolResult | None:
+    """``error[code]: message`` with a code tooldeck knows, as that failure; else None."""
+    found = _CODED.fullmatch(text)
+    if found is None or found[1] not in _CODES:
+        return None
+    return ToolResult.failure(found[1], found[2])
 
 
 def _failure_text(error: Exception) -> str:

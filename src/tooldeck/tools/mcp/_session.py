@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any, TypeVar
@@ -169,6 +170,14 @@ class Session:
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification):
             self._on_tools_changed()
+        elif isinstance(message, ValidationError):
+            answered = unreadable_answer(message)
+            if answered is not None:  # its request would wait for ever: end the session
+                self.ended = self.ended or MCPCallFailed(
+                    f"the server answered request {answered!r} with a message that is not valid "
+                    f"JSON-RPC ({message.errors()[0]['msg']})"
+                )
+                self._stop.set()
 
 
 async def _follow_tool_changes(stack: AsyncExitStack, client: Client) -> None:
@@ -184,6 +193,21 @@ async def _follow_tool_changes(stack: AsyncExitStack, client: Client) -> None:
         return
     with contextlib.suppress(MCPError, RuntimeError, TimeoutError):
         await stack.enter_async_context(client.listen(tools_list_changed=True))
+
+
+def unreadable_answer(error: ValidationError) -> object:
+    """The id of the request a message the transport could not read answers, if it is an
+    answer (a line of other output, which some servers print, is not)."""
+    problem = error.errors()[0]
+    value = problem.get("input")
+    if isinstance(value, str | bytes) and problem["type"] == "json_invalid":
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+    if isinstance(value, dict) and "id" in value and ("result" in value or "error" in value):
+        return value["id"]
+    return None
 
 
 def call_error_text(error: Exception) -> str:

@@ -1,0 +1,113 @@
+"""What a run spent, counted from its events, and the totals line that says it.
+
+    3.37 s total, 3.36 s in the model; 2 model turns, 1 tool call, 834 input / 46 output
+    tokens; stop: answer
+
+Tokens a server did not report are unknown, not zero; an answer a limit forced
+(``--on-limit final-answer``) says so beside the limit.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tooldeck.messages import ToolCall, Usage
+from tooldeck.results import RunResult
+from tooldeck.run.events import (
+    Event,
+    ModelRequest,
+    ModelResponse,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+
+
+def count(number: int, noun: str) -> str:
+    """``1 tool call``, ``2 tool calls``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+class Tally:
+    """What a run spent so far, from its events: the totals of a run that has no result
+    (interrupted), and the time in the model (which the result does not keep)."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        """Tokens, and model turns answered."""
+        self.calls = 0
+        """Tool calls finished."""
+        self.model_s = 0.0
+        """Seconds spent waiting for the model."""
+        self.last_turn_s = 0.0
+        """Seconds the latest model turn took."""
+        self.unmetered = 0
+        """Model turns whose usage the server did not send (their tokens are unknown)."""
+        self.running: dict[str, ToolCall] = {}
+        """Calls started and not finished (by id): what an interrupt found running."""
+        self._asked_at = 0.0
+
+    def show(self, event: Event) -> None:
+        """Count what the event adds: model time and tokens, finished calls."""
+        if isinstance(event, ModelRequest):
+            self._asked_at = time.perf_counter()
+        elif isinstance(event, ModelResponse):
+            self.last_turn_s = time.perf_counter() - self._asked_at
+            self.model_s += self.last_turn_s
+            usage = event.output.usage or Usage()
+            self.unmetered += event.output.usage is None
+            self.usage += Usage(
+                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
+            )
+        elif isinstance(event, ToolCallStarted):
+            self.running[event.call.id] = event.call
+        elif isinstance(event, ToolCallFinished):
+            self.calls += 1
+            self.running.pop(event.trace.call.id, None)
+
+    def spent(self, result: RunResult[Any] | None) -> tuple[Usage, int]:
+        """The usage and the number of calls: the result's when there is one, else counted."""
+        if result is None:
+            return self.usage, self.calls
+        return result.usage, len(result.tool_trace)
+
+    def line(self, seconds: float, stop_reason: str, result: RunResult[Any] | None) -> str:
+        """The totals line, from ``result`` when there is one (else from the events)."""
+        usage, calls = self.spent(result)
+        stop = stop_text(stop_reason, result)
+        return totals_line(seconds, self.model_s, usage, calls, stop, self.unmetered)
+
+
+def totals_line(
+    seconds: float, model_s: float, usage: Usage, calls: int, stop: str, unmetered: int = 0
+) -> str:
+    """``3.37 s total, 3.36 s in the model; 2 model turns, 1 tool call, 834 input / 46
+    output tokens; stop: answer``; ``unmetered`` model turns came without their usage."""
+    return (
+        f"{seconds:.2f} s total, {model_s:.2f} s in the model; "
+        f"{count(usage.requests, 'model turn')}, {count(calls, 'tool call')}, "
+        f"{_tokens(usage, unmetered)}; stop: {stop}"
+    )
+
+
+def _tokens(usage: Usage, unmetered: int) -> str:
+    counted = f"{usage.input_tokens} input / {usage.output_tokens} output tokens"
+    if not unmetered:
+        return counted
+    if unmetered >= usage.requests:
+        return "tokens unknown (the server sent no usage)"
+    return f"at least {counted} ({count(unmetered, 'model turn')} sent no usage)"
+
+
+def stop_text(stop_reason: str, result: RunResult[Any] | None) -> str:
+    """Why the run ended (``stop_reason``, else the result's), saying when a limit forced
+    the answer (``on_limit="final_answer"``)."""
+    reason = stop_reason or (str(result.stop_reason) if result is not None else "error")
+    if result is not None and reason not in ("answer", "paused") and result.output is not None:
+        return f"{reason} (the answer was forced at the limit: asked once more, without tools)"
+    return reason
+
+
+def duration_text(seconds: float) -> str:
+    """``15.0 s`` from a second up, ``1.5 ms`` below."""
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1000:.1f} ms"

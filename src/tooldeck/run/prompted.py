@@ -1,0 +1,128 @@
+"""Typed answers asked for in the instructions, where a server refuses structured output.
+
+``output_mode="auto"`` asks a model that has structured output for its typed answer that
+way. Some OpenAI-compatible servers refuse such a request: llama.cpp's servers answer a
+``json_schema`` response format with HTTP 500, others with 400. ``PromptedFallback`` wraps
+the model for a run: a request carrying an output schema that the server refuses so is sent
+once more without it, the schema written into the instructions instead (the answer is then
+read from the model's text and validated as before). Once that worked, the model is
+remembered: its later requests, in this run and in the next ones, go that way at once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import AsyncGenerator, Awaitable, Sequence
+from contextlib import aclosing, suppress
+from dataclasses import replace
+from typing import Any
+
+from tooldeck.errors import ModelError, ProviderError
+from tooldeck.messages import AssistantOutput, Message, ToolSpec
+from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.run.output import prompted_instructions
+
+REFUSED_STATUSES = frozenset({400, 422, 500, 501})
+"""The HTTP statuses a server answers a request it cannot serve with (llama.cpp's: 500)."""
+
+_refusing: weakref.WeakSet[Model] = weakref.WeakSet()
+"""Models whose server refused structured output and answered a prompted request."""
+
+
+class PromptedFallback(Model):
+    """``inner``, asked for a typed answer in its instructions once its server refused the
+    structured output (``settings.output_schema``) of a request."""
+
+    def __init__(self, inner: Model, schema: dict[str, Any]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.native_output = inner.native_output
+        self._schema = schema
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AssistantOutput:
+        if settings.output_schema is None:
+            return await self.inner.complete(messages, tools, settings, instructions)
+        prompted, prompt = self._prompted(settings, instructions)
+        if _refuses(self.inner):
+            return await self.inner.complete(messages, tools, prompted, prompt)
+        try:
+            return await self.inner.complete(messages, tools, settings, instructions)
+        except ProviderError as error:
+            if error.status_code not in REFUSED_STATUSES:
+                raise
+            refusal = error
+        output = await _after(refusal, self.inner.complete(messages, tools, prompted, prompt))
+        _remember(self.inner)
+        return output
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        sent, refused = (settings, instructions), False
+        if settings.output_schema is not None and _refuses(self.inner):
+            sent = self._prompted(settings, instructions)
+        elif settings.output_schema is not None:
+            async with aclosing(self.inner.stream(messages, tools, *sent)) as items:
+                first = await _first(items)
+                if first is not None:  # the server takes structured output
+                    yield first
+                    async for item in items:
+                        yield item
+                    return
+            sent, refused = self._prompted(settings, instructions), True
+        async with aclosing(self.inner.stream(messages, tools, *sent)) as items:
+            async for item in items:
+                yield item
+        if refused:
+            _remember(self.inner)
+
+    async def count_tokens(self, messages: Sequence[Message]) -> int:
+        return await self.inner.count_tokens(messages)
+
+    def _prompted(self, settings: ModelSettings, instructions: str) -> tuple[ModelSettings, str]:
+        return replace(settings, output_schema=None), prompted_instructions(
+            instructions, self._schema
+        )
+
+
+async def _first(items: AsyncGenerator[StreamItem, None]) -> StreamItem | None:
+    """The stream's first item, or None when the server refused its structured output."""
+    try:
+        return await anext(items)
+    except ProviderError as error:
+        if error.status_code not in REFUSED_STATUSES:
+            raise
+        return None
+
+
+async def _after(refusal: ProviderError, request: Awaitable[AssistantOutput]) -> AssistantOutput:
+    """The prompted request's answer; its failure says the structured one was refused."""
+    try:
+        output = await request
+    except ModelError as error:
+        error.add_note(f"(sent without structured output, which the server refused: {refusal})")
+        raise
+    return output
+
+
+def _remember(model: Model) -> None:
+    with suppress(TypeError):  # not weakly referenceable or hashable: each run finds out
+        _refusing.add(model)
+
+
+def _refuses(model: Model) -> bool:
+    """True once the model's server refused structured output and took a prompted request."""
+    try:
+        return model in _refusing
+    except TypeError:  # not hashable
+        return False
