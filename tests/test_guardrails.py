@@ -300,3 +300,16 @@ async def test_an_agent_tool_whose_guardrail_trips_is_a_failed_call_of_the_outer
         "error[tool_error]: the agent 'helper' stopped without an answer (stop reason: guardrail)"
     )
     assert result.answer == "it refused"
+
+
+async def test_arguments_a_person_edits_at_approval_are_judged_again() -> None:
+    needs_yes = tool(requires_approval=True, name="send_email")(send_email.fn)
+    model = ScriptedModel([calls(call("send_email", to="a@corp.example", body="x")), answer("ok")])
+    agent = Agent(model, [needs_yes], tool_guardrails=[external_only])
+    paused = await agent.run("mail")
+    assert [d.verdict for d in paused.guardrails] == ["passed"]
+    edit = Approve(arguments={"to": "x@evil.example", "body": "x"})
+    done = await agent.resume(paused.checkpoint, {"c1": edit})
+    assert ran == []
+    assert tool_messages(done.messages) == ["error[refused]: x@evil.example is outside the company"]
+    assert [d.verdict for d in done.guardrails] == ["passed", "refused"]

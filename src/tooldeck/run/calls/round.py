@@ -66,6 +66,9 @@ async def run_round(
     answered), or a paused turn's decided ones. Yields the round's events, then its outcome."""
     if turn.started:
         admitted = _admit_decided(turn, decisions, round_)
+        if round_.view.guarded or round_.options.tool_guardrails:  # a person's edit is judged
+            async for event in _guard_arguments(admitted, round_, edited_only=True):
+                yield event
     else:
         turn.started = True
         admitted = _admit_new(turn, round_)
@@ -132,11 +135,17 @@ def _admit_new(turn: OpenTurn, round_: CallRound) -> _Admitted:
     return admitted
 
 
-async def _guard_arguments(admitted: _Admitted, round_: CallRound) -> AsyncGenerator[Event, None]:
-    """Judge the ready calls' arguments: the decisions as events; a refused call is answered,
-    a stop raises (no call of the round has run)."""
+async def _guard_arguments(
+    admitted: _Admitted, round_: CallRound, edited_only: bool = False
+) -> AsyncGenerator[Event, None]:
+    """Judge the ready calls' arguments (``edited_only``: those a person edited at approval):
+    the decisions as events; a refused call is answered, a stop raises (no call of the round
+    has run)."""
     ready: list[Ready] = []
     for item in admitted.ready:
+        if edited_only and not item.edited:
+            ready.append(item)
+            continue
         judged, events, stop = await guard_arguments(item, round_)
         for event in events:
             yield event
