@@ -15,7 +15,9 @@ the queue until stopped), ``enqueue`` (put ``--runs`` runs on the queue), ``reco
 (hand the runs of the dead worker ``--dead`` to the others). ``decide``, ``enqueue`` and
 ``recover`` are clients: they take no runs from the queue.
 Knobs: ``SLOW_S`` (how long the ``slow`` tool sleeps), ``NOTE_S`` (how long ``note`` takes),
-``BLOCK_MODEL_AT`` (the model request, counted in tool results seen, that blocks a minute).
+``BLOCK_MODEL_AT`` (the model request, counted in tool results seen, that blocks a minute),
+``HANG_CHARGE`` (``before`` or ``after`` its effect: where a ``charge`` call sleeps 10
+minutes, to be killed; ``effect charge 5 <key>`` in the log is the side effect).
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ import asyncio
 import json
 import os
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from dbos import DBOS, DBOSConfig
 from pydantic import BaseModel
 
-from tooldeck import Agent, Approve, AssistantOutput, RunContext, ToolCall, tool
+from tooldeck import Agent, Approve, AssistantOutput, RunContext, ToolCall, ToolResult, tool
 from tooldeck.durable import DurableAgent, recover_runs
 from tooldeck.models.base import Model, ModelSettings
 
@@ -41,6 +45,8 @@ SCENARIOS = {
     "approval": [[("note", "a"), ("pay", "5")]],
     "queue": [[("note", "x")]],
     "nested": [[("helper", "x")]],
+    "charge": [[("note", "a"), ("charge", "5")], [("slow", "c")]],
+    "charge_checked": [[("note", "a"), ("charge_checked", "5")], [("slow", "c")]],
 }
 """Per scenario, the calls of each tool turn (tool name, argument); then the model answers.
 ``helper`` is an agent tool whose inner agent runs ``INNER``."""
@@ -124,7 +130,32 @@ def build_tools(log: Log) -> list[Any]:
         log.write(f"done pay {what}")
         return f"paid {what}"
 
-    return [note, slow, pay]
+    def charge_once(ctx: RunContext[Any], what: str) -> str:
+        log.write(f"start charge {what}")
+        if os.environ.get("HANG_CHARGE") == "before":
+            time.sleep(600)
+        log.write(f"effect charge {what} {ctx.idempotency_key}")
+        if os.environ.get("HANG_CHARGE") == "after":
+            time.sleep(600)
+        return f"charged {what}"
+
+    @tool(side_effects=True)
+    def charge(ctx: RunContext[Any], what: str) -> str:
+        """Charge an amount (at most once)."""
+        return charge_once(ctx, what)
+
+    def already_charged(ctx: RunContext[Any]) -> ToolResult | None:
+        for line in Path(log.path).read_text().splitlines():
+            if line.startswith("effect charge") and line.endswith(f" {ctx.idempotency_key}"):
+                return ToolResult.success("charged (found by reconcile)")
+        return None
+
+    @tool(side_effects=True, reconcile=already_charged)
+    def charge_checked(ctx: RunContext[Any], what: str) -> str:
+        """Charge an amount (at most once; the log says whether it happened)."""
+        return charge_once(ctx, what)
+
+    return [note, slow, pay, charge, charge_checked]
 
 
 def declare(args: argparse.Namespace) -> DurableAgent[Any, Any]:

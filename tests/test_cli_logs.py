@@ -205,6 +205,7 @@ def test_logs_as_json(home: Path) -> None:
         "parent_call_id": None,
         "tool_calls": 2,
         "failed_calls": 1,
+        "cost_usd": None,
         "untrusted_call_id": None,
         "untrusted_tool": None,
     }

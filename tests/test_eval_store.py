@@ -21,9 +21,9 @@ from tooldeck.eval import (
     read_results,
     run_eval,
 )
-from tooldeck.eval.prices import price_of
 from tooldeck.messages import Usage
 from tooldeck.models.base import Model
+from tooldeck.models.prices import price_of
 
 SETTINGS = {"tool_choice": "auto", "max_tokens": 1024}
 

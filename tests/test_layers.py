@@ -19,7 +19,7 @@ PACKAGE = SRC / "tooldeck"
 
 LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, ("tooldeck._version", "tooldeck.errors", "tooldeck._untrusted")),
-    (1, ("tooldeck.messages", "tooldeck.safety", "tooldeck.results")),
+    (1, ("tooldeck.messages", "tooldeck.safety", "tooldeck._traced", "tooldeck.results")),
     (2, ("tooldeck.tools", "tooldeck.models")),
     (3, ("tooldeck.run",)),
     (4, ("tooldeck.sessions", "tooldeck.runlog", "tooldeck.observe", "tooldeck.durable")),

@@ -39,6 +39,7 @@ from tooldeck import (
 )
 from tooldeck.messages import Usage
 from tooldeck.models.openai import OpenAIChatModel
+from tooldeck.models.prices import price_of
 from tooldeck.observe import Instrumentation, uninstrument
 from tooldeck.observe._spans import model_identity
 
@@ -294,8 +295,17 @@ async def test_a_streamed_run_has_the_same_spans_as_a_plain_one(
         "gen_ai.request.model": "gpt-4.1-mini",
     }
 
+    def cost(tokens: tuple[int, int]) -> float | None:
+        return price_of(
+            "openai:gpt-4.1-mini", Usage(input_tokens=tokens[0], output_tokens=tokens[1])
+        )
+
     def chat_span(tokens: tuple[int, int], finish: str) -> Tree:
-        usage = {"gen_ai.usage.input_tokens": tokens[0], "gen_ai.usage.output_tokens": tokens[1]}
+        usage = {
+            "gen_ai.usage.input_tokens": tokens[0],
+            "gen_ai.usage.output_tokens": tokens[1],
+            "tooldeck.usage.cost_usd": cost(tokens),
+        }
         return (
             "chat gpt-4.1-mini",
             {
@@ -310,7 +320,12 @@ async def test_a_streamed_run_has_the_same_spans_as_a_plain_one(
     assert streamed == [
         (
             "invoke_agent",
-            {"gen_ai.operation.name": "invoke_agent", **openai, "tooldeck.stop_reason": "answer"},
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                **openai,
+                "tooldeck.stop_reason": "answer",
+                "tooldeck.usage.cost_usd": final.result.usage.cost_usd,
+            },
             [
                 chat_span((30, 8), "tool_call"),
                 execute("add_numbers", "call_1"),

@@ -104,6 +104,7 @@ def test_a_run_is_logged_with_its_model_turns_and_tool_calls(log: RunLog) -> Non
         "temperature": 0.5,
         "max_tokens": None,
         "output_schema": None,
+        "prices": None,
     }
     assert (second.round, second.content, second.tool_calls) == (2, "2 + 3 = 5; 1 / 0 fails.", 0)
     added, divided = sorted(detailed.calls, key=lambda logged: logged.call_id)

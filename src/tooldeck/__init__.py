@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # `as` re-exports each name for type checkers; at run time th
     from tooldeck.results import StopReason as StopReason
     from tooldeck.results import ToolTrace as ToolTrace
     from tooldeck.run.agent import Agent as Agent
-    from tooldeck.run.agent import run_agent as run_agent
     from tooldeck.run.events import Event as Event
     from tooldeck.run.events import FinalAnswer as FinalAnswer
     from tooldeck.run.events import ModelRequest as ModelRequest
@@ -46,6 +45,7 @@ if TYPE_CHECKING:  # `as` re-exports each name for type checkers; at run time th
     from tooldeck.run.events import ToolCallDelta as ToolCallDelta
     from tooldeck.run.events import ToolCallFinished as ToolCallFinished
     from tooldeck.run.events import ToolCallStarted as ToolCallStarted
+    from tooldeck.run.oneshot import run_agent as run_agent
     from tooldeck.run.policy import Limits as Limits
     from tooldeck.tools.context import RunContext as RunContext
     from tooldeck.tools.function import FunctionTool as FunctionTool
@@ -62,7 +62,7 @@ from tooldeck._version import __version__ as __version__
 _EXPORTS: dict[str, str] = {
     # building and running agents
     "Agent": "tooldeck.run.agent",
-    "run_agent": "tooldeck.run.agent",
+    "run_agent": "tooldeck.run.oneshot",
     "Limits": "tooldeck.run.policy",
     "RunContext": "tooldeck.tools.context",
     "instrument": "tooldeck.observe",

@@ -26,7 +26,8 @@ class ErrorCode(StrEnum):
     TOOL_TIMEOUT = "tool_timeout"
     REPEATED_CALL = "repeated_call"
     CALL_LIMIT = "call_limit"
-    """Not run: the run's ``max_tool_calls`` was reached (the run stops after this turn)."""
+    """Not run: the run's ``max_tool_calls`` (or the tool's ``max_calls``) was reached, or
+    the run stopped at a token or cost limit before running the turn's calls."""
     REJECTED = "rejected"
     """Not run: a person rejected the call (``Reject(message=...)`` on resume)."""
     INVALID_OUTPUT = "invalid_output"
@@ -34,6 +35,10 @@ class ErrorCode(StrEnum):
     INTERRUPTED = "interrupted"
     """The call's result was lost: a stored conversation had no answer for it (a session's
     history is repaired with this observation before the model reads it again)."""
+    CANCELLED = "cancelled"
+    """The run was cancelled (``RunHandle.cancel()``) before the call finished."""
+    OUTPUT_TOO_LARGE = "output_too_large"
+    """The tool's output was longer than its ``max_output_chars`` (``large_output="error"``)."""
     REFUSED = "refused"
     """Not run: a tool guardrail refused the call (or policy refused it)."""
 
@@ -100,8 +105,8 @@ class LimitExceeded(RunStopped):
     def __init__(self, message: str, limit: str, result: Any = None) -> None:
         super().__init__(message, result)
         self.limit = limit
-        """Which limit: ``max_rounds``, ``max_tool_calls``, ``max_duration_s`` or ``retries``
-        (the run's StopReason)."""
+        """Which limit: ``max_rounds``, ``max_tool_calls``, ``max_duration_s``, ``retries``,
+        ``max_tokens``, ``max_cost`` or ``budget`` (the run's StopReason)."""
 
 
 class ToolExecutionError(RunStopped):

@@ -71,6 +71,11 @@ class Usage(BaseModel):
     """Tokens the model generated."""
     requests: int = 0
     """Model calls made."""
+    cost_usd: float | None = Field(default=None, exclude_if=lambda cost: cost is None)
+    """US dollars spent, when the price is known (``tooldeck.models.prices``): None means
+    unknown, never a guess. A sum is unknown when one of its parts is (an empty ``Usage()``,
+    no tokens and no requests, adds as nothing). Left out of JSON when unknown, so what was
+    stored before it existed (a signed checkpoint) reads and verifies the same."""
 
     @property
     def total_tokens(self) -> int:
@@ -81,7 +86,23 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
+            cost_usd=_summed_cost(self, other),
         )
+
+    @property
+    def is_empty(self) -> bool:
+        """No tokens, no requests and no cost: the zero of ``+``."""
+        return not (self.input_tokens or self.output_tokens or self.requests or self.cost_usd)
+
+
+def _summed_cost(first: Usage, second: Usage) -> float | None:
+    if first.is_empty:
+        return second.cost_usd
+    if second.is_empty:
+        return first.cost_usd
+    if first.cost_usd is None or second.cost_usd is None:
+        return None
+    return first.cost_usd + second.cost_usd
 
 
 class ToolCall(BaseModel):
@@ -160,6 +181,8 @@ class AssistantOutput(BaseModel):
     """Tokens this response cost, when the provider reports them."""
     provider_items: tuple[dict[str, Any], ...] = ()
     """Provider-side activity kept for the host (e.g. hosted tool calls), as plain JSON."""
+    model: str | None = Field(default=None, exclude_if=lambda name: name is None)
+    """The model that wrote this turn, when a ``FallbackModel`` chose it (its ``name``)."""
 
 
 class Message(BaseModel):

@@ -2,7 +2,7 @@
 
 ``Checkpoint`` is a paused run as versioned JSON (its signing and restoring live in
 ``tooldeck.run.checkpoint``). May import: ``tooldeck.errors``, ``tooldeck._untrusted``,
-``tooldeck.messages``, ``tooldeck.safety``.
+``tooldeck.messages``, ``tooldeck.safety``, ``tooldeck._traced``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,15 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
-    GetCoreSchemaHandler,
-    GetPydanticSchema,
+    Field,
     PlainSerializer,
     PlainValidator,
     SerializationInfo,
     ValidationError,
 )
-from pydantic_core import CoreSchema, core_schema
 
-from tooldeck._untrusted import repaired
+from tooldeck._traced import RecordedError as RecordedError
+from tooldeck._traced import TracedError
 from tooldeck.errors import CheckpointError, ErrorCode
 from tooldeck.messages import FROZEN, Message, ToolCall, ToolResult, Usage
 from tooldeck.safety import GuardrailDecision, UntrustedSource, unsigned_safety_defaults
@@ -49,64 +48,16 @@ class StopReason(StrEnum):
     """The model's typed answer did not validate too many times."""
     MIDDLEWARE_ERROR = "middleware_error"
     """A middleware hook raised (``MiddlewareError``)."""
+    MAX_TOKENS = "max_tokens"
+    """The run spent ``max_input_tokens``, ``max_output_tokens`` or ``max_total_tokens``."""
+    MAX_COST = "max_cost"
+    """The run spent ``max_cost_usd`` (or a response's cost was unknown under that limit)."""
+    BUDGET = "budget"
+    """A ``Budget`` shared with other runs was spent."""
+    CANCELLED = "cancelled"
+    """``RunHandle.cancel()`` stopped the run."""
     GUARDRAIL = "guardrail"
     """A guardrail stopped the run (``GuardrailTripped``)."""
-
-
-class RecordedError(Exception):
-    """An exception read back from JSON: its type's name and its message."""
-
-    def __init__(self, type_name: str, message: str) -> None:
-        super().__init__(message)
-        self.type_name = type_name
-        """The original exception's class name, e.g. ``KeyError``."""
-
-    def __repr__(self) -> str:
-        return f"{self.type_name}({str(self)!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (RecordedError, (self.type_name, str(self)))
-
-
-def _error_from_json(value: dict[str, Any]) -> RecordedError:
-    type_name, message = value.get("type"), value.get("message")
-    if not isinstance(type_name, str) or not isinstance(message, str):
-        raise ValueError('expected {"type": <text>, "message": <text>}')
-    return RecordedError(type_name, message)
-
-
-def _error_to_json(error: BaseException | None) -> dict[str, str] | None:
-    if error is None:
-        return None
-    name = error.type_name if isinstance(error, RecordedError) else type(error).__name__
-    try:
-        message = repaired(str(error))
-    except Exception:  # an exception whose __str__ fails still has a type to record
-        message = ""
-    return {"type": name, "message": message}
-
-
-def _traced_error_schema(source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-    # Left to right, so an exception or None (every trace the loop makes) is accepted without
-    # calling Python code; only a dict read back from JSON goes through _error_from_json.
-    from_json = core_schema.no_info_after_validator_function(
-        _error_from_json, core_schema.dict_schema()
-    )
-    return core_schema.union_schema(
-        [
-            core_schema.none_schema(),
-            core_schema.is_instance_schema(BaseException),
-            from_json,
-        ],
-        mode="left_to_right",
-        serialization=core_schema.plain_serializer_function_ser_schema(
-            _error_to_json, when_used="json"
-        ),
-    )
-
-
-TracedError = Annotated[BaseException | None, GetPydanticSchema(_traced_error_schema)]
-"""An exception that JSON keeps as its type's name and message (a RecordedError when read)."""
 
 
 class ToolTrace(BaseModel):
@@ -124,6 +75,9 @@ class ToolTrace(BaseModel):
     """
     inner_trace: InnerTrace = None
     """For a call of an agent tool (``agent.as_tool``): every call of the inner run."""
+    full_output: str | None = Field(default=None, exclude_if=lambda text: text is None)
+    """The tool's whole output when the model read less of it (``max_output_chars``); None
+    when the model read it all."""
 
 
 def _inner_from_python(value: Any) -> tuple[ToolTrace, ...] | None:
@@ -225,6 +179,8 @@ class RunCounters(BaseModel):
     """Typed answers refused so far."""
     elapsed_s: float = 0.0
     """Time the run has used; the time spent paused does not count."""
+    calls_by_tool: dict[str, int] = Field(default={}, exclude_if=lambda counts: not counts)
+    """Per tool with ``max_calls``: its calls so far (left out of JSON when empty)."""
 
 
 class RepeatRecord(BaseModel):
@@ -248,7 +204,8 @@ class PausedTurn(BaseModel):
     answered: dict[str, ToolResult] = {}
     """Call id -> result, for the turn's calls that already ran or were refused."""
     pending: tuple[PendingCall, ...]
-    untrusted: tuple[str, ...] = ()  # answered calls whose results are untrusted content
+    untrusted: tuple[str, ...] = ()
+    """The answered calls of the turn whose results are untrusted content."""
 
 
 class HistorySummary(BaseModel):
@@ -289,7 +246,9 @@ class Checkpoint(BaseModel):
     history_summary: HistorySummary | None = None
     """The summary of the earlier conversation, with ``Agent(history_strategy=Summarize(...))``."""
     guardrails: tuple[GuardrailDecision, ...] = ()
-    tainted_by: UntrustedSource | None = None  # and the guardrails' decisions: as in RunResult
+    """The guardrails' decisions so far."""
+    tainted_by: UntrustedSource | None = None
+    """The call that first brought untrusted content into the conversation, if one did."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 
@@ -395,6 +354,6 @@ class RunResult(BaseModel, Generic[OutputT]):
     """The summary the ``Summarize`` history strategy sent in place of the earliest turns
     (store it and give it back with ``Summarize.remember`` so it is not made again)."""
     guardrails: tuple[GuardrailDecision, ...] = ()
+    """Every guardrail's decision, in order (``Agent(input_guardrails=...)`` and the rest)."""
     tainted_by: UntrustedSource | None = None
-    """Every guardrail's decision, in order; the call that first brought untrusted content
-    into the conversation (in this run or an earlier one), if one did."""
+    """The call that first brought untrusted content into the conversation (or an earlier one)."""

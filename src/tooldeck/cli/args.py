@@ -86,6 +86,17 @@ def positive_seconds(text: str) -> float:
     return seconds
 
 
+def dollars(text: str) -> float:
+    """An argparse type: US dollars, more than 0 (``0.50``, ``$2``)."""
+    try:
+        amount = float(text.removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected US dollars (e.g. 0.50), got {text!r}") from None
+    if not amount > 0 or amount == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 dollars, got {text!r}")
+    return amount
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """``; did you mean 'x'?`` for a close name, else the names there are."""
     names = sorted(known)

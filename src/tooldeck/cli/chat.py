@@ -45,8 +45,8 @@ def add_chat_parser(commands: Any, parents: list[Parser]) -> None:
 
 def chat_command(args: argparse.Namespace) -> int:
     """Run ``tooldeck chat``: prompts read from the terminal, turn after turn; the exit status."""
-    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as view:
-        run = prepare(args, view, "")
+    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as loaded:
+        run = prepare(args, loaded, "")
         with logging_runs(run.agent, args.no_log):
             return _converse(run, runner)
 

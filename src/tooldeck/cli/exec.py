@@ -26,6 +26,7 @@ from tooldeck.cli.args import EXIT_ANSWER, CliError
 from tooldeck.cli.display import Console, RunDisplay
 from tooldeck.cli.sessions import paused_prompt, waiting_calls
 from tooldeck.cli.totals import Tally, stop_text
+from tooldeck.cli.voice import Driven, Voice
 from tooldeck.errors import (
     CheckpointError,
     LimitExceeded,
@@ -145,36 +146,6 @@ def _not_kept(run: Run, failed: SessionError) -> str:
         "the conversation while this one ran. Run the prompt again "
         f"(--session {session}) to go on from the conversation as it is now"
     )
-
-
-@dataclass(frozen=True)
-class Voice:
-    """Where the command says what it does besides the run's events: the display's console,
-    else stderr (stdout holds only the answer or the JSON document)."""
-
-    console: Console | None
-    echo: bool = True
-    """Show the prompt as the user line before its run."""
-
-    def note(self, text: str) -> None:
-        if self.console is not None:
-            self.console.line(text, "yellow")
-        else:
-            print(f"tooldeck: {text}", file=sys.stderr, flush=True)
-
-    def prompt(self, text: str, *, after_other_run: bool = False) -> None:
-        if self.console is not None and (self.echo or after_other_run):
-            self.console.line("")
-            self.console.line(f"user: {text}", "bold")
-
-
-@dataclass(frozen=True)
-class Driven:
-    """What a command's run produced: the prompt's result, and the result of the paused run
-    its conversation held, answered first (None when it held none)."""
-
-    result: RunResult[Any]
-    resumed: RunResult[Any] | None = None
 
 
 def drive(
@@ -366,8 +337,10 @@ def run_document(
         "duration_s": round(seconds, 3),
         "model_s": round(run.tally.model_s, 3),
     }
-    if result.guardrails or result.tainted_by:  # what the safety checks saw and decided
-        document |= result.model_dump(mode="json", include={"guardrails", "tainted_by"})
+    if result.guardrails:
+        document["guardrails"] = [decision.model_dump() for decision in result.guardrails]
+    if result.tainted_by is not None:
+        document["tainted_by"] = result.tainted_by.model_dump()
     return document
 
 

@@ -20,7 +20,6 @@ from tooldeck.tools.modules import exception_text, is_own_code, raised_at
 from tooldeck.tools.registry import ToolRegistry, ToolView
 
 __all__ = [
-    "agent_settings",
     "exception_text",
     "is_own_code",
     "load_object",
@@ -45,25 +44,26 @@ def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
     """The tools named by ``target`` (see ``tooldeck.tools.modules.tool_registry``), only
     those of ``toolsets`` when given; a Toolset's are listed, and its connection closed (its
     tools connect again where they are called)."""
-    with asyncio.Runner() as runner, loaded_tools(target, toolsets, runner) as view:
+    with asyncio.Runner() as runner, loaded_tools(target, toolsets, runner) as (view, _):
         return view
 
 
 @contextmanager
 def loaded_tools(
     target: str | None, toolsets: Sequence[str] | None, runner: asyncio.Runner
-) -> Iterator[ToolView]:
+) -> Iterator[tuple[ToolView, dict[str, Any]]]:
     """The tools named by ``target`` (none when None), Toolsets' tools loaded on
-    ``runner``'s loop and closed there when the block ends."""
+    ``runner``'s loop and closed there when the block ends; and the agent settings the
+    module defines beside its tools (its guardrails: ``modules.AGENT_SETTINGS``)."""
     if target is None:
         if toolsets:
             raise UsageError("--toolset picks tools of --tools: give -t/--tools too")
-        yield ToolView.of(())
+        yield ToolView.of(()), {}
         return
     with command_errors():
-        registry = modules.tool_registry(target)
+        registry, settings = modules.tools_and_settings(target)
     try:
-        yield runner.run(_view(registry, toolsets))
+        yield runner.run(_view(registry, toolsets)), settings
     finally:
         if registry.toolsets_registered:
             runner.run(registry.aclose())
@@ -77,15 +77,6 @@ async def _view(registry: ToolRegistry, toolsets: Sequence[str] | None) -> ToolV
         return await registry.load_view(toolsets)  # the Toolsets' lists, as just loaded
     except ValueError as error:  # an unknown toolset name
         raise UsageError(f"--toolset: {error}") from error
-
-
-def agent_settings(target: str | None) -> dict[str, Any]:
-    """What the tools module defines for the agent beside its tools (its guardrails:
-    ``tooldeck.tools.modules.AGENT_SETTINGS``); nothing without a module."""
-    if target is None:
-        return {}
-    with command_errors():
-        return modules.agent_settings(target)
 
 
 def load_object(target: str, option: str) -> Any:

@@ -1,6 +1,6 @@
 """``tooldeck logs``: list the logged runs, show one as it was shown live, print the path.
 
-tooldeck logs [-n N] [--tool NAME] [--errors] [--session ID] [--json]
+tooldeck logs [-n N] [--tool NAME] [--errors] [--session ID] [--since WHEN] [--cost] [--json]
 tooldeck logs show RUN_ID [--json]
 tooldeck logs path
 """
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tooldeck.cli.display import Console, RunDisplay, call_text
+from tooldeck.cli.totals import dollars
 from tooldeck.messages import ToolCall, Usage
 from tooldeck.runlog import LoggedCall, LoggedRun, LoggedTurn, default_path
 from tooldeck.runlog.read import list_runs, load_run
@@ -31,6 +32,17 @@ def add_logs_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> No
     logs.add_argument("--tool", metavar="NAME", help="only runs that called the tool NAME")
     logs.add_argument("--errors", action="store_true", help="only runs with a failed tool call")
     logs.add_argument("--session", metavar="ID", help="only runs of the session ID")
+    logs.add_argument(
+        "--since",
+        metavar="WHEN",
+        type=since_time,
+        help="only runs started in the last WHEN (30m, 12h, 1d, 2w) or since a date (2026-01-31)",
+    )
+    logs.add_argument(
+        "--cost",
+        action="store_true",
+        help="print what the matching runs cost in total (all of them: -n does not apply)",
+    )
     logs.add_argument("--json", action="store_true", help="print the runs as JSON")
     logs.set_defaults(handler=_list)
     actions = logs.add_subparsers(dest="logs_command", metavar="ACTION")
@@ -48,18 +60,53 @@ def _list(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise ValueError(f"-n must be at least 1, got {args.n}")
     path = default_path()
-    runs = list_runs(path, args.n, tool=args.tool, errors=args.errors, session=args.session)
+    filters = {"tool": args.tool, "errors": args.errors, "session": args.session}
+    if args.cost:
+        return _total_cost(list_runs(path, None, since=args.since, **filters), args.json)
+    runs = list_runs(path, args.n, since=args.since, **filters)
     if args.json:
         listed = [run.to_json(details=False) for run in runs]
         print(json.dumps(listed, indent=2, ensure_ascii=False))
         return 0
     if not runs:
-        filtered = args.tool or args.errors or args.session
+        filtered = args.tool or args.errors or args.session or args.since
         print(f"no {'matching ' if filtered else ''}runs in the log at {path}")
         return 0
     for line in _table(runs):
         print(line.rstrip())
     return 0
+
+
+def _total_cost(runs: list[LoggedRun], as_json: bool) -> int:
+    """What the runs cost: the sum of the known costs, and how many runs had none."""
+    known = [run.cost_usd for run in runs if run.cost_usd is not None]
+    total = sum(known)
+    unknown = len(runs) - len(known)
+    if as_json:
+        print(json.dumps({"runs": len(runs), "cost_usd": total, "unknown_cost_runs": unknown}))
+        return 0
+    line = f"{dollars(total)} for {len(runs)} run{'' if len(runs) == 1 else 's'}"
+    if unknown:
+        line += f" ({unknown} of unknown cost, not counted)"
+    print(line)
+    return 0
+
+
+_UNITS = {"m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def since_time(text: str) -> float:
+    """``--since``: ``30m``, ``12h``, ``1d``, ``2w`` ago, or a date (``2026-01-31``, local
+    time), as Unix seconds."""
+    amount, unit = text[:-1], text[-1:]
+    if unit in _UNITS and amount.isdigit():
+        return time.time() - int(amount) * _UNITS[unit]
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%d"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is no time: give 30m, 12h, 1d, 2w or a date such as 2026-01-31"
+        ) from None
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -77,7 +124,9 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def _table(runs: list[LoggedRun]) -> Iterator[str]:
-    rows = [("RUN", "STARTED", "MODEL", "CALLS", "STOP", "TIME", "PROMPT")]
+    """One line a run; a COST column when some run's cost is known."""
+    priced = any(run.cost_usd is not None for run in runs)
+    rows = [("RUN", "STARTED", "MODEL", "CALLS", "STOP", "TIME", *_cost_cell(priced), "PROMPT")]
     for run in runs:
         calls = str(run.tool_calls) + (f" ({run.failed_calls} failed)" if run.failed_calls else "")
         duration = f"{run.duration_s:.2f} s" if run.duration_s is not None else "-"
@@ -89,12 +138,21 @@ def _table(runs: list[LoggedRun]) -> Iterator[str]:
                 calls,
                 run.stop_reason or "-",
                 duration,
+                *_cost_cell(priced, run),
                 _short(run.prompt),
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
         yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+
+
+def _cost_cell(priced: bool, run: LoggedRun | None = None) -> tuple[str, ...]:
+    if not priced:
+        return ()
+    if run is None:
+        return ("COST",)
+    return ("-" if run.cost_usd is None else dollars(run.cost_usd),)
 
 
 def replay(run: LoggedRun, console: Console) -> None:
@@ -118,7 +176,10 @@ def replay(run: LoggedRun, console: Console) -> None:
     else:
         console.line(f"answer: {run.answer or ''}", "bold")
     usage = Usage(
-        input_tokens=run.input_tokens, output_tokens=run.output_tokens, requests=run.model_turns
+        input_tokens=run.input_tokens,
+        output_tokens=run.output_tokens,
+        requests=run.model_turns,
+        cost_usd=run.cost_usd,
     )
     display.totals(run.duration_s or 0.0, usage, run.tool_calls, run.stop_reason or "-")
 

@@ -3,7 +3,7 @@
     tooldeck run ["PROMPT"] [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--base-url URL]
         [--api-key-env NAME] [--toolset NAME]... [--system TEXT | --instructions-file PATH]
         [--tool-choice auto|required|none|NAME] [--max-rounds N] [--max-tokens N]
-        [--timeout SECONDS]
+        [--timeout SECONDS] [--max-cost USD]
         [--on-limit raise|final-answer] [--error-details] [--approve TOOL]... [--yes]
         [--deps MODULE:FACTORY] [--output-schema MODULE:TYPE]
         [--output-mode auto|native|tool|prompted] [--json | --no-display]

@@ -21,11 +21,12 @@ from tooldeck.cli.args import (
     Parser,
     UsageError,
     did_you_mean,
+    dollars,
     positive_int,
     positive_seconds,
 )
 from tooldeck.cli.exec import Form, Run, execute
-from tooldeck.cli.load import agent_settings, exception_text, load_object, loaded_tools, raised_at
+from tooldeck.cli.load import exception_text, load_object, loaded_tools, raised_at
 from tooldeck.cli.model import build_model
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import open_session, session_options
@@ -59,6 +60,12 @@ def agent_options() -> Parser:
         "--instructions-file", metavar="PATH", help="read the system prompt from a file"
     )
     _bounds(parent)
+    parent.add_argument(
+        "--max-cost",
+        type=dollars,
+        metavar="USD",
+        help="stop before a request once the run has spent USD dollars (stop: max_cost)",
+    )
     parent.add_argument(
         "--tool-choice",
         default="auto",
@@ -166,8 +173,8 @@ def run_command(args: argparse.Namespace) -> int:
             "--output-schema MODULE:TYPE too"
         )
     form: Form = "json" if args.json else "plain" if args.no_display else "display"
-    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as view:
-        run = prepare(args, view, prompt, output_type, args.output_mode or "auto")
+    with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as loaded:
+        run = prepare(args, loaded, prompt, output_type, args.output_mode or "auto")
         with logging_runs(run.agent, args.no_log):
             status, _ = execute(run, form, runner=runner)
     return status
@@ -175,12 +182,14 @@ def run_command(args: argparse.Namespace) -> int:
 
 def prepare(
     args: argparse.Namespace,
-    view: ToolView,
+    loaded: tuple[ToolView, dict[str, Any]],
     prompt: str,
     output_type: Any = None,
     output_mode: OutputMode = "auto",
 ) -> Run:
-    """The run the arguments describe on the tools of ``view``, every argument checked first."""
+    """The run the arguments describe on the tools ``loaded`` (with the agent settings
+    their module defines: its guardrails), every argument checked first."""
+    view, agent_settings = loaded
     check_tools(args, view, output_type)
     instructions = _instructions(args)
     model = build_model(args.model, args.base_url, args.api_key_env)
@@ -196,13 +205,15 @@ def prepare(
         view,
         instructions=instructions,
         settings=ModelSettings(tool_choice=args.tool_choice, max_tokens=args.max_tokens),
-        limits=Limits(max_rounds=args.max_rounds, max_duration_s=args.timeout),
+        limits=Limits(
+            max_rounds=args.max_rounds, max_duration_s=args.timeout, max_cost_usd=args.max_cost
+        ),
         on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
         include_error_details=args.error_details,
         output_type=output_type,
-        after_untrusted=args.after_untrusted,
         output_mode=output_mode,
-        **agent_settings(args.tools),
+        after_untrusted=args.after_untrusted,
+        **agent_settings,
     )
     return Run(
         agent,

@@ -57,7 +57,10 @@ class Tally:
             usage = event.output.usage or Usage()
             self.unmetered += event.output.usage is None
             self.usage += Usage(
-                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                requests=1,
+                cost_usd=usage.cost_usd,
             )
         elif isinstance(event, ToolCallStarted):
             self.running[event.call.id] = event.call
@@ -82,12 +85,21 @@ def totals_line(
     seconds: float, model_s: float, usage: Usage, calls: int, stop: str, unmetered: int = 0
 ) -> str:
     """``3.37 s total, 3.36 s in the model; 2 model turns, 1 tool call, 834 input / 46
-    output tokens; stop: answer``; ``unmetered`` model turns came without their usage."""
+    output tokens, $0.0021; stop: answer``: the cost when it is known and not zero;
+    ``unmetered`` model turns came without their usage."""
+    cost = usage.cost_usd
+    spent = f", {dollars(cost)}" if cost else ""
     return (
         f"{seconds:.2f} s total, {model_s:.2f} s in the model; "
         f"{count(usage.requests, 'model turn')}, {count(calls, 'tool call')}, "
-        f"{_tokens(usage, unmetered)}; stop: {stop}"
+        f"{_tokens(usage, unmetered)}{spent}; stop: {stop}"
     )
+
+
+def dollars(cost: float) -> str:
+    """``$0.0021``: US dollars to six decimals at most, without trailing zeros."""
+    text = f"{cost:.6f}".rstrip("0").rstrip(".")
+    return f"${text}"
 
 
 def _tokens(usage: Usage, unmetered: int) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 from dbos import DBOS, StepOptions, StepReservation
 from pydantic import BaseModel
 
+from tooldeck.durable._once import Work, at_most_once
 from tooldeck.errors import ErrorCode, ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
@@ -182,13 +183,24 @@ class DurableHandler:
         return self.inner.validate(arguments)
 
     async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> HandlerOutput:
+        return await self.run_step(self._call, arguments, context)
+
+    async def run_step(
+        self, work: Work, arguments: dict[str, Any], context: RunContext[Any]
+    ) -> HandlerOutput:
+        """``work`` (the call, or what stands for it) as the call's step: recorded, or, in a
+        replay, read back."""
         options: StepOptions = {
             "name": f"{self.agent_name}.tool:{context.tool_name}:{context.call_id}"
         }
         reserved = _take(self.agent_name, context.call_id)
         if reserved is None:
-            return await DBOS.run_step_async(options, self._call, arguments, context)
-        return await reserved.run_async(options, self._call, arguments, context)
+            return await DBOS.run_step_async(options, work, arguments, context)
+        return await reserved.run_async(options, work, arguments, context)
+
+    async def call(self, arguments: dict[str, Any], context: RunContext[Any]) -> HandlerOutput:
+        """The call itself, as its step runs it (within the tool's timeout)."""
+        return await self._call(arguments, context)
 
     async def _call(self, arguments: dict[str, Any], context: RunContext[Any]) -> HandlerOutput:
         try:
@@ -226,6 +238,8 @@ def durable_entries(agent_name: str) -> EntryWrapper:
         timeout = entry.options.timeout
         text = timeout_text(entry) if timeout is not None else ""
         handler = DurableHandler(entry.handler, agent_name, timeout, text)
+        if entry.options.side_effects:
+            return at_most_once(entry, handler)
         return replace(entry, handler=handler, options=replace(entry.options, timeout=None))
 
     return wrap

@@ -26,11 +26,11 @@ from tooldeck.eval.judge import (
     judge_run_end,
     made_calls,
 )
-from tooldeck.eval.prices import price_of
 from tooldeck.eval.report import EvalReport
 from tooldeck.eval.results import CaseResult
 from tooldeck.messages import Usage
 from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.prices import price_of
 from tooldeck.models.resolve import resolve_model
 from tooldeck.results import RunResult
 from tooldeck.run.agent import Agent

@@ -8,6 +8,18 @@ May import: ``tooldeck.errors``, ``tooldeck.messages``, ``tooldeck._untrusted``.
 """
 
 from tooldeck.models.base import Model, ModelSettings, ToolChoice
+from tooldeck.models.fallback import FallbackModel, RetryingModel, RetryPolicy
+from tooldeck.models.prices import ModelPrices
 from tooldeck.models.scripted import RecordedRequest, ScriptedModel
 
-__all__ = ["Model", "ModelSettings", "RecordedRequest", "ScriptedModel", "ToolChoice"]
+__all__ = [
+    "FallbackModel",
+    "Model",
+    "ModelPrices",
+    "ModelSettings",
+    "RecordedRequest",
+    "RetryPolicy",
+    "RetryingModel",
+    "ScriptedModel",
+    "ToolChoice",
+]

@@ -1,13 +1,15 @@
 """What the hosted providers' adapters share: a turn asked in one request, or read whole
-from the provider's stream (``stream=True``: a server that only streams works too)."""
+from the provider's stream (``stream=True``: a server that only streams works too), and
+priced (``tooldeck.models.prices``) as it leaves the adapter."""
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models.base import Model, ModelSettings, final_output
+from tooldeck.models.base import Model, ModelSettings, StreamItem, final_output
+from tooldeck.models.prices import priced
 
 
 class ProviderModel(Model):
@@ -28,7 +30,25 @@ class ProviderModel(Model):
             return await final_output(
                 self.name, self.stream(messages, tools, settings, instructions)
             )
-        return await self._request_turn(messages, tools, settings, instructions)
+        output = await self._request_turn(messages, tools, settings, instructions)
+        return priced(output, settings.prices, self.name)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The turn as the provider streams it: chunks, then the whole turn, priced."""
+        items = self._stream_turn(messages, tools, settings, instructions)
+        try:
+            async for item in items:
+                if isinstance(item, AssistantOutput):
+                    item = priced(item, settings.prices, self.name)
+                yield item
+        finally:
+            await items.aclose()
 
     @abstractmethod
     async def _request_turn(
@@ -39,3 +59,13 @@ class ProviderModel(Model):
         instructions: str,
     ) -> AssistantOutput:
         """The turn, asked in one request and answered whole."""
+
+    @abstractmethod
+    def _stream_turn(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str,
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The turn from the provider's stream: chunks, then the whole turn."""

@@ -9,6 +9,7 @@ from typing import Literal
 
 from tooldeck.errors import ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
+from tooldeck.models.prices import ModelPrices
 
 ToolChoice = Literal["auto", "required", "none"] | str
 """``auto``: the model decides; ``required``: it must call some tool; ``none``: it must answer;
@@ -30,6 +31,9 @@ class ModelSettings:
     output_schema: ToolSpec | None = None
     """When set, the answer must be JSON that fits ``output_schema.parameters`` (set by
     ``Agent(output_type=...)`` for models whose ``native_output`` is True)."""
+    prices: ModelPrices | None = None
+    """Your own prices for the model: each response's ``usage.cost_usd`` is computed with
+    them instead of genai-prices' list (hosted models) or 0 (the local model)."""
 
     def with_tool_choice(self, tool_choice: ToolChoice) -> ModelSettings:
         """These settings with another ``tool_choice`` (the rest unchanged)."""

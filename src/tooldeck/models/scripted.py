@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from tooldeck.errors import ScriptExhausted
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.prices import priced
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,7 @@ class ScriptedModel(Model):
             )
         scripted = self._outputs[index]
         if isinstance(scripted, AssistantOutput):
-            return scripted
+            return scripted if settings.prices is None else priced(scripted, settings.prices, None)
         produced = scripted(request)
         if inspect.isawaitable(produced):
             produced = await produced
@@ -80,7 +81,7 @@ class ScriptedModel(Model):
                 f"scripted output #{index + 1} returned {type(produced).__name__}, "
                 "expected an AssistantOutput"
             )
-        return produced
+        return produced if settings.prices is None else priced(produced, settings.prices, None)
 
 
 def _describe_last(messages: Sequence[Message]) -> str:

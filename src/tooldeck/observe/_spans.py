@@ -119,6 +119,8 @@ class RunSpans:
         if self._ended:
             return
         self._span.set_attribute("tooldeck.stop_reason", str(result.stop_reason))
+        if result.usage.cost_usd is not None:
+            self._span.set_attribute("tooldeck.usage.cost_usd", result.usage.cost_usd)
         if result.tainted_by is not None:  # the conversation holds untrusted content
             self._span.set_attribute("tooldeck.untrusted.call_id", result.tainted_by.call_id)
             self._span.set_attribute("tooldeck.untrusted.tool", result.tainted_by.tool_name)
@@ -179,6 +181,8 @@ class RunSpans:
         if output.usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", output.usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", output.usage.output_tokens)
+            if output.usage.cost_usd is not None:
+                span.set_attribute("tooldeck.usage.cost_usd", output.usage.cost_usd)
         if self._capture and span.is_recording():
             span.set_attribute("gen_ai.output.messages", content.output_messages(output))
         span.end()

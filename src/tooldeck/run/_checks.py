@@ -5,8 +5,15 @@ from __future__ import annotations
 import warnings
 from typing import Literal
 
+from tooldeck.run.calls.shared import AfterUntrusted, CallOptions
 from tooldeck.run.history import HistoryStrategy
+from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import Instrumenter
+from tooldeck.run.policy import Limits
+from tooldeck.tools.context import ToolChanges
+from tooldeck.tools.guardrails import ToolGuardrail
+from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
+from tooldeck.tools.registry import ToolEntry, ToolSource
 
 
 def instrumenter(instrument: Instrumenter | bool | None) -> Instrumenter | Literal[False] | None:
@@ -52,3 +59,55 @@ def strategy(
             f"{strategy!r} (a run's earlier messages go to run(..., history=...))"
         )
     return strategy
+
+
+def call_options(
+    include_error_details: bool,
+    max_concurrency: int | None,
+    limits: Limits,
+    middleware: MiddlewareStack | None,
+    registry: ToolChanges | None,
+    output_limit: tuple[int | None, LargeOutput],
+    tool_guardrails: tuple[ToolGuardrail, ...] = (),
+    after_untrusted: AfterUntrusted = "allow",
+) -> CallOptions:
+    """How the agent's calls run: the lower of ``max_concurrency`` and the limits'
+    ``max_parallel_calls``, the output limit checked, the tool guardrails and what calls
+    need once the conversation holds untrusted content."""
+    parallel = limits.max_parallel_calls
+    if parallel is not None and (max_concurrency is None or parallel < max_concurrency):
+        max_concurrency = parallel
+    max_output_chars, large_output = output_limit
+    check_output_limit(max_output_chars, large_output)
+    return CallOptions(
+        include_error_details,
+        max_concurrency,
+        middleware,
+        registry,
+        max_output_chars,
+        large_output,
+        tool_guardrails,
+        after_untrusted,
+    )
+
+
+def check_output_limit(max_output_chars: int | None, large_output: LargeOutput) -> None:
+    if max_output_chars is not None and (
+        not isinstance(max_output_chars, int) or max_output_chars < 1
+    ):
+        raise ValueError(f"max_output_chars must be at least 1, got {max_output_chars!r}")
+    if large_output not in LARGE_OUTPUTS:
+        raise ValueError(
+            f"large_output must be 'truncate', 'store' or 'error', got {large_output!r}"
+        )
+
+
+def stores_outputs(large_output: LargeOutput, tools: ToolSource) -> bool:
+    """Whether the agent's calls may store outputs: then it adds the ``read_output`` tool."""
+    entries = tools.current.dispatch.values()
+    if large_output != "store" and all(e.options.large_output != "store" for e in entries):
+        return False
+    from tooldeck.tools.read_output import read_output
+
+    tools.add_builtin(ToolEntry.of(read_output))
+    return True

@@ -21,21 +21,27 @@ from tooldeck.messages import Message
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.results import Checkpoint, Decision, RunResult
-from tooldeck.run._checks import check_settings, instrumenter, strategy
-from tooldeck.run._sync import last_result, run_sync
+from tooldeck.run._checks import (
+    call_options,
+    check_settings,
+    instrumenter,
+    stores_outputs,
+    strategy,
+)
+from tooldeck.run._sync import run_sync
 from tooldeck.run.agent_tool import agent_tool
 from tooldeck.run.answers import asked_with, output_plan, request_settings
-from tooldeck.run.calls.shared import AfterUntrusted, CallOptions
+from tooldeck.run.calls.shared import AfterUntrusted
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
-from tooldeck.run.events import Event
+from tooldeck.run.events import Event, last_result
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
-from tooldeck.run.history import HistoryStrategy, current_exchange
+from tooldeck.run.handle import cancellable, start_run
+from tooldeck.run.history import HistoryStrategy
 from tooldeck.run.in_session import resume_in_session, stream_in_session
-from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive
+from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive, run_info
 from tooldeck.run.middleware import Middleware, MiddlewareStack
 from tooldeck.run.observer import (
     Instrumenter,
-    RunInfo,
     StreamObserver,
     default_instrumenter,
     observed,
@@ -44,8 +50,10 @@ from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.request import Asking
+from tooldeck.run.session import records_of
 from tooldeck.run.state import RunState, untrusted_source
 from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
+from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
 
 DepsT = TypeVar("DepsT", default=Any)
@@ -71,6 +79,11 @@ class Agent(Generic[DepsT, OutputT]):
         include_error_details: Show the model the exception text of a failing tool
             (by default it reads a generic line; the host always has the exception).
         max_concurrency: At most this many calls of one turn run at once.
+        max_output_chars: Characters of a tool's output the model reads whole, for tools
+            without their own ``max_output_chars`` (None: no limit).
+        large_output: What happens to a longer output, for tools without their own:
+            ``"truncate"`` (the default), ``"store"`` (the head, the size and a handle the
+            model reads further with the built-in ``read_output`` tool) or ``"error"``.
         checkpoint_key: Sign the checkpoints of paused runs (HMAC-SHA256) and refuse to
             resume one that was changed or signed with another key.
         middleware: Hooks around each model request and each tool call
@@ -120,6 +133,8 @@ class Agent(Generic[DepsT, OutputT]):
         on_limit: OnLimit = "raise",
         include_error_details: bool = False,
         max_concurrency: int | None = None,
+        max_output_chars: int | None = None,
+        large_output: LargeOutput = "truncate",
         checkpoint_key: bytes | None = None,
         output_type: type[OutputT] | None = None,
         output_mode: OutputMode = "auto",
@@ -152,14 +167,17 @@ class Agent(Generic[DepsT, OutputT]):
         """The run log (or any StreamObserver) that sees every run's events; None: off."""
         self._middleware = MiddlewareStack(middleware) if middleware else None
         self._guards = guards_of(input_guardrails, output_guardrails)
-        self._call_options = CallOptions(
+        self._call_options = call_options(
             include_error_details,
             max_concurrency,
+            self.limits,
             self._middleware,
             self._tools.registry,
+            (max_output_chars, large_output),
             tuple(ToolGuardrail.of(item, "tool_guardrails") for item in tool_guardrails),
             after_untrusted,
         )
+        self._stores_outputs = stores_outputs(large_output, self._tools)
         self._output = output_plan(self.model, output_type, output_mode, output_validators)
         self.output_retries = self.limits.tool_retries if output_retries is None else output_retries
         self._requests = request_settings(self.settings, self._output)
@@ -205,11 +223,16 @@ class Agent(Generic[DepsT, OutputT]):
         run starts from its history and commits its turn before FinalAnswer), ``run_id``,
         ``deltas`` (also yield TextDelta and ToolCallDelta as the model writes).
         """
-        opts = RunOptions.of(options)
+        return self._stream(prompt, RunOptions.of(options))
+
+    start = start_run
+    """Start a run in a task and return its ``RunHandle`` (see ``tooldeck.run.handle``)."""
+
+    def _stream(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]:
         session = opts.session
         if session is None:
             return self._from_prompt(prompt, opts)
-        in_session = replace(opts, session=None)
+        in_session = replace(opts, session=None, records=records_of(session))
         return stream_in_session(
             session,
             self.history_strategy,
@@ -252,7 +275,7 @@ class Agent(Generic[DepsT, OutputT]):
         opts = RunOptions.of(options, resuming=True)
         session = opts.session
         if session is not None:
-            in_session = replace(opts, session=None)
+            in_session = replace(opts, session=None, records=records_of(session))
             return resume_in_session(
                 session,
                 self.history_strategy,
@@ -307,11 +330,17 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _from_prompt(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]:
         state = RunState(messages=[*opts.history, Message.user(prompt)])
+        if self._stores_outputs:
+            state.outputs = OutputStore()
         if opts.history:  # untrusted content of an earlier run (a session) still counts
             state.tainted_by = untrusted_source(opts.history)
         if opts.run_id is not None:
             state.run_id = opts.run_id
-        return self._start(RunStart(state, RunPolicy(self.limits), opts.deps, opts.deltas), opts)
+        policy = RunPolicy(self.limits, None, opts.budget)
+        start = RunStart(
+            state, policy, opts.deps, opts.deltas, cancel=opts.cancel, records=opts.records
+        )
+        return self._start(start, opts)
 
     def _from_pause(
         self,
@@ -321,8 +350,12 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> AsyncGenerator[Event, None]:
         self.check_resumable(checkpoint)
         decided = check_decisions(checkpoint, decisions or {})
-        state, policy = restore(checkpoint, self.limits)
-        start = RunStart(state, policy, opts.deps, opts.deltas, decided, checkpoint)
+        state, policy = restore(checkpoint, self.limits, opts.budget)
+        if self._stores_outputs:
+            state.outputs = OutputStore.of(state.trace)
+        start = RunStart(
+            state, policy, opts.deps, opts.deltas, decided, checkpoint, opts.cancel, opts.records
+        )
         return self._start(start, opts)
 
     def _start(self, start: RunStart, opts: RunOptions) -> AsyncGenerator[Event, None]:
@@ -337,11 +370,15 @@ class Agent(Generic[DepsT, OutputT]):
                 self.model, state.messages, self.instructions, state.run_id
             )
         events = drive(self._setup(), start, observer)
+        if opts.cancel is not None:
+            events = cancellable(events, state, opts.cancel)
         if observer is not None:
             events = observed(observer, events)
         if self.run_log is None:
             return events
-        return self.run_log.observe(events, self._run_info(start, opts))
+        return self.run_log.observe(
+            events, run_info(start, opts, self.model.name, self.instructions)
+        )
 
     def _setup(self) -> RunSetup:
         model, instructions = asked_with(self._output, self.model, self.instructions)
@@ -357,39 +394,3 @@ class Agent(Generic[DepsT, OutputT]):
             self.checkpoint_key,
             self._guards,
         )
-
-    def _run_info(self, start: RunStart, opts: RunOptions) -> RunInfo:
-        """What the run log is told as a run starts or resumes (``decisions`` given)."""
-        messages = start.state.messages
-        prompt = messages[current_exchange(messages)].content
-        return RunInfo(
-            start.state.run_id,
-            prompt,
-            self.model.name,
-            self.instructions,
-            opts.session_id,
-            start.decisions,
-            opts.parent,
-        )
-
-
-def run_agent(
-    prompt: str,
-    model: Model | str,
-    tool_view: ToolsLike | None = None,
-    max_rounds: int | None = None,
-    **options: Any,
-) -> RunResult[Any]:
-    """Run one prompt synchronously: the original entry point, a wrapper over ``Agent``.
-
-    ``options`` are Agent's keyword options (``instructions=``, ``limits=``, ...).
-    ``max_rounds``, when given, overrides the one in ``limits``; by default the run has
-    ``Limits().max_rounds`` (10) rounds, like an ``Agent``. A run that pauses returns its
-    result (``stop_reason == "paused"``); go on with
-    ``Agent(...).resume_sync(result.checkpoint, ...)``.
-    """
-    limits = options.pop("limits", None) or Limits()
-    if max_rounds is not None:
-        limits = replace(limits, max_rounds=max_rounds)
-    agent: Agent[Any, Any] = Agent(model, tool_view, limits=limits, **options)
-    return agent.run_sync(prompt)

@@ -25,6 +25,7 @@ from tooldeck.errors import CheckpointError
 from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.results import Approve, Checkpoint, Decision, PausedTurn, PendingCall, Reject
 from tooldeck.run.agent_tool import NestingHandler
+from tooldeck.run.budget import Budget
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.state import OpenTurn, RunState
 from tooldeck.tools.registry import ToolView
@@ -243,7 +244,9 @@ def check_tools(checkpoint: Checkpoint, view: ToolView) -> None:
         handler.check_resume(pending.nested)
 
 
-def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy]:
+def restore(
+    checkpoint: Checkpoint, limits: Limits, budget: Budget | None = None
+) -> tuple[RunState, RunPolicy]:
     """The run's state and policy as they were when it paused (the clock starts again)."""
     usage = checkpoint.usage
     state = RunState(
@@ -253,6 +256,8 @@ def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         requests=usage.requests,
+        cost_usd=usage.cost_usd or 0.0,
+        cost_known=usage.cost_usd is not None,
         summary=checkpoint.history_summary,
         guardrails=list(checkpoint.guardrails),
         tainted_by=checkpoint.tainted_by,
@@ -266,7 +271,7 @@ def restore(checkpoint: Checkpoint, limits: Limits) -> tuple[RunState, RunPolicy
         started=True,
         untrusted=checkpoint.turn.untrusted,
     )
-    return state, RunPolicy(limits, checkpoint.counters)
+    return state, RunPolicy(limits, checkpoint.counters, budget)
 
 
 def _describe(pending: Iterable[PendingCall]) -> str:

@@ -6,6 +6,7 @@ times a round); treat them as read-only.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,3 +155,16 @@ def nest(path: tuple[str, ...], call_ids: tuple[str, ...], event: Event) -> Nest
     if isinstance(event, NestedEvent):
         return NestedEvent((*path, *event.path), (*call_ids, *event.call_ids), event.event)
     return NestedEvent(path, call_ids, event)
+
+
+async def last_result(stream: AsyncIterator[Event]) -> RunResult[Any]:
+    """The result a run's event stream ends with (its FinalAnswer's)."""
+    # Read the stream to its end (FinalAnswer is its last event): an async generator left
+    # suspended would be closed later by asyncio's finalizer, a task per run.
+    result = None
+    async for event in stream:
+        if isinstance(event, FinalAnswer):
+            result = event.result
+    if result is None:
+        raise AssertionError("the event stream ended without a final answer")
+    return result

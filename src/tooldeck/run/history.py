@@ -298,7 +298,10 @@ class Summarize(HistoryStrategy):
             )
         usage = output.usage or Usage()
         return text, Usage(
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=1
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            requests=1,
+            cost_usd=usage.cost_usd if output.usage is not None else None,
         )
 
     def __repr__(self) -> str:

@@ -8,6 +8,7 @@ policy whether it must stop. It yields the run's events; the last is FinalAnswer
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncGenerator, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -23,7 +24,7 @@ from tooldeck.errors import (
 )
 from tooldeck.messages import AssistantOutput, ToolSpec
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import Checkpoint, Decision, RunResult, StopReason
+from tooldeck.results import Checkpoint, Decision, RunResult, StopReason, ToolTrace
 from tooldeck.run.answers import shown_specs, take_answer
 from tooldeck.run.calls.round import RoundOutcome, run_round
 from tooldeck.run.calls.shared import CallOptions, CallRound
@@ -37,10 +38,14 @@ from tooldeck.run.events import (
     NestedEvent,
 )
 from tooldeck.run.guardrails import Guards, InputCheck, judge_answer
-from tooldeck.run.observer import RunObserver
+from tooldeck.run.history import current_exchange
+from tooldeck.run.observer import RunInfo, RunObserver
+from tooldeck.run.options import RunOptions
 from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.request import Asking, Delta, ask, with_deltas
+from tooldeck.run.session import CallRecords
+from tooldeck.run.spending import not_run
 from tooldeck.run.state import OpenTurn, RunState, attach
 from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
@@ -77,6 +82,10 @@ class RunStart:
     deltas: bool
     decisions: dict[str, Decision] | None = None
     resumed: Checkpoint | None = None
+    cancel: threading.Event | None = None
+    """Set when the run is cancelled (``RunHandle.cancel``); tools see it as ``ctx.cancelled``."""
+    records: CallRecords | None = None
+    """Where ``side_effects`` calls are recorded (the run's session, when it can)."""
 
 
 async def drive(
@@ -91,9 +100,7 @@ async def drive(
         turn = state.turn
         if turn is not None:
             outcome: RoundOutcome | None = None
-            round_ = CallRound(view, policy, setup.calls, deps, turn.round, state.run_id, observer)
-            round_.messages, round_.tainted_by = state.messages, state.tainted_by
-            calls = run_round(turn, decisions, round_)
+            calls = run_round(turn, decisions, _call_round(setup, start, view, turn, observer))
             try:
                 async for item in calls:
                     if isinstance(item, RoundOutcome):
@@ -112,7 +119,7 @@ async def drive(
                 yield closed
                 return
             stop = closed
-        stop = stop or policy.stop_before_request()
+        stop = stop or policy.stop_before_request(state)
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         specs, settings, reason = _next_request(setup, state, policy, view, stop)
         policy.rounds += 1
@@ -131,6 +138,8 @@ async def drive(
         output = safe_output(output)  # what a model sends is untrusted: run.untrusted
         state.record_output(output, policy.rounds)
         yield ModelResponse(policy.rounds, output)
+        if policy.metered:  # token or cost limits, a shared budget
+            stop, reason = _metered(setup, state, policy, output, stop, reason)
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _ended)
         ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
@@ -261,6 +270,47 @@ async def _answer(
     return state.result(output.content, reason, None, output.content)
 
 
+def _metered(
+    setup: RunSetup,
+    state: RunState,
+    policy: RunPolicy,
+    output: AssistantOutput,
+    stop: RunStopped | None,
+    reason: StopReason,
+) -> tuple[RunStopped | None, StopReason]:
+    """After a response of a metered run: its usage counted; at a token or cost limit the
+    turn's calls are answered as not run, and the run stops (raised unless
+    ``on_limit="final_answer"``: then the turn's text ends it)."""
+    spent = policy.after_response(state, output)
+    turn = state.turn
+    if spent is None or stop is not None or turn is None:
+        return stop, reason
+    refusal = not_run(spent)
+    traces = [ToolTrace(call=call, result=refusal, duration_s=0.0) for call in turn.calls]
+    state.close_round(turn, traces, ())
+    return spent, _last_request(setup, state, spent)
+
+
+def _call_round(
+    setup: RunSetup, start: RunStart, view: ToolView, turn: OpenTurn, observer: RunObserver | None
+) -> CallRound:
+    state = start.state
+    return CallRound(
+        view,
+        start.policy,
+        setup.calls,
+        start.deps,
+        turn.round,
+        state.run_id,
+        observer,
+        state.messages,
+        state.outputs,
+        start.cancel,
+        start.records,
+        state.tainted_by,
+    )
+
+
 def _last_request(setup: RunSetup, state: RunState, stop: RunStopped) -> StopReason:
     """At a limit: raise it, or (``on_limit="final_answer"``) the reason the run ends with
     after one last request without tools."""
@@ -271,3 +321,18 @@ def _last_request(setup: RunSetup, state: RunState, stop: RunStopped) -> StopRea
     if setup.on_limit == "raise":
         raise attach(stop, state, reason)
     return reason
+
+
+def run_info(start: RunStart, opts: RunOptions, model: str, instructions: str) -> RunInfo:
+    """What the run log is told as a run starts or resumes (``decisions`` given)."""
+    messages = start.state.messages
+    prompt = messages[current_exchange(messages)].content
+    return RunInfo(
+        start.state.run_id,
+        prompt,
+        model,
+        instructions,
+        opts.session_id,
+        start.decisions,
+        opts.parent,
+    )

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypedDict, TypeVar
 
 from tooldeck.messages import Message
-from tooldeck.run.session import Session
+from tooldeck.run.budget import Budget
+from tooldeck.run.cancel import CancelSignal
+from tooldeck.run.session import CallRecords, Session
 
 DepsT = TypeVar("DepsT")
 
@@ -49,6 +51,10 @@ class RunArgs(TypedDict, Generic[DepsT], total=False):
     (the run log records it); set by ``session=`` otherwise."""
     parent: ParentCall | None
     """The agent-tool call this run is the inner run of (the run log links the two)."""
+    budget: Budget | None
+    """A spending budget shared with other runs (``tooldeck.run.budget.Budget``, or a store
+    such as ``tooldeck.sessions.SQLiteBudget``): the run stops with stop reason ``budget``
+    when it is spent."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -62,6 +68,13 @@ class RunOptions:
     deltas: bool = False
     session_id: str | None = None
     parent: ParentCall | None = None
+    budget: Budget | None = None
+    cancel: CancelSignal | None = None
+    """Set by ``Agent.start``: the signal that cancels the run (tools read it as
+    ``ctx.cancelled``)."""
+    records: CallRecords | None = None
+    """Where the run records its ``side_effects`` calls: its session, when it can (set by
+    the agent as it takes the session out of the options)."""
 
     @classmethod
     def of(cls, args: RunArgs[Any], *, resuming: bool = False) -> RunOptions:
@@ -97,7 +110,16 @@ class RunOptions:
             bool(args.get("deltas", False)),
             session_id,
             args.get("parent"),
+            _checked_budget(args.get("budget")),
         )
 
 
 _NAMES = frozenset(RunArgs.__annotations__)
+
+
+def _checked_budget(budget: object) -> Budget | None:
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    raise TypeError(
+        f"budget= takes a Budget (tooldeck.run.budget), got {type(budget).__name__}: {budget!r}"
+    )

@@ -11,12 +11,18 @@ import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tooldeck.errors import ErrorCode, LimitExceeded, ToolExecutionError
-from tooldeck.messages import ToolCall, ToolResult
+from tooldeck.messages import AssistantOutput, ToolCall, ToolResult
 from tooldeck.results import RepeatRecord, RunCounters, StopReason
+from tooldeck.run.budget import Budget
+from tooldeck.run.spending import SpendingLimits, spending_limits
 from tooldeck.tools.registry import ToolEntry
+
+if TYPE_CHECKING:
+    from tooldeck.run.state import RunState
 
 CallSignature = tuple[object, ...]
 """A hashable key: the tool's name and its arguments in a canonical order."""
@@ -45,6 +51,20 @@ class Limits:
     ``retries=`` overrides it)."""
     repeat_limit: int | None = 3
     """Identical calls (same tool, same arguments) allowed; the next gets ``repeated_call``."""
+    max_input_tokens: int | None = None
+    """Input tokens the run's model responses may add up to (stop reason ``max_tokens``)."""
+    max_output_tokens: int | None = None
+    """Output tokens the run's model responses may add up to (stop reason ``max_tokens``)."""
+    max_total_tokens: int | None = None
+    """Input and output tokens together (stop reason ``max_tokens``)."""
+    max_cost_usd: float | None = None
+    """US dollars the run may spend (``usage.cost_usd``; stop reason ``max_cost``). A
+    response whose cost is unknown stops the run too: the limit cannot be kept blind."""
+    max_parallel_calls: int | None = None
+    """Calls of one turn that may run at once (the agent's ``max_concurrency``, if lower,
+    wins)."""
+    spending: SpendingLimits | None = field(init=False, repr=False, compare=False)
+    """The token and cost limits above, gathered once (None when none is set)."""
 
     def __post_init__(self) -> None:
         positive = {
@@ -52,22 +72,38 @@ class Limits:
             "max_tool_calls": self.max_tool_calls,
             "max_duration_s": self.max_duration_s,
             "repeat_limit": self.repeat_limit,
+            "max_input_tokens": self.max_input_tokens,
+            "max_output_tokens": self.max_output_tokens,
+            "max_total_tokens": self.max_total_tokens,
+            "max_cost_usd": self.max_cost_usd,
+            "max_parallel_calls": self.max_parallel_calls,
         }
         for name, value in positive.items():
             if value is not None and value <= 0:
                 raise ValueError(f"Limits.{name} must be positive, got {value!r}")
         if self.tool_retries < 0:
             raise ValueError(f"Limits.tool_retries must be >= 0, got {self.tool_retries!r}")
+        object.__setattr__(self, "spending", spending_limits(self))
 
 
 class RunPolicy:
     """One run's counters and the decisions built on them and on the Limits."""
 
-    __slots__ = ("_elapsed_before", "_started", "failures", "last_output", "limits",
-                 "output_failures", "rounds", "seen", "tool_calls")  # fmt: skip
+    __slots__ = ("_elapsed_before", "_started", "budget", "calls_by_tool", "failures",
+                 "last_output", "limits", "metered", "output_failures", "rounds", "seen",
+                 "spending", "tool_calls")  # fmt: skip
 
-    def __init__(self, limits: Limits, counters: RunCounters | None = None) -> None:
+    def __init__(
+        self, limits: Limits, counters: RunCounters | None = None, budget: Budget | None = None
+    ) -> None:
         self.limits = limits
+        self.spending = limits.spending
+        """The run's token and cost limits, None without any."""
+        self.budget = budget
+        """The budget shared with other runs (``run(budget=...)``), if any."""
+        self.metered = self.spending is not None or budget is not None
+        """Whether the loop must count each response (``after_response``); False: it asks
+        nothing."""
         self.rounds = 0
         self.tool_calls = 0
         self.failures: dict[str, list[ErrorCode]] = {}
@@ -76,6 +112,8 @@ class RunPolicy:
         self.last_output: dict[CallSignature, str] = {}
         self.output_failures = 0
         """Typed answers refused so far (``Agent(output_type=...)``)."""
+        self.calls_by_tool: dict[str, int] = {}
+        """Per tool with ``max_calls``: its calls so far."""
         self._started = time.monotonic()
         self._elapsed_before = 0.0
         if counters is not None:
@@ -104,6 +142,24 @@ class RunPolicy:
         self.tool_calls += 1
         return None
 
+    @property
+    def calls_spent(self) -> bool:
+        """The run has made all the calls ``max_tool_calls`` allows."""
+        limit = self.limits.max_tool_calls
+        return limit is not None and self.tool_calls >= limit
+
+    def admit_tool(self, name: str, limit: int) -> ToolResult | None:
+        """Count a call of a tool with ``max_calls``; the refusal past its limit."""
+        made = self.calls_by_tool.get(name, 0)
+        if made >= limit:
+            return ToolResult.failure(
+                ErrorCode.CALL_LIMIT,
+                f"not run: this run reached the limit of {limit} calls of {name!r} "
+                "(max_calls); go on without it",
+            )
+        self.calls_by_tool[name] = made + 1
+        return None
+
     def check_repeat(self, call: ToolCall) -> tuple[ToolResult | None, CallSignature | None]:
         """Count this exact call; refuse a runaway repeat. The signature goes to ``record``."""
         if self.limits.repeat_limit is None:
@@ -125,7 +181,7 @@ class RunPolicy:
         if signature is not None and code is not ErrorCode.REPEATED_CALL:
             self.last_output[signature] = result.output
 
-    def stop_before_request(self) -> LimitExceeded | None:
+    def stop_before_request(self, state: RunState) -> LimitExceeded | None:
         """The limit that forbids asking the model again, if any."""
         if self.rounds >= self.limits.max_rounds:
             return LimitExceeded(
@@ -135,7 +191,22 @@ class RunPolicy:
             )
         if self.limits.max_duration_s is not None and self.remaining_s() == 0:
             return self.out_of_time()
+        if self.spending is not None and (spent := self.spending.reached(state.usage)):
+            return spent
+        if self.budget is not None:  # last: the request it counts is sent
+            return self.budget.take_request()
         return None
+
+    def after_response(self, state: RunState, output: AssistantOutput) -> LimitExceeded | None:
+        """Count a response of a metered run; the token or cost limit the run has reached, if
+        any, when the response asks for calls (an answer ends the run anyway)."""
+        budget = self.budget
+        unknown = None if budget is None else budget.record(output.usage)
+        if not output.tool_calls:
+            return None
+        if self.spending is not None and (spent := self.spending.reached(state.usage)):
+            return spent
+        return unknown or (None if budget is None else budget.exhausted())
 
     def out_of_time(self) -> LimitExceeded:
         """The stop for a run past ``max_duration_s``."""
@@ -195,6 +266,7 @@ class RunPolicy:
             repeats=repeats,
             output_failures=self.output_failures,
             elapsed_s=self.elapsed_s,
+            calls_by_tool=dict(self.calls_by_tool),
         )
 
     def _restore(self, counters: RunCounters) -> None:
@@ -214,6 +286,7 @@ class RunPolicy:
                 self.last_output[signature] = record.last_output
         self.output_failures = counters.output_failures
         self._elapsed_before = counters.elapsed_s
+        self.calls_by_tool = dict(counters.calls_by_tool)
 
 
 def call_signature(call: ToolCall) -> CallSignature:

@@ -61,5 +61,6 @@ def traced(
         "duration_s": duration_s,
         "error": error,
         "inner_trace": None,
+        "full_output": None,
     }
     return trusted(ToolTrace, fields, _TRACE_GIVEN)

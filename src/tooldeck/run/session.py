@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from tooldeck.messages import Message
+from tooldeck.messages import Message, ToolResult
 from tooldeck.results import Checkpoint, HistorySummary
 
 
@@ -102,6 +102,35 @@ class Session(Protocol):
     async def aclose(self) -> None:
         """Release the connection; the session can be opened again later."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """What the record holds of a call that started before."""
+
+    result: ToolResult | None
+    """Its result, or None: it started and never reported (the process may have died)."""
+
+
+@runtime_checkable
+class CallRecords(Protocol):
+    """Where a run records its ``side_effects`` calls (a session that can: ``SQLiteSession``,
+    ``PostgresSession``). Both verbs are one transaction each."""
+
+    async def start_call(self, key: str, tool_name: str) -> RecordedCall | None:
+        """Record that the call ``key`` starts, atomically: None if it had never started
+        (this caller runs it), else what was recorded of it (another caller, or an earlier
+        process, started it)."""
+        ...
+
+    async def finish_call(self, key: str, result: ToolResult) -> None:
+        """Record the result of the call ``key``."""
+        ...
+
+
+def records_of(session: Session) -> CallRecords | None:
+    """The session, when it can record ``side_effects`` calls (``CallRecords``)."""
+    return session if isinstance(session, CallRecords) else None
 
 
 def __getattr__(name: str) -> Any:

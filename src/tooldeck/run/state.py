@@ -20,6 +20,7 @@ from tooldeck.results import (
 from tooldeck.run.events import AgentEvent, GuardrailChecked, ModelResponse, NestedEvent
 from tooldeck.run.records import assistant_message, tool_message
 from tooldeck.safety import GuardrailDecision, UntrustedSource
+from tooldeck.tools.outputs import OutputStore
 
 
 @dataclass(slots=True)
@@ -56,8 +57,14 @@ class RunState:
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    cost_usd: float = 0.0
+    """Dollars of the responses whose cost is known."""
+    cost_known: bool = True
+    """False once a response's cost was unknown: the run's cost is then unknown too."""
     summary: HistorySummary | None = None
     """What the history strategy sends in place of the earliest turns, once it made one."""
+    outputs: OutputStore | None = None
+    """The whole outputs the run's calls stored (``large_output="store"``), by handle."""
     guardrails: list[GuardrailDecision] = field(default_factory=list)
     """Every guardrail's decision so far."""
     tainted_by: UntrustedSource | None = None
@@ -67,7 +74,10 @@ class RunState:
     def usage(self) -> Usage:
         """Tokens spent so far; one request per model turn."""
         return Usage(
-            input_tokens=self.input_tokens, output_tokens=self.output_tokens, requests=self.requests
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            requests=self.requests,
+            cost_usd=self.cost_usd if self.cost_known else None,
         )
 
     def add_usage(self, usage: Usage) -> None:
@@ -75,6 +85,13 @@ class RunState:
         self.requests += usage.requests
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
+        self._add_cost(usage.cost_usd)
+
+    def _add_cost(self, cost: float | None) -> None:
+        if cost is None:
+            self.cost_known = False
+        else:
+            self.cost_usd += cost
 
     def record_output(self, output: AssistantOutput, round_: int) -> None:
         """Append the model's turn; its calls, if any, become the open turn."""
@@ -99,9 +116,16 @@ class RunState:
     def count_response(self, output: AssistantOutput) -> None:
         """One model response's usage."""
         self.requests += 1
-        if output.usage is not None:
-            self.input_tokens += output.usage.input_tokens
-            self.output_tokens += output.usage.output_tokens
+        usage = output.usage
+        if usage is None:
+            self.cost_known = False
+            return
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        if usage.cost_usd is None:
+            self.cost_known = False
+        else:
+            self.cost_usd += usage.cost_usd
 
     def close_round(
         self,

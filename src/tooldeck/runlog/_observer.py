@@ -125,6 +125,8 @@ def _put_turn(
             settings,
             output.content,
             len(output.tool_calls),
+            -1.0 if usage is None or usage.cost_usd is None else usage.cost_usd,
+            output.model or "",
         )
     )
 
@@ -153,6 +155,7 @@ def _put_call(
             "" if code is None else code.value,
             "" if error is None else error_text(error),
             decisions.pop(call.id, None) if decisions else None,
+            trace.full_output or "",
         )
     )
 
@@ -203,10 +206,11 @@ def _put_end(
             usage.input_tokens,
             usage.output_tokens,
             usage.requests,
+            -1.0 if usage.cost_usd is None else usage.cost_usd,
         )
     )
 
 
 def _put_stop(put: Put, run_id: str, started: float, reason: str, error: str | None) -> None:
     now = time.time()
-    put((END, run_id, now, now - started, reason, None, error, None, None, None))
+    put((END, run_id, now, now - started, reason, None, error, None, None, None, None))

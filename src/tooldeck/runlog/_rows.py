@@ -24,7 +24,7 @@ from tooldeck.results import Approve, RecordedError, Reject
 
 START, TURN, PENDING, CALL, END, FLUSH, GUARD, TAINT = range(8)
 """Record kinds."""
-FIELDS = {START: 9, TURN: 9, PENDING: 5, CALL: 10, END: 9, FLUSH: 1, GUARD: 8, TAINT: 3}
+FIELDS = {START: 9, TURN: 11, PENDING: 5, CALL: 11, END: 10, FLUSH: 1, GUARD: 8, TAINT: 3}
 """How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
@@ -81,8 +81,8 @@ _T, _N = _NULL_TEXT, _NULL_NUMBER
 _RUN = _Insert(
     "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at,"
     " parent_run_id, parent_call_id, ended_at, duration_s, stop_reason, answer, error,"
-    " input_tokens, output_tokens, model_turns)",
-    ("?", _T, "?", "?", "?", "?", _T, _T, "?", "?", "?", "?", _T, "?", "?", "?"),
+    " input_tokens, output_tokens, model_turns, cost_usd)",
+    ("?", _T, "?", "?", "?", "?", _T, _T, "?", "?", "?", "?", _T, "?", "?", "?", _N),
 )
 _START = _Insert(
     "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at,"
@@ -90,7 +90,11 @@ _START = _Insert(
     ("?", _T, "?", "?", "?", "?", _T, _T),
     " ON CONFLICT (run_id) DO UPDATE SET parts = parts + 1, ended_at = NULL, stop_reason = NULL",
 )
-_TURN = _Insert("INSERT OR REPLACE INTO model_turns", ("?", "?", "?", "?", _N, _N, "?", "?", "?"))
+_TURN = _Insert(
+    "INSERT OR REPLACE INTO model_turns (run_id, round, started_at, duration_s, input_tokens,"
+    " output_tokens, settings, content, tool_calls, cost_usd, model)",
+    ("?", "?", "?", "?", _N, _N, "?", "?", "?", _N, _T),
+)
 _PENDING = _Insert(
     "INSERT INTO tool_calls (run_id, round, call_id, name, arguments, waited_for, waited_at)",
     ("?",) * 7,
@@ -98,13 +102,15 @@ _PENDING = _Insert(
 )
 _CALL = _Insert(
     "INSERT INTO tool_calls (run_id, round, call_id, name, arguments, edited_arguments,"
-    " started_at, finished_at, duration_s, result, error_code, error, decision, decided_by)",
-    ("?", "?", "?", "?", "?", _T, _N, "?", "?", "?", _T, _T, _T, _T),
+    " started_at, finished_at, duration_s, result, error_code, error, decision, decided_by,"
+    " full_output)",
+    ("?", "?", "?", "?", "?", _T, _N, "?", "?", "?", _T, _T, _T, _T, _T),
     " ON CONFLICT DO UPDATE SET"
     " edited_arguments = excluded.edited_arguments, started_at = excluded.started_at,"
     " finished_at = excluded.finished_at, duration_s = excluded.duration_s,"
     " result = excluded.result, error_code = excluded.error_code, error = excluded.error,"
-    " decision = excluded.decision, decided_by = excluded.decided_by",
+    " decision = excluded.decision, decided_by = excluded.decided_by,"
+    " full_output = excluded.full_output",
 )
 _GUARD = _Insert(
     "INSERT INTO guardrails (run_id, round, call_id, stage, name, verdict, message, at)",
@@ -114,7 +120,8 @@ _TAINT = "UPDATE runs SET untrusted_call_id = ?, untrusted_tool = ? WHERE run_id
 _END = (
     "UPDATE runs SET ended_at = ?, duration_s = coalesce(duration_s, 0) + ?,"
     " stop_reason = ?, answer = ?, error = ?, input_tokens = coalesce(?, input_tokens),"
-    " output_tokens = coalesce(?, output_tokens), model_turns = coalesce(?, model_turns)"
+    " output_tokens = coalesce(?, output_tokens), model_turns = coalesce(?, model_turns),"
+    " cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE nullif(?, -1) END"
     " WHERE run_id = ?"
 )
 
@@ -187,7 +194,8 @@ class RowMaker:
 
     def _turn_row(self, record: Record) -> Row:
         """TURN: (kind, run id, round, asked at, duration, input tokens or -1, output tokens
-        or -1, ModelSettings, text, number of calls)."""
+        or -1, ModelSettings, text, number of calls, cost in dollars or -1, the model that
+        answered or "")."""
         settings = record[7]
         known = self._settings_json.get(id(settings))
         if known is None:
@@ -206,10 +214,15 @@ def _runs(starts: list[Record], ends: list[Record]) -> tuple[list[Row], list[Row
         if start is None:
             end_rows.append(_end_row(end))
         else:
-            ended_at, duration_s, reason, answer, error, *tokens = _end_row(end)[:-1]
+            _, _, ended_at, duration_s, reason, answer, error, *tokens, cost = end
             counted = [0 if count is None else count for count in tokens]
             whole.append(
-                (*_start_row(start), ended_at, duration_s, reason, answer, error or "", *counted)
+                (
+                    *_start_row(start),
+                    *(ended_at, duration_s, reason, answer, error or ""),
+                    *counted,
+                    -1.0 if cost is None else cost,
+                )
             )
     open_starts = [_start_row(record) for record in starts if record[7] or record[1] in fresh]
     return whole, open_starts, end_rows
@@ -239,10 +252,12 @@ def arguments_text(call: ToolCall) -> str:
 
 def _call_row(record: Record) -> Row:
     """CALL: (kind, run id, round, ToolCall, started at or -1, finished at, duration, result
-    text, error code or "", error text or "", the decision on it or None)."""
-    _, run_id, round_, call, started_at, finished_at, duration_s, output, code, error, decision = (
+    text, error code or "", error text or "", the decision on it or None, the whole output
+    or "")."""
+    _, run_id, round_, call, started_at, finished_at, duration_s, output, code, error, *rest = (
         record
     )
+    decision, full_output = rest
     edited = decided = by = ""
     if decision is not None:
         if isinstance(decision, Approve):
@@ -268,6 +283,7 @@ def _call_row(record: Record) -> Row:
         error,
         decided,
         by,
+        full_output,
     )
 
 
@@ -286,6 +302,7 @@ def _pending_row(record: Record) -> Row:
 def _end_row(record: Record) -> Row:
     """END: (kind, run id, ended at, duration, stop reason, answer or None, error or None,
     input tokens, output tokens, requests — the three None when the run's usage is unknown:
-    then the tokens already logged stay)."""
-    _, run_id, *fields = record
-    return (*fields, run_id)
+    then the tokens already logged stay —, cost in dollars, -1 when unknown, None to keep
+    the logged one)."""
+    _, run_id, *fields, cost = record
+    return (*fields, cost, cost, run_id)

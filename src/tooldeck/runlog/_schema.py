@@ -84,6 +84,10 @@ CREATE INDEX runs_by_parent ON runs (parent_run_id);
 """Version 2: the run of an agent tool names the run and the call that made it."""
 
 _V3 = """
+ALTER TABLE runs ADD COLUMN cost_usd REAL;
+ALTER TABLE model_turns ADD COLUMN cost_usd REAL;
+ALTER TABLE tool_calls ADD COLUMN full_output TEXT;
+ALTER TABLE model_turns ADD COLUMN model TEXT;
 CREATE TABLE guardrails (
     id       INTEGER PRIMARY KEY,
     run_id   TEXT NOT NULL,
@@ -99,8 +103,11 @@ CREATE INDEX guardrails_by_run ON guardrails (run_id);
 ALTER TABLE runs ADD COLUMN untrusted_call_id TEXT;
 ALTER TABLE runs ADD COLUMN untrusted_tool TEXT;
 """
-"""Version 3: every guardrail's decision (``Agent(input_guardrails=...)`` and the rest),
-and the call that first brought untrusted content into a run's conversation."""
+"""Version 3: what a run and each of its model turns cost (NULL: unknown), a call's whole
+output when the model read less of it (``max_output_chars``), the model that answered a
+turn when a FallbackModel chose it; every guardrail's decision (``Agent(input_guardrails=
+...)`` and the rest), and the call that first brought untrusted content into a run's
+conversation."""
 
 _MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""

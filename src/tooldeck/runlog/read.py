@@ -27,6 +27,10 @@ class LoggedTurn:
     content: str
     tool_calls: int
     """How many calls the model asked for in this turn."""
+    cost_usd: float | None = None
+    """US dollars this response cost; None when unknown."""
+    model: str | None = None
+    """The model that answered, when a FallbackModel chose it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,8 @@ class LoggedCall:
     decision: str | None
     """``approved``, ``rejected`` or ``result`` (an external call's result sent back)."""
     decided_by: str | None
+    full_output: str | None = None
+    """The tool's whole output when the model read less of it (``max_output_chars``)."""
 
     @property
     def failed(self) -> bool:
@@ -106,6 +112,8 @@ class LoggedRun:
     tool_calls: int
     failed_calls: int
     """Calls with an error code (a person's rejection is not a failure)."""
+    cost_usd: float | None
+    """US dollars the run's model responses cost; None when unknown."""
     untrusted_call_id: str | None
     """The call whose result first brought untrusted content into the run's conversation."""
     untrusted_tool: str | None
@@ -131,7 +139,7 @@ _RUN_COLUMNS = (
     " r.model_turns, r.parts, r.parent_run_id, r.parent_call_id,"
     " (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id),"
     f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED}),"
-    " r.untrusted_call_id, r.untrusted_tool"
+    " r.cost_usd, r.untrusted_call_id, r.untrusted_tool"
 )
 
 
@@ -202,12 +210,14 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
         run = _run((exact or rows)[0])
         turns = connection.execute(
             "SELECT round, started_at, duration_s, input_tokens, output_tokens, settings,"
-            " content, tool_calls FROM model_turns WHERE run_id = ? ORDER BY started_at, round",
+            " content, tool_calls, cost_usd, model FROM model_turns WHERE run_id = ?"
+            " ORDER BY started_at, round",
             (run.run_id,),
         )
         calls = connection.execute(
             "SELECT round, call_id, name, arguments, edited_arguments, started_at, finished_at,"
-            " duration_s, result, error_code, error, waited_for, waited_at, decision, decided_by"
+            " duration_s, result, error_code, error, waited_for, waited_at, decision, decided_by,"
+            " full_output"
             " FROM tool_calls WHERE run_id = ? ORDER BY id",
             (run.run_id,),
         )

@@ -25,6 +25,8 @@ The rules:
 - ``SQLiteSession.list_sessions(path)`` and ``PostgresSession.list_sessions(dsn)`` list the
   conversations a database holds (``SessionInfo``: id, title, turns, times, paused); a
   session's ``clear()`` deletes one, which is then no longer listed.
+- ``SQLiteBudget`` keeps a spending budget (``tooldeck.run.budget.Budget``) in a SQLite
+  file, so the runs of many processes draw on one (per tenant per day, say).
 - The history is repaired when it is loaded: a tool call with no result gets an
   ``error[interrupted]`` observation and a result that answers no call is dropped, so a
   provider never refuses a stored conversation.
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from tooldeck.errors import SessionConflict, SessionError
 from tooldeck.run.session import History, Session, StoredRun
 from tooldeck.sessions._cache import TurnCaches, turn_cache
+from tooldeck.sessions.budget import SQLiteBudget
 from tooldeck.sessions.sqlite import SQLiteSession
 
 if TYPE_CHECKING:
@@ -52,6 +55,7 @@ __all__ = [
     "History",
     "PostgresSession",
     "RunLog",
+    "SQLiteBudget",
     "SQLiteSession",
     "Session",
     "SessionConflict",

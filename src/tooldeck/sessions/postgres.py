@@ -22,9 +22,10 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tooldeck.errors import SessionError
+from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
-from tooldeck.run.session import History, StoredRun
-from tooldeck.sessions import _log
+from tooldeck.run.session import History, RecordedCall, StoredRun
+from tooldeck.sessions import _calls, _log
 from tooldeck.sessions._cache import turn_cache
 
 if TYPE_CHECKING:
@@ -149,6 +150,27 @@ class PostgresSession:
             raise _log.already_claimed(self._session_id, run_id)
         self._turns.wrote(after + 1, None)
         return after + 1
+
+    async def start_call(self, key: str, tool_name: str) -> RecordedCall | None:
+        """Record that the ``side_effects`` call ``key`` starts; None if it never had, else
+        what was recorded of it (see ``tooldeck.run.session.CallRecords``)."""
+        parameters = _calls.start_parameters(self._session_id, key, tool_name)
+        async with self._connection() as db:
+            async with db.transaction():
+                await db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                await db.execute(_calls.CREATE)
+            cursor = await db.execute(_pg(_calls.START), parameters)
+            if cursor.rowcount == 1:
+                return None
+            cursor = await db.execute(_pg(_calls.READ), parameters[:2])
+            row = await cursor.fetchone()
+        return _calls.recorded(row, key, self._where)
+
+    async def finish_call(self, key: str, result: ToolResult) -> None:
+        """Record the result of the ``side_effects`` call ``key``."""
+        parameters = _calls.finish_parameters(self._session_id, key, result)
+        async with self._connection() as db:
+            await db.execute(_pg(_calls.FINISH), parameters)
 
     async def clear(self) -> None:
         """Delete every entry of this session (numbering goes on after the old head)."""

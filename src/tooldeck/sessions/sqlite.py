@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tooldeck.errors import SessionError
+from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
-from tooldeck.run.session import History, StoredRun
-from tooldeck.sessions import _log
+from tooldeck.run.session import History, RecordedCall, StoredRun
+from tooldeck.sessions import _calls, _log
 from tooldeck.sessions._cache import turn_cache
 from tooldeck.sessions._thread import ConnectionThread
 
@@ -145,6 +146,18 @@ class SQLiteSession:
             turn_cache.used(self._cache_key, self._turns)
         return written
 
+    async def start_call(self, key: str, tool_name: str) -> RecordedCall | None:
+        """Record that the ``side_effects`` call ``key`` starts; None if it never had, else
+        what was recorded of it (see ``tooldeck.run.session.CallRecords``)."""
+        parameters = _calls.start_parameters(self._session_id, key, tool_name)
+        row = await self._run(lambda db: _write(db, _start_call, parameters))
+        return _calls.recorded(row, key, self._where)
+
+    async def finish_call(self, key: str, result: ToolResult) -> None:
+        """Record the result of the ``side_effects`` call ``key``."""
+        parameters = _calls.finish_parameters(self._session_id, key, result)
+        await self._run(lambda db: _write(db, _finish_call, parameters))
+
     async def clear(self) -> None:
         """Delete every entry of this session (numbering goes on after the old head)."""
         session_id = self._session_id
@@ -225,6 +238,19 @@ def _insert_if_head(db: sqlite3.Connection, statement: str, parameters: tuple[An
         if error.sqlite_errorname == "SQLITE_CONSTRAINT_PRIMARYKEY":
             return False
         raise
+
+
+def _start_call(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Insert the call's row unless it is there: None if inserted, else its READ row."""
+    db.execute(_calls.CREATE)
+    if db.execute(_calls.START, parameters).rowcount == 1:
+        return None
+    row: tuple[Any, ...] = db.execute(_calls.READ, parameters[:2]).fetchone()
+    return row
+
+
+def _finish_call(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> None:
+    db.execute(_calls.FINISH, parameters)
 
 
 def _clear(db: sqlite3.Connection, session_id: str) -> None:

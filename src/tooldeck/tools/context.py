@@ -6,6 +6,7 @@ RunContext), so it names the registry only by what a tool may do with it (``Tool
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -13,6 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from tooldeck.errors import ToolDeckError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, Decision
+from tooldeck.tools.outputs import OutputStore
 
 DepsT = TypeVar("DepsT")
 
@@ -81,6 +83,19 @@ class RunContext(Generic[DepsT]):
     resumed: Resumption | None = field(default=None, repr=False)
     """For a call that paused (its handler returned a ``Pause``), going on: what it paused
     with and the decisions on the calls inside it."""
+    outputs: OutputStore | None = field(default=None, repr=False)
+    """The run's stored outputs (``large_output="store"``), read by ``read_output``."""
+    cancelled: threading.Event | None = field(default=None, repr=False)
+    """Set when the run is cancelled (a run started with ``agent.start()``): a long sync
+    tool can poll ``ctx.cancelled.is_set()`` and stop early. None for other runs."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """One stable key for this call, ``<run id>:<round>:<call id>``: the same when the
+        call is retried, resumed after a pause, continued, or replayed by a durable run, and
+        different for every other call. Give it to an API that accepts one (payments, email,
+        tickets), so the outside world also does the call at most once."""
+        return f"{self.run_id}:{self.round}:{self.call_id}"
 
     @property
     def tools(self) -> ToolChanges:

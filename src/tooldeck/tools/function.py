@@ -250,7 +250,9 @@ def tool(
             ``(ctx, arguments) -> bool``: the run pauses for a person's decision),
             ``isolation=`` (``"process"``: a sync function runs in a worker process that its
             timeout kills, a fork per call; by default a worker thread, which cannot be
-            stopped, so a call past its timeout may still finish), ``guardrails=``
+            stopped, so a call past its timeout may still finish), ``max_calls=`` (calls
+            per run; the rest are answered as not run), ``max_concurrency=`` (calls at once
+            across every run in the process), ``guardrails=``
             (functions or ``ToolGuardrail`` on the arguments and the result: see
             ``tooldeck.run.guardrails``).
 

@@ -59,20 +59,7 @@ def tools_and_settings(target: str) -> tuple[ToolRegistry, dict[str, Any]]:
             raise TargetError(
                 f"{target!r}: {name} must be a list of guardrails, got {type(value).__name__}"
             )
-    _LOADED[target] = settings
     return _registry(module, attribute, target), settings
-
-
-_LOADED: dict[str, dict[str, Any]] = {}
-"""The agent settings of each target loaded in this process: asking for them again does
-not run a file's module a second time."""
-
-
-def agent_settings(target: str) -> dict[str, Any]:
-    """The agent settings (``AGENT_SETTINGS``) of the module ``target`` names: as read when
-    its tools were loaded, else loaded now."""
-    known = _LOADED.get(target)
-    return dict(known) if known is not None else tools_and_settings(target)[1]
 
 
 def _registry(module: ModuleType, attribute: str, target: str) -> ToolRegistry:

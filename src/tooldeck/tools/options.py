@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from tooldeck.errors import ToolDefinitionError
+from tooldeck.messages import ToolResult
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
+from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
 
 ErrorHandler = Callable[[Exception], str] | Literal["raise"]
 """Turns a tool's exception into the text the model reads, or ``"raise"`` to end the run."""
@@ -23,6 +25,10 @@ ApprovalPredicate = Callable[[RunContext[Any], dict[str, Any]], bool | Awaitable
 
 RequiresApproval = bool | ApprovalPredicate
 """``True``: every call waits for a decision; a predicate: the calls it returns True for."""
+
+Reconcile = Callable[[RunContext[Any]], ToolResult | Awaitable[ToolResult | None] | None]
+"""Asks the outside world whether an interrupted call of a ``side_effects`` tool happened:
+its result if it did, None if it did not (the call then runs)."""
 
 Trust = Literal["trusted", "untrusted"]
 """Where a tool's results come from: content the application vouches for, or not."""
@@ -44,10 +50,15 @@ class ToolOptionArgs(TypedDict, total=False):
     on_error: ErrorHandler | None
     requires_approval: RequiresApproval
     isolation: Isolation
+    max_calls: int | None
+    max_concurrency: int | None
+    max_output_chars: int | None
+    large_output: LargeOutput | None
+    side_effects: bool
+    reconcile: Reconcile | None
     guardrails: Iterable[ToolGuardrail | ArgumentsCheck]
     trust: Trust
     sensitive: bool
-    side_effects: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +81,30 @@ class ToolOptions:
     """Pause the run for a person's decision before a call runs (every call, or per call)."""
     isolation: Isolation = "thread"
     """``"process"`` runs a sync function in a worker process that its timeout kills."""
+    max_calls: int | None = None
+    """Calls of this tool one run may make; the calls past it are answered as not run
+    (``call_limit``), and the run goes on."""
+    max_concurrency: int | None = None
+    """Calls of this tool that may run at once across every run in the process (a slot is
+    waited for, within the tool's timeout)."""
+    max_output_chars: int | None = None
+    """Characters of output the model reads whole; a longer one is handled as
+    ``large_output`` says (None: the agent's ``max_output_chars``)."""
+    large_output: LargeOutput | None = None
+    """``"truncate"``, ``"store"`` (the head, the size and a handle for ``read_output``) or
+    ``"error"`` (None: the agent's ``large_output``)."""
+    side_effects: bool = False
+    """Marks a call that must not run twice (at-most-once; see run control)."""
+    reconcile: Reconcile | None = None
+    """For a ``side_effects`` call that started but never reported (its process died):
+    ``fn(ctx) -> ToolResult | None`` says whether it happened (None: it did not, so it runs);
+    without it the model reads ``error[interrupted]``."""
     guardrails: tuple[ToolGuardrail, ...] = ()
     """Checks on each call's validated arguments (before approval) and on its result."""
     trust: Trust = "trusted"
     """``"untrusted"``: its results come from the outside world (a web page, an e-mail)."""
     sensitive: bool = False
     """Its calls reach what must not leak (see ``Agent(after_untrusted=...)``)."""
-    side_effects: bool = False
-    """Marks a call that must not run twice (at-most-once; see run control)."""
 
     @classmethod
     def of(
@@ -102,12 +129,17 @@ class ToolOptions:
             on_error=args.get("on_error"),
             requires_approval=args.get("requires_approval", False),
             isolation=args.get("isolation", "thread"),
+            max_calls=args.get("max_calls"),
+            max_concurrency=args.get("max_concurrency"),
+            max_output_chars=args.get("max_output_chars"),
+            large_output=args.get("large_output"),
+            side_effects=args.get("side_effects", False),
+            reconcile=args.get("reconcile"),
             guardrails=tuple(
                 ToolGuardrail.of(item, f"tool {name!r}") for item in args.get("guardrails", ())
             ),
             trust=args.get("trust", "trusted"),
             sensitive=args.get("sensitive", False),
-            side_effects=args.get("side_effects", False),
         )
         options.check(name, is_async=is_async)
         return options
@@ -119,6 +151,22 @@ class ToolOptions:
             raise ToolDefinitionError(
                 f"tool {name!r}: timeout must be positive, got {self.timeout!r}"
             )
+        counts = {
+            "max_calls": self.max_calls,
+            "max_concurrency": self.max_concurrency,
+            "max_output_chars": self.max_output_chars,
+        }
+        for option, value in counts.items():
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ToolDefinitionError(
+                    f"tool {name!r}: {option} must be a whole number of at least 1, got {value!r}"
+                )
+        if self.large_output is not None and self.large_output not in LARGE_OUTPUTS:
+            raise ToolDefinitionError(
+                f"tool {name!r}: large_output must be 'truncate', 'store' or 'error', got "
+                f"{self.large_output!r}"
+            )
+        self._check_side_effects(name)
         if self.retries is not None and self.retries < 0:
             raise ToolDefinitionError(f"tool {name!r}: retries must be >= 0, got {self.retries!r}")
         approval = self.requires_approval
@@ -136,6 +184,25 @@ class ToolOptions:
             raise ToolDefinitionError(
                 f"tool {name!r}: on_error must be a function (exception) -> str or 'raise', "
                 f"got {on_error!r}"
+            )
+
+    def _check_side_effects(self, name: str) -> None:
+        if not isinstance(self.side_effects, bool):
+            raise ToolDefinitionError(
+                f"tool {name!r}: side_effects must be True or False, got {self.side_effects!r}"
+            )
+        if self.reconcile is None:
+            return
+        if not callable(self.reconcile):
+            raise ToolDefinitionError(
+                f"tool {name!r}: reconcile must be a function (ctx) -> ToolResult | None, got "
+                f"{self.reconcile!r}"
+            )
+        if not self.side_effects:
+            raise ToolDefinitionError(
+                f"tool {name!r}: reconcile= is only used by a tool with side_effects=True "
+                "(its calls are recorded, so an interrupted one can be reconciled); add "
+                "side_effects=True"
             )
 
     def _check_isolation(self, name: str, is_async: bool) -> None:

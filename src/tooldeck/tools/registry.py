@@ -277,6 +277,7 @@ class ToolSource:
         """The view the latest turn used."""
         self._seen: tuple[int, ...] = ()
         self._wrap: EntryWrapper | None = None
+        self._builtin: tuple[ToolEntry, ...] = ()
         if tools is None:
             pass
         elif isinstance(tools, ToolView):
@@ -313,9 +314,20 @@ class ToolSource:
         stamp = registry.stamp
         if stamp != self._seen:
             view = await registry.load_view()
-            self.current = view if self._wrap is None else view.map(self._wrap)
+            view = view if self._wrap is None else view.map(self._wrap)
+            self.current = self._with_builtin(view) if self._builtin else view
             self._seen = stamp  # read before loading: a change made meanwhile shows next turn
         return self.current
+
+    def add_builtin(self, entry: ToolEntry) -> None:
+        """Show a tool of tooldeck's own (``read_output``) in every view, unless a tool of
+        that name is there already."""
+        self._builtin = (*self._builtin, entry)
+        self.current = self._with_builtin(self.current)
+
+    def _with_builtin(self, view: ToolView) -> ToolView:
+        missing = [entry for entry in self._builtin if entry.name not in view.dispatch]
+        return ToolView.of((*view.dispatch.values(), *missing)) if missing else view
 
     def wrapped(self, wrap: EntryWrapper) -> ToolSource:
         """This source with every entry passed through ``wrap``, now and whenever the tools

@@ -130,7 +130,7 @@ class AnthropicModel(ProviderModel):
             turn = response_format.turn_from_message(self.name, message)
         return response_format.to_output(self.name, turn)
 
-    async def stream(
+    async def _stream_turn(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],

@@ -136,7 +136,7 @@ class GeminiModel(ProviderModel):
         allowed = request_format.callable_names(tools, settings)
         return response_format.to_output(self.name, turn, allowed)
 
-    async def stream(
+    async def _stream_turn(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],

@@ -148,7 +148,7 @@ class LlamaSession:
         self._remember(content, calls, said)
         self._cache_text = text + out.text if out.tokens else text
         self._cache_tokens = tokens + out.tokens
-        usage = Usage(input_tokens=len(tokens), output_tokens=out.count, requests=1)
+        usage = Usage(input_tokens=len(tokens), output_tokens=out.count, requests=1, cost_usd=0.0)
         prompt_s = processed_s + out.first_s
         stats = TurnStats(len(tokens), evaluated, prompt_s, out.count, out.generation_s, score, fit)
         return AssistantOutput(content=content, tool_calls=calls, usage=usage), stats

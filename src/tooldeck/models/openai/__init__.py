@@ -197,7 +197,7 @@ class OpenAIResponsesModel(_SDKModel):
             self._chain.remember(messages, output, response.id)
         return output
 
-    async def stream(
+    async def _stream_turn(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
@@ -342,7 +342,7 @@ class OpenAIChatModel(_SDKModel):
             completion = await self.client.chat.completions.create(**request)
         return chat.to_output(self.name, chat.turn_from_completion(self.name, completion))
 
-    async def stream(
+    async def _stream_turn(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],

@@ -32,10 +32,13 @@ def check_new(
 ) -> Ready | tuple[ToolTrace, CallSignature | None]:
     """The call ready to run, or the trace of why it is refused (with its signature)."""
     policy = round_.policy
+    entry = round_.view.dispatch.get(call.name)
+    max_calls = None if entry is None else entry.options.max_calls
+    if max_calls is not None and (spent := policy.admit_tool(call.name, max_calls)):
+        return trace(call, spent, 0.0), None  # not counted against the run's calls
     over_budget = policy.admit()
     if over_budget is not None:
         return trace(call, over_budget, 0.0), None
-    entry = round_.view.dispatch.get(call.name)
     if entry is None:
         text = unknown_tool_text(call.name, round_.view)
         return refused(call, ErrorCode.UNKNOWN_TOOL, text), None

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable
 from dataclasses import replace
+from typing import Any
 
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolCall, ToolResult
@@ -18,9 +19,12 @@ from tooldeck.results import PendingCall, ToolTrace
 from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
 from tooldeck.run.calls.texts import error_result, run_time_text, timeout_text, with_edit_note
 from tooldeck.run.checkpoint import call_digest
+from tooldeck.run.once import run_once
 from tooldeck.run.records import succeeded
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.handler import HandlerOutput, Pause, ToolOutcome
+from tooldeck.tools.outputs import limited
+from tooldeck.tools.slots import slots_for
 
 Ran = ToolTrace | PendingCall
 """What running a call gives: its trace, or (a handler that paused) its PendingCall."""
@@ -52,12 +56,10 @@ def execute(item: Ready, round_: CallRound, emit: Emit | None = None) -> Awaitab
     return layered() if observer is None else observer.tool_call(item.call, layered)
 
 
-async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
-    """Run the handler within the tool's timeout and the run's remaining time."""
-    call, entry = item.call, item.entry
-    limit, run_limited = entry.options.timeout, False
-    if round_.policy.limits.max_duration_s is not None:
-        limit, run_limited = _time_limit(limit, round_)
+def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Awaitable[Ran]:
+    """Run the handler within the tool's timeout and the run's remaining time; a
+    ``side_effects`` call at most once when the run records such calls."""
+    call = item.call
     context = RunContext(
         call.id,
         call.name,
@@ -68,11 +70,26 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
         round_.messages,
         emit,
         item.resumed,
+        round_.outputs,
+        round_.cancelled,
     )
+    if item.entry.options.side_effects and round_.records is not None:
+        return run_once(round_.records, item, context, lambda: _timed(item, round_, context))
+    return _timed(item, round_, context)
+
+
+async def _timed(item: Ready, round_: CallRound, context: RunContext[Any]) -> Ran:
+    call, entry = item.call, item.entry
+    limit, run_limited = entry.options.timeout, False
+    if round_.policy.limits.max_duration_s is not None:
+        limit, run_limited = _time_limit(limit, round_)
     started = time.perf_counter()
     scope = None
     try:
         running = entry.handler.run(item.arguments, context)
+        if entry.options.max_concurrency is not None:  # a slot first, within the timeout
+            slots = slots_for(entry.origin, call.name, entry.options.max_concurrency)
+            running = slots.run(running)
         if limit is None:
             output: HandlerOutput = await running
         else:
@@ -86,12 +103,25 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Ran:
         else:
             result = error_result(entry, error, round_.options.include_error_details)
         return _finished(item, ToolOutcome(result, error), started)
-    if isinstance(output, str) and not item.edited:  # the usual call: a function's text
+    max_chars = entry.options.max_output_chars or round_.options.max_output_chars
+    if isinstance(output, str) and not item.edited and max_chars is None:  # the usual call
         return trace(call, succeeded(output), time.perf_counter() - started)
     if isinstance(output, Pause):
         digest = call_digest(round_.run_id, call)
         return PendingCall(call=call, kind="agent", digest=digest, nested=output.state)
-    return _finished(item, output, started)
+    done = _finished(item, output, started)
+    if max_chars is not None and done.result.ok and len(done.result.output) > max_chars:
+        return _too_large(done, item, round_, max_chars)
+    return done
+
+
+def _too_large(done: ToolTrace, item: Ready, round_: CallRound, max_chars: int) -> ToolTrace:
+    """The trace of a call whose output is longer than its tool allows: what the model reads
+    instead, the whole output kept beside it."""
+    mode = item.entry.options.large_output or round_.options.large_output
+    text = done.result.output
+    shown = limited(text, item.call.name, item.call.id, max_chars, mode, round_.outputs)
+    return done.model_copy(update={"result": shown, "full_output": text})
 
 
 def _time_limit(timeout: float | None, round_: CallRound) -> tuple[float | None, bool]:

@@ -130,7 +130,7 @@ def _admit_new(turn: OpenTurn, round_: CallRound) -> _Admitted:
         refusal, admitted.signatures[index] = checked
         admitted.done[index] = refusal
         admitted.announced.append(refusal)
-        if refusal.result.error_code is ErrorCode.CALL_LIMIT:
+        if refusal.result.error_code is ErrorCode.CALL_LIMIT and round_.policy.calls_spent:
             admitted.over_limit = True
     return admitted
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -15,9 +16,11 @@ from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.records import traced
+from tooldeck.run.session import CallRecords
 from tooldeck.safety import UntrustedSource
 from tooldeck.tools.context import Resumption, RunContext, ToolChanges
 from tooldeck.tools.guardrails import ToolGuardrail
+from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 AfterUntrusted = Literal["allow", "ask", "refuse"]
@@ -36,6 +39,10 @@ class CallOptions:
     middleware: MiddlewareStack | None = None
     registry: ToolChanges | None = None
     """The agent's registry, which tools may change (``ctx.tools``)."""
+    max_output_chars: int | None = None
+    """The agent's default for a tool without its own ``max_output_chars``."""
+    large_output: LargeOutput = "truncate"
+    """The agent's default for a tool without its own ``large_output``."""
     tool_guardrails: tuple[ToolGuardrail, ...] = ()
     """``Agent(tool_guardrails=...)``: judge every tool's calls."""
     after_untrusted: AfterUntrusted = "allow"
@@ -57,6 +64,12 @@ class CallRound:
     """Told about each call when the run is observed (traced)."""
     messages: Sequence[Message] = ()
     """The conversation, ending with the turn that made the round's calls."""
+    outputs: OutputStore | None = None
+    """The run's stored outputs, when its tools may store some."""
+    cancelled: threading.Event | None = None
+    """Set when the run is cancelled (a run started with ``Agent.start``)."""
+    records: CallRecords | None = None
+    """Where ``side_effects`` calls are recorded (the run's session, when it can)."""
     tainted_by: UntrustedSource | None = None
     """The call whose result first brought untrusted content into the conversation."""
 
@@ -74,6 +87,8 @@ class CallRound:
             self.messages,
             emit,
             resumed,
+            self.outputs,
+            self.cancelled,
         )
 
 

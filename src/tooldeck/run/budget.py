@@ -1,0 +1,164 @@
+"""A spending budget shared by many runs: ``agent.run(..., budget=b)``.
+
+Every run given the same ``Budget`` draws on it: before each model request the run takes
+one request from it (refused when the budget is spent: the run stops with stop reason
+``budget``), after each response it adds the response's tokens and cost. ``Budget`` keeps
+its counts in memory, safe across tasks and threads; a store for many processes
+(``tooldeck.sessions.SQLiteBudget``) keeps the same counts in a database, changed in one
+transaction each, and inherits the rules from here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from tooldeck.errors import LimitExceeded
+from tooldeck.messages import Usage
+from tooldeck.results import StopReason
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSpent:
+    """What the runs drawing on a budget have spent so far."""
+
+    requests: int = 0
+    """Model requests started."""
+    total_tokens: int = 0
+    """Input and output tokens of the responses."""
+    cost_usd: float = 0.0
+    """US dollars of the responses whose cost is known."""
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetLeft:
+    """What is left of a budget; None where it has no limit."""
+
+    requests: int | None
+    total_tokens: int | None
+    cost_usd: float | None
+
+
+class Budget:
+    """A budget shared by many runs, in this process (safe across tasks and threads).
+
+    Args:
+        max_cost_usd: US dollars the runs may spend together. A response whose cost is
+            unknown stops its run: the budget cannot be kept blind.
+        max_total_tokens: Input and output tokens the runs may spend together.
+        max_requests: Model requests the runs may start together.
+
+    A run checks the budget before each request, so the runs going on when it is spent may
+    each finish the request they started: the budget can be passed by what is in flight.
+
+    Example:
+        >>> budget = Budget(max_requests=100)
+        >>> budget.left.requests
+        100
+    """
+
+    def __init__(
+        self,
+        *,
+        max_cost_usd: float | None = None,
+        max_total_tokens: int | None = None,
+        max_requests: int | None = None,
+    ) -> None:
+        limits = {
+            "max_cost_usd": max_cost_usd,
+            "max_total_tokens": max_total_tokens,
+            "max_requests": max_requests,
+        }
+        for name, value in limits.items():
+            if value is not None and (isinstance(value, bool) or not value > 0):
+                raise ValueError(f"{type(self).__name__}.{name} must be positive, got {value!r}")
+        if all(value is None for value in limits.values()):
+            raise ValueError(
+                f"{type(self).__name__} needs a limit: max_cost_usd, max_total_tokens or "
+                "max_requests"
+            )
+        self.max_cost_usd = max_cost_usd
+        self.max_total_tokens = max_total_tokens
+        self.max_requests = max_requests
+        self._lock = threading.Lock()
+        self._spent = BudgetSpent()
+
+    @property
+    def spent(self) -> BudgetSpent:
+        """What the runs have spent so far."""
+        return self._change(lambda spent: (spent, spent))
+
+    @property
+    def left(self) -> BudgetLeft:
+        """What is left (never below 0)."""
+        spent = self.spent
+        return BudgetLeft(
+            None if self.max_requests is None else max(0, self.max_requests - spent.requests),
+            None
+            if self.max_total_tokens is None
+            else max(0, self.max_total_tokens - spent.total_tokens),
+            None if self.max_cost_usd is None else max(0.0, self.max_cost_usd - spent.cost_usd),
+        )
+
+    def take_request(self) -> LimitExceeded | None:
+        """Count one request about to start; the stop when the budget is spent (then
+        nothing is counted)."""
+        return self._change(self._take)
+
+    def record(self, usage: Usage | None) -> LimitExceeded | None:
+        """Add a response's tokens and cost; the stop when its cost is unknown under
+        ``max_cost_usd``."""
+        tokens = 0 if usage is None else usage.total_tokens
+        cost = None if usage is None else usage.cost_usd
+
+        def add(spent: BudgetSpent) -> tuple[BudgetSpent, None]:
+            added = replace(
+                spent,
+                total_tokens=spent.total_tokens + tokens,
+                cost_usd=spent.cost_usd + (cost or 0.0),
+            )
+            return added, None
+
+        self._change(add)
+        if cost is None and self.max_cost_usd is not None:
+            return LimitExceeded(
+                f"a response's cost is unknown, so the budget's max_cost_usd={self.max_cost_usd} "
+                "cannot be kept: give the model's prices (ModelSettings(prices=ModelPrices(...)))",
+                StopReason.BUDGET,
+            )
+        return None
+
+    def exhausted(self) -> LimitExceeded | None:
+        """The stop when the budget is spent, else None."""
+        return self._reached(self.spent)
+
+    def _take(self, spent: BudgetSpent) -> tuple[BudgetSpent, LimitExceeded | None]:
+        reached = self._reached(spent)
+        if reached is not None:
+            return spent, reached
+        return replace(spent, requests=spent.requests + 1), None
+
+    def _reached(self, spent: BudgetSpent) -> LimitExceeded | None:
+        checks = (
+            ("max_requests", self.max_requests, spent.requests, "requests"),
+            ("max_total_tokens", self.max_total_tokens, spent.total_tokens, "tokens"),
+            ("max_cost_usd", self.max_cost_usd, spent.cost_usd, "dollars"),
+        )
+        for name, limit, used, unit in checks:
+            if limit is not None and used >= limit:
+                return LimitExceeded(
+                    f"the shared budget is spent: {used:g} {unit} ({name}={limit})",
+                    StopReason.BUDGET,
+                )
+        return None
+
+    def _change(self, change: Callable[[BudgetSpent], tuple[BudgetSpent, T]]) -> T:
+        """Apply ``change`` to the counts atomically; what it returns. A store for many
+        processes overrides this (one transaction)."""
+        with self._lock:
+            self._spent, answer = change(self._spent)
+            return answer

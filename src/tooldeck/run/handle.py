@@ -1,0 +1,134 @@
+"""A run started in the background and cancellable from anywhere: ``agent.start(prompt)``.
+
+``RunHandle`` drives the run as a task: ``await handle`` (or ``await handle.result()``) gives
+its RunResult, ``async for event in handle`` its events, and ``handle.cancel(reason=...)``,
+from any task or thread, stops it. Cancelling reaches what is in flight: the model request
+(its response closed), async tools (cancelled), process-isolated tools (killed), agent tools
+(their inner runs), and sync tools through ``ctx.cancelled``, an event they can poll. The
+run then ends with stop reason ``cancelled`` and a valid transcript: every call that did not
+finish is answered ``error[cancelled]: ...``. In a session the cancelled run commits (what
+was done is kept).
+
+Only a run started with a handle pays for any of this: ``cancellable`` wraps its events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from dataclasses import replace
+from typing import Any, Generic, Protocol, TypeVar
+
+from typing_extensions import Unpack
+
+from tooldeck.errors import ErrorCode
+from tooldeck.messages import ToolResult
+from tooldeck.results import RunResult, StopReason, ToolTrace
+from tooldeck.run.cancel import CancelSignal
+from tooldeck.run.events import Event, FinalAnswer, ToolCallFinished
+from tooldeck.run.options import RunArgs, RunOptions
+from tooldeck.run.state import RunState
+
+OutputT = TypeVar("OutputT")
+
+
+class RunHandle(Generic[OutputT]):
+    """A run going on in a task of the event loop it was started on (``Agent.start``)."""
+
+    def __init__(self, events: AsyncGenerator[Event, None], signal: CancelSignal) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._signal = signal
+        self._events: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._task = self._loop.create_task(self._drive(events))
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether ``cancel()`` was called."""
+        return self._signal.is_set()
+
+    def done(self) -> bool:
+        """Whether the run has ended."""
+        return self._task.done()
+
+    def cancel(self, reason: str = "cancelled by the application") -> None:
+        """Stop the run (from any task or thread); it ends with stop reason ``cancelled``."""
+        self._signal.cancel(reason)
+        if not self._task.done():
+            self._loop.call_soon_threadsafe(self._task.cancel)
+
+    async def result(self) -> RunResult[OutputT]:
+        """The run's result, once it ends (raises what the run raised)."""
+        return await asyncio.shield(self._task)
+
+    def __await__(self) -> Generator[Any, None, RunResult[OutputT]]:
+        return self.result().__await__()
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        """The run's events as they happen (one reader), the last a FinalAnswer."""
+        while (event := await self._events.get()) is not None:
+            yield event
+
+    async def _drive(self, events: AsyncGenerator[Event, None]) -> RunResult[OutputT]:
+        result: RunResult[Any] | None = None
+        try:
+            async for event in events:
+                if isinstance(event, FinalAnswer):
+                    result = event.result
+                self._events.put_nowait(event)
+        finally:
+            self._events.put_nowait(None)
+        if result is None:
+            raise AssertionError("the event stream ended without a final answer")
+        return result
+
+
+async def cancellable(
+    events: AsyncGenerator[Event, None], state: RunState, signal: CancelSignal
+) -> AsyncGenerator[Event, None]:
+    """The run's events; when ``signal`` cancels it, its FinalAnswer with stop reason
+    ``cancelled`` (each call that did not finish answered ``error[cancelled]``)."""
+    finished: dict[str, ToolTrace] = {}
+    try:
+        async for event in events:
+            if isinstance(event, ToolCallFinished):
+                finished[event.trace.call.id] = event.trace
+            yield event
+    except asyncio.CancelledError:
+        if not signal.is_set():
+            raise
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # the run ends here, normally: its session may commit
+        yield FinalAnswer(cancelled_result(state, finished, signal.reason))
+
+
+def cancelled_result(
+    state: RunState, finished: dict[str, ToolTrace], reason: str
+) -> RunResult[Any]:
+    """The run as it was when cancelled, its open turn's calls all answered."""
+    turn = state.turn
+    if turn is not None:
+        text = f"the run was cancelled ({reason}) before this call finished"
+        refusal = ToolResult.failure(ErrorCode.CANCELLED, text)
+        traces = [
+            finished.get(call.id) or ToolTrace(call=call, result=refusal, duration_s=0.0)
+            for call in turn.calls
+            if call.id not in turn.answered
+        ]
+        turn.pending = ()
+        state.close_round(turn, traces, ())
+    return state.result("", StopReason.CANCELLED)
+
+
+class _Starts(Protocol):
+    def _stream(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]: ...
+
+
+def start_run(agent: _Starts, prompt: str, **options: Unpack[RunArgs[Any]]) -> RunHandle[Any]:
+    """``Agent.start``: run ``prompt`` in a task of the running event loop; its handle.
+
+    ``options`` are those of ``Agent.run`` (``RunArgs``). Call it inside a running loop.
+    """
+    signal = CancelSignal()
+    opts = replace(RunOptions.of(options), cancel=signal)
+    return RunHandle(agent._stream(prompt, opts), signal)

@@ -1,0 +1,106 @@
+"""A spending budget kept in a SQLite file, shared by the runs of many processes.
+
+``SQLiteBudget(path, "tenant-42/2026-12-02", max_cost_usd=5)`` is a ``Budget`` whose counts
+live in the file's ``budgets`` table, one row per budget name: every change is one
+``BEGIN IMMEDIATE`` transaction (read, check, write), so processes drawing on the same
+name never lose an update. The limits are the object's: processes may give different ones.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from tooldeck.errors import SessionError
+from tooldeck.run.budget import Budget, BudgetSpent
+
+T = TypeVar("T")
+
+_TABLE = (
+    "CREATE TABLE IF NOT EXISTS budgets (name TEXT PRIMARY KEY, requests INTEGER NOT NULL,"
+    " total_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL)"
+)
+
+
+class SQLiteBudget(Budget):
+    """A ``Budget`` (``tooldeck.run.budget``) whose counts are kept in a SQLite file.
+
+    Args:
+        path: The database file (created if missing; a sessions file may hold it too).
+        name: Which budget of the file: e.g. one per tenant and day.
+        max_cost_usd: US dollars the runs may spend together.
+        max_total_tokens: Tokens the runs may spend together.
+        max_requests: Model requests the runs may start together.
+        busy_timeout_s: How long a change waits for another process's change.
+
+    Each check and each count is a short transaction on the caller's thread.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        name: str,
+        *,
+        max_cost_usd: float | None = None,
+        max_total_tokens: int | None = None,
+        max_requests: int | None = None,
+        busy_timeout_s: float = 5.0,
+    ) -> None:
+        super().__init__(
+            max_cost_usd=max_cost_usd, max_total_tokens=max_total_tokens, max_requests=max_requests
+        )
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"SQLiteBudget name must be a non-empty string, got {name!r}")
+        self.path = Path(path)
+        self.name = name
+        self._where = f"budget {name!r} in SQLite database {str(self.path)!r}"
+        try:
+            self._connection = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False
+            )
+            self._connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            self._connection.execute("PRAGMA journal_mode = WAL")
+            self._connection.execute(_TABLE)
+        except sqlite3.Error as error:
+            raise SessionError(f"cannot open the {self._where}: {error}") from error
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._connection.close()
+
+    def reset(self) -> None:
+        """Start the budget again from nothing spent."""
+        self._change(lambda spent: (BudgetSpent(), None))
+
+    def _change(self, change: Callable[[BudgetSpent], tuple[BudgetSpent, T]]) -> T:
+        with self._lock:
+            try:
+                return self._transaction(change)
+            except sqlite3.Error as error:
+                raise SessionError(f"cannot use the {self._where}: {error}") from error
+
+    def _transaction(self, change: Callable[[BudgetSpent], tuple[BudgetSpent, T]]) -> T:
+        connection = self._connection
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            row = connection.execute(
+                "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = ?",
+                (self.name,),
+            ).fetchone()
+            spent = BudgetSpent() if row is None else BudgetSpent(*row)
+            changed, answer = change(spent)
+            if changed != spent or row is None:
+                connection.execute(
+                    "INSERT INTO budgets VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET"
+                    " requests = excluded.requests, total_tokens = excluded.total_tokens,"
+                    " cost_usd = excluded.cost_usd",
+                    (self.name, changed.requests, changed.total_tokens, changed.cost_usd),
+                )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        return answer

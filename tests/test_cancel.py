@@ -1,0 +1,157 @@
+"""Cancellation: ``handle = agent.start(prompt)``; ``handle.cancel(reason=...)`` from any task
+or thread ends the run with stop reason ``cancelled`` and a valid transcript."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from helpers import answer, call, calls, tool_messages
+from tooldeck import (
+    Agent,
+    AssistantOutput,
+    ScriptedModel,
+    ToolCallFinished,
+    ToolCallStarted,
+    tool,
+)
+from tooldeck.errors import LimitExceeded
+from tooldeck.messages import Message, ToolSpec
+from tooldeck.models import Model, ModelSettings
+from tooldeck.run.policy import Limits
+from tooldeck.sessions import SQLiteSession
+from tooldeck.tools.context import RunContext
+
+
+@tool
+async def slow_search(query: str) -> str:
+    """Search slowly."""
+    await asyncio.sleep(60)
+    return "never"
+
+
+@tool
+async def quick_lookup(key: str) -> str:
+    """Look up at once."""
+    return f"value of {key}"
+
+
+class Waiting(Model):
+    """A model whose request never ends until it is cancelled."""
+
+    name = "waiting"
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.closed = False
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AssistantOutput:
+        self.asked.set()
+        try:
+            await asyncio.sleep(60)
+        finally:
+            self.closed = True
+        return AssistantOutput(content="never")
+
+
+async def test_cancelling_a_run_answers_every_unfinished_call() -> None:
+    model = ScriptedModel(
+        [calls(call("quick_lookup", "c1", key="a"), call("slow_search", "c2", query="b"))]
+    )
+    handle = Agent(model, [quick_lookup, slow_search]).start("Find b")
+    seen: set[str] = set()
+    async for event in handle:
+        if isinstance(event, ToolCallStarted):
+            seen.add(f"started {event.call.id}")
+        elif isinstance(event, ToolCallFinished):
+            seen.add(f"finished {event.trace.call.id}")
+        if {"started c2", "finished c1"} <= seen and not handle.cancelled:
+            handle.cancel(reason="the user pressed stop")
+
+    result = await asyncio.wait_for(handle.result(), timeout=30)
+
+    assert result.stop_reason == "cancelled"
+    assert tool_messages(result.messages) == [
+        "value of a",
+        "error[cancelled]: the run was cancelled (the user pressed stop) before this call finished",
+    ]
+    assert [trace.call.id for trace in result.tool_trace] == ["c1", "c2"]
+    assert handle.cancelled
+
+
+async def test_a_run_is_cancelled_from_another_thread_in_its_model_request() -> None:
+    model = Waiting()
+    handle = Agent(model).start("Hello")
+    await asyncio.wait_for(model.asked.wait(), timeout=30)
+
+    canceller = threading.Thread(target=handle.cancel)
+    canceller.start()
+    result = await asyncio.wait_for(handle, timeout=30)
+    canceller.join()
+
+    assert (result.stop_reason, model.closed) == ("cancelled", True)
+    assert [m.role for m in result.messages] == ["user"]
+
+
+async def test_a_sync_tool_sees_ctx_cancelled() -> None:
+    noticed = threading.Event()
+
+    @tool
+    def crunch(ctx: RunContext[None], rows: int) -> str:
+        """Crunch rows, stopping when the run is cancelled."""
+        assert ctx.cancelled is not None
+        for _ in range(rows):
+            if ctx.cancelled.is_set():
+                noticed.set()
+                return "stopped early"
+            time.sleep(0.01)
+        return "all done"
+
+    handle = Agent(ScriptedModel([calls(call("crunch", rows=100_000))]), [crunch]).start("Go")
+    async for event in handle:
+        if isinstance(event, ToolCallStarted):
+            handle.cancel()
+    result = await asyncio.wait_for(handle.result(), timeout=30)
+
+    assert result.stop_reason == "cancelled"
+    assert await asyncio.to_thread(noticed.wait, 30)
+
+
+async def test_a_cancelled_run_commits_to_its_session_and_the_next_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    session = SQLiteSession(tmp_path / "chat.db", "s1")
+    agent = Agent(ScriptedModel([calls(call("slow_search", query="x"))]), [slow_search])
+    handle = agent.start("Search x", session=session)
+    async for event in handle:
+        if isinstance(event, ToolCallStarted):
+            handle.cancel(reason="timeout of the web request")
+    assert (await handle).stop_reason == "cancelled"
+
+    again = ScriptedModel([answer("Here is what I know.")])
+    result = await Agent(again, [slow_search]).run("And now?", session=session)
+
+    sent = again.requests[0].messages
+    assert [m.role for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2].content.startswith("error[cancelled]: the run was cancelled (timeout")
+    assert result.answer == "Here is what I know."
+    await session.aclose()
+
+
+async def test_a_handle_gives_a_plain_runs_result_and_raises_what_it_raised() -> None:
+    assert (await Agent(ScriptedModel([answer("Hi!")])).start("Hello")).answer == "Hi!"
+    looping = ScriptedModel([calls(call("quick_lookup", f"c{n}", key="k")) for n in range(3)])
+    handle = Agent(looping, [quick_lookup], limits=Limits(max_rounds=1)).start("Loop")
+    with pytest.raises(LimitExceeded):
+        await handle
