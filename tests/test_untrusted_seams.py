@@ -141,3 +141,30 @@ def test_the_cli_asks_and_says_which_call_tainted_the_conversation(
     )
     result = json.loads(done.stdout)
     assert result["tainted_by"]["call_id"] == "call_1"
+
+
+def test_the_approval_question_says_why_and_always_does_not_cover_it() -> None:
+    import io
+
+    from tooldeck import Approve, PendingCall
+    from tooldeck.cli.approve import Approver
+
+    errors = io.StringIO()
+    asked: list[str] = []
+
+    def answer_yes(question: str) -> str:
+        asked.append(question)
+        return "y"
+
+    approver = Approver(["send_email"], interactive=True, read=answer_yes, errors=errors)
+    waiting = PendingCall(
+        call=call("send_email", "c2", to="evil@example.com"),
+        kind="approval",
+        digest="d",
+        reason="the conversation holds untrusted content (from 'fetch_page' (call 'c1'))",
+    )
+    assert approver.decide([waiting]) == {"c2": Approve(by="cli")}
+    assert len(asked) == 1  # asked, though --approve send_email was given
+    assert errors.getvalue() == (
+        "tooldeck: ⚠ the conversation holds untrusted content (from 'fetch_page' (call 'c1'))\n"
+    )

@@ -84,7 +84,7 @@ class Approver:
             )
             return Reject(message=_NO_TERMINAL, by="cli")
         if waiting.reason:
-            print(f"tooldeck: ⚠ {waiting.reason}", file=self._errors or sys.stderr, flush=True)
+            print(f"tooldeck: ⚠ {waiting.reason}", file=self._terminal, flush=True)
         return self._ask(waiting)
 
     def _ask(self, waiting: PendingCall) -> Decision:

@@ -337,8 +337,10 @@ def run_document(
         "duration_s": round(seconds, 3),
         "model_s": round(run.tally.model_s, 3),
     }
-    if result.guardrails or result.tainted_by:  # what the safety checks saw and decided
-        document |= result.model_dump(mode="json", include={"guardrails", "tainted_by"})
+    if result.guardrails:
+        document["guardrails"] = [decision.model_dump() for decision in result.guardrails]
+    if result.tainted_by is not None:
+        document["tainted_by"] = result.tainted_by.model_dump()
     return document
 
 
