@@ -22,12 +22,14 @@ class Voice:
     """Show the prompt as the user line before its run."""
 
     def note(self, text: str) -> None:
+        """Say ``text`` beside the run: a yellow line of the display, else a line on stderr."""
         if self.console is not None:
             self.console.line(text, "yellow")
         else:
             print(f"tooldeck: {text}", file=sys.stderr, flush=True)
 
     def prompt(self, text: str, *, after_other_run: bool = False) -> None:
+        """Show the prompt as the user line (in a chat, only after another run was shown)."""
         if self.console is not None and (self.echo or after_other_run):
             self.console.line("")
             self.console.line(f"user: {text}", "bold")

@@ -164,9 +164,11 @@ class Counts:
     cost_usd: float = 0.0
 
     def snapshot(self) -> BudgetSpent:
+        """What has been spent so far, as a value."""
         return BudgetSpent(self.requests, self.total_tokens, self.cost_usd)
 
     def reset(self) -> None:
+        """Forget what was spent (a new period of the budget)."""
         self.requests, self.total_tokens, self.cost_usd = 0, 0, 0.0
 
 

@@ -46,6 +46,7 @@ class PromptedFallback(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AssistantOutput:
+        """The model's turn; asked the prompted way once the server refused structured output."""
         if settings.output_schema is None:
             return await self.inner.complete(messages, tools, settings, instructions)
         prompted, prompt = self._prompted(settings, instructions)
@@ -68,6 +69,7 @@ class PromptedFallback(Model):
         settings: ModelSettings,
         instructions: str = "",
     ) -> AsyncGenerator[StreamItem, None]:
+        """``complete`` as chunks, with the same fallback while nothing has reached the caller."""
         sent, refused = (settings, instructions), False
         if settings.output_schema is not None and _refuses(self.inner):
             sent = self._prompted(settings, instructions)
@@ -87,6 +89,7 @@ class PromptedFallback(Model):
             _remember(self.inner)
 
     async def count_tokens(self, messages: Sequence[Message]) -> int:
+        """The wrapped model's count."""
         return await self.inner.count_tokens(messages)
 
     def _prompted(self, settings: ModelSettings, instructions: str) -> tuple[ModelSettings, str]:
