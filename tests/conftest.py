@@ -5,6 +5,7 @@ durable-run tests."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,6 +17,13 @@ from _durable_harness import launched_dbos
 from _openai_server import FakeOpenAI, running
 from _postgres import postgres_dsn, postgres_server
 from _stores import Store
+
+# A suite started in the background by a shell without job control (`cmd &` in a script,
+# some CI runners) inherits SIGINT ignored, and so would every command a test starts: Python
+# keeps an ignored SIGINT, and Ctrl-C typed at a test's terminal would do nothing. The tests
+# stand for a person at a terminal, where Ctrl-C interrupts: restore it for what they start.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 __all__ = ["launched_dbos", "postgres_dsn", "postgres_server"]  # fixtures defined elsewhere
 
