@@ -17,7 +17,16 @@ import httpx
 import pytest
 
 from helpers import answer, call, calls
-from tooldeck import Agent, ScriptedModel, external_tool, tool
+from tooldeck import (
+    Agent,
+    AssistantOutput,
+    ModelSettings,
+    ScriptedModel,
+    external_tool,
+    tool,
+)
+from tooldeck.messages import Usage
+from tooldeck.models import ModelPrices
 from tooldeck.runlog import RunLog
 from tooldeck.sessions import SQLiteSession
 from tooldeck.web import create_app
@@ -163,6 +172,24 @@ async def test_a_run_page_shows_its_timeline_transcript_and_raw_record(
     missing = await client.get("/runs/0000")
     assert missing.status_code == 404
     assert "no run '0000' in the run log" in shown(missing.text)
+
+
+async def test_the_runs_pages_show_what_a_run_cost(site: Any, tmp_path: Path) -> None:
+    usage = Usage(input_tokens=1000, output_tokens=500)
+    prices = ModelPrices(input_per_million=2.0, output_per_million=8.0)
+    model = ScriptedModel([AssistantOutput(content="Priced.", usage=usage)])
+    agent = Agent(model, settings=ModelSettings(prices=prices))
+    agent.run_log = log = RunLog(tmp_path / "logs.db")
+    await agent.run("What does it cost?")
+    log.close()
+    client = site(None)
+
+    listing = (await client.get("/runs")).text
+    assert "$0.006" in shown(listing)
+    (run_id,) = set(re.findall(r'href="/runs/([0-9a-f]{32})"', listing))
+    text = shown((await client.get(f"/runs/{run_id}")).text)
+    assert "Cost $0.006" in text
+    assert "1000 in / 500 out tokens, $0.006" in text  # the model turn on the timeline
 
 
 async def test_conversations_are_listed_and_deleted(site: Any, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from tooldeck.runlog import LoggedRun, RunLogError
 from tooldeck.runlog.read import list_runs, load_run
-from tooldeck.web._site import Site, page, site_of
+from tooldeck.web._site import Site, dollars, page, site_of
 
 RUNS_SHOWN = 100
 
@@ -146,6 +146,8 @@ def timeline(run: LoggedRun) -> list[Bar]:
     bars: list[Bar] = []
     for turn in run.turns:
         tokens = _tokens(turn.input_tokens, turn.output_tokens)
+        if turn.cost_usd is not None:
+            tokens += f", {dollars(turn.cost_usd)}"
         what = f"{turn.tool_calls} call{'s' if turn.tool_calls != 1 else ''}"
         bars.append(
             _bar(f"round {turn.round}: model", f"{what}{tokens}", turn.started_at, turn.duration_s)

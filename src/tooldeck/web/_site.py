@@ -78,7 +78,14 @@ templates = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-templates.filters.update(when=_when, duration=_duration, pretty=_pretty)
+
+
+def dollars(cost: float) -> str:
+    """``$0.0021``: US dollars to six decimals at most, without trailing zeros."""
+    return "$" + f"{cost:.6f}".rstrip("0").rstrip(".")
+
+
+templates.filters.update(when=_when, duration=_duration, pretty=_pretty, dollars=dollars)
 
 
 def page(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
