@@ -327,6 +327,23 @@ def test_a_server_that_sends_no_usage_shows_tokens_unknown(
     assert "0 input / 0 output" not in done.stderr
 
 
+def test_json_says_when_the_answer_was_forced_and_when_usage_is_unknown(
+    model_server: FakeOpenAI, workdir: Path
+) -> None:
+    copies(model_server, 0, workdir / "copy.txt")
+    model_server.reply(Reply(events=completion_chunks(completion_body("Copied.", usage=None))))
+    argv = command("run", "Copy.", "--max-rounds", "1", "--on-limit", "final-answer", "--json")
+    done = without_terminal(model_server, workdir, *argv)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert (document["answer"], document["stop_reason"]) == ("Copied.", "max_rounds")
+    assert (document["answer_forced"], document["turns_without_usage"]) == (True, 1)
+    answers(model_server, "Hello.")
+    plain = without_terminal(model_server, workdir, *command("run", "Hi", "--json"))
+    assert plain.returncode == 0, plain.stderr
+    assert not {"answer_forced", "turns_without_usage"} & json.loads(plain.stdout).keys()
+
+
 def test_a_call_over_a_second_reads_in_seconds_and_totals_after_ctrl_c_start_a_line(
     model_server: FakeOpenAI, workdir: Path
 ) -> None:

@@ -25,7 +25,7 @@ from tooldeck.cli.approve import Approver
 from tooldeck.cli.args import EXIT_ANSWER, CliError
 from tooldeck.cli.display import Console, RunDisplay
 from tooldeck.cli.sessions import paused_prompt, waiting_calls
-from tooldeck.cli.totals import Tally, stop_text
+from tooldeck.cli.totals import Tally, answer_forced, stop_text
 from tooldeck.cli.voice import Driven, Voice
 from tooldeck.errors import (
     CheckpointError,
@@ -337,6 +337,10 @@ def run_document(
         "duration_s": round(seconds, 3),
         "model_s": round(run.tally.model_s, 3),
     }
+    if answer_forced(result):
+        document["answer_forced"] = True
+    if run.tally.unmetered:
+        document["turns_without_usage"] = run.tally.unmetered
     if result.guardrails:
         document["guardrails"] = [decision.model_dump() for decision in result.guardrails]
     if result.tainted_by is not None:

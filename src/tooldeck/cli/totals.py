@@ -115,9 +115,20 @@ def stop_text(stop_reason: str, result: RunResult[Any] | None) -> str:
     """Why the run ended (``stop_reason``, else the result's), saying when a limit forced
     the answer (``on_limit="final_answer"``)."""
     reason = stop_reason or (str(result.stop_reason) if result is not None else "error")
-    if result is not None and reason not in ("answer", "paused") and result.output is not None:
+    if result is not None and reason not in ("answer", "paused") and answer_forced(result):
         return f"{reason} (the answer was forced at the limit: asked once more, without tools)"
     return reason
+
+
+def answer_forced(result: RunResult[Any]) -> bool:
+    """A limit stopped the run and the answer was asked for once more, without tools
+    (``on_limit="final_answer"``)."""
+    return result.stop_reason in _LIMITS and result.output is not None
+
+
+_LIMITS = frozenset(
+    {"max_rounds", "max_tool_calls", "max_duration_s", "max_tokens", "max_cost", "budget"}
+)
 
 
 def duration_text(seconds: float) -> str:
