@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from _openai_server import FakeOpenAI, Reply, completion_body, completion_chunks, running
+from _openai_server import (
+    FakeOpenAI,
+    Reply,
+    completion_body,
+    completion_chunks,
+    error_reply,
+    running,
+)
 
 REPORT = textwrap.dedent(
     '''
@@ -84,3 +91,20 @@ def test_output_mode_needs_an_output_schema(model_server: FakeOpenAI, tmp_path: 
         "--output-schema MODULE:TYPE too (see tooldeck run --help)\n"
     )
     assert model_server.bodies == []
+
+
+def test_a_server_refusing_the_forced_final_answer_call_is_told_of_output_mode_prompted(
+    model_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    refusal = error_reply(500, "tool_choice 'required' is not supported", "server_error")
+    model_server.reply(refusal, refusal, refusal)  # the SDK's own retries too
+    done = run(
+        model_server, tmp_path, "--output-schema", "report_tools:Report", "--output-mode",
+        "tool", "--no-display",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.rstrip().endswith(
+        "the server may refuse the forced call of the final_answer tool that asks for the "
+        "typed answer: run again with --output-mode prompted"
+    ), done.stderr
+    assert model_server.bodies[0]["tool_choice"] == "required"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from _openai_server import (
@@ -14,11 +15,13 @@ from _openai_server import (
     chat_call,
     completion_body,
     completion_chunks,
+    error_reply,
     message_item,
     response_body,
     response_events,
 )
 from tooldeck import Agent
+from tooldeck.errors import ModelError, ProviderError
 from tooldeck.models.openai import OpenAIChatModel, OpenAIResponsesModel
 
 
@@ -170,3 +173,33 @@ async def test_the_tool_mode_sends_a_final_answer_tool_instead(
     assert body["tool_choice"] == "required"
     assert [tool["function"]["name"] for tool in body["tools"]] == ["final_answer"]
     assert body["tools"][0]["function"]["parameters"] == SUM_SCHEMA
+
+
+async def test_a_server_refusing_the_forced_final_answer_call_is_told_of_the_prompted_way(
+    server: FakeOpenAI, stream: bool
+) -> None:
+    server.reply(error_reply(500, "tool_choice 'required' is not supported", "server_error"))
+    agent = Agent(chat_model(server, stream), output_type=Sum, output_mode="tool")
+
+    with pytest.raises(ProviderError) as refused:
+        await agent.run("One?")
+
+    assert refused.value.status_code == 500
+    assert refused.value.__notes__[-1] == (
+        "(the request forced a call of the final_answer tool, which asks for the typed answer; "
+        "some servers refuse forced tool calls: output_mode='prompted' asks for it in the "
+        "instructions instead)"
+    )
+    assert server.bodies[0]["tool_choice"] == "required"
+
+
+async def test_a_failure_that_is_no_refusal_carries_no_such_note(
+    server: FakeOpenAI, stream: bool
+) -> None:
+    server.reply(error_reply(503, "overloaded", "server_error"))
+    agent = Agent(chat_model(server, stream), output_type=Sum, output_mode="tool")
+
+    with pytest.raises(ModelError) as refused:
+        await agent.run("One?")
+
+    assert not any("final_answer" in note for note in getattr(refused.value, "__notes__", ()))

@@ -38,6 +38,7 @@ from tooldeck.errors import (
 from tooldeck.results import Checkpoint, RunResult, ToolTrace
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.prompted import FORCED_CALL_REFUSED
 
 if TYPE_CHECKING:
     from tooldeck.sessions import Session
@@ -132,6 +133,12 @@ def _why_stopped(run: Run, stopped: RunStopped) -> str:
     if isinstance(stopped, LimitExceeded) and stopped.limit == "max_duration_s":
         bound = run.agent.limits.max_duration_s
         return f"the run stopped without an answer: it took longer than --timeout {bound:g} s"
+    if FORCED_CALL_REFUSED in getattr(stopped, "__notes__", ()):
+        return (
+            f"the run stopped without an answer: {stopped}; the server may refuse the forced "
+            "call of the final_answer tool that asks for the typed answer: run again with "
+            "--output-mode prompted"
+        )
     return f"the run stopped without an answer: {stopped}"
 
 

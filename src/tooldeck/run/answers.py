@@ -20,7 +20,7 @@ from tooldeck.run.output import (
     prompted_instructions,
 )
 from tooldeck.run.policy import RunPolicy
-from tooldeck.run.prompted import PromptedFallback
+from tooldeck.run.prompted import ForcedCallHint, PromptedFallback
 from tooldeck.run.state import RunState, attach
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import ToolView
@@ -62,6 +62,8 @@ def asked_with(plan: OutputPlan | None, model: Model, instructions: str) -> tupl
         return model, prompted_instructions(instructions, plan.schema.parameters)
     if plan.falls_back:
         return PromptedFallback(model, plan.schema.parameters), instructions
+    if plan.mode == "tool":
+        return ForcedCallHint(model), instructions
     return model, instructions
 
 

@@ -129,3 +129,61 @@ def _refuses(model: Model) -> bool:
         return model in _refusing
     except TypeError:  # not hashable
         return False
+
+
+class ForcedCallHint(Model):
+    """``inner``, for a typed answer asked for with the final_answer tool: a server that
+    refuses the request forcing that call is told of ``output_mode="prompted"``."""
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.native_output = inner.native_output
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AssistantOutput:
+        """The model's turn; a refusal of a forced call says what else to try."""
+        try:
+            return await self.inner.complete(messages, tools, settings, instructions)
+        except ProviderError as error:
+            raise _hinted(error, settings) from None
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        """``complete`` as chunks."""
+        try:
+            async with aclosing(
+                self.inner.stream(messages, tools, settings, instructions)
+            ) as items:
+                async for item in items:
+                    yield item
+        except ProviderError as error:
+            raise _hinted(error, settings) from None
+
+    async def count_tokens(self, messages: Sequence[Message]) -> int:
+        """The wrapped model's count."""
+        return await self.inner.count_tokens(messages)
+
+
+FORCED_CALL_REFUSED = (
+    "(the request forced a call of the final_answer tool, which asks for the typed answer; "
+    "some servers refuse forced tool calls: output_mode='prompted' asks for it in the "
+    "instructions instead)"
+)
+"""The note a refusal of a forced final_answer call carries."""
+
+
+def _hinted(error: ProviderError, settings: ModelSettings) -> ProviderError:
+    if error.status_code in REFUSED_STATUSES and settings.forces_a_call:
+        error.add_note(FORCED_CALL_REFUSED)
+    return error
