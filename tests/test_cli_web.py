@@ -1,7 +1,7 @@
 """``tooldeck web`` as a user starts it: it prints the URL with its token, serves the chat on
 the tools of a module against a model (the loopback OpenAI server), logs the runs, refuses
 requests without the token, says plainly what ``--host 0.0.0.0`` exposes, and stops on
-Ctrl-C."""
+Ctrl-C; a module's MCP toolset (examples/mcp_server.py over stdio) goes there too."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from ag_ui.core import TextMessageContentEvent, ToolCallResultEvent
 
-from _agui import new_input, parse
-from _openai_server import FakeOpenAI, Reply, completion_body, completion_chunks
+from _agui import new_input, of_type, parse
+from _mcp import EXAMPLE_SERVER, SLOW
+from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, completion_chunks
 
 TOOLS = textwrap.dedent(
     '''
@@ -38,6 +40,19 @@ TOOLS = textwrap.dedent(
         """Delete a file."""
         return f"deleted {path}"
     '''
+)
+CALCULATOR = textwrap.dedent(
+    f"""
+    import sys
+
+    from tooldeck import ToolRegistry
+    from tooldeck.tools.mcp import MCPToolset
+
+    toolset = MCPToolset.stdio(
+        sys.executable, [{EXAMPLE_SERVER[1]!r}], tools=["add"], connect_timeout={SLOW}
+    )
+    registry = ToolRegistry([toolset])
+    """
 )
 URL = re.compile(r"http://(\S+):(\d+)/\?token=(\S+)")
 
@@ -166,3 +181,68 @@ def test_a_port_in_use_is_one_line_and_status_1(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith(f"tooldeck: error: cannot listen on 127.0.0.1:{port}: ")
     assert "give another port with --port N" in done.stderr
+
+
+def test_tooldeck_web_calls_an_mcp_toolsets_tool_and_ctrl_c_stops_its_server(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    (tmp_path / "calculator.py").write_text(CALCULATOR)
+    call = chat_call("call_1", "add", '{"a": 2, "b": 3}')
+    server.reply(
+        Reply(events=completion_chunks(completion_body(None, [call]))),
+        Reply(events=completion_chunks(completion_body("2 plus 3 is 5."))),
+    )
+    target = f"{tmp_path / 'calculator.py'}:registry"
+    arguments = ["-t", target, "-m", "openai-chat:gpt-test", "--base-url", server.url]
+    with started([*arguments, "--port", "0"], tmp_path / "home") as (process, printed):
+        assert "its tools (add)" in printed
+        _, port, token = url_of(printed)
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"authorization": f"Bearer {token}", "accept": "text/event-stream"},
+            timeout=SLOW,
+        ) as client:
+            response = client.post("/agui/", json=new_input("sums", "2 + 3?"))
+        events = parse(response.text)
+        (result,) = of_type(events, ToolCallResultEvent)
+        assert result.content == "5"
+        text = "".join(event.delta for event in of_type(events, TextMessageContentEvent))
+        assert text == "2 plus 3 is 5."
+        sent_back = server.bodies[1]["messages"][-1]
+        assert (sent_back["role"], sent_back["content"]) == ("tool", "5")
+        mcp_servers = children_of(process.pid)
+        assert mcp_servers, "the MCP server the call started runs under tooldeck web"
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
+    deadline = time.monotonic() + 30
+    while any(map(alive, mcp_servers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in mcp_servers if alive(pid)] == []
+
+
+def children_of(pid: int) -> list[int]:
+    """The live child processes of ``pid``."""
+    return [child for child in _processes() if _parent(child) == pid and alive(child)]
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie, or a pid gone, does not)."""
+    stat = _stat(pid)
+    return bool(stat) and stat[0] != "Z"
+
+
+def _processes() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def _parent(pid: int) -> int:
+    stat = _stat(pid)
+    return int(stat[1]) if stat else 0
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command's name (state, parent, ...)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
