@@ -1,7 +1,8 @@
 """Property tests over each stored format's reader: any change to valid stored data (a value
 replaced, a key removed or added, the text cut or garbled) either loads equal or raises the
 reader's documented error, naming what is wrong — never another exception, never data
-dropped without a word. Checkpoint JSON, session rows, run log rows."""
+dropped without a word. Checkpoint JSON, session rows, run log rows, and what a durable run
+keeps in the DBOS database (its published pauses, its recorded model turns)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,12 @@ from pydantic import TypeAdapter
 from _mutations import mutated, mutated_text
 from _stores import Store, execute
 from helpers import answer, call, calls
-from test_pause_resume import agent_for, paused_run
+from test_pause_resume import agent_for, mixed_turn, paused_run
 from tooldeck import AssistantOutput, Checkpoint, Message, Reject, ScriptedModel
-from tooldeck.errors import CheckpointError, RunLogError, SessionError
+from tooldeck.durable._pauses import stored_pause
+from tooldeck.durable._steps import RecordedTurn, _recorded_turn
+from tooldeck.errors import CheckpointError, ModelError, RunLogError, SessionError
+from tooldeck.run.checkpoint import check_decisions, verify
 from tooldeck.run.session import StoredRun
 
 PROPERTY = settings(
@@ -371,3 +375,84 @@ def _expected_from(rows: list[tuple[Any, ...]]) -> tuple[tuple[Message, ...], Ch
     messages = [m for kind, body in rows if kind == "turn" for m in _MESSAGES.validate_json(body)]
     head_kind, head_body = rows[-1]
     return tuple(messages), Checkpoint.from_json(head_body) if head_kind == "paused" else None
+
+
+# --- a durable run's pauses and recorded turns ---------------------------------------------
+
+
+def _steady_pause() -> str:
+    """A paused result as a durable run publishes it, its timings fixed."""
+    paused = agent_for(mixed_turn()).run_sync("tidy up")
+    assert paused.checkpoint is not None
+    trace = tuple(item.model_copy(update={"duration_s": 0.25}) for item in paused.tool_trace)
+    update = {"checkpoint": _steady(paused.checkpoint), "tool_trace": trace}
+    return paused.model_copy(update=update).model_dump_json()
+
+
+_PAUSE = _steady_pause()
+_WHERE = "pause 2 of durable run 'r-1' (stored in the DBOS system database)"
+
+
+@PROPERTY
+@given(st.data())
+def test_a_changed_durable_pause_reads_whole_or_is_a_checkpoint_error(
+    data: st.DataObject,
+) -> None:
+    text = _changed(_PAUSE, data.draw)
+    try:
+        result = stored_pause("r-1", 2, text)
+    except CheckpointError as error:
+        refused: CheckpointError | None = error
+    else:
+        refused = None
+    if refused is not None:
+        assert str(refused).startswith(_WHERE), refused
+        return
+    assert result.checkpoint is not None
+    again = result.model_dump_json()
+    assert stored_pause("r-1", 2, again).model_dump_json() == again  # nothing lost
+    try:  # what sending decisions to the run checks next
+        verify(result.checkpoint, None)
+        check_decisions(result.checkpoint, _rejections(result.checkpoint))
+    except CheckpointError:
+        return
+
+
+@pytest.mark.parametrize(
+    ("stored", "said"),
+    [
+        (None, "is not JSON text"),
+        (b"\xff", "is not JSON text"),
+        ("[]", "is broken: it holds no checkpoint"),
+        ('{"checkpoint": null}', "is broken: it holds no checkpoint"),
+    ],
+)
+def test_a_durable_pause_that_is_no_paused_result_is_a_checkpoint_error(
+    stored: object, said: str
+) -> None:
+    with pytest.raises(CheckpointError) as refused:
+        stored_pause("r-1", 2, stored)
+    assert str(refused.value).startswith(f"{_WHERE} {said}")
+
+
+_TURN = RecordedTurn(
+    turn=AssistantOutput(tool_calls=[call("delete_file", "c1", path="a.txt")]),
+    called={"delete_file": "0123456789abcdef"},
+).model_dump_json()
+
+
+@PROPERTY
+@given(st.data())
+def test_a_changed_recorded_turn_reads_whole_or_is_a_model_error(data: st.DataObject) -> None:
+    text = _changed(_TURN, data.draw)
+    try:
+        kept = _recorded_turn(text)
+    except ModelError as error:
+        refused: ModelError | None = error
+    else:
+        refused = None
+    if refused is not None:
+        assert "cannot be replayed: the model turn its step" in str(refused), refused
+        return
+    again = kept.model_dump_json()
+    assert _recorded_turn(again).model_dump_json() == again

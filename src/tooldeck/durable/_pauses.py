@@ -12,6 +12,7 @@ decision applies to the call stored in the run, never to one the application sen
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -102,6 +103,27 @@ def _fitting(message: object, pause: int, checkpoint: Checkpoint) -> dict[str, D
     return dict(message.decisions)
 
 
+def stored_pause(run_id: str, pause: int, text: object) -> RunResult[Any]:
+    """The paused result a run published (``pause_event``), read back from the database: a
+    CheckpointError naming the run and the pause when it is not one."""
+    where = f"pause {pause} of durable run {run_id!r} (stored in the DBOS system database)"
+    try:
+        data = json.loads(text)  # type: ignore[arg-type]  # anything stored; checked here
+    except (TypeError, ValueError, RecursionError) as error:
+        raise CheckpointError(f"{where} is not JSON text: {error}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("checkpoint"), dict):
+        raise CheckpointError(f"{where} is broken: it holds no checkpoint")
+    try:
+        checkpoint = Checkpoint.from_json(json.dumps(data["checkpoint"]))
+        result = RunResult[Any].model_validate({**data, "checkpoint": checkpoint})
+        result.model_dump_json()  # what is read must be writable again (sent, stored)
+    except CheckpointError as error:
+        raise CheckpointError(f"{where}: {error}") from None
+    except (ValueError, RecursionError) as error:  # ValidationError, serialization errors
+        raise CheckpointError(f"{where} is broken: {error}") from None
+    return result
+
+
 async def current_pause(run_id: str) -> tuple[int, RunResult[Any]] | None:
     """The pause the run waits at now (its number and paused result), or None."""
     pause = await DBOS.get_event_async(run_id, WAITING_EVENT, timeout_seconds=0)
@@ -111,7 +133,7 @@ async def current_pause(run_id: str) -> tuple[int, RunResult[Any]] | None:
     text = await DBOS.get_event_async(run_id, pause_event(pause), timeout_seconds=_PUBLISH_S)
     if text is None:
         return None
-    return pause, RunResult[Any].model_validate_json(text)
+    return pause, stored_pause(run_id, pause, text)
 
 
 async def send(run_id: str, decisions: Mapping[str, Decision], checkpoint_key: bytes | None) -> int:
@@ -155,4 +177,4 @@ async def watch(run_id: str, pause: int) -> RunResult[Any]:
     while True:
         text = await DBOS.get_event_async(run_id, pause_event(pause), timeout_seconds=_WATCH_S)
         if text is not None:
-            return RunResult[Any].model_validate_json(text)
+            return stored_pause(run_id, pause, text)

@@ -73,7 +73,7 @@ class DurableModel(Model):
         if asked:
             output = asked[0]
         else:
-            kept = RecordedTurn.model_validate_json(recorded)
+            kept = _recorded_turn(recorded)
             _check_same_tools(kept, tools)
             output = kept.turn
         if output.tool_calls:
@@ -124,6 +124,23 @@ def _called(output: AssistantOutput, tools: Sequence[ToolSpec]) -> dict[str, str
 def _digest(spec: ToolSpec) -> str:
     text = json.dumps(spec.parameters, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _recorded_turn(recorded: object) -> RecordedTurn:
+    """The model turn a replay reads from the database; a ModelError naming the run when it
+    is not one (the run cannot go on from a turn it cannot read)."""
+    try:
+        if not isinstance(recorded, str | bytes):
+            raise TypeError(f"a {type(recorded).__name__}, not JSON text")
+        kept = RecordedTurn.model_validate_json(recorded)
+        kept.model_dump_json()  # a replay sends it on: it must be writable again
+    except (TypeError, ValueError, RecursionError) as error:  # ValidationError: a ValueError
+        raise ModelError(
+            f"durable run {DBOS.workflow_id!r} cannot be replayed: the model turn its step "
+            f"{DBOS.step_id} recorded in the DBOS system database cannot be read ({error}); "
+            "cancel the run"
+        ) from None
+    return kept
 
 
 def _check_same_tools(kept: RecordedTurn, tools: Sequence[ToolSpec]) -> None:
