@@ -26,6 +26,7 @@ from tooldeck.models import Model, ModelSettings
 from tooldeck.results import Approve
 from tooldeck.run.policy import Limits
 from tooldeck.run.session import StoredRun
+from tooldeck.runlog import RunLog
 from tooldeck.sessions import SQLiteSession
 from tooldeck.tools.context import RunContext
 
@@ -73,15 +74,22 @@ async def test_cancelling_a_run_answers_every_unfinished_call() -> None:
     )
     handle = Agent(model, [quick_lookup, slow_search]).start("Find b")
     seen: set[str] = set()
+    after_cancel: list[str] = []
     async for event in handle:
         if isinstance(event, ToolCallStarted):
             seen.add(f"started {event.call.id}")
         elif isinstance(event, ToolCallFinished):
             seen.add(f"finished {event.trace.call.id}")
+            if handle.cancelled:
+                after_cancel.append(f"{event.trace.call.id}: {event.trace.result.output}")
         if {"started c2", "finished c1"} <= seen and not handle.cancelled:
             handle.cancel(reason="the user pressed stop")
 
     result = await asyncio.wait_for(handle.result(), timeout=30)
+    assert after_cancel == [  # every stream reader sees the unfinished call end
+        "c2: error[cancelled]: the run was cancelled (the user pressed stop) before this "
+        "call finished"
+    ]
 
     assert result.stop_reason == "cancelled"
     assert tool_messages(result.messages) == [
@@ -254,3 +262,24 @@ async def test_a_resumed_run_started_with_a_handle_is_cancelled_and_committed(
         ),
     ]
     await session.aclose()
+
+
+async def test_the_run_log_keeps_a_cancelled_runs_unfinished_call(tmp_path: Path) -> None:
+    with RunLog(tmp_path / "runs.db") as log:
+        model = ScriptedModel([calls(call("slow_search", query="x"))])
+        handle = Agent(model, [slow_search], run_log=log).start("Search x")
+        async for event in handle:
+            if isinstance(event, ToolCallStarted):
+                handle.cancel(reason="closing time")
+        result = await asyncio.wait_for(handle.result(), timeout=30)
+        log.flush()
+        logged = log.run(result.run_id)
+
+    assert logged.stop_reason == "cancelled"
+    assert [(c.name, c.error_code, c.result) for c in logged.calls] == [
+        (
+            "slow_search",
+            "cancelled",
+            "error[cancelled]: the run was cancelled (closing time) before this call finished",
+        )
+    ]

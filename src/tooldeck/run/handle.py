@@ -98,8 +98,9 @@ class RunHandle(Generic[OutputT]):
 async def cancellable(
     events: AsyncGenerator[Event, None], state: RunState, signal: CancelSignal
 ) -> AsyncGenerator[Event, None]:
-    """The run's events; when ``signal`` cancels it, its FinalAnswer with stop reason
-    ``cancelled`` (each call that did not finish answered ``error[cancelled]``)."""
+    """The run's events; when ``signal`` cancels it, a ToolCallFinished for each call that
+    had not finished (answered ``error[cancelled]``), then its FinalAnswer with stop reason
+    ``cancelled``."""
     finished: dict[str, ToolTrace] = {}
     try:
         async for event in events:
@@ -115,25 +116,33 @@ async def cancellable(
         if task is not None:
             task.uncancel()  # the run ends here, normally: its session may commit
         signal.ended = True
-        yield FinalAnswer(cancelled_result(state, finished, signal.reason))
+        for answered in close_cancelled(state, finished, signal.reason):
+            yield answered
+        yield FinalAnswer(state.result("", StopReason.CANCELLED))
 
 
-def cancelled_result(
+def close_cancelled(
     state: RunState, finished: dict[str, ToolTrace], reason: str
-) -> RunResult[Any]:
-    """The run as it was when cancelled, its open turn's calls all answered."""
+) -> list[ToolCallFinished]:
+    """Answer the open turn's calls as the run is cancelled (a call whose result was passed
+    on keeps it, the others read ``error[cancelled]``); the events of the calls answered."""
     turn = state.turn
-    if turn is not None:
-        text = f"the run was cancelled ({reason}) before this call finished"
-        refusal = ToolResult.failure(ErrorCode.CANCELLED, text)
-        traces = [
-            finished.get(call.id) or ToolTrace(call=call, result=refusal, duration_s=0.0)
-            for call in turn.calls
-            if call.id not in turn.answered
-        ]
-        turn.pending = ()
-        state.close_round(turn, traces, ())
-    return state.result("", StopReason.CANCELLED)
+    if turn is None:
+        return []
+    text = f"the run was cancelled ({reason}) before this call finished"
+    refusal = ToolResult.failure(ErrorCode.CANCELLED, text)
+    traces, ended = [], []
+    for call in turn.calls:
+        if call.id in turn.answered:
+            continue
+        trace = finished.get(call.id)
+        if trace is None:
+            trace = ToolTrace(call=call, result=refusal, duration_s=0.0)
+            ended.append(ToolCallFinished(turn.round, trace))
+        traces.append(trace)
+    turn.pending = ()
+    state.close_round(turn, traces, ())
+    return ended
 
 
 class _Starts(Protocol):
