@@ -283,3 +283,19 @@ async def test_the_run_log_keeps_a_cancelled_runs_unfinished_call(tmp_path: Path
             "error[cancelled]: the run was cancelled (closing time) before this call finished",
         )
     ]
+
+
+async def test_a_call_id_used_again_in_a_later_round_is_still_answered_cancelled() -> None:
+    model = ScriptedModel(
+        [calls(call("quick_lookup", "c1", key="a")), calls(call("slow_search", "c1", query="b"))]
+    )
+    handle = Agent(model, [quick_lookup, slow_search]).start("Find")
+    async for event in handle:
+        if isinstance(event, ToolCallStarted) and event.call.name == "slow_search":
+            handle.cancel(reason="stop")
+    result = await asyncio.wait_for(handle.result(), timeout=30)
+
+    assert tool_messages(result.messages) == [
+        "value of a",
+        "error[cancelled]: the run was cancelled (stop) before this call finished",
+    ]

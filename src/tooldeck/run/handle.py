@@ -101,11 +101,11 @@ async def cancellable(
     """The run's events; when ``signal`` cancels it, a ToolCallFinished for each call that
     had not finished (answered ``error[cancelled]``), then its FinalAnswer with stop reason
     ``cancelled``."""
-    finished: dict[str, ToolTrace] = {}
+    finished: dict[tuple[int, str], ToolTrace] = {}  # by round: a call id may come again
     try:
         async for event in events:
             if isinstance(event, ToolCallFinished):
-                finished[event.trace.call.id] = event.trace
+                finished[event.round, event.trace.call.id] = event.trace
             elif isinstance(event, FinalAnswer):
                 signal.ended = True
             yield event
@@ -122,7 +122,7 @@ async def cancellable(
 
 
 def close_cancelled(
-    state: RunState, finished: dict[str, ToolTrace], reason: str
+    state: RunState, finished: dict[tuple[int, str], ToolTrace], reason: str
 ) -> list[ToolCallFinished]:
     """Answer the open turn's calls as the run is cancelled (a call whose result was passed
     on keeps it, the others read ``error[cancelled]``); the events of the calls answered."""
@@ -135,7 +135,7 @@ def close_cancelled(
     for call in turn.calls:
         if call.id in turn.answered:
             continue
-        trace = finished.get(call.id)
+        trace = finished.get((turn.round, call.id))
         if trace is None:
             trace = ToolTrace(call=call, result=refusal, duration_s=0.0)
             ended.append(ToolCallFinished(turn.round, trace))
