@@ -245,14 +245,15 @@ def _outcome(
 
 
 def _untrusted(answered: list[ToolTrace], round_: CallRound) -> tuple[tuple[str, str], ...]:
-    """(call id, tool name) of the answered calls of untrusted tools that succeeded."""
+    """(call id, tool name) of the answered calls of untrusted tools that succeeded, and of
+    agent tools whose inner runs read untrusted content."""
     dispatch = round_.view.dispatch
     return tuple(
         (done.call.id, done.call.name)
         for done in answered
         if done.result.error_code is None
         and (entry := dispatch.get(done.call.name)) is not None
-        and entry.options.trust == "untrusted"
+        and (entry.options.trust == "untrusted" or done.untrusted)
     )
 
 
