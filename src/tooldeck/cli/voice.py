@@ -28,6 +28,14 @@ class Voice:
         else:
             print(f"tooldeck: {text}", file=sys.stderr, flush=True)
 
+    def end_line(self) -> None:
+        """End the line a Ctrl-C left the cursor on (after ``^C``, or after a question)."""
+        if self.console is not None:
+            if self.console.terminal:
+                self.console.write("\n")
+        elif sys.stderr.isatty():
+            print(file=sys.stderr, flush=True)
+
     def prompt(self, text: str, *, after_other_run: bool = False) -> None:
         """Show the prompt as the user line (in a chat, only after another run was shown)."""
         if self.console is not None and (self.echo or after_other_run):

@@ -34,6 +34,11 @@ twice). A durable run does not store its pauses in the session (the workflow hol
 if another run commits to the session meanwhile, the durable run ends with SessionConflict
 carrying its result, as a plain run would.
 
+Run control: the agent's token and cost limits hold as in a plain run; a shared budget is
+named, ``durable.run(prompt, budget="team")`` with ``DurableAgent(..., budgets={"team":
+budget})``; ``durable.cancel(run_id, reason=...)`` cancels a run executing in this process
+(stop reason ``cancelled``, the workflow's result).
+
 An agent tool (``agent.as_tool``) runs its inner run in the same workflow, its requests and
 calls steps too; in a durable run its calls run one at a time, so the inner runs' steps
 keep their ids in a replay. A recorded model turn that would meet changed tools (gone,

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any, Generic, TypedDict
 
 from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
 from dbos import error as dbos_errors
 from typing_extensions import TypeVar, Unpack
 
-from tooldeck.durable._pauses import LocalPauses, current_pause, portable, publish, receive, send
-from tooldeck.durable._pauses import watch as watch_pause
+from tooldeck.durable._named import Named, checked_name, looked_up
+from tooldeck.durable._pauses import (
+    LocalPauses,
+    current_pause,
+    next_stop,
+    portable,
+    publish,
+    receive,
+    send,
+)
 from tooldeck.durable._sessions import SessionSource, commit_turn, load_history
 from tooldeck.durable._steps import DurableModel, durable_entries, reserved_steps
 from tooldeck.errors import RunStopped
@@ -23,6 +31,8 @@ from tooldeck.models.base import Model
 from tooldeck.results import Decision, RunResult
 from tooldeck.run._sync import run_sync
 from tooldeck.run.agent import Agent
+from tooldeck.run.budget import Budget
+from tooldeck.run.handle import RunHandle
 from tooldeck.run.history import give_back
 from tooldeck.sessions import Session
 
@@ -45,13 +55,14 @@ class DurableRunArgs(TypedDict, total=False):
     """A session id (opened by ``DurableAgent(sessions=...)`` where the run executes): the
     run starts from its history, read once, and commits its turn when it ends — after its
     pauses — or raises SessionConflict if another run committed first."""
+    budget: str | None
+    """The name of a shared budget (a key of ``DurableAgent(budgets=...)``, found where the
+    run executes) the run draws on; it stops with stop reason ``budget`` when spent."""
 
 
-DepsSource = Mapping[str, DepsT] | Callable[[str], DepsT]
+DepsSource = Named[DepsT]
 """Where a worker finds a run's deps by name: a mapping, or a function of the name."""
 
-_POLL_S = 0.25
-"""How often a caller reads the database for the end of a run executing in another process."""
 _LOCAL_FIRST_S = 1.0
 """How long a caller waits for a pause told in-process before it also watches the database
 (a run it started usually executes in its own process)."""
@@ -74,6 +85,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
         deps: Named deps for runs to use: a mapping, or a function from a name to deps.
         sessions: How this process opens a session by its id (``lambda session_id:
             PostgresSession(dsn, session_id)``), for runs started with ``session=ID``.
+        budgets: Named shared budgets (``tooldeck.run.budget.Budget``, or a store such as
+            ``SQLiteBudget``) for runs started with ``budget=NAME``: a mapping, or a
+            function from a name to a budget.
     """
 
     def __init__(
@@ -83,6 +97,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         name: str,
         deps: DepsSource[DepsT] | None = None,
         sessions: SessionSource | None = None,
+        budgets: Named[Budget] | None = None,
     ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"DurableAgent wraps an Agent, got {type(agent).__name__}")
@@ -91,6 +106,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         self.name = name
         self._deps = deps
         self._sessions = sessions
+        self._budgets = budgets
+        self._running: dict[str, RunHandle[OutputT]] = {}
         self._twin = agent.wrapped(model=self._durable_model, tool=durable_entries(name))
         _claim(name, self)
         self._pauses = LocalPauses()
@@ -105,8 +122,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
             history: tuple[Message, ...],
             deps: str | None,
             session: str | None = None,
+            budget: str | None = None,
         ) -> RunResult[OutputT]:
-            return await self._execute(prompt, history, deps, session)
+            return await self._execute(prompt, history, deps, session, budget)
 
         return DBOS.workflow(name=f"tooldeck.run:{self.name}")(tooldeck_run)
 
@@ -120,7 +138,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         try:
             with _launched(self.name), SetWorkflowID(run_id):
                 handle = await DBOS.start_workflow_async(self._workflow, *args)
-            return await _next_stop(handle, told, run_id, 1, _LOCAL_FIRST_S)
+            return await next_stop(handle, told, run_id, 1, _LOCAL_FIRST_S)
         finally:
             self._pauses.forget(run_id, 1)
 
@@ -168,7 +186,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         try:
             handle: WorkflowHandleAsync[RunResult[OutputT]]
             handle = await DBOS.retrieve_workflow_async(run_id)
-            return await _next_stop(handle, told, run_id, pause + 1, 0.0)
+            return await next_stop(handle, told, run_id, pause + 1, 0.0)
         finally:
             self._pauses.forget(run_id, pause + 1)
 
@@ -191,40 +209,51 @@ class DurableAgent(Generic[DepsT, OutputT]):
         return found[1] if found is not None else None
 
     async def _execute(
-        self, prompt: str, history: tuple[Message, ...], key: str | None, session_id: str | None
+        self,
+        prompt: str,
+        history: tuple[Message, ...],
+        key: str | None,
+        session_id: str | None,
+        budget_name: str | None,
     ) -> RunResult[OutputT]:
         """The workflow's body: the agent's run, and its pauses, as one workflow."""
         run_id = DBOS.workflow_id
         if run_id is None:
             raise RuntimeError("a durable run executes only as its DBOS workflow")
         reserved_steps.set({})
-        deps = self._resolve(key)
+        deps = looked_up(self._deps, key, "deps", self.name)
+        budget = looked_up(self._budgets, budget_name, "budgets", self.name)
+        run = RunIn(run_id, deps, budget, session_id)
         if session_id is None:
-            return await self._run_and_wait(prompt, history, deps, run_id, None)
+            return await self._run_and_wait(prompt, history, run)
         session = self._open_session(session_id)
         try:
             loaded = await load_history(self.name, session)
             give_back(self._twin.history_strategy, loaded.summary)
-            result = await self._run_and_wait(prompt, loaded.messages, deps, run_id, session_id)
+            result = await self._run_and_wait(prompt, loaded.messages, run)
             await commit_turn(self.name, session, result, loaded)
             return result
         finally:
             await session.aclose()
 
     async def _run_and_wait(
-        self,
-        prompt: str,
-        history: tuple[Message, ...],
-        deps: DepsT | None,
-        run_id: str,
-        session_id: str | None,
+        self, prompt: str, history: tuple[Message, ...], run: RunIn
     ) -> RunResult[OutputT]:
         """Run, and wait durably through each pause for its decisions, until the end (the
         run log notes ``session_id``, the session the run's history came from)."""
-        twin = self._twin
+        twin, run_id = self._twin, run.run_id
+        deps, budget, session_id = run.deps, run.budget, run.session_id
         try:
-            result = await twin.run(
-                prompt, deps=deps, history=history, run_id=run_id, session_id=session_id
+            result = await self._watched(
+                run_id,
+                twin.start(
+                    prompt,
+                    deps=deps,
+                    history=history,
+                    run_id=run_id,
+                    session_id=session_id,
+                    budget=budget,
+                ),
             )
             pause = 0
             while result.checkpoint is not None:
@@ -233,14 +262,39 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 await publish(pause, paused)
                 self._pauses.paused(run_id, pause, paused)
                 decisions = await receive(pause, result.checkpoint)
-                result = await twin.resume(
-                    result.checkpoint, decisions, deps=deps, session_id=session_id
+                resumed = twin.start_resume(
+                    result.checkpoint, decisions, deps=deps, session_id=session_id, budget=budget
                 )
+                result = await self._watched(run_id, resumed)
         except RunStopped as stopped:
             if stopped.result is not None:
                 stopped.result = portable(stopped.result)
             raise
         return portable(result)
+
+    def cancel(self, run_id: str, reason: str = "cancelled by the application") -> bool:
+        """Cancel run ``run_id`` if it executes in this process (from any task or thread): it
+        ends as a plain run cancelled through its handle does, with stop reason ``cancelled``
+        (its unfinished calls answered ``error[cancelled]``), and that result is the
+        workflow's. False if no model request or call of it runs here: it ended, waits for
+        decisions, or executes in another process (``DBOS.cancel_workflow`` stops it there,
+        without a result)."""
+        handle = self._running.get(run_id)
+        if handle is None:
+            return False
+        handle.cancel(reason)
+        return True
+
+    async def _watched(self, run_id: str, handle: RunHandle[OutputT]) -> RunResult[OutputT]:
+        """The run's result, ``cancel`` reaching it meanwhile."""
+        self._running[run_id] = handle
+        try:
+            return await handle
+        except asyncio.CancelledError:  # the workflow's execution itself was cancelled
+            handle.cancel("the durable run's execution was cancelled")
+            raise
+        finally:
+            self._running.pop(run_id, None)
 
     def _arguments(self, prompt: str, options: DurableRunArgs) -> tuple[Any, ...]:
         """The workflow's arguments, checked before anything starts."""
@@ -250,11 +304,14 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 f"unknown durable run option(s) {', '.join(map(repr, sorted(unknown)))}; the "
                 f"options are: {', '.join(DurableRunArgs.__annotations__)}"
             )
-        key = self._deps_key(options.get("deps"))
+        key = checked_name(self._deps, options.get("deps"), "deps", self.name)
+        budget = checked_name(self._budgets, options.get("budget"), "budgets", self.name)
         history = tuple(options.get("history") or ())
         session = options.get("session")
         if session is None:
-            return (prompt, tuple(history), key)
+            return (
+                (prompt, history, key) if budget is None else (prompt, history, key, None, budget)
+            )
         if not isinstance(session, str) or not session:
             raise TypeError(
                 "a durable run takes its session by id (DurableAgent(sessions=...) opens it "
@@ -262,7 +319,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             )
         if history:
             raise ValueError("pass history= or session=, not both: a session has its history")
-        return (prompt, (), key, session)
+        return (prompt, (), key, session) if budget is None else (prompt, (), key, session, budget)
 
     def _open_session(self, session_id: str) -> Session:
         if self._sessions is None:
@@ -273,71 +330,15 @@ class DurableAgent(Generic[DepsT, OutputT]):
             )
         return self._sessions(session_id)
 
-    def _deps_key(self, deps: object) -> str | None:
-        """The deps name a run carries; checked here when this process knows the names."""
-        if deps is None:
-            return None
-        if not isinstance(deps, str):
-            raise TypeError(
-                "a durable run takes its deps by name (a key of DurableAgent(deps=...)), "
-                f"got {type(deps).__name__}: the run may go on in another process, which "
-                "builds its own deps"
-            )
-        source = self._deps
-        if isinstance(source, Mapping) and deps not in source:
-            known = ", ".join(map(repr, source)) or "none"
-            raise KeyError(f"DurableAgent {self.name!r} has no deps named {deps!r}; known: {known}")
-        return deps
 
-    def _resolve(self, key: str | None) -> DepsT | None:
-        if key is None:
-            return None
-        source = self._deps
-        if source is None:
-            raise LookupError(
-                f"the run asks for deps {key!r}, but DurableAgent {self.name!r} has none in "
-                "this process: declare it with DurableAgent(..., deps={...})"
-            )
-        if isinstance(source, Mapping):
-            if key not in source:
-                known = ", ".join(map(repr, source)) or "none"
-                raise LookupError(
-                    f"the run asks for deps {key!r}, but DurableAgent {self.name!r} has no "
-                    f"deps of that name in this process; known: {known}"
-                )
-            return source[key]
-        return source(key)
+@dataclass(frozen=True)
+class RunIn:
+    """What one execution of a durable run runs with (looked up where it executes)."""
 
-
-async def _next_stop(
-    handle: WorkflowHandleAsync[RunResult[OutputT]],
-    told: concurrent.futures.Future[RunResult[Any]],
-    run_id: str,
-    pause: int,
-    watch_after_s: float,
-) -> RunResult[OutputT]:
-    """The run's end (its result, or its error raised) or its ``pause``-th pause: told at
-    once by a run executing in this process, else read from the database (after
-    ``watch_after_s``: a run started here almost always executes here)."""
-    finished = asyncio.ensure_future(handle.get_result(polling_interval_sec=_POLL_S))
-    local = asyncio.wrap_future(told)
-    waits: set[asyncio.Future[Any]] = {finished, local}
-    done: set[asyncio.Future[Any]] = set()
-    try:
-        if watch_after_s:
-            done, _ = await asyncio.wait(
-                waits, timeout=watch_after_s, return_when=asyncio.FIRST_COMPLETED
-            )
-        if not done:
-            waits.add(asyncio.ensure_future(watch_pause(run_id, pause)))
-            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiting in waits:
-            waiting.cancel()
-    if finished in done:
-        return finished.result()
-    paused: RunResult[OutputT] = next(iter(done)).result()
-    return paused
+    run_id: str
+    deps: Any
+    budget: Budget | None
+    session_id: str | None
 
 
 def _check_name(name: object) -> None:

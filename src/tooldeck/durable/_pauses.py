@@ -11,6 +11,7 @@ decision applies to the call stored in the run, never to one the application sen
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import json
 import logging
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dbos import DBOS
+from dbos import DBOS, WorkflowHandleAsync
 
 from tooldeck.errors import CheckpointError
 from tooldeck.results import Checkpoint, Decision, RecordedError, RunResult
@@ -178,3 +179,38 @@ async def watch(run_id: str, pause: int) -> RunResult[Any]:
         text = await DBOS.get_event_async(run_id, pause_event(pause), timeout_seconds=_WATCH_S)
         if text is not None:
             return stored_pause(run_id, pause, text)
+
+
+_POLL_S = 0.25
+"""How often a caller reads the database for the end of a run executing in another process."""
+
+
+async def next_stop(
+    handle: WorkflowHandleAsync[RunResult[Any]],
+    told: concurrent.futures.Future[RunResult[Any]],
+    run_id: str,
+    pause: int,
+    watch_after_s: float,
+) -> RunResult[Any]:
+    """The run's end (its result, or its error raised) or its ``pause``-th pause: told at
+    once by a run executing in this process, else read from the database (after
+    ``watch_after_s``: a run started here almost always executes here)."""
+    finished = asyncio.ensure_future(handle.get_result(polling_interval_sec=_POLL_S))
+    local = asyncio.wrap_future(told)
+    waits: set[asyncio.Future[Any]] = {finished, local}
+    done: set[asyncio.Future[Any]] = set()
+    try:
+        if watch_after_s:
+            done, _ = await asyncio.wait(
+                waits, timeout=watch_after_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        if not done:
+            waits.add(asyncio.ensure_future(watch(run_id, pause)))
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+    if finished in done:
+        return finished.result()
+    paused: RunResult[Any] = next(iter(done)).result()
+    return paused

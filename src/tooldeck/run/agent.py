@@ -1,10 +1,8 @@
 """The front door: ``Agent``, a model with the tools it may call and the rules of its runs.
 
-Its entry points — ``run``, ``run_sync``, ``stream``, ``resume``, ``resume_sync``,
-``resume_stream`` — take the same options (``RunArgs``, declared once in ``options.py``),
-and all drive the one loop (``loop.drive``). Here the run is started: from a prompt or a
-pause, in a session or not, watched by an observer (traces) and a run log when the agent
-has them.
+Its entry points (``run``, ``stream``, ``resume``..., ``start``) take the same options
+(``RunArgs``, ``options.py``) and drive the one loop (``loop.drive``): from a prompt or a
+pause, in a session or not, watched by an observer and a run log when the agent has them.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ from tooldeck.run.calls.shared import AfterUntrusted
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run.events import Event, last_result
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
-from tooldeck.run.handle import cancellable, start_run
+from tooldeck.run.handle import cancellable, start_resumed_run, start_run
 from tooldeck.run.history import HistoryStrategy
 from tooldeck.run.in_session import resume_in_session, stream_in_session
 from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive, run_info
@@ -60,6 +58,7 @@ DepsT = TypeVar("DepsT", default=Any)
 """The type of ``deps`` a run passes to its tools; ``Any`` unless ``deps_type=`` says."""
 OutputT = TypeVar("OutputT", default=str)
 """The type of ``RunResult.output``: ``output_type``, or the answer text without one."""
+Decided = Mapping[str, Decision] | None
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -218,10 +217,7 @@ class Agent(Generic[DepsT, OutputT]):
         """Run, yielding each event as it happens; the last event is FinalAnswer.
 
         Close the stream early (``aclose()``, or leave an ``aclosing`` block) to stop the
-        run and its request. ``options`` (see ``RunArgs``): ``deps``, ``history`` (an
-        earlier conversation to continue), ``session`` (a conversation kept in a store: the
-        run starts from its history and commits its turn before FinalAnswer), ``run_id``,
-        ``deltas`` (also yield TextDelta and ToolCallDelta as the model writes).
+        run and its request. ``options``: see ``RunArgs``.
         """
         return self._stream(prompt, RunOptions.of(options))
 
@@ -237,6 +233,7 @@ class Agent(Generic[DepsT, OutputT]):
             session,
             self.history_strategy,
             lambda history: self._from_prompt(prompt, replace(in_session, history=history)),
+            opts.cancel,
         )
 
     async def resume(
@@ -272,7 +269,14 @@ class Agent(Generic[DepsT, OutputT]):
         """``resume()`` as the event stream; raises CheckpointError before anything runs for
         a changed or broken checkpoint or decisions that do not fit it (at once, or, with a
         session, on the first step)."""
-        opts = RunOptions.of(options, resuming=True)
+        return self._resume(checkpoint, decisions, RunOptions.of(options, resuming=True))
+
+    start_resume = start_resumed_run
+    """Resume a paused run in a task and return its ``RunHandle`` (see ``tooldeck.run.handle``)."""
+
+    def _resume(
+        self, checkpoint: Checkpoint | str | None, decisions: Decided, opts: RunOptions
+    ) -> AsyncGenerator[Event, None]:
         session = opts.session
         if session is not None:
             in_session = replace(opts, session=None, records=records_of(session))
@@ -281,6 +285,7 @@ class Agent(Generic[DepsT, OutputT]):
                 self.history_strategy,
                 checkpoint,
                 lambda stored: self._from_pause(stored, decisions, in_session),
+                opts.cancel,
             )
         if checkpoint is None:
             raise TypeError("resume() needs the paused run's checkpoint, or session= holding it")
@@ -343,10 +348,7 @@ class Agent(Generic[DepsT, OutputT]):
         return self._start(start, opts)
 
     def _from_pause(
-        self,
-        checkpoint: Checkpoint,
-        decisions: Mapping[str, Decision] | None,
-        opts: RunOptions,
+        self, checkpoint: Checkpoint, decisions: Decided, opts: RunOptions
     ) -> AsyncGenerator[Event, None]:
         self.check_resumable(checkpoint)
         decided = check_decisions(checkpoint, decisions or {})

@@ -133,7 +133,8 @@ class AgentTool:
             raise AssertionError("the inner run's event stream ended without a final answer")
         if final.checkpoint is not None:
             return Pause(final.checkpoint)
-        return ToolOutcome(ToolResult.success(final.answer), inner_trace=final.tool_trace)
+        tainted = final.tainted_by is not None
+        return ToolOutcome(ToolResult.success(final.answer), None, final.tool_trace, tainted)
 
     def _inner_run(
         self, arguments: dict[str, Any], context: RunContext[Any]

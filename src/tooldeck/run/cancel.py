@@ -11,9 +11,15 @@ class CancelSignal(threading.Event):
     def __init__(self) -> None:
         super().__init__()
         self.reason = ""
+        self.commit = True
+        """Whether the cancelled run commits to its session (the first ``cancel`` decides)."""
+        self.ended = False
+        """Whether the run reached its FinalAnswer: a cancel then leaves it alone (its
+        session may be committing it)."""
 
-    def cancel(self, reason: str) -> None:
-        """Set the signal, keeping the first reason given."""
+    def cancel(self, reason: str, *, commit: bool = True) -> None:
+        """Set the signal, keeping the first reason and commit choice given."""
         if not self.is_set():
             self.reason = reason
+            self.commit = commit
         self.set()

@@ -7,7 +7,8 @@ from any task or thread, stops it. Cancelling reaches what is in flight: the mod
 (their inner runs), and sync tools through ``ctx.cancelled``, an event they can poll. The
 run then ends with stop reason ``cancelled`` and a valid transcript: every call that did not
 finish is answered ``error[cancelled]: ...``. In a session the cancelled run commits (what
-was done is kept).
+was done is kept) unless the canceller says ``commit=False`` (the session then keeps
+nothing of the run).
 
 Only a run started with a handle pays for any of this: ``cancellable`` wraps its events.
 """
@@ -15,7 +16,7 @@ Only a run started with a handle pays for any of this: ``cancellable`` wraps its
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -23,7 +24,7 @@ from typing_extensions import Unpack
 
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolResult
-from tooldeck.results import RunResult, StopReason, ToolTrace
+from tooldeck.results import Checkpoint, Decision, RunResult, StopReason, ToolTrace
 from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.events import Event, FinalAnswer, ToolCallFinished
 from tooldeck.run.options import RunArgs, RunOptions
@@ -50,11 +51,23 @@ class RunHandle(Generic[OutputT]):
         """Whether the run has ended."""
         return self._task.done()
 
-    def cancel(self, reason: str = "cancelled by the application") -> None:
-        """Stop the run (from any task or thread); it ends with stop reason ``cancelled``."""
-        self._signal.cancel(reason)
+    def cancel(self, reason: str = "cancelled by the application", *, commit: bool = True) -> None:
+        """Stop the run (from any task or thread); it ends with stop reason ``cancelled``.
+
+        Args:
+            reason: Why, as the model and the transcript read it.
+            commit: Whether the cancelled run commits to its session (default: yes, so
+                nothing done is lost); ``False`` leaves the session as it was before the
+                run (a resumed pause stays claimed). The first ``cancel`` decides.
+        """
+        self._signal.cancel(reason, commit=commit)
         if not self._task.done():
-            self._loop.call_soon_threadsafe(self._task.cancel)
+            self._loop.call_soon_threadsafe(self._interrupt)
+
+    def _interrupt(self) -> None:
+        """Cancel the run's task, unless its FinalAnswer came first (it may be committing)."""
+        if not self._task.done() and not self._signal.ended:
+            self._task.cancel()
 
     async def result(self) -> RunResult[OutputT]:
         """The run's result, once it ends (raises what the run raised)."""
@@ -85,13 +98,16 @@ class RunHandle(Generic[OutputT]):
 async def cancellable(
     events: AsyncGenerator[Event, None], state: RunState, signal: CancelSignal
 ) -> AsyncGenerator[Event, None]:
-    """The run's events; when ``signal`` cancels it, its FinalAnswer with stop reason
-    ``cancelled`` (each call that did not finish answered ``error[cancelled]``)."""
-    finished: dict[str, ToolTrace] = {}
+    """The run's events; when ``signal`` cancels it, a ToolCallFinished for each call that
+    had not finished (answered ``error[cancelled]``), then its FinalAnswer with stop reason
+    ``cancelled``."""
+    finished: dict[tuple[int, str], ToolTrace] = {}  # by round: a call id may come again
     try:
         async for event in events:
             if isinstance(event, ToolCallFinished):
-                finished[event.trace.call.id] = event.trace
+                finished[event.round, event.trace.call.id] = event.trace
+            elif isinstance(event, FinalAnswer):
+                signal.ended = True
             yield event
     except asyncio.CancelledError:
         if not signal.is_set():
@@ -99,29 +115,45 @@ async def cancellable(
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()  # the run ends here, normally: its session may commit
-        yield FinalAnswer(cancelled_result(state, finished, signal.reason))
+        signal.ended = True
+        for answered in close_cancelled(state, finished, signal.reason):
+            yield answered
+        yield FinalAnswer(state.result("", StopReason.CANCELLED))
 
 
-def cancelled_result(
-    state: RunState, finished: dict[str, ToolTrace], reason: str
-) -> RunResult[Any]:
-    """The run as it was when cancelled, its open turn's calls all answered."""
+def close_cancelled(
+    state: RunState, finished: dict[tuple[int, str], ToolTrace], reason: str
+) -> list[ToolCallFinished]:
+    """Answer the open turn's calls as the run is cancelled (a call whose result was passed
+    on keeps it, the others read ``error[cancelled]``); the events of the calls answered."""
     turn = state.turn
-    if turn is not None:
-        text = f"the run was cancelled ({reason}) before this call finished"
-        refusal = ToolResult.failure(ErrorCode.CANCELLED, text)
-        traces = [
-            finished.get(call.id) or ToolTrace(call=call, result=refusal, duration_s=0.0)
-            for call in turn.calls
-            if call.id not in turn.answered
-        ]
-        turn.pending = ()
-        state.close_round(turn, traces, ())
-    return state.result("", StopReason.CANCELLED)
+    if turn is None:
+        return []
+    text = f"the run was cancelled ({reason}) before this call finished"
+    refusal = ToolResult.failure(ErrorCode.CANCELLED, text)
+    traces, ended = [], []
+    for call in turn.calls:
+        if call.id in turn.answered:
+            continue
+        trace = finished.get((turn.round, call.id))
+        if trace is None:
+            trace = ToolTrace(call=call, result=refusal, duration_s=0.0)
+            ended.append(ToolCallFinished(turn.round, trace))
+        traces.append(trace)
+    turn.pending = ()
+    state.close_round(turn, traces, ())
+    return ended
 
 
 class _Starts(Protocol):
     def _stream(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]: ...
+
+    def _resume(
+        self,
+        checkpoint: Checkpoint | str | None,
+        decisions: Mapping[str, Decision] | None,
+        opts: RunOptions,
+    ) -> AsyncGenerator[Event, None]: ...
 
 
 def start_run(agent: _Starts, prompt: str, **options: Unpack[RunArgs[Any]]) -> RunHandle[Any]:
@@ -132,3 +164,16 @@ def start_run(agent: _Starts, prompt: str, **options: Unpack[RunArgs[Any]]) -> R
     signal = CancelSignal()
     opts = replace(RunOptions.of(options), cancel=signal)
     return RunHandle(agent._stream(prompt, opts), signal)
+
+
+def start_resumed_run(
+    agent: _Starts,
+    checkpoint: Checkpoint | str | None = None,
+    decisions: Mapping[str, Decision] | None = None,
+    **options: Unpack[RunArgs[Any]],
+) -> RunHandle[Any]:
+    """``Agent.start_resume``: ``Agent.resume`` in a task of the running event loop; its
+    handle (``session=`` alone resumes the session's paused run, as ``resume`` does)."""
+    signal = CancelSignal()
+    opts = replace(RunOptions.of(options, resuming=True), cancel=signal)
+    return RunHandle(agent._resume(checkpoint, decisions, opts), signal)

@@ -13,7 +13,8 @@ from typing import Any
 
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, SessionError
 from tooldeck.messages import Message
-from tooldeck.results import Checkpoint, RunResult
+from tooldeck.results import Checkpoint, RunResult, StopReason
+from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.events import Event, FinalAnswer
 from tooldeck.run.history import HistoryStrategy, give_back
 from tooldeck.run.repair import repair
@@ -26,8 +27,11 @@ async def stream_in_session(
     session: Session,
     strategy: HistoryStrategy | None,
     start: Callable[[tuple[Message, ...]], Events],
+    cancel: CancelSignal | None = None,
 ) -> Events:
-    """A run that continues the session's conversation: ``start(history)`` is the run."""
+    """A run that continues the session's conversation: ``start(history)`` is the run;
+    ``cancel``, its signal when it was started with a handle (says whether a cancelled run
+    commits)."""
     history = await session.load()
     if history.pending is not None:
         raise SessionConflict(
@@ -38,7 +42,8 @@ async def stream_in_session(
     messages = repair(history.messages)
     give_back(strategy, history.summary)
     events = start(messages)
-    async with aclosing(_committing(events, session, len(messages), history.head)) as run:
+    committing = _committing(events, session, len(messages), history.head, cancel)
+    async with aclosing(committing) as run:
         async for event in run:
             yield event
 
@@ -48,6 +53,7 @@ async def resume_in_session(
     strategy: HistoryStrategy | None,
     checkpoint: Checkpoint | str | None,
     start: Callable[[Checkpoint], Events],
+    cancel: CancelSignal | None = None,
 ) -> Events:
     """Claim the session's paused run, go on with it (``start(stored)``), commit the turn.
 
@@ -65,7 +71,7 @@ async def resume_in_session(
     give_back(strategy, history.summary)
     events = start(stored)
     head = await session.consume(stored.run_id, after=history.head)
-    async with aclosing(_committing(events, session, len(messages), head)) as run:
+    async with aclosing(_committing(events, session, len(messages), head, cancel)) as run:
         async for event in run:
             yield event
 
@@ -93,19 +99,29 @@ def _paused_run(
 
 
 async def _committing(
-    events: AsyncGenerator[Event, None], session: Session, start: int, head: int
+    events: AsyncGenerator[Event, None],
+    session: Session,
+    start: int,
+    head: int,
+    cancel: CancelSignal | None,
 ) -> AsyncGenerator[Event, None]:
-    """Pass the run's events on; commit its turn before its FinalAnswer is handed over.
-    Closing this stream closes the run's at once (its request and calls stop)."""
+    """Pass the run's events on; commit its turn before its FinalAnswer is handed over
+    (a cancelled run's too, unless its canceller said not to). Closing this stream closes
+    the run's at once (its request and calls stop)."""
     try:
         async with aclosing(events):
             async for event in events:
-                if isinstance(event, FinalAnswer):
+                if isinstance(event, FinalAnswer) and _kept(event.result, cancel):
                     await _commit(session, event.result, start, head)
                 yield event
     except RunStopped as stop:
         stop.add_note(f"session {session.session_id!r} is unchanged: a stopped run commits nothing")
         raise
+
+
+def _kept(result: RunResult[Any], cancel: CancelSignal | None) -> bool:
+    """Whether the run's end is committed: always, but for a cancel that said not to."""
+    return cancel is None or cancel.commit or result.stop_reason != StopReason.CANCELLED
 
 
 async def _commit(session: Session, result: RunResult[Any], start: int, head: int) -> None:

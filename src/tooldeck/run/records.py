@@ -62,5 +62,6 @@ def traced(
         "error": error,
         "inner_trace": None,
         "full_output": None,
+        "untrusted": False,
     }
     return trusted(ToolTrace, fields, _TRACE_GIVEN)

@@ -46,6 +46,8 @@ class ToolOutcome:
     """The exception behind a failed result, kept for the host (``ToolTrace.error``)."""
     inner_trace: tuple[ToolTrace, ...] | None = None
     """The calls of a run made inside this call (``ToolTrace.inner_trace``)."""
+    untrusted: bool = False
+    """The run made inside this call read untrusted content (``ToolTrace.untrusted``)."""
 
 
 HandlerOutput = str | ToolResult | ToolOutcome | Pause

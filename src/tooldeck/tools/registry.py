@@ -68,7 +68,8 @@ class ToolView:
     guarded: bool = False
     """Some tool has guardrails of its own (``@tool(guardrails=...)``): checked once, here."""
     untrusted: bool = False
-    """Some tool's results are untrusted content (``trust="untrusted"``): checked once, here."""
+    """Some tool's results may be untrusted content (``trust="untrusted"``, or an agent
+    tool's, whose inner run may read some): checked once, here."""
 
     @classmethod
     def of(cls, entries: Iterable[ToolEntry]) -> ToolView:
@@ -80,7 +81,7 @@ class ToolView:
         may_pause = any(e.external or e.options.requires_approval for e in dispatch.values())
         specs = tuple(entry.spec for entry in dispatch.values())
         guarded = any(entry.options.guardrails for entry in dispatch.values())
-        untrusted = any(entry.options.trust == "untrusted" for entry in dispatch.values())
+        untrusted = any(e.options.trust == "untrusted" or e.emits_events for e in dispatch.values())
         return cls(specs, MappingProxyType(dispatch), may_pause, guarded, untrusted)
 
     @property

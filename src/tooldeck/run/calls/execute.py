@@ -145,4 +145,7 @@ def _finished(item: Ready, output: str | ToolResult | ToolOutcome, started: floa
     if item.edited:
         result = with_edit_note(result, item.call)
     done = trace(item.call, result, time.perf_counter() - started, error)
-    return done if inner is None else done.model_copy(update={"inner_trace": inner})
+    if inner is None:
+        return done
+    tainted = isinstance(output, ToolOutcome) and output.untrusted
+    return done.model_copy(update={"inner_trace": inner, "untrusted": tainted})

@@ -101,3 +101,21 @@ async def execute_guarded(item: Ready, round_: CallRound, emit: Emit | None, put
             given = new if isinstance(new, ToolResult) else ToolResult.success(str(new))
             ran = ran.model_copy(update={"result": given})
     return ran
+
+
+async def answer_guarded(item: Ready, round_: CallRound) -> Ran:
+    """A call made outside a run (served over MCP), judged as a run's call is; a guardrail
+    that says stop refuses it (there is no run to stop), with its message."""
+    judged, _, tripped = await guard_arguments(item, round_)
+    if isinstance(judged, ToolTrace):
+        return judged
+    if tripped is None:
+        try:
+            return await execute_guarded(judged, round_, None, _unseen)
+        except GuardrailTripped as error:
+            tripped = error
+    return refused(item.call, ErrorCode.REFUSED, str(tripped))
+
+
+def _unseen(event: Event) -> None:
+    """A decision with no run to show it in (it is in the refusal the caller reads)."""

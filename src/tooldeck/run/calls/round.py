@@ -19,7 +19,7 @@ from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.results import Decision, PendingCall, ToolTrace
 from tooldeck.run.calls.check import check_decided, check_new, hold_back
 from tooldeck.run.calls.execute import Ran, execute
-from tooldeck.run.calls.guard import execute_guarded, guard_arguments
+from tooldeck.run.calls.guard import answer_guarded, execute_guarded, guard_arguments
 from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
 from tooldeck.run.calls.trust import after_untrusted
 from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, UntrustedContent, nest
@@ -195,7 +195,10 @@ async def answer_call(call: ToolCall, round_: CallRound) -> ToolTrace:
     if not isinstance(checked, Ready):
         done, signature = checked
     else:
-        ran = await execute(checked, round_)
+        if round_.view.guarded or round_.options.tool_guardrails:
+            ran = await answer_guarded(checked, round_)
+        else:
+            ran = await execute(checked, round_)
         done, signature = _as_trace(ran), checked.signature
     round_.policy.record(call.name, done.result, signature)
     return done
@@ -242,14 +245,15 @@ def _outcome(
 
 
 def _untrusted(answered: list[ToolTrace], round_: CallRound) -> tuple[tuple[str, str], ...]:
-    """(call id, tool name) of the answered calls of untrusted tools that succeeded."""
+    """(call id, tool name) of the answered calls of untrusted tools that succeeded, and of
+    agent tools whose inner runs read untrusted content."""
     dispatch = round_.view.dispatch
     return tuple(
         (done.call.id, done.call.name)
         for done in answered
         if done.result.error_code is None
         and (entry := dispatch.get(done.call.name)) is not None
-        and entry.options.trust == "untrusted"
+        and (entry.options.trust == "untrusted" or done.untrusted)
     )
 
 
