@@ -249,6 +249,9 @@ class Checkpoint(BaseModel):
     """The guardrails' decisions so far."""
     tainted_by: UntrustedSource | None = None
     """The call that first brought untrusted content into the conversation, if one did."""
+    agent: str = ""
+    """The name of the agent the run paused in (a resume goes on in it, found through the
+    resuming agent's handoffs); empty in a checkpoint made before handoffs."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 
@@ -357,3 +360,6 @@ class RunResult(BaseModel, Generic[OutputT]):
     """Every guardrail's decision, in order (``Agent(input_guardrails=...)`` and the rest)."""
     tainted_by: UntrustedSource | None = None
     """The call that first brought untrusted content into the conversation (or an earlier one)."""
+    agent: str = ""
+    """The name of the agent that answered (or paused, or stopped): with handoffs, the last
+    one the conversation was handed to; without, the agent's own ``name``."""

@@ -69,6 +69,8 @@ class RunState:
     """Every guardrail's decision so far."""
     tainted_by: UntrustedSource | None = None
     """The call whose result first brought untrusted content into the conversation."""
+    agent: str = ""
+    """The name of the agent whose loop runs (it changes at each handoff)."""
 
     @property
     def usage(self) -> Usage:
@@ -205,6 +207,7 @@ class RunState:
             history_summary=self.summary,
             guardrails=tuple(self.guardrails),
             tainted_by=self.tainted_by,
+            agent=self.agent,
         )
 
 
