@@ -26,6 +26,7 @@ from tooldeck import (
 from tooldeck.errors import CheckpointError, DuplicateToolError, LimitExceeded, ToolDefinitionError
 from tooldeck.run.events import Event, HandedOff, ModelRequest, NestedEvent
 from tooldeck.run.handoff import handoff, summary_of
+from tooldeck.sessions import SQLiteSession
 from tooldeck.tools.context import RunContext
 
 CHILD = Path(__file__).with_name("_handoff_child.py")
@@ -139,7 +140,9 @@ def seen_after_handoff(history: Any) -> list[tuple[str, str]]:
     result = triage.run_sync("Refund order 42", history=conversation())
     assert result.agent == "billing"
     shown = billing_model.requests[0].messages
-    assert list(result.messages[: len(shown)]) == list(shown)  # the run goes on from it
+    whole = [*conversation(), Message.user("Refund order 42")]
+    assert list(result.messages[:3]) == whole  # the run keeps the whole conversation
+    assert len(result.messages) == 8
     return [(m.role, m.content or ",".join(c.name for c in m.tool_calls)) for m in shown]
 
 
@@ -395,3 +398,66 @@ async def test_an_agent_with_handoffs_works_as_a_tool() -> None:
         "triage"
     ]
     assert nested[-1].event.agent == "billing"
+
+
+@pytest.mark.parametrize("resume", ["last", "first"])
+async def test_a_session_goes_on_with_the_agent_its_setting_names(
+    tmp_path: Path, resume: str
+) -> None:
+    billing, billing_model = billing_agent(answer("Refunded."), answer("Billing again."))
+    triage, triage_model = triage_agent(
+        transfer(), answer("Triage again."), handoffs=[billing], handoff_resume=resume
+    )
+    session = SQLiteSession(tmp_path / "chat.db", "chat")
+    try:
+        first = await triage.run("Refund order 42", session=session)
+        second = await triage.run("And my invoice?", session=session)
+    finally:
+        await session.aclose()
+    assert first.agent == "billing"
+    if resume == "last":
+        assert (second.agent, second.answer) == ("billing", "Billing again.")
+        assert len(triage_model.requests) == 1
+        assert billing_model.requests[1].messages[-1].content == "And my invoice?"
+    else:
+        assert (second.agent, second.answer) == ("triage", "Triage again.")
+        assert len(billing_model.requests) == 1
+        assert triage_model.requests[1].messages[-1].content == "And my invoice?"
+
+
+async def test_a_session_finds_the_last_agent_after_a_cycle(tmp_path: Path) -> None:
+    billing, _ = billing_agent(transfer("triage", "b1"))
+    triage, triage_model = triage_agent(transfer(), answer("Back in triage."), answer("Still."))
+    triage.handoffs.append(billing)
+    billing.handoffs.append(triage)
+    session = SQLiteSession(tmp_path / "chat.db", "chat")
+    try:
+        first = await triage.run("Refund", session=session)
+        second = await billing.run("Next", session=session)  # billing's graph leads to triage
+    finally:
+        await session.aclose()
+    assert (first.agent, second.agent, second.answer) == ("triage", "triage", "Still.")
+    assert triage_model.requests[2].messages[-1].content == "Next"
+
+
+def test_a_chosen_history_is_kept_across_a_pause_and_resume() -> None:
+    model = ScriptedModel([calls(call("guarded_refund", "r1", order="42")), answer("Refunded.")])
+    billing = Agent(model, [guarded_refund], name="billing")
+    to_billing = handoff(billing, history="last_user")
+    triage, _ = triage_agent(
+        calls(call("lookup", "l1", order="42")), transfer(), handoffs=[to_billing]
+    )
+    paused = triage.run_sync("Refund order 42", history=conversation())
+    assert paused.checkpoint is not None
+    restored = Checkpoint.from_json(paused.checkpoint.to_json())
+    done = triage.resume_sync(restored, {"r1": Approve()})
+    assert done.answer == "Refunded."
+    shown = [(m.role, m.content) for m in model.requests[1].messages]
+    assert shown == [
+        ("user", "Refund order 42"),
+        ("assistant", ""),
+        ("tool", "Transferred to 'billing'."),
+        ("assistant", ""),
+        ("tool", "refunded 42"),
+    ]
+    assert len(done.messages) == 10  # the run's conversation is whole

@@ -60,6 +60,7 @@ def unsigned_safety_defaults(checkpoint: dict[str, Any]) -> dict[str, Any]:
         (checkpoint, "guardrails", []),
         (checkpoint, "tainted_by", None),
         (checkpoint, "agent", ""),
+        (checkpoint, "shown", None),
         (turn, "untrusted", []),
     ]
     drops += [(message, "untrusted", False) for message in checkpoint["messages"]]

@@ -64,6 +64,7 @@ def make_checkpoint(state: RunState, policy: RunPolicy, key: bytes | None) -> Ch
         guardrails=tuple(state.guardrails),
         tainted_by=state.tainted_by,
         agent=state.agent,
+        shown=state.shown,
     )
     if key is None:
         return checkpoint
@@ -263,6 +264,7 @@ def restore(
         guardrails=list(checkpoint.guardrails),
         tainted_by=checkpoint.tainted_by,
         agent=checkpoint.agent,
+        shown=checkpoint.shown,
     )
     calls = checkpoint.messages[-1].tool_calls
     state.turn = OpenTurn(

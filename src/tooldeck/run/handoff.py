@@ -13,14 +13,16 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.messages import AssistantOutput, Message, ToolResult
+from tooldeck.results import HistorySummary, ShownHistory
 from tooldeck.run.events import HandedOff
+from tooldeck.run.history import HistoryRequest, HistoryStrategy, Prepared, current_exchange
 from tooldeck.run.loop import RunSetup
 from tooldeck.run.policy import Limits
 from tooldeck.tools.context import RunContext
@@ -188,11 +190,14 @@ class TransferTool:
         return ToolResult.success(transferred(self.handoff.agent.name))
 
 
-def handed_history(handoff: Handoff, messages: list[Message], handed: HandedOff) -> list[Message]:
-    """The conversation the agent handed to goes on from, by ``handoff.history``."""
+def handed_history(
+    handoff: Handoff, messages: Sequence[Message], handed: HandedOff
+) -> ShownHistory | None:
+    """What the agent handed to is shown in place of the conversation so far, by
+    ``handoff.history`` (None: all of it). The run's messages stay whole."""
     history = handoff.history
     if history == "all":
-        return messages
+        return None
     turn = _turn_of(messages, handed.call.id)
     before = messages[:turn]
     if history == "summary":
@@ -204,10 +209,37 @@ def handed_history(handoff: Handoff, messages: list[Message], handed: HandedOff)
         chosen = _chosen(handoff.name, history(tuple(before)))
     result = next(m for m in messages[turn:] if m.tool_call_id == handed.call.id)
     transfer = Message.assistant(AssistantOutput(tool_calls=(handed.call,)))
-    return [*chosen, transfer, result]
+    return ShownHistory(messages=(*chosen, transfer, result), since=len(messages))
 
 
-def _turn_of(messages: list[Message], call_id: str) -> int:
+class ShownFirst(HistoryStrategy):
+    """The history strategy of an agent handed a run with a chosen history: its requests
+    carry ``shown.messages`` in place of the conversation's first ``shown.since`` messages
+    (then its own strategy, if any, chooses from that)."""
+
+    def __init__(self, shown: ShownHistory, inner: HistoryStrategy | None) -> None:
+        self.shown = shown
+        self.inner = inner
+
+    async def keep_from(self, request: HistoryRequest) -> int:
+        """Unused: ``prepare`` replaces the start of the conversation."""
+        return 0
+
+    async def prepare(self, request: HistoryRequest) -> Prepared:
+        """The messages shown, then those since the handoff."""
+        messages = (*self.shown.messages, *request.messages[self.shown.since :])
+        if self.inner is None:
+            return Prepared(messages, request.summary)
+        current = current_exchange(messages)
+        return await self.inner.prepare(replace(request, messages=messages, current=current))
+
+    def remember(self, summary: HistorySummary) -> None:
+        """Passed on to the agent's own strategy."""
+        if self.inner is not None:
+            self.inner.remember(summary)
+
+
+def _turn_of(messages: Sequence[Message], call_id: str) -> int:
     """The index of the assistant message that made the call ``call_id``."""
     for index in range(len(messages) - 1, -1, -1):
         if any(call.id == call_id for call in messages[index].tool_calls):

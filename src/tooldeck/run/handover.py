@@ -19,12 +19,13 @@ from typing import Literal
 
 from tooldeck.errors import CheckpointError
 from tooldeck.messages import Message
-from tooldeck.results import Checkpoint
+from tooldeck.results import Checkpoint, ShownHistory
 from tooldeck.run.events import Event, HandedOff
 from tooldeck.run.guardrails import Guards
 from tooldeck.run.handoff import (
     Handoff,
     HandoffAgent,
+    ShownFirst,
     as_handoff,
     handed_history,
     transferred,
@@ -40,7 +41,7 @@ async def handing_over(
     """The run's events, from ``agent``'s loop and then each agent handed to in turn
     (``first`` is the agent the run was started on)."""
     state = start.state
-    setup, handoffs = _setup(first, agent, later=False)
+    setup, handoffs = _setup(first, agent, state.shown, later=False)
     while True:
         name = state.agent = agent.name
         handed: HandedOff | None = None
@@ -54,20 +55,24 @@ async def handing_over(
             return
         taken = handoffs[handed.call.name]
         agent = taken.agent
-        state.messages = handed_history(taken, state.messages, handed)
+        state.shown = handed_history(taken, state.messages, handed)
         policy = start.policy
         following = RunPolicy(agent.limits, policy.counters(), policy.budget)
         start = replace(start, policy=following, decisions=None, resumed=None)
-        setup, handoffs = _setup(first, agent, later=True)
+        setup, handoffs = _setup(first, agent, state.shown, later=True)
 
 
 def _setup(
-    first: HandoffAgent, agent: HandoffAgent, *, later: bool
+    first: HandoffAgent, agent: HandoffAgent, shown: ShownHistory | None, *, later: bool
 ) -> tuple[RunSetup, dict[str, Handoff]]:
-    """What ``agent``'s loop reads, with its transfer tools, and its handoffs by tool name.
-    The run's checkpoints stay signed with ``first``'s key; an agent handed to does not
-    check the prompt again (its input guardrails apply when a run starts on it)."""
+    """What ``agent``'s loop reads, with its transfer tools and the history it is shown,
+    and its handoffs by tool name. The run's checkpoints stay signed with ``first``'s key;
+    an agent handed to does not check the prompt again (its input guardrails apply when a
+    run starts on it)."""
     setup = agent._setup()
+    if shown is not None:
+        asking = setup.asking
+        setup = replace(setup, asking=replace(asking, history=ShownFirst(shown, asking.history)))
     handoffs: dict[str, Handoff] = {}
     for item in agent.handoffs:
         taken = as_handoff(item)

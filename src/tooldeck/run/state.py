@@ -14,6 +14,7 @@ from tooldeck.results import (
     HistorySummary,
     PendingCall,
     RunResult,
+    ShownHistory,
     StopReason,
     ToolTrace,
 )
@@ -71,6 +72,9 @@ class RunState:
     """The call whose result first brought untrusted content into the conversation."""
     agent: str = ""
     """The name of the agent whose loop runs (it changes at each handoff)."""
+    shown: ShownHistory | None = None
+    """What that agent is shown in place of the conversation before its handoff (None:
+    all of it). The run's messages stay whole."""
 
     @property
     def usage(self) -> Usage:
