@@ -71,7 +71,7 @@ class HandoffAgent(Protocol):
 
 # The arguments of a transfer tool made without ``input_type=``: none. (No docstring:
 # pydantic would show it to the model as the schema's description.)
-class NoInput(BaseModel):
+class _NoInput(BaseModel):
     pass
 
 
@@ -99,7 +99,7 @@ class Handoff:
     def entry(self) -> ToolEntry:
         """The transfer tool: its spec, and the handler that answers its call."""
         schema: FunctionTool[..., Any] = FunctionTool(
-            self.tool_name, self.description, self.input_type or NoInput, None
+            self.tool_name, self.description, self.input_type or _NoInput, None
         )
         origin = f"handoff to {self.agent.name!r}"
         return ToolEntry(schema.spec, TransferTool(self, schema), schema.options, origin=origin)

@@ -1,7 +1,7 @@
 """The seam between the loop and what watches a run (``tooldeck.observe``'s spans, the run log).
 
 The loop knows only these protocols, and attaches what watches a run in one place
-(``Agent._start``). ``Agent(instrument=...)``, or the process default that
+(``starting.run_events``). ``Agent(instrument=...)``, or the process default that
 ``tooldeck.instrument()`` installs, starts one RunObserver per run; with neither the loop
 holds None, and pays one ``is None`` check per tool call. A StreamObserver
 (``Agent(run_log=...)``) only reads the run's event stream, which carries all it records:
