@@ -100,7 +100,6 @@ def test_a_module_whose_handoffs_are_not_a_list_is_refused(
     done = run(server, tmp_path)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
-        "tooldeck: error: 'support': handoffs must be a list of agents or handoff(...), "
-        "got Agent\n"
+        "tooldeck: error: 'support': handoffs must be a list of agents or handoff(...), got Agent\n"
     )
     assert server.bodies == []
