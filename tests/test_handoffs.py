@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
 from helpers import answer, call, calls
@@ -24,6 +27,7 @@ from tooldeck import (
     tool,
 )
 from tooldeck.errors import CheckpointError, DuplicateToolError, LimitExceeded, ToolDefinitionError
+from tooldeck.observe import Instrumentation
 from tooldeck.run.events import Event, HandedOff, ModelRequest, NestedEvent
 from tooldeck.run.handoff import handoff, summary_of
 from tooldeck.sessions import SQLiteSession
@@ -461,3 +465,31 @@ def test_a_chosen_history_is_kept_across_a_pause_and_resume() -> None:
         ("tool", "refunded 42"),
     ]
     assert len(done.messages) == 10  # the run's conversation is whole
+
+
+def test_the_trace_has_a_handoff_span_and_names_the_agent() -> None:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    billing, _ = billing_agent(answer("Done."))
+    triage, _ = triage_agent(
+        transfer(), handoffs=[billing], instrument=Instrumentation(tracer_provider)
+    )
+    try:
+        triage.run_sync("Refund")
+    finally:
+        tracer_provider.shutdown()
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    root = spans["invoke_agent"]
+    handed = spans["handoff billing"]
+    assert handed.parent is not None
+    assert root.context is not None
+    assert handed.parent.span_id == root.context.span_id
+    assert dict(handed.attributes or {}) == {
+        "tooldeck.handoff.source": "triage",
+        "tooldeck.handoff.target": "billing",
+        "gen_ai.tool.call.id": "t1",
+        "tooldeck.round": 1,
+    }
+    assert (root.attributes or {})["tooldeck.agent"] == "billing"
+    assert "execute_tool transfer_to_billing" in spans

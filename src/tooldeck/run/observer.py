@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from tooldeck.messages import Message, ToolCall
 from tooldeck.models.base import Model
 from tooldeck.results import Decision, PendingCall, RunResult, ToolTrace
-from tooldeck.run.events import Event, FinalAnswer, GuardrailChecked
+from tooldeck.run.events import Event, FinalAnswer, GuardrailChecked, HandedOff
 from tooldeck.run.options import ParentCall
 from tooldeck.safety import GuardrailDecision
 
@@ -42,6 +42,9 @@ class RunObserver(Protocol):
 
     def guardrail(self, decision: GuardrailDecision) -> None:
         """A guardrail decided (on the prompt, the answer, or a call's arguments or result)."""
+
+    def handed_off(self, handed: HandedOff) -> None:
+        """An agent handed the run to another (``Agent(handoffs=...)``)."""
 
     def finished(self, result: RunResult[Any]) -> None:
         """The run ended with a result: an answer, a limit's last answer, or a pause."""
@@ -115,6 +118,8 @@ async def observed(
                 observer.finished(event.result)
             elif isinstance(event, GuardrailChecked):
                 observer.guardrail(event.decision)
+            elif isinstance(event, HandedOff):
+                observer.handed_off(event)
             yield event
     except BaseException as error:  # told, then re-raised unchanged
         observer.failed(error)
