@@ -36,7 +36,7 @@ from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verif
 from tooldeck.run.events import Event, last_result
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handle import start_run
-from tooldeck.run.handoff import Handoff, HandoffAgent
+from tooldeck.run.handoff import Handoff, HandoffAgent, RunWrappers
 from tooldeck.run.handover import handoffs_of, paused_in, starting_agent
 from tooldeck.run.history import HistoryStrategy
 from tooldeck.run.in_session import resume_in_session, stream_in_session
@@ -188,6 +188,8 @@ class Agent(Generic[DepsT, OutputT]):
 
     run_log: StreamObserver | None
     """The run log (or any StreamObserver) that sees every run's events; None: off."""
+    _wrappers = RunWrappers()
+    """What ``wrapped`` passed this copy through (agents handed its runs pass through too)."""
 
     def _plan_output(
         self,
@@ -329,6 +331,7 @@ class Agent(Generic[DepsT, OutputT]):
         A model wrapper keeps the model's ``native_output``. The copy closes nothing."""
         twin = copy.copy(self)
         twin._owns_model = False
+        twin._wrappers = self._wrappers.then(model, tool, self)
         if model is not None:
             twin.model = model(self.model)
         if tool is not None:

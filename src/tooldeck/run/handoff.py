@@ -14,12 +14,13 @@ import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from tooldeck.errors import ToolDefinitionError
 from tooldeck.messages import AssistantOutput, Message, ToolResult
+from tooldeck.models.base import Model
 from tooldeck.results import HistorySummary, ShownHistory
 from tooldeck.run.events import HandedOff
 from tooldeck.run.history import HistoryRequest, HistoryStrategy, Prepared, current_exchange
@@ -27,7 +28,7 @@ from tooldeck.run.loop import RunSetup
 from tooldeck.run.policy import Limits
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import TOOL_NAME, FunctionTool
-from tooldeck.tools.registry import ToolEntry
+from tooldeck.tools.registry import EntryWrapper, ToolEntry
 
 HistoryMode = Literal["all", "summary", "last_user"]
 HandoffHistory = HistoryMode | Callable[[Sequence[Message]], Sequence[Message]]
@@ -64,9 +65,53 @@ class HandoffAgent(Protocol):
         """The key signing its runs' checkpoints."""
         ...
 
+    @property
+    def _wrappers(self) -> RunWrappers:
+        """What ``Agent.wrapped`` passed its model and tool entries through."""
+        ...
+
     def _setup(self) -> RunSetup:
         """What its loop reads of it: instructions, tools, model, output plan..."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunWrappers:
+    """What a copy made by ``Agent.wrapped`` passes its model and tool entries through
+    (``tooldeck.durable``: each request and call a step): every agent a run of the copy is
+    handed to passes through them too."""
+
+    model: Callable[[Model], Model] | None = None
+    tool: EntryWrapper | None = None
+    origin: object = None
+    """The agent the copy was made from (a handoff back to it comes back to the copy)."""
+
+    def then(
+        self, model: Callable[[Model], Model] | None, tool: EntryWrapper | None, origin: object
+    ) -> RunWrappers:
+        """These wrappers, then ``model`` and ``tool``."""
+        inner_model, inner_tool = self.model, self.tool
+        if model is not None and inner_model is not None:
+            model = _after(inner_model, model)
+        if tool is not None and inner_tool is not None:
+            tool = _after(inner_tool, tool)
+        return RunWrappers(model or inner_model, tool or inner_tool, self.origin or origin)
+
+    def apply(self, setup: RunSetup) -> RunSetup:
+        """``setup`` (of an agent handed the run) with its model and tools wrapped."""
+        asking, tools = setup.asking, setup.tools
+        if self.model is not None:
+            asking = replace(asking, model=self.model(asking.model))
+        if self.tool is not None:
+            tools = tools.wrapped(self.tool)
+        return replace(setup, asking=asking, tools=tools)
+
+
+T = TypeVar("T")
+
+
+def _after(first: Callable[[T], T], then: Callable[[T], T]) -> Callable[[T], T]:
+    return lambda value: then(first(value))
 
 
 # The arguments of a transfer tool made without ``input_type=``: none. (No docstring:

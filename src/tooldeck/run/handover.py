@@ -54,7 +54,7 @@ async def handing_over(
         if handed is None:
             return
         taken = handoffs[handed.call.name]
-        agent = taken.agent
+        agent = _same(first, taken.agent)
         state.shown = handed_history(taken, state.messages, handed)
         policy = start.policy
         following = RunPolicy(agent.limits, policy.counters(), policy.budget)
@@ -70,6 +70,8 @@ def _setup(
     an agent handed to does not check the prompt again (its input guardrails apply when a
     run starts on it)."""
     setup = agent._setup()
+    if agent is not first:
+        setup = first._wrappers.apply(setup)
     if shown is not None:
         asking = setup.asking
         setup = replace(setup, asking=replace(asking, history=ShownFirst(shown, asking.history)))
@@ -103,7 +105,7 @@ def reachable(first: HandoffAgent) -> dict[str, HandoffAgent]:
     waiting = [first]
     while waiting:
         for item in waiting.pop().handoffs:
-            agent = as_handoff(item).agent
+            agent = _same(first, as_handoff(item).agent)
             known = found.get(agent.name)
             if known is None:
                 found[agent.name] = agent
@@ -114,6 +116,11 @@ def reachable(first: HandoffAgent) -> dict[str, HandoffAgent]:
                     f"{first.name!r}: give each its own Agent(name=...)"
                 )
     return found
+
+
+def _same(first: HandoffAgent, agent: HandoffAgent) -> HandoffAgent:
+    """``agent``, or ``first`` when ``first`` is a copy of it (``Agent.wrapped``)."""
+    return first if first._wrappers.origin is agent else agent
 
 
 def paused_in(first: HandoffAgent, checkpoint: Checkpoint) -> HandoffAgent:
