@@ -81,6 +81,14 @@ def test_the_cli_hands_over_to_the_modules_agent_and_shows_it(
     (request,) = server.bodies
     shown = [tool["function"]["name"] for tool in request["tools"]]
     assert shown == ["lookup", "transfer_to_billing"]
+    listed = tooldeck(tmp_path, "logs", "--json")
+    (logged,) = json.loads(listed.stdout)
+    replayed = tooldeck(tmp_path, "logs", "show", logged["run_id"])
+    assert replayed.returncode == 0, replayed.stderr
+    assert "⇢ agent handed to billing" in replayed.stdout
+    shown = tooldeck(tmp_path, "logs", "show", logged["run_id"], "--json")
+    (handed,) = json.loads(shown.stdout)["handoffs"]
+    assert (handed["source"], handed["target"], handed["call_id"]) == ("agent", "billing", "call_1")
 
 
 def test_json_names_the_agent_that_answered(server: FakeOpenAI, tmp_path: Path) -> None:

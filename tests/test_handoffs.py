@@ -30,6 +30,7 @@ from tooldeck.errors import CheckpointError, DuplicateToolError, LimitExceeded, 
 from tooldeck.observe import Instrumentation
 from tooldeck.run.events import Event, HandedOff, ModelRequest, NestedEvent
 from tooldeck.run.handoff import handoff, summary_of
+from tooldeck.runlog import RunLog
 from tooldeck.sessions import SQLiteSession
 from tooldeck.tools.context import RunContext
 
@@ -493,3 +494,19 @@ def test_the_trace_has_a_handoff_span_and_names_the_agent() -> None:
     }
     assert (root.attributes or {})["tooldeck.agent"] == "billing"
     assert "execute_tool transfer_to_billing" in spans
+
+
+async def test_the_run_log_records_each_handoff(tmp_path: Path) -> None:
+    billing, _ = billing_agent(transfer("triage", "b1"))
+    with RunLog(tmp_path / "logs.db") as log:
+        triage, _ = triage_agent(transfer(), answer("Back."), handoffs=[billing], run_log=log)
+        billing.handoffs.append(triage)
+        result = await triage.run("Refund")
+        log.flush()
+        logged = log.run(result.run_id)
+    assert [(h.round, h.call_id, h.source, h.target) for h in logged.handoffs] == [
+        (1, "t1", "triage", "billing"),
+        (2, "b1", "billing", "triage"),
+    ]
+    assert logged.answer == "Back."
+    assert logged.handoffs[0].at <= logged.handoffs[1].at
