@@ -510,3 +510,17 @@ async def test_the_run_log_records_each_handoff(tmp_path: Path) -> None:
     ]
     assert logged.answer == "Back."
     assert logged.handoffs[0].at <= logged.handoffs[1].at
+
+
+def test_a_turn_hands_over_once_and_a_later_transfer_is_refused() -> None:
+    billing, billing_model = billing_agent(answer("Billing here."))
+    refunds_agent = Agent(ScriptedModel([answer("never")]), name="refunds")
+    both = calls(call("transfer_to_billing", "t1"), call("transfer_to_refunds", "t2"))
+    triage, _ = triage_agent(both, handoffs=[billing, refunds_agent])
+    result = triage.run_sync("Help")
+    assert (result.agent, result.answer) == ("billing", "Billing here.")
+    assert [m.content for m in billing_model.requests[0].messages if m.role == "tool"] == [
+        "Transferred to 'billing'.",
+        "error[refused]: not transferred: the call 't1' of this turn hands the conversation "
+        "over already (one handoff per turn)",
+    ]

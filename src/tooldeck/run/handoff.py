@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from tooldeck.errors import ToolDefinitionError
+from tooldeck.errors import ErrorCode, ToolDefinitionError
 from tooldeck.messages import AssistantOutput, Message, ToolResult
 from tooldeck.models.base import Model
 from tooldeck.results import HistorySummary, ShownHistory
@@ -141,13 +141,15 @@ class Handoff:
         """The name of the transfer tool the model is shown."""
         return _PREFIX + self.name
 
-    def entry(self) -> ToolEntry:
-        """The transfer tool: its spec, and the handler that answers its call."""
+    def entry(self, transfers: frozenset[str]) -> ToolEntry:
+        """The transfer tool (its spec, and the handler that answers its call) among the
+        agent's ``transfers`` (their tool names)."""
         schema: FunctionTool[..., Any] = FunctionTool(
             self.tool_name, self.description, self.input_type or _NoInput, None
         )
+        handler = TransferTool(self, schema, transfers)
         origin = f"handoff to {self.agent.name!r}"
-        return ToolEntry(schema.spec, TransferTool(self, schema), schema.options, origin=origin)
+        return ToolEntry(schema.spec, handler, schema.options, origin=origin)
 
 
 def handoff(
@@ -216,16 +218,27 @@ def transferred(agent: str) -> str:
 class TransferTool:
     """The handler of a transfer tool: runs ``on_handoff``, answers ``Transferred to ...``."""
 
-    def __init__(self, handoff: Handoff, schema: FunctionTool[..., Any]) -> None:
+    def __init__(
+        self, handoff: Handoff, schema: FunctionTool[..., Any], transfers: frozenset[str]
+    ) -> None:
         self.handoff = handoff
         self._schema = schema
+        self._transfers = transfers
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments checked against ``input_type`` (InvalidArguments if not)."""
         return self._schema.validate(arguments)
 
     async def run(self, arguments: dict[str, Any], context: RunContext[Any]) -> ToolResult:
-        """Call ``on_handoff``; the loop hands the run over once the round is over."""
+        """Call ``on_handoff``; the loop hands the run over once the round is over. A turn
+        hands over once: a transfer after another in the same turn is refused."""
+        earlier = _earlier_transfer(context, self._transfers)
+        if earlier is not None:
+            return ToolResult.failure(
+                ErrorCode.REFUSED,
+                f"not transferred: the call {earlier!r} of this turn hands the conversation "
+                "over already (one handoff per turn)",
+            )
         hook = self.handoff.on_handoff
         if hook is not None:
             input_type = self.handoff.input_type
@@ -233,6 +246,19 @@ class TransferTool:
             if inspect.isawaitable(called):
                 await called
         return ToolResult.success(transferred(self.handoff.agent.name))
+
+
+def _earlier_transfer(context: RunContext[Any], transfers: frozenset[str]) -> str | None:
+    """The id of a transfer call made before this one in the same turn, if any."""
+    turn = context.messages[-1] if context.messages else None
+    if turn is None:
+        return None
+    for call in turn.tool_calls:
+        if call.id == context.call_id:
+            return None
+        if call.name in transfers:
+            return call.id
+    return None
 
 
 def handed_history(

@@ -90,7 +90,8 @@ def _setup(
     setup = replace(setup, checkpoint_key=first.checkpoint_key, guards=guards)
     if not handoffs:
         return setup, handoffs
-    tools = setup.tools.extended(tuple(taken.entry() for taken in handoffs.values()))
+    transfers = frozenset(handoffs)
+    tools = setup.tools.extended(tuple(taken.entry(transfers) for taken in handoffs.values()))
     targets = {tool_name: taken.agent.name for tool_name, taken in handoffs.items()}
     return replace(setup, tools=tools, handoffs=targets), handoffs
 
