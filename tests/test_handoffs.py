@@ -524,3 +524,25 @@ def test_a_turn_hands_over_once_and_a_later_transfer_is_refused() -> None:
         "error[refused]: not transferred: the call 't1' of this turn hands the conversation "
         "over already (one handoff per turn)",
     ]
+
+
+def test_the_agent_handed_to_can_store_large_outputs_and_read_them() -> None:
+    @tool(max_output_chars=5, large_output="store")
+    def report() -> str:
+        """A long report."""
+        return "0123456789"
+
+    model = ScriptedModel(
+        [
+            calls(call("report", "r1")),
+            calls(call("read_output", "o1", handle="r1", offset=5)),
+            answer("Read it."),
+        ]
+    )
+    reports = Agent(model, [report], name="reports")
+    triage, _ = triage_agent(transfer("reports"), handoffs=[reports])
+    result = triage.run_sync("Report")
+    assert result.answer == "Read it."
+    read = result.tool_trace[-1].result
+    assert read.ok
+    assert read.output.startswith("56789")

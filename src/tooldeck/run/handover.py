@@ -33,6 +33,7 @@ from tooldeck.run.handoff import (
 from tooldeck.run.loop import RunSetup, RunStart, drive
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import RunPolicy
+from tooldeck.tools.outputs import OutputStore
 
 
 async def handing_over(
@@ -41,6 +42,8 @@ async def handing_over(
     """The run's events, from ``agent``'s loop and then each agent handed to in turn
     (``first`` is the agent the run was started on)."""
     state = start.state
+    if state.outputs is None:  # an agent handed the run may store outputs (read_output)
+        state.outputs = OutputStore.of(state.trace)
     setup, handoffs = _setup(first, agent, state.shown, later=False)
     while True:
         name = state.agent = agent.name
