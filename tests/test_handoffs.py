@@ -546,3 +546,18 @@ def test_the_agent_handed_to_can_store_large_outputs_and_read_them() -> None:
     read = result.tool_trace[-1].result
     assert read.ok
     assert read.output.startswith("56789")
+
+
+def test_a_signed_checkpoint_names_its_agent_under_the_first_agents_key() -> None:
+    model = ScriptedModel([calls(call("guarded_refund", "r1", order="5")), answer("Done.")])
+    billing = Agent(model, [guarded_refund], name="billing", checkpoint_key=b"billing key")
+    triage, _ = triage_agent(transfer(), handoffs=[billing], checkpoint_key=b"run key")
+    paused = triage.run_sync("Refund 5")
+    checkpoint = paused.checkpoint
+    assert checkpoint is not None
+    assert checkpoint.signature is not None
+    moved = checkpoint.model_copy(update={"agent": "triage"})
+    with pytest.raises(CheckpointError, match="signature does not match"):
+        triage.resume_sync(moved, {"r1": Approve()})
+    done = triage.resume_sync(checkpoint.to_json(), {"r1": Approve()})
+    assert (done.agent, done.answer) == ("billing", "Done.")
