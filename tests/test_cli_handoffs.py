@@ -111,3 +111,42 @@ def test_a_module_whose_handoffs_are_not_a_list_is_refused(
         "tooldeck: error: 'support': handoffs must be a list of agents or handoff(...), got Agent\n"
     )
     assert server.bodies == []
+
+
+ECHOING_BILLING = textwrap.dedent(
+    '''
+    from tooldeck import Agent, AssistantOutput, ScriptedModel, tool
+
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up."""
+        return f"order {order}: paid"
+
+
+    def echo(request):
+        return AssistantOutput(content=f"billing read: {request.messages[-1].content}")
+
+
+    billing = Agent(ScriptedModel([echo, echo]), name="billing")
+    __all__ = ["lookup"]
+    handoffs = [billing]
+    '''
+)
+
+
+def test_a_continued_conversation_goes_on_with_the_agent_that_answered_last(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    (tmp_path / "support.py").write_text(ECHOING_BILLING, encoding="utf-8")
+    body = completion_body(None, [chat_call("call_1", "transfer_to_billing", "{}")])
+    server.reply(Reply(events=completion_chunks(body)))
+    first = run(server, tmp_path, "--no-display")
+    assert (first.returncode, first.stdout) == (0, "billing read: Transferred to 'billing'.\n")
+    model = ("--model", "openai-chat:gpt-test", "--base-url", server.url)
+    args = ("run", "And my invoice?", "-c", "--tools", "support", *model, "--json")
+    second = tooldeck(tmp_path, *args)
+    assert second.returncode == 0, second.stderr
+    document = json.loads(second.stdout)
+    assert (document["agent"], document["answer"]) == ("billing", "billing read: And my invoice?")
+    assert len(server.bodies) == 1  # the command's own agent was not asked again
