@@ -185,6 +185,7 @@ def test_json_prints_the_run_for_scripts(server: FakeOpenAI, workdir: Path) -> N
         "stop_reason": "answer",
         "error": None,
         "model": "openai-chat:gpt-test",
+        "agent": "agent",
         "calls": [
             {
                 "id": "call_1",

@@ -406,6 +406,7 @@ def test_an_empty_file_becomes_a_run_log_of_the_current_version(tmp_path: Path) 
         tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         assert sorted(name for (name,) in tables) == [
             "guardrails",
+            "handoffs",
             "model_turns",
             "runs",
             "tool_calls",

@@ -119,7 +119,7 @@ def test_a_version_1_log_is_migrated_and_its_runs_still_read(tmp_path: Path) -> 
     assert (old_run.run_id, old_run.prompt, old_run.parent_run_id) == ("r1", "Hello", None)
     assert (new.prompt, new.answer) == ("Again", "Hi!")
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
 
 
 def test_a_log_that_cannot_be_opened_is_refused_when_made_not_during_a_run(

@@ -250,3 +250,20 @@ async def test_a_server_without_an_agent_shows_the_run_log_only(site: Any, tmp_p
     assert (await client.post("/agui/", json={})).status_code == 404
     assert "start it with tooldeck web --tools MODULE" in shown((await client.get("/tools")).text)
     assert (await client.get("/static/chat.js")).status_code == 200
+
+
+async def test_a_run_page_shows_its_handoffs(site: Any, tmp_path: Path) -> None:
+    billing = Agent(ScriptedModel([answer("Billing here.")]), name="billing")
+    triage = Agent(
+        ScriptedModel([calls(call("transfer_to_billing", "t1"))]), name="triage", handoffs=[billing]
+    )
+    triage.run_log = log = RunLog(tmp_path / "logs.db")
+    result = await triage.run("Refund please")
+    log.close()
+    client = site(None)
+
+    text = shown((await client.get(f"/runs/{result.run_id}")).text)
+
+    assert "Handoffs triage → billing" in text
+    assert "transfer_to_billing" in text
+    assert "⇢ triage handed the run to billing" in text

@@ -230,6 +230,19 @@ class HistorySummary(BaseModel):
 CHECKPOINT_VERSION = 1
 
 
+class ShownHistory(BaseModel):
+    """What the agent a run was handed to is shown in place of the conversation before the
+    handoff (its handoff's ``history``, other than ``"all"``)."""
+
+    model_config = FROZEN
+
+    messages: tuple[Message, ...]
+    """Shown in place of the first ``since`` messages: the history chosen, then the
+    transfer call and its result."""
+    since: int
+    """How many messages of the conversation there were at the handoff."""
+
+
 class Checkpoint(BaseModel):
     """A paused run: everything needed to go on later, in any process, as plain JSON.
 
@@ -252,6 +265,11 @@ class Checkpoint(BaseModel):
     """The guardrails' decisions so far."""
     tainted_by: UntrustedSource | None = None
     """The call that first brought untrusted content into the conversation, if one did."""
+    agent: str = ""
+    """The name of the agent the run paused in (a resume goes on in it, found through the
+    resuming agent's handoffs); empty in a checkpoint made before handoffs."""
+    shown: ShownHistory | None = None
+    """What that agent is shown of the conversation before its handoff, if not all of it."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 
@@ -360,3 +378,6 @@ class RunResult(BaseModel, Generic[OutputT]):
     """Every guardrail's decision, in order (``Agent(input_guardrails=...)`` and the rest)."""
     tainted_by: UntrustedSource | None = None
     """The call that first brought untrusted content into the conversation (or an earlier one)."""
+    agent: str = ""
+    """The name of the agent that answered (or paused, or stopped): with handoffs, the last
+    one the conversation was handed to; without, the agent's own ``name``."""

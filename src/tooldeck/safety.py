@@ -59,6 +59,8 @@ def unsigned_safety_defaults(checkpoint: dict[str, Any]) -> dict[str, Any]:
     drops: list[tuple[dict[str, Any], str, object]] = [
         (checkpoint, "guardrails", []),
         (checkpoint, "tainted_by", None),
+        (checkpoint, "agent", ""),
+        (checkpoint, "shown", None),
         (turn, "untrusted", []),
     ]
     drops += [(message, "untrusted", False) for message in checkpoint["messages"]]

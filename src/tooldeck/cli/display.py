@@ -22,6 +22,7 @@ from tooldeck.run.events import (
     Event,
     FinalAnswer,
     GuardrailChecked,
+    HandedOff,
     ModelRequest,
     ModelResponse,
     TextDelta,
@@ -213,6 +214,8 @@ class RunDisplay:
             self.guardrail(event.decision)
         elif isinstance(event, UntrustedContent):
             self.untrusted(event.source.describe())
+        elif isinstance(event, HandedOff):
+            self.handed_off(event.source, event.target)
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
@@ -281,6 +284,10 @@ class RunDisplay:
     def untrusted(self, source: str) -> None:
         """Untrusted content entered the conversation, from ``source`` (a call)."""
         self.console.line(f"  ⚠ untrusted content entered the conversation: {source}", "yellow")
+
+    def handed_off(self, source: str, target: str) -> None:
+        """The agent ``source`` handed the conversation to ``target``, which goes on."""
+        self.console.line(f"  ⇢ {source} handed to {target}", "magenta")
 
     def call_waits(self, call: ToolCall, kind: str) -> None:
         """A call the run paused for: a person's approval, or the application's result."""

@@ -329,6 +329,7 @@ def run_document(
         "error": error,
         "run_id": result.run_id,
         "model": run.agent.model.name,
+        "agent": result.agent,
         "session": run.session.session_id if run.session is not None else None,
         "calls": [_call_document(trace) for trace in result.tool_trace],
         "usage": result.usage.model_dump(),

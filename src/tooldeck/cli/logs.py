@@ -203,6 +203,8 @@ def _moments(run: LoggedRun, display: RunDisplay) -> Iterator[_Moment]:
         yield from _call_moments(call, display)
     for decided in run.guardrails:
         yield decided.at, 2, lambda decided=decided: display.guardrail(decided)
+    for handed in run.handoffs:
+        yield handed.at, 4, lambda h=handed: display.handed_off(h.source, h.target)
 
 
 def _call_moments(logged: LoggedCall, display: RunDisplay) -> Iterator[_Moment]:

@@ -19,6 +19,7 @@ from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, StreamItem
 from tooldeck.observe import _content as content
 from tooldeck.results import PendingCall, RunResult, ToolTrace
+from tooldeck.run.events import HandedOff
 from tooldeck.safety import GuardrailDecision
 
 if TYPE_CHECKING:
@@ -114,6 +115,19 @@ class RunSpans:
         if decision.call_id:
             attributes["gen_ai.tool.call.id"] = decision.call_id
         self._span.add_event("tooldeck.guardrail", attributes)
+
+    def handed_off(self, handed: HandedOff) -> None:
+        """A ``handoff {target}`` span under the run's, at the moment of the handoff; the
+        run's span names the agent that has the run (``tooldeck.agent``)."""
+        attributes: dict[str, str | int] = {
+            "tooldeck.handoff.source": handed.source,
+            "tooldeck.handoff.target": handed.target,
+            "gen_ai.tool.call.id": handed.call.id,
+            "tooldeck.round": handed.round,
+        }
+        name = f"handoff {handed.target}"
+        self._tracer.start_span(name, self._context, SpanKind.INTERNAL, attributes).end()
+        self._span.set_attribute("tooldeck.agent", handed.target)
 
     def finished(self, result: RunResult[Any]) -> None:
         if self._ended:

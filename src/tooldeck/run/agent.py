@@ -11,7 +11,7 @@ import copy
 import warnings
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Generic
+from typing import Any, Generic, Literal
 
 from typing_extensions import TypeVar, Unpack
 
@@ -33,22 +33,20 @@ from tooldeck.run.calls.shared import AfterUntrusted
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run.events import Event, last_result
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
-from tooldeck.run.handle import cancellable, start_resumed_run, start_run
+from tooldeck.run.handle import start_resumed_run, start_run
+from tooldeck.run.handoff import Handoff, HandoffAgent, RunWrappers
+from tooldeck.run.handover import handoffs_of, paused_in, starting_agent
 from tooldeck.run.history import HistoryStrategy
 from tooldeck.run.in_session import resume_in_session, stream_in_session
-from tooldeck.run.loop import OnLimit, RunSetup, RunStart, drive, run_info
+from tooldeck.run.loop import OnLimit, RunSetup, RunStart
 from tooldeck.run.middleware import Middleware, MiddlewareStack
-from tooldeck.run.observer import (
-    Instrumenter,
-    StreamObserver,
-    default_instrumenter,
-    observed,
-)
+from tooldeck.run.observer import Instrumenter, StreamObserver
 from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.request import Asking
 from tooldeck.run.session import records_of
+from tooldeck.run.starting import run_events
 from tooldeck.run.state import RunState, untrusted_source
 from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
 from tooldeck.tools.outputs import LargeOutput, OutputStore
@@ -112,6 +110,11 @@ class Agent(Generic[DepsT, OutputT]):
             ``tool_guardrails`` on each call (see ``tooldeck.run.guardrails``).
         after_untrusted: Once a ``trust="untrusted"`` tool's result is in the conversation,
             calls of ``side_effects``/``sensitive`` tools: "allow", "ask" (approval), "refuse".
+        name: The agent's name (in events, ``RunResult.agent``, checkpoints, handoffs).
+        handoffs: Agents (or ``handoff(agent, ...)``) it may hand the conversation to; a
+            list, which may be changed (for cycles) until a run starts.
+        handoff_resume: In a session, the agent a new prompt goes to: ``"last"``, the one
+            the conversation was last handed to, or ``"first"``, this one.
         history: The name ``history_strategy`` had before 0.2 (deprecated).
 
     Example:
@@ -149,9 +152,13 @@ class Agent(Generic[DepsT, OutputT]):
         output_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
         tool_guardrails: Sequence[ToolGuardrail | ArgumentsCheck] = (),
         after_untrusted: AfterUntrusted = "allow",
+        name: str = "agent",
+        handoffs: Sequence[HandoffAgent | Handoff] = (),
+        handoff_resume: Literal["last", "first"] = "last",
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
         check_settings(on_limit, max_concurrency, checkpoint_key, after_untrusted)
+        self.name, self.handoffs, self.handoff_resume = handoffs_of(name, handoffs, handoff_resume)
         self._owns_model = isinstance(model, str)
         self.model = resolve_model(model)
         self._tools = ToolSource(tools)
@@ -163,7 +170,6 @@ class Agent(Generic[DepsT, OutputT]):
         self.instrument = instrumenter(instrument)
         self.history_strategy = strategy(history_strategy, history)
         self.run_log = run_log
-        """The run log (or any StreamObserver) that sees every run's events; None: off."""
         self._middleware = MiddlewareStack(middleware) if middleware else None
         self._guards = guards_of(input_guardrails, output_guardrails)
         self._call_options = call_options(
@@ -177,6 +183,20 @@ class Agent(Generic[DepsT, OutputT]):
             after_untrusted,
         )
         self._stores_outputs = stores_outputs(large_output, self._tools)
+        self._plan_output(output_type, output_mode, output_validators, output_retries)
+
+    run_log: StreamObserver | None
+    """The run log (or any StreamObserver) that sees every run's events; None: off."""
+    _wrappers = RunWrappers()
+    """What ``wrapped`` passed this copy through (agents handed its runs pass through too)."""
+
+    def _plan_output(
+        self,
+        output_type: type[OutputT] | None,
+        output_mode: OutputMode,
+        output_validators: Sequence[Callable[..., Any]],
+        output_retries: int | None,
+    ) -> None:
         self._output = output_plan(self.model, output_type, output_mode, output_validators)
         self.output_retries = self.limits.tool_retries if output_retries is None else output_retries
         self._requests = request_settings(self.settings, self._output)
@@ -206,10 +226,9 @@ class Agent(Generic[DepsT, OutputT]):
         """``run()`` for synchronous code.
 
         Called inside a running event loop (Jupyter, an async web handler) it still works:
-        the run goes on tooldeck's background loop in another thread while the caller's
-        loop waits, so a tool bound to the caller's loop (a client made on it, work
-        scheduled on it) cannot work there. In async code ``await agent.run(...)`` is the
-        better way.
+        the run goes on tooldeck's background loop in another thread while the caller's loop
+        waits, so a tool bound to the caller's loop (a client made on it, work scheduled on
+        it) cannot work there. In async code ``await agent.run(...)`` is the better way.
         """
         return run_sync(self.run(prompt, **options))
 
@@ -254,7 +273,7 @@ class Agent(Generic[DepsT, OutputT]):
     def resume_sync(
         self,
         checkpoint: Checkpoint | str | None = None,
-        decisions: Mapping[str, Decision] | None = None,
+        decisions: Decided = None,
         **options: Unpack[RunArgs[DepsT]],
     ) -> RunResult[OutputT]:
         """``resume()`` for synchronous code (inside a running loop, as ``run_sync``)."""
@@ -299,7 +318,8 @@ class Agent(Generic[DepsT, OutputT]):
         tools are checked here when known without loading them, else as the run starts,
         before anything runs."""
         verify(checkpoint, self.checkpoint_key)
-        view = self._tools.unchanged()
+        paused = paused_in(self, checkpoint)
+        view = paused._setup().tools.unchanged()
         if view is not None:
             check_tools(checkpoint, view)
 
@@ -315,6 +335,7 @@ class Agent(Generic[DepsT, OutputT]):
         A model wrapper keeps the model's ``native_output``. The copy closes nothing."""
         twin = copy.copy(self)
         twin._owns_model = False
+        twin._wrappers = self._wrappers.then(model, tool, self)
         if model is not None:
             twin.model = model(self.model)
         if tool is not None:
@@ -334,53 +355,34 @@ class Agent(Generic[DepsT, OutputT]):
         await self.aclose()
 
     def _from_prompt(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]:
-        state = RunState(messages=[*opts.history, Message.user(prompt)])
+        agent = starting_agent(self, self.handoff_resume, opts.history)
+        state = RunState(messages=[*opts.history, Message.user(prompt)], agent=agent.name)
         if self._stores_outputs:
             state.outputs = OutputStore()
         if opts.history:  # untrusted content of an earlier run (a session) still counts
             state.tainted_by = untrusted_source(opts.history)
         if opts.run_id is not None:
             state.run_id = opts.run_id
-        policy = RunPolicy(self.limits, None, opts.budget)
+        policy = RunPolicy(agent.limits, None, opts.budget)
         start = RunStart(
             state, policy, opts.deps, opts.deltas, cancel=opts.cancel, records=opts.records
         )
-        return self._start(start, opts)
+        return run_events(self, agent, start, opts)
 
     def _from_pause(
         self, checkpoint: Checkpoint, decisions: Decided, opts: RunOptions
     ) -> AsyncGenerator[Event, None]:
         self.check_resumable(checkpoint)
         decided = check_decisions(checkpoint, decisions or {})
-        state, policy = restore(checkpoint, self.limits, opts.budget)
+        agent = paused_in(self, checkpoint)
+        state, policy = restore(checkpoint, agent.limits, opts.budget)
+        state.agent = agent.name
         if self._stores_outputs:
             state.outputs = OutputStore.of(state.trace)
         start = RunStart(
             state, policy, opts.deps, opts.deltas, decided, checkpoint, opts.cancel, opts.records
         )
-        return self._start(start, opts)
-
-    def _start(self, start: RunStart, opts: RunOptions) -> AsyncGenerator[Event, None]:
-        """The run's event stream, observed when this agent or every agent is instrumented,
-        and logged when the agent has a run log (the StreamObserver sees what tracing sees)."""
-        state = start.state
-        instrument = self.instrument
-        instrumenter = instrument if instrument is not None else default_instrumenter()
-        observer = None
-        if instrumenter:
-            observer = instrumenter.start_run(
-                self.model, state.messages, self.instructions, state.run_id
-            )
-        events = drive(self._setup(), start, observer)
-        if opts.cancel is not None:
-            events = cancellable(events, state, opts.cancel)
-        if observer is not None:
-            events = observed(observer, events)
-        if self.run_log is None:
-            return events
-        return self.run_log.observe(
-            events, run_info(start, opts, self.model.name, self.instructions)
-        )
+        return run_events(self, agent, start, opts)
 
     def _setup(self) -> RunSetup:
         model, instructions = asked_with(self._output, self.model, self.instructions)

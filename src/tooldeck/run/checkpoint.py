@@ -63,6 +63,8 @@ def make_checkpoint(state: RunState, policy: RunPolicy, key: bytes | None) -> Ch
         history_summary=state.summary,
         guardrails=tuple(state.guardrails),
         tainted_by=state.tainted_by,
+        agent=state.agent,
+        shown=state.shown,
     )
     if key is None:
         return checkpoint
@@ -261,6 +263,8 @@ def restore(
         summary=checkpoint.history_summary,
         guardrails=list(checkpoint.guardrails),
         tainted_by=checkpoint.tainted_by,
+        agent=checkpoint.agent,
+        shown=checkpoint.shown,
     )
     calls = checkpoint.messages[-1].tool_calls
     state.turn = OpenTurn(

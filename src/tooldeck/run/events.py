@@ -26,6 +26,8 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     """The tool list the model is shown in this request (it may change between rounds when
     the tools come from a registry or a toolset, e.g. after an MCP server's list changed)."""
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -41,6 +43,8 @@ class TextDelta:
 
     round: int
     text: str
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
 
 
 @dataclass(slots=True)
@@ -56,6 +60,8 @@ class ToolCallDelta:
     call_id: str
     name: str
     arguments_delta: str
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
 
 
 @dataclass(slots=True)
@@ -64,6 +70,8 @@ class ModelResponse:
 
     round: int
     output: AssistantOutput
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
 
 
 @dataclass(slots=True)
@@ -72,6 +80,8 @@ class ToolCallStarted:
 
     round: int
     call: ToolCall
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
 
 
 @dataclass(slots=True)
@@ -80,6 +90,8 @@ class ToolCallFinished:
 
     round: int
     trace: ToolTrace
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
 
 
 @dataclass(slots=True)
@@ -92,6 +104,8 @@ class GuardrailChecked:
     """What the guardrail returned beside its verdict (``GuardrailResult.data``)."""
     replacement: Any = None
     """For a ``replaced`` verdict: the arguments the call ran with, or the result given."""
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
 
 
 @dataclass(slots=True)
@@ -101,6 +115,21 @@ class UntrustedContent:
 
     round: int
     source: UntrustedSource
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+
+
+@dataclass(slots=True)
+class HandedOff:
+    """The agent ``source`` handed the conversation to ``target`` (its ``transfer_to_...``
+    call ``call`` in round ``round``): ``target``'s loop goes on with the run."""
+
+    round: int
+    call: ToolCall
+    source: str
+    target: str
+    agent: str = ""
+    """The agent whose loop yielded it (``source``)."""
 
 
 @dataclass(slots=True)
@@ -108,6 +137,8 @@ class FinalAnswer:
     """The run is over; ``result`` holds the answer, the conversation and the trace."""
 
     result: RunResult[Any]
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
 
 
 AgentEvent = (
@@ -119,6 +150,7 @@ AgentEvent = (
     | ToolCallFinished
     | GuardrailChecked
     | UntrustedContent
+    | HandedOff
     | FinalAnswer
 )
 """What one agent's own loop yields."""
@@ -138,6 +170,8 @@ class NestedEvent:
     """The ids of those agent-tool calls, in the same order as ``path``."""
     event: AgentEvent
     """What the innermost agent's loop yielded."""
+    agent: str = ""
+    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
 
     @property
     def call_id(self) -> str:

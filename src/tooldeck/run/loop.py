@@ -9,7 +9,7 @@ policy whether it must stop. It yields the run's events; the last is FinalAnswer
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from functools import partial
@@ -33,6 +33,7 @@ from tooldeck.run.events import (
     Event,
     FinalAnswer,
     GuardrailChecked,
+    HandedOff,
     ModelRequest,
     ModelResponse,
     NestedEvent,
@@ -53,6 +54,9 @@ from tooldeck.tools.registry import ToolSource, ToolView
 OnLimit = Literal["raise", "final_answer"]
 _KEPT = (NestedEvent, GuardrailChecked)
 """Events of a round whose content the run's state keeps."""
+_ENDS = (FinalAnswer, HandedOff)
+"""What ends this loop after a round: the run's end or pause, or a handoff (the next
+agent's loop goes on with the run: ``run.handoff``)."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -70,6 +74,8 @@ class RunSetup:
     checkpoint_key: bytes | None
     guards: Guards | None = None
     """The input and output guardrails (None: none)."""
+    handoffs: Mapping[str, str] | None = None
+    """Transfer tool name -> the agent it hands the run to (None: no handoffs)."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -115,7 +121,7 @@ async def drive(
                 await calls.aclose()
             decisions = {}
             closed = _close_round(setup, state, policy, view, turn, outcome)
-            if isinstance(closed, FinalAnswer):
+            if isinstance(closed, _ENDS):
                 yield closed
                 return
             stop = closed
@@ -181,16 +187,29 @@ def _close_round(
     view: ToolView,
     turn: OpenTurn,
     outcome: RoundOutcome | None,
-) -> FinalAnswer | RunStopped | None:
+) -> FinalAnswer | HandedOff | RunStopped | None:
     """Keep the round's answered calls: the run pauses (its FinalAnswer) when some wait;
-    else the reason it must stop after this round, if any."""
+    else the reason it must stop after this round, if any, or the handoff it made."""
     assert outcome is not None  # a round always ends with its outcome
     if outcome.untrusted:
         state.took_in(turn, outcome.untrusted)
     if state.close_round(turn, outcome.traces, outcome.pending):
         checkpoint = make_checkpoint(state, policy, setup.checkpoint_key)
         return FinalAnswer(state.result("", StopReason.PAUSED, checkpoint))
-    return policy.stop_after_round(view.dispatch, outcome.raised, outcome.over_call_limit)
+    stop = policy.stop_after_round(view.dispatch, outcome.raised, outcome.over_call_limit)
+    if stop is None and setup.handoffs is not None:
+        return _handed_off(setup.handoffs, turn, state.agent)
+    return stop
+
+
+def _handed_off(handoffs: Mapping[str, str], turn: OpenTurn, source: str) -> HandedOff | None:
+    """The turn's first transfer call that ran (not refused), if any: the run goes on in
+    its agent (a turn's later transfers are not followed)."""
+    for call in turn.calls:
+        target = handoffs.get(call.name)
+        if target is not None and turn.answered[call.id].ok:
+            return HandedOff(turn.round, call, source, target)
+    return None
 
 
 def _next_request(

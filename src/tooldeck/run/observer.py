@@ -1,7 +1,7 @@
 """The seam between the loop and what watches a run (``tooldeck.observe``'s spans, the run log).
 
 The loop knows only these protocols, and attaches what watches a run in one place
-(``Agent._start``). ``Agent(instrument=...)``, or the process default that
+(``starting.run_events``). ``Agent(instrument=...)``, or the process default that
 ``tooldeck.instrument()`` installs, starts one RunObserver per run; with neither the loop
 holds None, and pays one ``is None`` check per tool call. A StreamObserver
 (``Agent(run_log=...)``) only reads the run's event stream, which carries all it records:
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from tooldeck.messages import Message, ToolCall
 from tooldeck.models.base import Model
 from tooldeck.results import Decision, PendingCall, RunResult, ToolTrace
-from tooldeck.run.events import Event, FinalAnswer, GuardrailChecked
+from tooldeck.run.events import Event, FinalAnswer, GuardrailChecked, HandedOff
 from tooldeck.run.options import ParentCall
 from tooldeck.safety import GuardrailDecision
 
@@ -42,6 +42,9 @@ class RunObserver(Protocol):
 
     def guardrail(self, decision: GuardrailDecision) -> None:
         """A guardrail decided (on the prompt, the answer, or a call's arguments or result)."""
+
+    def handed_off(self, handed: HandedOff) -> None:
+        """An agent handed the run to another (``Agent(handoffs=...)``)."""
 
     def finished(self, result: RunResult[Any]) -> None:
         """The run ended with a result: an answer, a limit's last answer, or a pause."""
@@ -115,6 +118,8 @@ async def observed(
                 observer.finished(event.result)
             elif isinstance(event, GuardrailChecked):
                 observer.guardrail(event.decision)
+            elif isinstance(event, HandedOff):
+                observer.handed_off(event)
             yield event
     except BaseException as error:  # told, then re-raised unchanged
         observer.failed(error)

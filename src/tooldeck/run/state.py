@@ -14,6 +14,7 @@ from tooldeck.results import (
     HistorySummary,
     PendingCall,
     RunResult,
+    ShownHistory,
     StopReason,
     ToolTrace,
 )
@@ -69,6 +70,11 @@ class RunState:
     """Every guardrail's decision so far."""
     tainted_by: UntrustedSource | None = None
     """The call whose result first brought untrusted content into the conversation."""
+    agent: str = ""
+    """The name of the agent whose loop runs (it changes at each handoff)."""
+    shown: ShownHistory | None = None
+    """What that agent is shown in place of the conversation before its handoff (None:
+    all of it). The run's messages stay whole."""
 
     @property
     def usage(self) -> Usage:
@@ -205,6 +211,7 @@ class RunState:
             history_summary=self.summary,
             guardrails=tuple(self.guardrails),
             tainted_by=self.tainted_by,
+            agent=self.agent,
         )
 
 

@@ -20,6 +20,7 @@ from tooldeck.run.events import (
     Event,
     FinalAnswer,
     GuardrailChecked,
+    HandedOff,
     ModelRequest,
     ModelResponse,
     ToolCallFinished,
@@ -27,7 +28,7 @@ from tooldeck.run.events import (
     UntrustedContent,
 )
 from tooldeck.run.observer import RunInfo
-from tooldeck.runlog._rows import CALL, END, GUARD, PENDING, START, TAINT, TURN, error_text
+from tooldeck.runlog._rows import CALL, END, GUARD, HAND, PENDING, START, TAINT, TURN, error_text
 from tooldeck.runlog._writer import Put, Writer
 
 CANCELLED = "cancelled"
@@ -64,6 +65,8 @@ async def record_run(
                 _put_guardrail(put, run_id, event, clock())
             elif isinstance(event, UntrustedContent):
                 put((TAINT, run_id, event.source.call_id, event.source.tool_name))
+            elif isinstance(event, HandedOff):
+                put((HAND, run_id, event.round, event.call.id, event.source, event.target, clock()))
             yield event
     except RunStopped as stopped:
         if not finished:

@@ -22,9 +22,9 @@ from tooldeck.messages import ToolCall
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import Approve, RecordedError, Reject
 
-START, TURN, PENDING, CALL, END, FLUSH, GUARD, TAINT = range(8)
+START, TURN, PENDING, CALL, END, FLUSH, GUARD, TAINT, HAND = range(9)
 """Record kinds."""
-FIELDS = {START: 9, TURN: 11, PENDING: 5, CALL: 11, END: 10, FLUSH: 1, GUARD: 8, TAINT: 3}
+FIELDS = {START: 9, TURN: 11, PENDING: 5, CALL: 11, END: 10, FLUSH: 1, GUARD: 8, TAINT: 3, HAND: 6}
 """How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
@@ -116,6 +116,7 @@ _GUARD = _Insert(
     "INSERT INTO guardrails (run_id, round, call_id, stage, name, verdict, message, at)",
     ("?", "?", _T, "?", "?", "?", "?", "?"),
 )
+_HAND = _Insert("INSERT INTO handoffs (run_id, round, call_id, source, target, at)", ("?",) * 6)
 _TAINT = "UPDATE runs SET untrusted_call_id = ?, untrusted_tool = ? WHERE run_id = ?"
 _END = (
     "UPDATE runs SET ended_at = ?, duration_s = coalesce(duration_s, 0) + ?,"
@@ -161,6 +162,7 @@ class RowMaker:
         calls: list[Row] = []
         guards: list[Row] = []
         taints: list[Row] = []
+        handoffs: list[Row] = []
         for record in batch:
             kind = record[0]
             if kind == CALL:
@@ -177,6 +179,8 @@ class RowMaker:
                 guards.append(record[1:])  # message, at)
             elif kind == TAINT:  # (kind, run id, call id, tool name)
                 taints.append((record[2], record[3], record[1]))
+            elif kind == HAND:  # (kind, run id, round, call id, source, target, at)
+                handoffs.append(record[1:])
         whole, start_rows, end_rows = _runs(starts, ends)
         planned = [
             *_RUN.statements(whole),
@@ -185,6 +189,7 @@ class RowMaker:
             *_PENDING.statements(pending),
             *_CALL.statements(calls),
             *_GUARD.statements(guards),
+            *_HAND.statements(handoffs),
         ]
         if end_rows:  # only runs whose start was written in an earlier batch, or resumed
             planned.append((_END, end_rows))

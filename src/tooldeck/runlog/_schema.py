@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tooldeck.errors import RunLogError as RunLogError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The version of the tables below (``PRAGMA user_version`` of a run log database)."""
 
 BUSY_TIMEOUT_MS = 5_000
@@ -109,7 +109,21 @@ turn when a FallbackModel chose it; every guardrail's decision (``Agent(input_gu
 ...)`` and the rest), and the call that first brought untrusted content into a run's
 conversation."""
 
-_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3}
+_V4 = """
+CREATE TABLE handoffs (
+    id       INTEGER PRIMARY KEY,
+    run_id   TEXT NOT NULL,
+    round    INTEGER NOT NULL,
+    call_id  TEXT NOT NULL,
+    source   TEXT NOT NULL,
+    target   TEXT NOT NULL,
+    at       REAL NOT NULL
+);
+CREATE INDEX handoffs_by_run ON handoffs (run_id);
+"""
+"""Version 4: each handoff of a run (``Agent(handoffs=...)``): who handed it to whom, when."""
+
+_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""
 
 

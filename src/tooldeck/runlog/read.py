@@ -83,6 +83,18 @@ class LoggedGuardrail:
 
 
 @dataclass(frozen=True, slots=True)
+class LoggedHandoff:
+    """One handoff in a logged run (a row of ``handoffs``)."""
+
+    round: int
+    call_id: str
+    """The transfer call that made it."""
+    source: str
+    target: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class LoggedRun:
     """One logged run; ``turns``, ``calls`` and ``guardrails`` are filled by ``load_run`` only."""
 
@@ -120,13 +132,15 @@ class LoggedRun:
     turns: tuple[LoggedTurn, ...] = ()
     calls: tuple[LoggedCall, ...] = ()
     guardrails: tuple[LoggedGuardrail, ...] = ()
+    handoffs: tuple[LoggedHandoff, ...] = ()
+    """Who handed the run to whom (``Agent(handoffs=...)``), in order."""
 
     def to_json(self, details: bool = True) -> dict[str, Any]:
         """The run as plain JSON data (what ``tooldeck logs --json`` prints); without
         ``details``, no ``turns`` and ``calls``."""
         data = asdict(self)
         if not details:
-            del data["turns"], data["calls"], data["guardrails"]
+            del data["turns"], data["calls"], data["guardrails"], data["handoffs"]
         return data
 
 
@@ -226,11 +240,19 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
             " WHERE run_id = ? ORDER BY id",
             (run.run_id,),
         )
-        return _with_details(run, turns, calls, guardrails)
+        handoffs = connection.execute(
+            "SELECT round, call_id, source, target, at FROM handoffs WHERE run_id = ? ORDER BY id",
+            (run.run_id,),
+        )
+        return _with_details(run, turns, calls, guardrails, handoffs)
 
 
 def _with_details(
-    run: LoggedRun, turns: sqlite3.Cursor, calls: sqlite3.Cursor, guardrails: sqlite3.Cursor
+    run: LoggedRun,
+    turns: sqlite3.Cursor,
+    calls: sqlite3.Cursor,
+    guardrails: sqlite3.Cursor,
+    handoffs: sqlite3.Cursor,
 ) -> LoggedRun:
     loaded_turns = tuple(_turn(row, run.run_id) for row in turns.fetchall())
     loaded_calls = tuple(
@@ -240,7 +262,11 @@ def _with_details(
         LoggedGuardrail(*checked(row, LoggedGuardrail, "guardrails", run.run_id))
         for row in guardrails.fetchall()
     )
-    return replace(run, turns=loaded_turns, calls=loaded_calls, guardrails=decided)
+    handed = tuple(
+        LoggedHandoff(*checked(row, LoggedHandoff, "handoffs", run.run_id))
+        for row in handoffs.fetchall()
+    )
+    return replace(run, turns=loaded_turns, calls=loaded_calls, guardrails=decided, handoffs=handed)
 
 
 @contextmanager

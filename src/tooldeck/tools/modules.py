@@ -33,9 +33,10 @@ class TargetUsageError(TargetError):
     """A target written wrong (nothing was imported): no module, or no object named."""
 
 
-AGENT_SETTINGS = ("input_guardrails", "output_guardrails", "tool_guardrails")
-"""What a tools module may give the command's agent beside its tools: lists of guardrails
-(``Agent(input_guardrails=...)`` and the others), by these names."""
+AGENT_SETTINGS = ("input_guardrails", "output_guardrails", "tool_guardrails", "handoffs")
+"""What a tools module may give the command's agent beside its tools, by these names: lists
+of guardrails (``Agent(input_guardrails=...)`` and the others) and of the agents it may
+hand the conversation to (``Agent(handoffs=...)``: agents, or ``handoff(agent, ...)``)."""
 
 
 def tool_registry(target: str) -> ToolRegistry:
@@ -56,8 +57,9 @@ def tools_and_settings(target: str) -> tuple[ToolRegistry, dict[str, Any]]:
     settings = {name: found[name] for name in AGENT_SETTINGS if name in found}
     for name, value in settings.items():
         if not isinstance(value, list | tuple):
+            what = "agents or handoff(...)" if name == "handoffs" else "guardrails"
             raise TargetError(
-                f"{target!r}: {name} must be a list of guardrails, got {type(value).__name__}"
+                f"{target!r}: {name} must be a list of {what}, got {type(value).__name__}"
             )
     return _registry(module, attribute, target), settings
 

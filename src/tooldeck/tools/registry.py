@@ -330,6 +330,16 @@ class ToolSource:
         missing = [entry for entry in self._builtin if entry.name not in view.dispatch]
         return ToolView.of((*view.dispatch.values(), *missing)) if missing else view
 
+    def extended(self, entries: tuple[ToolEntry, ...]) -> ToolSource:
+        """This source with ``entries`` in every view too, passed through its wrapper as its
+        own tools are (a run's transfer tools). A tool of the same name in the current view
+        is refused (DuplicateToolError naming both)."""
+        twin = copy.copy(self)
+        added = entries if self._wrap is None else tuple(map(self._wrap, entries))
+        twin._builtin = (*added, *self._builtin)
+        twin.current = ToolView.of((*self.current.dispatch.values(), *added))
+        return twin
+
     def wrapped(self, wrap: EntryWrapper) -> ToolSource:
         """This source with every entry passed through ``wrap``, now and whenever the tools
         change (the registry itself stays shared)."""

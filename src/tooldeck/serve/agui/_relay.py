@@ -8,7 +8,8 @@ turn. Each finished call is a ``TOOL_CALL_RESULT`` whose metadata says how it we
 (``tooldeck``: ``ok``, ``errorCode``, ``durationS``, and the host's exception when shown).
 A result tooldeck writes without a call event (a typed answer's ``final_answer``) is sent
 when the run ends, from the conversation, so no call the stream started is left without
-its result unless the run waits for it.
+its result unless the run waits for it. A handoff (``Agent(handoffs=...)``) is a
+``CUSTOM`` event named ``tooldeck.handoff`` (``source``, ``target``, ``toolCallId``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
+    CustomEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -32,6 +34,7 @@ from tooldeck.messages import AssistantOutput, Message, ToolCall
 from tooldeck.results import RecordedError, ToolTrace
 from tooldeck.run.events import (
     Event,
+    HandedOff,
     ModelRequest,
     ModelResponse,
     TextDelta,
@@ -79,6 +82,9 @@ class Relay:
             yield from self._turn_done(event.output)
         elif isinstance(event, ToolCallFinished):
             yield self._result(event.trace)
+        elif isinstance(event, HandedOff):
+            handed = {"source": event.source, "target": event.target, "toolCallId": event.call.id}
+            yield CustomEvent(name="tooldeck.handoff", value=handed)
 
     def results_from(self, messages: Sequence[Message]) -> Iterator[BaseEvent]:
         """Results the conversation holds for calls the stream started but did not answer."""
