@@ -61,7 +61,7 @@ def make_checkpoint(state: RunState, policy: RunPolicy, key: bytes | None) -> Ch
             untrusted=turn.untrusted,
         ),
         history_summary=state.summary,
-        guardrails=tuple(state.guardrails),
+        guardrails=state.guardrails,
         tainted_by=state.tainted_by,
     )
     if key is None:
@@ -259,7 +259,7 @@ def restore(
         cost_usd=usage.cost_usd or 0.0,
         cost_known=usage.cost_usd is not None,
         summary=checkpoint.history_summary,
-        guardrails=list(checkpoint.guardrails),
+        guardrails=tuple(checkpoint.guardrails),
         tainted_by=checkpoint.tainted_by,
     )
     calls = checkpoint.messages[-1].tool_calls

@@ -65,8 +65,8 @@ class RunState:
     """What the history strategy sends in place of the earliest turns, once it made one."""
     outputs: OutputStore | None = None
     """The whole outputs the run's calls stored (``large_output="store"``), by handle."""
-    guardrails: list[GuardrailDecision] = field(default_factory=list)
-    """Every guardrail's decision so far."""
+    guardrails: tuple[GuardrailDecision, ...] = ()
+    """Every guardrail's decision so far (a tuple: no list made for a run without any)."""
     tainted_by: UntrustedSource | None = None
     """The call whose result first brought untrusted content into the conversation."""
 
@@ -103,7 +103,7 @@ class RunState:
         """Keep what an event of a round adds: a guardrail's decision, or the usage of a run
         inside a call."""
         if isinstance(event, GuardrailChecked):
-            self.guardrails.append(event.decision)
+            self.guardrails = (*self.guardrails, event.decision)
         else:
             self.count_nested(event.event)
 
@@ -192,7 +192,7 @@ class RunState:
         output: Any = None,
     ) -> RunResult[Any]:
         """The run as a RunResult: its messages, trace, usage and times, with this ending."""
-        return RunResult(
+        result: RunResult[Any] = RunResult(
             answer=answer,
             output=output,
             messages=tuple(self.messages),
@@ -203,9 +203,11 @@ class RunState:
             pending=checkpoint.pending if checkpoint is not None else (),
             checkpoint=checkpoint,
             history_summary=self.summary,
-            guardrails=tuple(self.guardrails),
-            tainted_by=self.tainted_by,
         )
+        if not self.guardrails and self.tainted_by is None:
+            return result  # the usual run: two keywords fewer (a dict half the size to make)
+        update = {"guardrails": self.guardrails, "tainted_by": self.tainted_by}
+        return result.model_copy(update=update)
 
 
 def untrusted_source(messages: Sequence[Message]) -> UntrustedSource | None:
