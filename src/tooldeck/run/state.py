@@ -17,7 +17,7 @@ from tooldeck.results import (
     StopReason,
     ToolTrace,
 )
-from tooldeck.run.events import AgentEvent, GuardrailChecked, ModelResponse, NestedEvent
+from tooldeck.run.events import AgentEvent, Event, GuardrailChecked, ModelResponse, NestedEvent
 from tooldeck.run.records import assistant_message, tool_message
 from tooldeck.safety import GuardrailDecision, UntrustedSource
 from tooldeck.tools.outputs import OutputStore
@@ -99,12 +99,12 @@ class RunState:
         self.messages.append(assistant_message(output))
         self.turn = OpenTurn(round_, output.tool_calls) if output.tool_calls else None
 
-    def keep(self, event: NestedEvent | GuardrailChecked) -> None:
+    def keep(self, event: Event) -> None:
         """Keep what an event of a round adds: a guardrail's decision, or the usage of a run
-        inside a call."""
+        inside a call (other events add nothing)."""
         if isinstance(event, GuardrailChecked):
             self.guardrails = (*self.guardrails, event.decision)
-        else:
+        elif isinstance(event, NestedEvent):
             self.count_nested(event.event)
 
     def count_nested(self, event: AgentEvent) -> None:

@@ -75,7 +75,7 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None, once: bool
         round_.outputs,
         round_.cancelled,
     )
-    if once and round_.records is not None and options.side_effects:
+    if round_.records is not None and once and options.side_effects:
         run = partial(_bounded, item, round_, emit, False)
         return await run_once(round_.records, item, context, run)
     limit, run_limited = options.timeout, False
