@@ -9,10 +9,11 @@ policy whether it must stop. It yields the run's events; the last is FinalAnswer
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from functools import partial
+from types import MappingProxyType
 from typing import Any, Literal
 
 from tooldeck.errors import (
@@ -51,6 +52,8 @@ from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
 
 OnLimit = Literal["raise", "final_answer"]
+_NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
+"""A new round's decisions: none (one empty mapping for every run, not a dict each round)."""
 _KEPT = frozenset((NestedEvent, GuardrailChecked))
 """Events of a round whose content the run's state keeps (tested by exact type, as the
 round makes them: a third of what ``isinstance`` with a tuple costs, on every event)."""
@@ -95,7 +98,7 @@ async def drive(
     """The loop. It starts from a prompt or from a paused run (``start.decisions``)."""
     state, policy, deps = start.state, start.policy, start.deps
     view, asking, first, calls_of = await _begin(setup, start, observer)
-    decisions = start.decisions or {}
+    decisions: Mapping[str, Decision] = start.decisions or _NO_DECISIONS
     while True:
         stop: RunStopped | None = None
         turn = state.turn
@@ -114,7 +117,7 @@ async def drive(
                 raise attach(error, state, _stop_reason(error)) from error.__cause__
             finally:  # closed or cancelled mid-round: the calls stop now
                 await calls.aclose()
-            decisions = {}
+            decisions = _NO_DECISIONS
             closed = _close_round(setup, state, policy, view, turn, outcome)
             if isinstance(closed, FinalAnswer):
                 yield closed
