@@ -238,7 +238,7 @@ class InputCheck:
         self, decided: list[GuardrailChecked]
     ) -> tuple[list[GuardrailChecked], GuardrailTripped | None]:
         """Keep the decisions; a trip (the last one) is the run's stop."""
-        self._state.guardrails.extend(checked.decision for checked in decided)
+        self._state.guardrails += tuple(checked.decision for checked in decided)
         if _tripped(decided):
             return decided, stop(decided[-1], self._state)
         return decided, None
@@ -286,15 +286,15 @@ async def judge_answer(
         if checked.decision.verdict != "tripped":
             continue
         if not guardrail.retry or policy.refuse_output(retries, "") is not None:
-            state.guardrails.extend(item.decision for item in decided)
+            state.guardrails += tuple(item.decision for item in decided)
             return None, announced(decided, stop(checked, state))
         retry = checked.decision.model_copy(update={"verdict": "retry"})
         decided[-1] = GuardrailChecked(checked.round, retry, checked.data)
         refusal = ToolResult.failure(ErrorCode.REFUSED, checked.decision.message)
         state.messages.append(Message.user(refusal.output))
-        state.guardrails.extend(item.decision for item in decided)
+        state.guardrails += tuple(item.decision for item in decided)
         return None, decided
-    state.guardrails.extend(item.decision for item in decided)
+    state.guardrails += tuple(item.decision for item in decided)
     return result.model_copy(update={"guardrails": tuple(state.guardrails)}), decided
 
 

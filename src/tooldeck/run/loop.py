@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from functools import partial
+from types import MappingProxyType
 from typing import Any, Literal
 
 from tooldeck.errors import (
@@ -52,8 +53,11 @@ from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
 
 OnLimit = Literal["raise", "final_answer"]
-_KEPT = (NestedEvent, GuardrailChecked)
-"""Events of a round whose content the run's state keeps."""
+_NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
+"""A new round's decisions: none (one empty mapping for every run, not a dict each round)."""
+_KEPT = frozenset((NestedEvent, GuardrailChecked))
+"""Events of a round whose content the run's state keeps (tested by exact type, as the
+round makes them: a third of what ``isinstance`` with a tuple costs, on every event)."""
 _ENDS = (FinalAnswer, HandedOff)
 """What ends this loop after a round: the run's end or pause, or a handoff (the next
 agent's loop goes on with the run: ``run.handoff``)."""
@@ -99,27 +103,27 @@ async def drive(
 ) -> AsyncGenerator[Event, None]:
     """The loop. It starts from a prompt or from a paused run (``start.decisions``)."""
     state, policy, deps = start.state, start.policy, start.deps
-    view, asking, first = await _begin(setup, start, observer)
-    decisions = start.decisions or {}
+    view, asking, first, calls_of = await _begin(setup, start, observer)
+    decisions: Mapping[str, Decision] = start.decisions or _NO_DECISIONS
     while True:
         stop: RunStopped | None = None
         turn = state.turn
         if turn is not None:
             outcome: RoundOutcome | None = None
-            calls = run_round(turn, decisions, _call_round(setup, start, view, turn, observer))
+            calls = run_round(turn, decisions, _moved(calls_of, view, turn, state))
             try:
                 async for item in calls:
                     if isinstance(item, RoundOutcome):
                         outcome = item
                         continue
-                    if isinstance(item, _KEPT):  # a run inside a call (its usage), a decision
+                    if type(item) in _KEPT:  # a run inside a call (its usage), a decision
                         state.keep(item)
                     yield item
             except (MiddlewareError, GuardrailTripped) as error:
                 raise attach(error, state, _stop_reason(error)) from error.__cause__
             finally:  # closed or cancelled mid-round: the calls stop now
                 await calls.aclose()
-            decisions = {}
+            decisions = _NO_DECISIONS
             closed = _close_round(setup, state, policy, view, turn, outcome)
             if isinstance(closed, _ENDS):
                 yield closed
@@ -158,10 +162,10 @@ async def drive(
 
 async def _begin(
     setup: RunSetup, start: RunStart, observer: RunObserver | None
-) -> tuple[ToolView, Asking, InputCheck | None]:
+) -> tuple[ToolView, Asking, InputCheck | None, CallRound]:
     """The tools of the run's first round (a resumed run's pending calls checked against
-    them, before anything runs), how the run asks its model (observed, when traced), and
-    the input guardrails of a run from a prompt."""
+    them, before anything runs), how the run asks its model (observed, when traced), the
+    input guardrails of a run from a prompt, and what its rounds of calls share."""
     view = setup.tools.unchanged() or await setup.tools.view()
     if start.resumed is not None:
         check_tools(start.resumed, view)
@@ -171,7 +175,7 @@ async def _begin(
     first = None
     if setup.guards is not None and setup.guards.input and start.resumed is None:
         first = InputCheck(setup.guards.input, start.state, start.deps)
-    return view, asking, first
+    return view, asking, first, _call_round(setup, start, view, observer)
 
 
 def _stop_reason(error: RunStopped) -> StopReason:
@@ -260,7 +264,7 @@ async def _ended(
         or not guards.output
         or ended.stop_reason != StopReason.ANSWER
     ):
-        return ended, []
+        return ended, ()
     return await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
 
 
@@ -311,15 +315,16 @@ def _metered(
 
 
 def _call_round(
-    setup: RunSetup, start: RunStart, view: ToolView, turn: OpenTurn, observer: RunObserver | None
+    setup: RunSetup, start: RunStart, view: ToolView, observer: RunObserver | None
 ) -> CallRound:
+    """What the run's rounds of calls share: one per run, moved to each round (``_moved``)."""
     state = start.state
     return CallRound(
         view,
         start.policy,
         setup.calls,
         start.deps,
-        turn.round,
+        0,
         state.run_id,
         observer,
         state.messages,
@@ -328,6 +333,13 @@ def _call_round(
         start.records,
         state.tainted_by,
     )
+
+
+def _moved(calls: CallRound, view: ToolView, turn: OpenTurn, state: RunState) -> CallRound:
+    """The run's CallRound for this round (one per run: making one each round cost ~2% of a
+    round, unused fields and all)."""
+    calls.view, calls.round, calls.tainted_by = view, turn.round, state.tainted_by
+    return calls
 
 
 def _last_request(setup: RunSetup, state: RunState, stop: RunStopped) -> StopReason:

@@ -112,8 +112,8 @@ class RunPolicy:
         self.last_output: dict[CallSignature, str] = {}
         self.output_failures = 0
         """Typed answers refused so far (``Agent(output_type=...)``)."""
-        self.calls_by_tool: dict[str, int] = {}
-        """Per tool with ``max_calls``: its calls so far."""
+        self.calls_by_tool: dict[str, int] | None = None
+        """Per tool with ``max_calls``: its calls so far (None: no such call yet)."""
         self._started = time.monotonic()
         self._elapsed_before = 0.0
         if counters is not None:
@@ -150,14 +150,17 @@ class RunPolicy:
 
     def admit_tool(self, name: str, limit: int) -> ToolResult | None:
         """Count a call of a tool with ``max_calls``; the refusal past its limit."""
-        made = self.calls_by_tool.get(name, 0)
+        counts = self.calls_by_tool
+        if counts is None:
+            counts = self.calls_by_tool = {}
+        made = counts.get(name, 0)
         if made >= limit:
             return ToolResult.failure(
                 ErrorCode.CALL_LIMIT,
                 f"not run: this run reached the limit of {limit} calls of {name!r} "
                 "(max_calls); go on without it",
             )
-        self.calls_by_tool[name] = made + 1
+        counts[name] = made + 1
         return None
 
     def check_repeat(self, call: ToolCall) -> tuple[ToolResult | None, CallSignature | None]:
@@ -191,6 +194,8 @@ class RunPolicy:
             )
         if self.limits.max_duration_s is not None and self.remaining_s() == 0:
             return self.out_of_time()
+        if not self.metered:
+            return None
         if self.spending is not None and (spent := self.spending.reached(state)):
             return spent
         if self.budget is not None:  # last: the request it counts is sent
@@ -266,7 +271,7 @@ class RunPolicy:
             repeats=repeats,
             output_failures=self.output_failures,
             elapsed_s=self.elapsed_s,
-            calls_by_tool=dict(self.calls_by_tool),
+            calls_by_tool=dict(self.calls_by_tool or {}),
         )
 
     def _restore(self, counters: RunCounters) -> None:
@@ -286,7 +291,7 @@ class RunPolicy:
                 self.last_output[signature] = record.last_output
         self.output_failures = counters.output_failures
         self._elapsed_before = counters.elapsed_s
-        self.calls_by_tool = dict(counters.calls_by_tool)
+        self.calls_by_tool = dict(counters.calls_by_tool) or None
 
 
 def call_signature(call: ToolCall) -> CallSignature:

@@ -18,7 +18,7 @@ from tooldeck.results import (
     StopReason,
     ToolTrace,
 )
-from tooldeck.run.events import AgentEvent, GuardrailChecked, ModelResponse, NestedEvent
+from tooldeck.run.events import AgentEvent, Event, GuardrailChecked, ModelResponse, NestedEvent
 from tooldeck.run.records import assistant_message, tool_message
 from tooldeck.safety import GuardrailDecision, UntrustedSource
 from tooldeck.tools.outputs import OutputStore
@@ -66,8 +66,8 @@ class RunState:
     """What the history strategy sends in place of the earliest turns, once it made one."""
     outputs: OutputStore | None = None
     """The whole outputs the run's calls stored (``large_output="store"``), by handle."""
-    guardrails: list[GuardrailDecision] = field(default_factory=list)
-    """Every guardrail's decision so far."""
+    guardrails: tuple[GuardrailDecision, ...] = ()
+    """Every guardrail's decision so far (a tuple: no list made for a run without any)."""
     tainted_by: UntrustedSource | None = None
     """The call whose result first brought untrusted content into the conversation."""
     agent: str = ""
@@ -105,12 +105,12 @@ class RunState:
         self.messages.append(assistant_message(output))
         self.turn = OpenTurn(round_, output.tool_calls) if output.tool_calls else None
 
-    def keep(self, event: NestedEvent | GuardrailChecked) -> None:
+    def keep(self, event: Event) -> None:
         """Keep what an event of a round adds: a guardrail's decision, or the usage of a run
-        inside a call."""
+        inside a call (other events add nothing)."""
         if isinstance(event, GuardrailChecked):
-            self.guardrails.append(event.decision)
-        else:
+            self.guardrails = (*self.guardrails, event.decision)
+        elif isinstance(event, NestedEvent):
             self.count_nested(event.event)
 
     def count_nested(self, event: AgentEvent) -> None:
@@ -198,7 +198,7 @@ class RunState:
         output: Any = None,
     ) -> RunResult[Any]:
         """The run as a RunResult: its messages, trace, usage and times, with this ending."""
-        return RunResult(
+        result: RunResult[Any] = RunResult(
             answer=answer,
             output=output,
             messages=tuple(self.messages),
@@ -209,10 +209,12 @@ class RunState:
             pending=checkpoint.pending if checkpoint is not None else (),
             checkpoint=checkpoint,
             history_summary=self.summary,
-            guardrails=tuple(self.guardrails),
-            tainted_by=self.tainted_by,
             agent=self.agent,
         )
+        if not self.guardrails and self.tainted_by is None:
+            return result  # the usual run: two keywords fewer (a dict half the size to make)
+        update = {"guardrails": self.guardrails, "tainted_by": self.tainted_by}
+        return result.model_copy(update=update)
 
 
 def untrusted_source(messages: Sequence[Message]) -> UntrustedSource | None:

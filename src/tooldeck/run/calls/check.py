@@ -33,9 +33,10 @@ def check_new(
     """The call ready to run, or the trace of why it is refused (with its signature)."""
     policy = round_.policy
     entry = round_.view.dispatch.get(call.name)
-    max_calls = None if entry is None else entry.options.max_calls
-    if max_calls is not None and (spent := policy.admit_tool(call.name, max_calls)):
-        return trace(call, spent, 0.0), None  # not counted against the run's calls
+    if entry is not None and entry.options.max_calls is not None:
+        spent = policy.admit_tool(call.name, entry.options.max_calls)
+        if spent is not None:
+            return trace(call, spent, 0.0), None  # not counted against the run's calls
     over_budget = policy.admit()
     if over_budget is not None:
         return trace(call, over_budget, 0.0), None

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable
 from dataclasses import replace
-from typing import Any
+from functools import partial
 
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolCall, ToolResult
@@ -56,10 +56,12 @@ def execute(item: Ready, round_: CallRound, emit: Emit | None = None) -> Awaitab
     return layered() if observer is None else observer.tool_call(item.call, layered)
 
 
-def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Awaitable[Ran]:
+async def _bounded(item: Ready, round_: CallRound, emit: Emit | None, once: bool = True) -> Ran:
     """Run the handler within the tool's timeout and the run's remaining time; a
-    ``side_effects`` call at most once when the run records such calls."""
-    call = item.call
+    ``side_effects`` call at most once when the run records such calls (``once=False``:
+    its record was read, run it)."""
+    call, entry = item.call, item.entry
+    options = entry.options
     context = RunContext(
         call.id,
         call.name,
@@ -73,22 +75,18 @@ def _bounded(item: Ready, round_: CallRound, emit: Emit | None) -> Awaitable[Ran
         round_.outputs,
         round_.cancelled,
     )
-    if round_.records is not None and item.entry.options.side_effects:
-        return run_once(round_.records, item, context, lambda: _timed(item, round_, context))
-    return _timed(item, round_, context)
-
-
-async def _timed(item: Ready, round_: CallRound, context: RunContext[Any]) -> Ran:
-    call, entry = item.call, item.entry
-    limit, run_limited = entry.options.timeout, False
+    if round_.records is not None and once and options.side_effects:
+        run = partial(_bounded, item, round_, emit, False)
+        return await run_once(round_.records, item, context, run)
+    limit, run_limited = options.timeout, False
     if round_.policy.limits.max_duration_s is not None:
         limit, run_limited = _time_limit(limit, round_)
     started = time.perf_counter()
     scope = None
     try:
         running = entry.handler.run(item.arguments, context)
-        if entry.options.max_concurrency is not None:  # a slot first, within the timeout
-            slots = slots_for(entry.origin, call.name, entry.options.max_concurrency)
+        if options.max_concurrency is not None:  # a slot first, within the timeout
+            slots = slots_for(entry.origin, call.name, options.max_concurrency)
             running = slots.run(running)
         if limit is None:
             output: HandlerOutput = await running
@@ -103,7 +101,7 @@ async def _timed(item: Ready, round_: CallRound, context: RunContext[Any]) -> Ra
         else:
             result = error_result(entry, error, round_.options.include_error_details)
         return _finished(item, ToolOutcome(result, error), started)
-    max_chars = entry.options.max_output_chars or round_.options.max_output_chars
+    max_chars = options.max_output_chars or round_.options.max_output_chars
     if isinstance(output, str) and not item.edited and max_chars is None:  # the usual call
         return trace(call, succeeded(output), time.perf_counter() - started)
     if isinstance(output, Pause):

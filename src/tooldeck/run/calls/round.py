@@ -64,20 +64,19 @@ async def run_round(
 ) -> AsyncGenerator[RoundItem, None]:
     """Run a turn's calls: a new turn's checked calls (but a final_answer already
     answered), or a paused turn's decided ones. Yields the round's events, then its outcome."""
+    guarded = round_.view.guarded or round_.options.tool_guardrails
     if turn.started:
         admitted = _admit_decided(turn, decisions, round_)
-        if round_.view.guarded or round_.options.tool_guardrails:  # a person's edit is judged
+        if guarded:  # a person's edit is judged
             async for event in _guard_arguments(admitted, round_, edited_only=True):
                 yield event
     else:
         turn.started = True
         admitted = _admit_new(turn, round_)
-        if (round_.view.guarded or round_.options.tool_guardrails) and admitted.ready:
+        if guarded and admitted.ready:
             async for event in _guard_arguments(admitted, round_):
                 yield event
-        source, asks = round_.tainted_by, False
-        if source is not None and round_.options.after_untrusted != "allow":
-            asks = _hold_untrusted(admitted, round_, source)
+        asks = round_.tainted_by is not None and _hold_untrusted(admitted, round_)
         if (round_.view.may_pause or asks) and admitted.ready:  # those needing a decision wait
             admitted.ready, waiting = await hold_back(admitted.ready, round_)
             for index, pending in waiting:
@@ -86,18 +85,16 @@ async def run_round(
         yield _not_run(answered, round_)
     done = admitted.done
     ready = admitted.ready
-    together = _run_together
-    if ready and (round_.view.guarded or round_.options.tool_guardrails):
-        together = _run_guarded  # each call's result judged
     for group in (ready,) if len(ready) == 1 else _groups(ready):
         for item in group:
             yield ToolCallStarted(round_.round, item.call)
-        if len(group) == 1 and not group[0].entry.emits_events and together is _run_together:
+        if len(group) == 1 and not group[0].entry.emits_events and not guarded:
             item = group[0]  # the common case: no tasks, no queue
             ran = done[item.index] = await execute(item, round_)
             if isinstance(ran, ToolTrace):
                 yield ToolCallFinished(round_.round, ran)
             continue
+        together = _run_guarded if guarded else _run_together  # guarded: results judged
         async with aclosing(together(group, round_)) as running:
             async for got in running:
                 if not isinstance(got, tuple):
@@ -159,9 +156,12 @@ async def _guard_arguments(
     admitted.ready = ready
 
 
-def _hold_untrusted(admitted: _Admitted, round_: CallRound, source: UntrustedSource) -> bool:
-    """Apply ``after_untrusted`` to the ready calls: those refused are answered; True when
-    some must wait for a person's approval."""
+def _hold_untrusted(admitted: _Admitted, round_: CallRound) -> bool:
+    """In a conversation with untrusted content, apply ``after_untrusted`` to the ready
+    calls: those refused are answered; True when some must wait for a person's approval."""
+    source = round_.tainted_by
+    if source is None or round_.options.after_untrusted == "allow":
+        return False
     admitted.ready, refusals = after_untrusted(admitted.ready, round_, source)
     for index, refusal in refusals:
         admitted.done[index] = refusal

@@ -50,15 +50,17 @@ class CallOptions:
     holds untrusted content: nothing more, a person's approval, or they are refused."""
 
 
-@dataclass(slots=True)  # not frozen: made every round, and a frozen one costs more to make
+@dataclass(slots=True)  # not frozen: the loop makes one per run and moves it to each round
 class CallRound:
-    """What every call of one round shares (made by the loop for each round of calls)."""
+    """What every call of one round shares (a run's rounds share one: the loop moves its
+    ``view``, ``round`` and ``tainted_by`` on as each round starts)."""
 
     view: ToolView
     policy: RunPolicy
     options: CallOptions
     deps: Any
     round: int
+    """The model turn whose calls these are, counting from 1."""
     run_id: str
     observer: RunObserver | None = None
     """Told about each call when the run is observed (traced)."""
