@@ -612,3 +612,12 @@ def test_the_agent_handed_to_checks_answers_but_not_the_prompt_again() -> None:
     assert result.answer == "Done."
     assert checked == ["answer: Done."]
     assert [(d.stage, d.name) for d in result.guardrails] == [("output", "answer_check")]
+
+
+def test_handoffs_that_are_not_agents_are_refused_when_given_and_when_run() -> None:
+    with pytest.raises(TypeError, match=r"takes agents and handoff\(agent, ...\), got 'billing'"):
+        Agent(ScriptedModel([]), handoffs=["billing"])  # type: ignore[list-item]
+    triage, _ = triage_agent(answer("never"))
+    triage.handoffs.append("billing")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"got 'billing' \(str\)"):
+        triage.run_sync("Hi")
