@@ -18,6 +18,7 @@ from helpers import answer, call, calls
 from tooldeck import (
     Agent,
     Approve,
+    AssistantOutput,
     Checkpoint,
     FinalAnswer,
     Limits,
@@ -29,6 +30,7 @@ from tooldeck import (
 from tooldeck.errors import CheckpointError, DuplicateToolError, LimitExceeded, ToolDefinitionError
 from tooldeck.observe import Instrumentation
 from tooldeck.run.events import Event, HandedOff, ModelRequest, NestedEvent
+from tooldeck.run.guardrails import GuardrailResult
 from tooldeck.run.handoff import handoff, summary_of
 from tooldeck.runlog import RunLog
 from tooldeck.sessions import SQLiteSession
@@ -561,3 +563,61 @@ def test_a_signed_checkpoint_names_its_agent_under_the_first_agents_key() -> Non
         triage.resume_sync(moved, {"r1": Approve()})
     done = triage.resume_sync(checkpoint.to_json(), {"r1": Approve()})
     assert (done.agent, done.answer) == ("billing", "Done.")
+
+
+def test_on_handoff_that_raises_fails_the_transfer_and_hands_nothing_over() -> None:
+    def refuse(ctx: RunContext[Any]) -> None:
+        raise RuntimeError("billing is closed")
+
+    billing, billing_model = billing_agent(answer("never"))
+    closed = handoff(billing, on_handoff=refuse)
+    triage, _ = triage_agent(transfer(), answer("Billing is closed."), handoffs=[closed])
+    result = triage.run_sync("Refund")
+    assert (result.agent, result.answer) == ("triage", "Billing is closed.")
+    assert billing_model.requests == []
+    assert result.tool_trace[0].result.ok is False
+    assert isinstance(result.tool_trace[0].error, RuntimeError)
+
+
+class Refund(BaseModel):
+    order: str
+    amount: int
+
+
+def test_the_answer_has_the_type_of_the_agent_that_answers() -> None:
+    model = ScriptedModel([AssistantOutput(content='{"order": "42", "amount": 30}')])
+    billing = Agent(model, name="billing", output_type=Refund, output_mode="prompted")
+    triage, _ = triage_agent(transfer(), handoffs=[billing])
+    result = triage.run_sync("Refund 42")
+    assert result.output == Refund(order="42", amount=30)
+    assert '"amount"' in model.requests[0].instructions  # billing's schema, asked the prompted way
+
+
+def test_the_agent_handed_to_checks_answers_but_not_the_prompt_again() -> None:
+    checked: list[str] = []
+
+    def prompt_check(ctx: RunContext[Any], prompt: str) -> GuardrailResult:
+        checked.append(f"prompt: {prompt}")
+        return GuardrailResult.passed()
+
+    def answer_check(ctx: RunContext[Any], text: str) -> GuardrailResult:
+        checked.append(f"answer: {text}")
+        return GuardrailResult.passed()
+
+    billing, _ = billing_agent(
+        answer("Done."), input_guardrails=[prompt_check], output_guardrails=[answer_check]
+    )
+    triage, _ = triage_agent(transfer(), handoffs=[billing])
+    result = triage.run_sync("Refund")
+    assert result.answer == "Done."
+    assert checked == ["answer: Done."]
+    assert [(d.stage, d.name) for d in result.guardrails] == [("output", "answer_check")]
+
+
+def test_handoffs_that_are_not_agents_are_refused_when_given_and_when_run() -> None:
+    with pytest.raises(TypeError, match=r"takes agents and handoff\(agent, ...\), got 'billing'"):
+        Agent(ScriptedModel([]), handoffs=["billing"])  # type: ignore[list-item]
+    triage, _ = triage_agent(answer("never"))
+    triage.handoffs.append("billing")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"got 'billing' \(str\)"):
+        triage.run_sync("Hi")

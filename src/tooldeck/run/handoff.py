@@ -14,7 +14,7 @@ import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -42,6 +42,7 @@ _CLIP = 300
 """Characters of each message the ``"summary"`` history keeps."""
 
 
+@runtime_checkable
 class HandoffAgent(Protocol):
     """What a handoff needs of its agent (``tooldeck.Agent`` has it)."""
 
@@ -206,8 +207,15 @@ def handoff(
 
 
 def as_handoff(item: HandoffAgent | Handoff) -> Handoff:
-    """An item of ``Agent(handoffs=...)`` as a Handoff."""
-    return item if isinstance(item, Handoff) else handoff(item)
+    """An item of ``Agent(handoffs=...)`` as a Handoff; TypeError for anything else."""
+    if isinstance(item, Handoff):
+        return item
+    if not isinstance(item, HandoffAgent):
+        raise TypeError(
+            f"Agent(handoffs=...) takes agents and handoff(agent, ...), got {item!r} "
+            f"({type(item).__name__})"
+        )
+    return handoff(item)
 
 
 def transferred(agent: str) -> str:

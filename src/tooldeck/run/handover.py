@@ -7,7 +7,7 @@ agent's limits. Every event is stamped with the name of the agent whose loop yie
 What stays the run's, whichever agent has it: its id, state, checkpoint key, deps, session,
 observer and run log (those of the agent the run was started on).
 
-Runs without handoffs never come here (``Agent._start`` checks once per run).
+Runs without handoffs never come here (``starting.run_events`` checks once per run).
 """
 
 from __future__ import annotations
@@ -188,4 +188,7 @@ def handoffs_of(
         raise ValueError(f"Agent(name=...) must be a non-empty string, got {name!r}")
     if resume not in ("last", "first"):
         raise ValueError(f"handoff_resume must be 'last' or 'first', got {resume!r}")
-    return name, list(handoffs), "last" if resume == "last" else "first"
+    items = list(handoffs)
+    for item in items:
+        as_handoff(item)  # refuses what is not an agent or a handoff, now
+    return name, items, "last" if resume == "last" else "first"
