@@ -105,6 +105,27 @@ async def test_a_durable_run_draws_on_a_named_budget_and_stops_when_it_is_spent(
     assert team.left.requests == 0
 
 
+async def test_an_agent_tools_inner_run_draws_on_the_durable_runs_budget() -> None:
+    team = Budget(max_requests=3)
+    inner = ScriptedModel([*adding(5), AssistantOutput(content="done")])
+    counter = Agent(inner, [add_numbers]).as_tool(name="counter", description="Counts.")
+    outer = ScriptedModel(
+        [AssistantOutput(tool_calls=(call("counter", "o1", input="Count"),)), *adding(1)]
+    )
+    agent = DurableAgent(Agent(outer, [counter]), name=unique("nested"), budgets={"team": team})
+
+    stop = await stopped_by(agent, budget="team")
+
+    assert str(stop) == "the shared budget is spent: 3 requests (max_requests=3)"
+    assert stop.result is not None
+    assert stop.result.stop_reason == "budget"
+    assert (len(outer.requests), len(inner.requests)) == (1, 2)  # 3 together, none past it
+    assert tool_messages(stop.result.messages) == [
+        "error[tool_error]: the agent 'counter' stopped without an answer (stop reason: "
+        f"budget): {stop}"
+    ]
+
+
 async def test_a_budget_name_is_checked_before_the_run_starts_and_where_it_executes() -> None:
     agent = durable(ScriptedModel([]))
     with pytest.raises(TypeError, match=r"takes its budget by name .* got Budget"):
