@@ -75,8 +75,8 @@ async def watched(
             finally:
                 close()
             return await handle
-    except asyncio.CancelledError:
-        if forced.is_set():
+    except asyncio.CancelledError:  # a second Ctrl-C, or one before the run had started
+        if forced.is_set() or handle.cancelled:
             raise KeyboardInterrupt from None
         raise
 
