@@ -57,7 +57,7 @@ from tooldeck.cli.chat import add_chat_parser
 from tooldeck.cli.display import Console, show_specs
 from tooldeck.cli.eval import add_eval_parser
 from tooldeck.cli.exec import Run, execute
-from tooldeck.cli.load import load_tools
+from tooldeck.cli.load import load_tools, load_with_settings
 from tooldeck.cli.logs import add_logs_parser
 from tooldeck.cli.model import build_model
 from tooldeck.cli.run import NO_LOG_HELP, TOOLS_HELP, add_run_parser
@@ -201,7 +201,7 @@ def _how_it_runs(entry: ToolEntry) -> dict[str, object]:
 
 
 def _mcp_serve(args: argparse.Namespace) -> int:
-    view = load_tools(args.module, args.toolset)
+    view, settings = load_with_settings(args.module, args.toolset)
     try:
         from tooldeck.serve.mcp import serve_tools
     except ImportError as error:
@@ -213,6 +213,7 @@ def _mcp_serve(args: argparse.Namespace) -> int:
         http=args.http,
         allow_approval_tools=args.allow_approval_tools,
         include_error_details=args.include_error_details,
+        tool_guardrails=settings.get("tool_guardrails", ()),
     )
     return 0
 
