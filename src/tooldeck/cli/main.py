@@ -207,6 +207,7 @@ def _mcp_serve(args: argparse.Namespace) -> int:
     except ImportError as error:
         raise CliError(str(error)) from error
     _log_tool_failures(args.verbose)
+    _warn_unserved(args.module, settings)
     serve_tools(
         view,
         name=args.name or _module_name(args.module),
@@ -216,6 +217,23 @@ def _mcp_serve(args: argparse.Namespace) -> int:
         tool_guardrails=settings.get("tool_guardrails", ()),
     )
     return 0
+
+
+_NOT_SERVED = ("input_guardrails", "output_guardrails", "handoffs")
+"""A tools module's agent settings that judge or steer a conversation: a served call has
+none, so ``tooldeck mcp serve`` says it does not apply them."""
+
+
+def _warn_unserved(target: str, settings: dict[str, Any]) -> None:
+    """One line on stderr naming the module's settings that served calls do not use."""
+    unused = [name for name in _NOT_SERVED if settings.get(name)]
+    if unused:
+        print(
+            f"tooldeck mcp serve: warning: {target!r} defines {', '.join(unused)}, which "
+            "served calls do not use: only tool_guardrails and @tool(guardrails=...) apply "
+            "to them",
+            file=sys.stderr,
+        )
 
 
 class _OneLine(logging.Formatter):
