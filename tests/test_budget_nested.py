@@ -119,3 +119,19 @@ def test_without_a_budget_an_agent_tool_runs_as_before() -> None:
 
     assert result.answer == "3"
     assert (len(outer.requests), len(inner.requests)) == (2, 2)
+
+
+def test_an_inner_agent_ending_at_the_budget_with_its_last_text_still_stops_the_outer() -> None:
+    inner = ScriptedModel(counting(5))
+    entry = Agent(inner, [word_count], on_limit="final_answer").as_tool(
+        name="counter", description="Counts words."
+    )
+    outer = ScriptedModel([used(calls(call("counter", "o1", input="Count"))), *counting(1)])
+    budget = Budget(max_requests=3)
+
+    with pytest.raises(LimitExceeded, match=r"shared budget is spent: 3 requests") as raised:
+        Agent(outer, [entry]).run_sync("Count", budget=budget)
+
+    assert raised.value.result is not None
+    assert raised.value.result.stop_reason == "budget"
+    assert (len(outer.requests), len(inner.requests), budget.spent.requests) == (1, 2, 3)
