@@ -25,7 +25,7 @@ from tooldeck.messages import Message, ToolSpec
 from tooldeck.models import Model, ModelSettings
 from tooldeck.results import Approve
 from tooldeck.run.policy import Limits
-from tooldeck.run.session import StoredRun
+from tooldeck.run.session import History, StoredRun
 from tooldeck.runlog import RunLog
 from tooldeck.sessions import SQLiteSession
 from tooldeck.tools.context import RunContext
@@ -299,3 +299,31 @@ async def test_a_call_id_used_again_in_a_later_round_is_still_answered_cancelled
         "value of a",
         "error[cancelled]: the run was cancelled (stop) before this call finished",
     ]
+
+
+async def test_a_run_cancelled_while_its_session_loads_ends_cancelled_as_it_starts(
+    tmp_path: Path,
+) -> None:
+    loading = asyncio.Event()
+    release = asyncio.Event()
+
+    class SlowToLoad(SQLiteSession):
+        async def load(self) -> History:
+            loading.set()
+            await release.wait()
+            return await super().load()
+
+    session = SlowToLoad(tmp_path / "chat.db", "s1")
+    model = ScriptedModel([answer("never asked")])
+    handle = Agent(model).start("Hello", session=session)
+    await asyncio.wait_for(loading.wait(), timeout=30)
+    handle.cancel(reason="changed my mind")
+    await asyncio.sleep(0)
+    release.set()
+    result = await asyncio.wait_for(handle.result(), timeout=30)
+
+    assert result.stop_reason == "cancelled"
+    assert [m.content for m in result.messages] == ["Hello"]
+    assert model.requests == []
+    assert [m.content for m in (await session.load()).messages] == ["Hello"]
+    await session.aclose()

@@ -215,6 +215,7 @@ def test_chat_ctrl_c_cancels_the_turn_keeps_it_and_goes_on(
     terminal.expect("> ", after=shown.index("(interrupted: "))
     terminal.send("What happened?\r")
     shown = terminal.expect("answer: Crawl cancelled, noted.")
+    terminal.expect("> ", after=shown.index("answer: Crawl cancelled, noted."))
     terminal.send("\x04")
     status, shown = terminal.finish()
 

@@ -105,6 +105,27 @@ async def test_a_durable_run_draws_on_a_named_budget_and_stops_when_it_is_spent(
     assert team.left.requests == 0
 
 
+async def test_an_agent_tools_inner_run_draws_on_the_durable_runs_budget() -> None:
+    team = Budget(max_requests=3)
+    inner = ScriptedModel([*adding(5), AssistantOutput(content="done")])
+    counter = Agent(inner, [add_numbers]).as_tool(name="counter", description="Counts.")
+    outer = ScriptedModel(
+        [AssistantOutput(tool_calls=(call("counter", "o1", input="Count"),)), *adding(1)]
+    )
+    agent = DurableAgent(Agent(outer, [counter]), name=unique("nested"), budgets={"team": team})
+
+    stop = await stopped_by(agent, budget="team")
+
+    assert str(stop) == "the shared budget is spent: 3 requests (max_requests=3)"
+    assert stop.result is not None
+    assert stop.result.stop_reason == "budget"
+    assert (len(outer.requests), len(inner.requests)) == (1, 2)  # 3 together, none past it
+    assert tool_messages(stop.result.messages) == [
+        "error[tool_error]: the agent 'counter' stopped without an answer (stop reason: "
+        f"budget): {stop}"
+    ]
+
+
 async def test_a_budget_name_is_checked_before_the_run_starts_and_where_it_executes() -> None:
     agent = durable(ScriptedModel([]))
     with pytest.raises(TypeError, match=r"takes its budget by name .* got Budget"):
@@ -142,3 +163,31 @@ async def test_a_durable_run_is_cancelled_in_its_call_and_its_workflow_ends_canc
     recorded = await handle.get_result()  # the workflow's own end is the cancelled run
     assert (recorded.stop_reason, recorded.messages) == ("cancelled", result.messages)
     assert not agent.cancel(run_id)  # it ended: nothing runs here to cancel
+
+
+@tool(requires_approval=True)
+def transfer(amount: int) -> str:
+    """Move money (a person approves it first)."""
+    return f"moved {amount}"
+
+
+async def test_a_durable_run_waiting_for_decisions_is_cancelled_and_nothing_runs() -> None:
+    model = ScriptedModel([AssistantOutput(tool_calls=(call("transfer", "t1", amount=5),))])
+    agent = DurableAgent(Agent(model, [transfer]), name=unique("paused"))
+    run_id = unique("run")
+    paused = await agent.run("Move 5.", run_id=run_id)
+    assert paused.stop_reason == "paused"
+    assert not agent.cancel(run_id)  # nothing of it runs in this process: it waits
+
+    assert await agent.cancel_paused(run_id, reason="the order was withdrawn")
+    handle = await DBOS.retrieve_workflow_async(run_id)
+    result = await asyncio.wait_for(handle.get_result(), 60)
+
+    assert result.stop_reason == "cancelled"
+    assert tool_messages(result.messages) == [
+        "error[cancelled]: the run was cancelled (the order was withdrawn) before this call "
+        "finished"
+    ]
+    assert len(model.requests) == 1  # the model was not asked again
+    assert await agent.paused(run_id) is None
+    assert not await agent.cancel_paused(run_id)  # it no longer waits

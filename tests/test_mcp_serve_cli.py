@@ -95,3 +95,66 @@ def test_a_tool_error_is_one_line_on_stderr_and_its_traceback_only_with_v(
         "tooldeck mcp serve: tool 'broken' failed (MCP request 2): ValueError (-v shows its "
         "exception and traceback)"
     ]
+
+
+GUARDED = textwrap.dedent(
+    '''
+    from tooldeck import tool
+    from tooldeck.run.guardrails import GuardrailResult
+
+
+    def polite(ctx, text):
+        return GuardrailResult.passed()
+
+
+    def judged(ctx, arguments):
+        return GuardrailResult.passed()
+
+
+    @tool
+    def echo(text: str) -> str:
+        """Say the text back."""
+        return text
+
+
+    input_guardrails = [polite]
+    output_guardrails = [polite]
+    tool_guardrails = [judged]
+    '''
+)
+
+
+def serve_until_eof(tmp_path: Path, module: str) -> str:
+    """The stderr of ``tooldeck mcp serve module`` whose client at once closes stdin."""
+    argv = [sys.executable, "-m", "tooldeck.cli", "mcp", "serve", module]
+    done = subprocess.run(
+        argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=tmp_path, timeout=SLOW
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_a_modules_input_and_output_guardrails_are_named_as_not_applying(tmp_path: Path) -> None:
+    (tmp_path / "guarded.py").write_text(GUARDED, encoding="utf-8")
+
+    errors = serve_until_eof(tmp_path, "guarded.py")
+
+    warnings = [line for line in errors.splitlines() if "warning" in line]
+    assert warnings == [
+        "tooldeck mcp serve: warning: 'guarded.py' defines input_guardrails, output_guardrails, "
+        "which served calls do not use: only tool_guardrails and @tool(guardrails=...) apply "
+        "to them"
+    ]
+    assert "tooldeck mcp serve: 'guarded' on stdio; tools: echo" in errors
+
+
+def test_a_module_with_only_tool_guardrails_serves_without_a_warning(tmp_path: Path) -> None:
+    served = GUARDED.replace("input_guardrails = [polite]\n", "").replace(
+        "output_guardrails = [polite]\n", ""
+    )
+    (tmp_path / "guarded.py").write_text(served, encoding="utf-8")
+
+    errors = serve_until_eof(tmp_path, "guarded.py")
+
+    assert "warning" not in errors
+    assert "tooldeck mcp serve: 'guarded' on stdio; tools: echo" in errors

@@ -123,12 +123,29 @@ SERVED = textwrap.dedent(
         return f"sent to {to}"
 
 
-    @tool(guardrails=[ToolGuardrail(result=redact)])
+    @tool
     def read_secret(name: str) -> str:
         """Read a secret."""
         return f"{name}=sk-12345"
+
+
+    tool_guardrails = [ToolGuardrail(result=redact)]  # on every tool's calls
     '''
 )
+
+
+async def test_guardrails_given_to_the_server_judge_every_served_call() -> None:
+    def no_admin(ctx: RunContext[Any], arguments: dict[str, Any]) -> GuardrailResult:
+        if "admin" in arguments.get("name", ""):
+            return GuardrailResult.refused("the admin secret is not served")
+        return GuardrailResult.passed()
+
+    server = mcp_server(registry, name="tests", tool_guardrails=[no_admin])
+    async with Client(server) as client:
+        refused = await call_text(client, "read_secret", {"name": "admin"})
+        given = await call_text(client, "read_secret", {"name": "api"})
+    assert refused == (True, "error[refused]: the admin secret is not served")
+    assert given == (False, "api=[redacted]")  # after the tool's own guardrail
 
 
 async def test_tooldeck_mcp_serve_keeps_the_guardrails_over_stdio(tmp_path: Path) -> None:

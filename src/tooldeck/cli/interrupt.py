@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tooldeck.cli.voice import Driven
+from tooldeck.errors import ErrorCode
 from tooldeck.results import RunResult, StopReason
 from tooldeck.run.events import Event
 from tooldeck.run.handle import RunHandle
@@ -46,7 +47,8 @@ def interrupted(
     text = "the run was cancelled"
     if session_id is not None:
         text += f"; conversation {session_id!r} keeps what it did"
-    unfinished = [t.call.name for t in result.tool_trace if t.result.error_code == "cancelled"]
+    traces = result.tool_trace
+    unfinished = [t.call.name for t in traces if t.result.error_code == ErrorCode.CANCELLED]
     if unfinished:
         text += f" ({', '.join(unfinished)} answered as cancelled)"
     raise Interrupted(text, Driven(result, resumed))
@@ -75,8 +77,8 @@ async def watched(
             finally:
                 close()
             return await handle
-    except asyncio.CancelledError:
-        if forced.is_set():
+    except asyncio.CancelledError:  # a second Ctrl-C stopped the wait
+        if forced.is_set() or handle.cancelled:
             raise KeyboardInterrupt from None
         raise
 

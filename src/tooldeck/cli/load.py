@@ -24,6 +24,7 @@ __all__ = [
     "is_own_code",
     "load_object",
     "load_tools",
+    "load_with_settings",
     "loaded_tools",
     "raised_at",
 ]
@@ -44,8 +45,16 @@ def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
     """The tools named by ``target`` (see ``tooldeck.tools.modules.tool_registry``), only
     those of ``toolsets`` when given; a Toolset's are listed, and its connection closed (its
     tools connect again where they are called)."""
-    with asyncio.Runner() as runner, loaded_tools(target, toolsets, runner) as (view, _):
-        return view
+    return load_with_settings(target, toolsets)[0]
+
+
+def load_with_settings(
+    target: str, toolsets: Sequence[str] | None = None
+) -> tuple[ToolView, dict[str, Any]]:
+    """``load_tools``, and the agent settings the module defines beside its tools (its
+    guardrails: ``modules.AGENT_SETTINGS``)."""
+    with asyncio.Runner() as runner, loaded_tools(target, toolsets, runner) as loaded:
+        return loaded
 
 
 @contextmanager

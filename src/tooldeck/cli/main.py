@@ -57,7 +57,7 @@ from tooldeck.cli.chat import add_chat_parser
 from tooldeck.cli.display import Console, show_specs
 from tooldeck.cli.eval import add_eval_parser
 from tooldeck.cli.exec import Run, execute
-from tooldeck.cli.load import load_tools
+from tooldeck.cli.load import load_tools, load_with_settings
 from tooldeck.cli.logs import add_logs_parser
 from tooldeck.cli.model import build_model
 from tooldeck.cli.run import NO_LOG_HELP, TOOLS_HELP, add_run_parser
@@ -201,20 +201,39 @@ def _how_it_runs(entry: ToolEntry) -> dict[str, object]:
 
 
 def _mcp_serve(args: argparse.Namespace) -> int:
-    view = load_tools(args.module, args.toolset)
+    view, settings = load_with_settings(args.module, args.toolset)
     try:
         from tooldeck.serve.mcp import serve_tools
     except ImportError as error:
         raise CliError(str(error)) from error
     _log_tool_failures(args.verbose)
+    _warn_unserved(args.module, settings)
     serve_tools(
         view,
         name=args.name or _module_name(args.module),
         http=args.http,
         allow_approval_tools=args.allow_approval_tools,
         include_error_details=args.include_error_details,
+        tool_guardrails=settings.get("tool_guardrails", ()),
     )
     return 0
+
+
+_NOT_SERVED = ("input_guardrails", "output_guardrails", "handoffs")
+"""A tools module's agent settings that judge or steer a conversation: a served call has
+none, so ``tooldeck mcp serve`` says it does not apply them."""
+
+
+def _warn_unserved(target: str, settings: dict[str, Any]) -> None:
+    """One line on stderr naming the module's settings that served calls do not use."""
+    unused = [name for name in _NOT_SERVED if settings.get(name)]
+    if unused:
+        print(
+            f"tooldeck mcp serve: warning: {target!r} defines {', '.join(unused)}, which "
+            "served calls do not use: only tool_guardrails and @tool(guardrails=...) apply "
+            "to them",
+            file=sys.stderr,
+        )
 
 
 class _OneLine(logging.Formatter):

@@ -37,7 +37,8 @@ carrying its result, as a plain run would.
 Run control: the agent's token and cost limits hold as in a plain run; a shared budget is
 named, ``durable.run(prompt, budget="team")`` with ``DurableAgent(..., budgets={"team":
 budget})``; ``durable.cancel(run_id, reason=...)`` cancels a run executing in this process
-(stop reason ``cancelled``, the workflow's result).
+(stop reason ``cancelled``, the workflow's result), ``await durable.cancel_paused(run_id,
+reason=...)`` one waiting for decisions, from any process.
 
 An agent tool (``agent.as_tool``) runs its inner run in the same workflow, its requests and
 calls steps too; in a durable run its calls run one at a time, so the inner runs' steps

@@ -15,6 +15,7 @@ from typing_extensions import TypeVar, Unpack
 
 from tooldeck.durable._named import Named, checked_name, looked_up
 from tooldeck.durable._pauses import (
+    Cancel,
     LocalPauses,
     current_pause,
     next_stop,
@@ -22,6 +23,7 @@ from tooldeck.durable._pauses import (
     publish,
     receive,
     send,
+    send_cancel,
 )
 from tooldeck.durable._sessions import SessionSource, commit_turn, load_history
 from tooldeck.durable._steps import DurableModel, durable_entries, reserved_steps
@@ -261,10 +263,13 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 paused = portable(result)
                 await publish(pause, paused)
                 self._pauses.paused(run_id, pause, paused)
-                decisions = await receive(pause, result.checkpoint)
+                answer = await receive(pause, result.checkpoint)
+                decisions = {} if isinstance(answer, Cancel) else answer
                 resumed = twin.start_resume(
                     result.checkpoint, decisions, deps=deps, session_id=session_id, budget=budget
                 )
+                if isinstance(answer, Cancel):  # its waiting calls answered cancelled
+                    resumed.cancel(answer.reason)
                 result = await self._watched(run_id, resumed)
         except RunStopped as stopped:
             if stopped.result is not None:
@@ -284,6 +289,15 @@ class DurableAgent(Generic[DepsT, OutputT]):
             return False
         handle.cancel(reason)
         return True
+
+    async def cancel_paused(
+        self, run_id: str, reason: str = "cancelled by the application"
+    ) -> bool:
+        """Cancel run ``run_id`` while it waits for decisions, from any process: it ends with
+        stop reason ``cancelled``, the calls it waited on answered ``error[cancelled]`` (none
+        runs), and that is the workflow's result. False if it does not wait at a pause."""
+        with _launched(self.name):
+            return await send_cancel(run_id, reason)
 
     async def _watched(self, run_id: str, handle: RunHandle[OutputT]) -> RunResult[OutputT]:
         """The run's result, ``cancel`` reaching it meanwhile."""

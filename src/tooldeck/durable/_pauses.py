@@ -49,6 +49,15 @@ class Decisions:
     decisions: dict[str, Decision]
 
 
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """The message that cancels a durable run waiting at a pause (``cancel_paused``)."""
+
+    pause: int
+    """Which pause of the run it answers."""
+    reason: str
+
+
 def portable(result: RunResult[Any]) -> RunResult[Any]:
     """The result as every process reads it: the trace's exceptions as RecordedError (their
     type's name and message), so the run's own process and any other see the same thing."""
@@ -71,11 +80,14 @@ async def publish(pause: int, paused: RunResult[Any]) -> None:
     await DBOS.set_event_async(pause_event(pause), paused.model_dump_json())
 
 
-async def receive(pause: int, checkpoint: Checkpoint) -> dict[str, Decision]:
-    """Wait, durably, for decisions that fit this pause (inside the workflow); others are
-    logged and dropped."""
+async def receive(pause: int, checkpoint: Checkpoint) -> dict[str, Decision] | Cancel:
+    """Wait, durably, for decisions that fit this pause, or its cancel (inside the
+    workflow); other messages are logged and dropped."""
     while True:
         message = await DBOS.recv_async(DECISIONS_TOPIC, timeout_seconds=_FOREVER_S)
+        if isinstance(message, Cancel) and message.pause == pause:
+            await DBOS.set_event_async(WAITING_EVENT, 0)
+            return message
         decisions = _fitting(message, pause, checkpoint)
         if decisions is not None:
             await DBOS.set_event_async(WAITING_EVENT, 0)
@@ -152,6 +164,15 @@ async def send(run_id: str, decisions: Mapping[str, Decision], checkpoint_key: b
     check_decisions(checkpoint, decisions)
     await DBOS.send_async(run_id, Decisions(pause, dict(decisions)), DECISIONS_TOPIC)
     return pause
+
+
+async def send_cancel(run_id: str, reason: str) -> bool:
+    """Cancel the pause the run waits at, if it waits; whether it did."""
+    found = await current_pause(run_id)
+    if found is None:
+        return False
+    await DBOS.send_async(run_id, Cancel(found[0], reason), DECISIONS_TOPIC)
+    return True
 
 
 class LocalPauses:

@@ -140,10 +140,11 @@ class AgentTool:
         self, arguments: dict[str, Any], context: RunContext[Any]
     ) -> AsyncGenerator[Event, None]:
         parent = ParentCall(context.run_id, context.call_id) if context.run_id else None
+        budget = context.budget  # the outer run's: its inner runs spend from it too
         resumed = context.resumed
         if resumed is not None:
             return self.agent.resume_stream(
-                resumed.state, resumed.decisions, deps=context.deps, parent=parent
+                resumed.state, resumed.decisions, deps=context.deps, parent=parent, budget=budget
             )
         inner_id = f"{context.run_id}/{context.call_id}" if self._derived_run_ids else None
         return self.agent.stream(
@@ -152,6 +153,7 @@ class AgentTool:
             history=self._history_of(context.messages),
             run_id=inner_id,
             parent=parent,
+            budget=budget,
         )
 
     def check_resume(self, state: Checkpoint) -> None:
@@ -210,9 +212,10 @@ def agent_tool(
         **options: Tool options (``timeout=``, ``requires_approval=``, ...).
 
     The inner run uses the agent's own instructions, tools, limits and model, with the outer
-    run's ``deps``. Its events appear in the outer stream as NestedEvents, its usage counts
-    in the outer usage, its calls are kept on ``ToolTrace.inner_trace``, and a call inside it
-    that needs a decision pauses the outer run (whose checkpoint holds the inner one).
+    run's ``deps`` and shared ``budget`` (its requests, tokens and cost are drawn from it).
+    Its events appear in the outer stream as NestedEvents, its usage counts in the outer
+    usage, its calls are kept on ``ToolTrace.inner_trace``, and a call inside it that needs
+    a decision pauses the outer run (whose checkpoint holds the inner one).
     """
     if history not in ("none", "full"):
         raise ValueError(f"history must be 'none' or 'full', got {history!r}")

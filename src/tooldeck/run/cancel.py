@@ -13,6 +13,9 @@ class CancelSignal(threading.Event):
         self.reason = ""
         self.commit = True
         """Whether the cancelled run commits to its session (the first ``cancel`` decides)."""
+        self.started = False
+        """Whether the run's loop started: a cancel before leaves the task alone (it may be
+        loading its session), and the run ends cancelled as it starts."""
         self.ended = False
         """Whether the run reached its FinalAnswer: a cancel then leaves it alone (its
         session may be committing it)."""

@@ -65,8 +65,10 @@ class RunHandle(Generic[OutputT]):
             self._loop.call_soon_threadsafe(self._interrupt)
 
     def _interrupt(self) -> None:
-        """Cancel the run's task, unless its FinalAnswer came first (it may be committing)."""
-        if not self._task.done() and not self._signal.ended:
+        """Cancel the run's task while its loop runs: not before (the run ends cancelled
+        as its loop starts), nor after its FinalAnswer (its session may be committing)."""
+        signal = self._signal
+        if not self._task.done() and signal.started and not signal.ended:
             self._task.cancel()
 
     async def result(self) -> RunResult[OutputT]:
@@ -102,7 +104,10 @@ async def cancellable(
     had not finished (answered ``error[cancelled]``), then its FinalAnswer with stop reason
     ``cancelled``."""
     finished: dict[tuple[int, str], ToolTrace] = {}  # by round: a call id may come again
+    signal.started = True
     try:
+        if signal.is_set():  # cancelled before its loop started
+            raise asyncio.CancelledError
         async for event in events:
             if isinstance(event, ToolCallFinished):
                 finished[event.round, event.trace.call.id] = event.trace

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
@@ -27,6 +27,7 @@ from tooldeck.run.calls.round import answer_call
 from tooldeck.run.calls.shared import CallOptions, CallRound
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.serve._stdio import serve_stdio
+from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
 from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView
 
 try:
@@ -89,6 +90,7 @@ def mcp_server(
     allow_approval_tools: bool = False,
     include_error_details: bool = False,
     deps: Any = None,
+    tool_guardrails: Sequence[ToolGuardrail | ArgumentsCheck] = (),
 ) -> MCPServer[Any]:
     """An ``MCPServer`` offering ``tools``: serve it with ``run_server`` (stdio or HTTP), or
     mount ``.streamable_http_app()`` in an ASGI application.
@@ -102,9 +104,13 @@ def mcp_server(
         include_error_details: Tell the client a failing tool's exception text (by default
             it reads tooldeck's generic line, as a model would).
         deps: What tools receive as ``RunContext.deps``.
+        tool_guardrails: Guardrails on every served tool's calls, after each tool's own
+            (as ``Agent(tool_guardrails=...)``; see ``tooldeck.run.guardrails``).
     """
     served = ServedTools.of(tools, allow_approval_tools=allow_approval_tools)
-    runner = _CallRunner(served.view, CallOptions(include_error_details), deps)
+    guards = tuple(ToolGuardrail.of(item, "tool_guardrails") for item in tool_guardrails)
+    options = CallOptions(include_error_details, tool_guardrails=guards)
+    runner = _CallRunner(served.view, options, deps)
     listed: list[Tool] = [
         _ServedTool.of(entry.spec, runner.call) for entry in served.view.dispatch.values()
     ]
@@ -140,6 +146,7 @@ def serve_tools(
     allow_approval_tools: bool = False,
     include_error_details: bool = False,
     log: TextIO = sys.stderr,
+    tool_guardrails: Sequence[ToolGuardrail | ArgumentsCheck] = (),
 ) -> None:
     """``tooldeck mcp serve``: say on ``log`` what is served, then serve until stopped."""
     if http is not None:
@@ -157,6 +164,7 @@ def serve_tools(
         name=name,
         allow_approval_tools=allow_approval_tools,
         include_error_details=include_error_details,
+        tool_guardrails=tool_guardrails,
     )
     run_server(server, http)
 

@@ -88,6 +88,10 @@ class RunContext(Generic[DepsT]):
     cancelled: threading.Event | None = field(default=None, repr=False)
     """Set when the run is cancelled (a run started with ``agent.start()``): a long sync
     tool can poll ``ctx.cancelled.is_set()`` and stop early. None for other runs."""
+    budget: Any = field(default=None, repr=False)
+    """The spending budget the run draws on (``run(budget=...)``, a
+    ``tooldeck.run.budget.Budget``), None without one: the inner runs of agent tools draw
+    on it too. (Typed loosely: the tools layer cannot name the run layer's class.)"""
 
     @property
     def idempotency_key(self) -> str:

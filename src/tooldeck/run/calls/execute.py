@@ -74,6 +74,7 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None, once: bool
         item.resumed,
         round_.outputs,
         round_.cancelled,
+        round_.policy.budget,
     )
     if round_.records is not None and once and options.side_effects:
         run = partial(_bounded, item, round_, emit, False)

@@ -91,6 +91,7 @@ class CallRound:
             resumed,
             self.outputs,
             self.cancelled,
+            self.policy.budget,
         )
 
 
