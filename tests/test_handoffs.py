@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -241,6 +242,42 @@ def test_each_transfer_counts_as_a_tool_call() -> None:
     assert raised.value.result.stop_reason == StopReason.MAX_TOOL_CALLS
     assert raised.value.result.agent == "triage"
     assert billing_model.requests == []
+
+
+async def test_every_event_of_a_run_without_handoffs_carries_the_agents_name() -> None:
+    model = ScriptedModel([calls(call("lookup", "c1", order="7")), answer("Shipped.")])
+    agent = Agent(model, [lookup], name="support")
+    events = [event async for event in agent.stream("Where is order 7?", deltas=True)]
+    assert {type(event).__name__ for event in events} >= {
+        "ModelRequest", "ModelResponse", "ToolCallStarted", "ToolCallFinished", "FinalAnswer",
+    }  # fmt: skip
+    assert [event.agent for event in events] == ["support"] * len(events)
+
+
+async def test_the_events_a_cancel_adds_carry_the_agents_name() -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(3600)
+        return "never"
+
+    model = ScriptedModel([calls(call("wait_forever", "c1"))])
+    handle = Agent(model, [wait_forever], name="support").start("Wait.")
+    events: list[Event] = []
+
+    async def read() -> None:
+        async for event in handle:
+            events.append(event)
+
+    reading = asyncio.create_task(read())
+    await asyncio.wait_for(started.wait(), 60)
+    handle.cancel(reason="enough")
+    await asyncio.wait_for(reading, 60)
+    assert events[-1].result.stop_reason == "cancelled"  # type: ignore[union-attr]
+    assert [event.agent for event in events] == ["support"] * len(events)
 
 
 async def test_events_carry_the_agent_and_the_handoff() -> None:

@@ -27,7 +27,7 @@ class ModelRequest:
     """The tool list the model is shown in this request (it may change between rounds when
     the tools come from a registry or a toolset, e.g. after an MCP server's list changed)."""
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -44,7 +44,7 @@ class TextDelta:
     round: int
     text: str
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
 
 @dataclass(slots=True)
@@ -61,7 +61,7 @@ class ToolCallDelta:
     name: str
     arguments_delta: str
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class ModelResponse:
     round: int
     output: AssistantOutput
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
 
 @dataclass(slots=True)
@@ -81,7 +81,7 @@ class ToolCallStarted:
     round: int
     call: ToolCall
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
 
 @dataclass(slots=True)
@@ -91,7 +91,7 @@ class ToolCallFinished:
     round: int
     trace: ToolTrace
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
 
 @dataclass(slots=True)
@@ -105,7 +105,7 @@ class GuardrailChecked:
     replacement: Any = None
     """For a ``replaced`` verdict: the arguments the call ran with, or the result given."""
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
 
 @dataclass(slots=True)
@@ -116,7 +116,7 @@ class UntrustedContent:
     round: int
     source: UntrustedSource
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
 
 @dataclass(slots=True)
@@ -138,7 +138,7 @@ class FinalAnswer:
 
     result: RunResult[Any]
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
 
 AgentEvent = (
@@ -171,7 +171,7 @@ class NestedEvent:
     event: AgentEvent
     """What the innermost agent's loop yielded."""
     agent: str = ""
-    """The agent whose loop yielded it, in a run with handoffs (empty in a run without)."""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
     @property
     def call_id(self) -> str:

@@ -122,8 +122,9 @@ async def cancellable(
             task.uncancel()  # the run ends here, normally: its session may commit
         signal.ended = True
         for answered in close_cancelled(state, finished, signal.reason):
+            answered.agent = state.agent
             yield answered
-        yield FinalAnswer(state.result("", StopReason.CANCELLED))
+        yield FinalAnswer(state.result("", StopReason.CANCELLED), state.agent)
 
 
 def close_cancelled(

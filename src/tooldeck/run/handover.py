@@ -46,11 +46,10 @@ async def handing_over(
         state.outputs = OutputStore.of(state.trace)
     setup, handoffs = _setup(first, agent, state.shown, later=False)
     while True:
-        name = state.agent = agent.name
+        state.agent = agent.name  # the loop stamps its events with it
         handed: HandedOff | None = None
         async with aclosing(drive(setup, start, observer)) as events:
             async for event in events:
-                event.agent = name
                 if isinstance(event, HandedOff):
                     handed = event
                 yield event

@@ -105,6 +105,7 @@ async def drive(
     state, policy, deps = start.state, start.policy, start.deps
     view, asking, first, calls_of = await _begin(setup, start, observer)
     decisions: Mapping[str, Decision] = start.decisions or _NO_DECISIONS
+    name = state.agent  # every event says whose loop yielded it
     while True:
         stop: RunStopped | None = None
         turn = state.turn
@@ -118,6 +119,7 @@ async def drive(
                         continue
                     if type(item) in _KEPT:  # a run inside a call (its usage), a decision
                         state.keep(item)
+                    item.agent = name
                     yield item
             except (MiddlewareError, GuardrailTripped) as error:
                 raise attach(error, state, _stop_reason(error)) from error.__cause__
@@ -126,6 +128,7 @@ async def drive(
             decisions = _NO_DECISIONS
             closed = _close_round(setup, state, policy, view, turn, outcome)
             if isinstance(closed, _ENDS):
+                closed.agent = name
                 yield closed
                 return
             stop = closed
@@ -133,7 +136,7 @@ async def drive(
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         specs, settings, reason = _next_request(setup, state, policy, view, stop)
         policy.rounds += 1
-        yield ModelRequest(policy.rounds, len(state.messages), settings, specs)
+        yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
         output = await ask(asking, state, policy, specs, settings, deps) if direct else None
         if output is None:  # deltas as the model writes them, or the input guardrails beside
@@ -142,21 +145,23 @@ async def drive(
                     if isinstance(written, AssistantOutput):
                         output = written
                     else:
+                        written.agent = name
                         yield written
             first = None
             assert output is not None  # the request ends with its turn or raises
         output = safe_output(output)  # what a model sends is untrusted: run.untrusted
         state.record_output(output, policy.rounds)
-        yield ModelResponse(policy.rounds, output)
+        yield ModelResponse(policy.rounds, output, name)
         if policy.metered:  # token or cost limits, a shared budget
             stop, reason = _metered(setup, state, policy, output, stop, reason)
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _ended)
         ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
         for event in checked:
+            event.agent = name
             yield event
         if ended is not None:
-            yield FinalAnswer(ended)
+            yield FinalAnswer(ended, name)
             return
 
 
