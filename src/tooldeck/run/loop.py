@@ -102,14 +102,12 @@ async def drive(
     setup: RunSetup, start: RunStart, observer: RunObserver | None
 ) -> AsyncGenerator[Event, None]:
     """The loop. It starts from a prompt or from a paused run (``start.decisions``)."""
-    state, policy, deps = start.state, start.policy, start.deps
+    state, policy, deps, name = start.state, start.policy, start.deps, start.state.agent
     view, asking, first, calls_of = await _begin(setup, start, observer)
     decisions: Mapping[str, Decision] = start.decisions or _NO_DECISIONS
-    name = state.agent  # every event says whose loop yielded it
     while True:
         stop: RunStopped | None = None
-        turn = state.turn
-        if turn is not None:
+        if (turn := state.turn) is not None:
             outcome: RoundOutcome | None = None
             calls = run_round(turn, decisions, _moved(calls_of, view, turn, state))
             try:
@@ -127,8 +125,7 @@ async def drive(
                 await calls.aclose()
             decisions = _NO_DECISIONS
             closed = _close_round(setup, state, policy, view, turn, outcome)
-            if isinstance(closed, _ENDS):
-                closed.agent = name
+            if isinstance(closed, _ENDS):  # made with the agent's name, as every event is
                 yield closed
                 return
             stop = closed
@@ -157,8 +154,7 @@ async def drive(
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _ended)
         ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
-        for event in checked:
-            event.agent = name
+        for event in checked:  # the output guardrails' decisions, with the agent's name
             yield event
         if ended is not None:
             yield FinalAnswer(ended, name)
@@ -204,7 +200,7 @@ def _close_round(
         state.took_in(turn, outcome.untrusted)
     if state.close_round(turn, outcome.traces, outcome.pending):
         checkpoint = make_checkpoint(state, policy, setup.checkpoint_key)
-        return FinalAnswer(state.result("", StopReason.PAUSED, checkpoint))
+        return FinalAnswer(state.result("", StopReason.PAUSED, checkpoint), state.agent)
     stop = policy.stop_after_round(view.dispatch, outcome.raised, outcome.over_call_limit)
     if stop is None and setup.handoffs is not None:
         return _handed_off(setup.handoffs, turn, state.agent)
@@ -217,7 +213,7 @@ def _handed_off(handoffs: Mapping[str, str], turn: OpenTurn, source: str) -> Han
     for call in turn.calls:
         target = handoffs.get(call.name)
         if target is not None and turn.answered[call.id].ok:
-            return HandedOff(turn.round, call, source, target)
+            return HandedOff(turn.round, call, source, target, source)
     return None
 
 
@@ -270,7 +266,10 @@ async def _ended(
         or ended.stop_reason != StopReason.ANSWER
     ):
         return ended, ()
-    return await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
+    judged, checked = await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
+    for event in checked:
+        event.agent = state.agent
+    return judged, checked
 
 
 async def _answer(
