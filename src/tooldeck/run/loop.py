@@ -340,8 +340,8 @@ def _call_round(
 
 
 def _moved(calls: CallRound, view: ToolView, turn: OpenTurn, state: RunState) -> CallRound:
-    """The run's CallRound for this round (one per run: making one each round cost ~2% of a
-    round, unused fields and all)."""
+    """The run's CallRound for this round (one per run: a 12-field record and a helper frame
+    each round were ~2% of a W1a round's bytecodes)."""
     calls.view, calls.round, calls.tainted_by = view, turn.round, state.tainted_by
     return calls
 
