@@ -10,18 +10,16 @@ that is its controlling terminal, so the Ctrl-C typed there interrupts it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, completion_chunks, running
+from _cli_terminal import CANCELLED_BY_CTRL_C, command, environment
+from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, completion_chunks
 from _pty import Terminal
 
 TOOLS = textwrap.dedent(
@@ -59,34 +57,12 @@ TOOLS = textwrap.dedent(
         return "done"
     '''
 )
-CANCELLED = (
-    "error[cancelled]: the run was cancelled (interrupted by Ctrl-C) before this call finished"
-)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with running() as fake:
-        yield fake
 
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
     return tmp_path
-
-
-def environment(server: FakeOpenAI, workdir: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
-    env |= {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-test"}
-    return env | {"TOOLDECK_HOME": str(workdir / "home")}
-
-
-def command(verb: str, *extra: str) -> list[str]:
-    return [
-        sys.executable, "-m", "tooldeck.cli", verb, *extra,
-        "--tools", "tools.py", "--model", "openai-chat:gpt-test",
-    ]  # fmt: skip
 
 
 def at_terminal(server: FakeOpenAI, workdir: Path, argv: list[str], **options: object) -> Terminal:
@@ -145,7 +121,7 @@ def test_ctrl_c_cancels_the_run_and_the_conversation_keeps_it(
 
     assert status == 130, shown
     assert re.search(
-        rf"\^C\n  ✗ {re.escape(CANCELLED)}  \(.*\)\n\d+\.\d\d s total, .*; "
+        rf"\^C\n  ✗ {re.escape(CANCELLED_BY_CTRL_C)}  \(.*\)\n\d+\.\d\d s total, .*; "
         r"stop: cancelled \(interrupted by Ctrl-C\)\n"
         r"tooldeck: interrupted: the run was cancelled; conversation '\w+' keeps what it "
         r"did \(crawl answered as cancelled\)\n$",
@@ -154,7 +130,7 @@ def test_ctrl_c_cancels_the_run_and_the_conversation_keeps_it(
     assert going_on(server, workdir) == [
         ("user", "Crawl example.org."),
         ("assistant", ""),
-        ("tool", CANCELLED),
+        ("tool", CANCELLED_BY_CTRL_C),
         ("user", "Go on."),
     ]
 
@@ -175,7 +151,7 @@ def test_ctrl_c_with_json_prints_the_cancelled_runs_document(
     document = json.loads(out.read_text(encoding="utf-8"))
     assert (document["stop_reason"], document["error"]) == ("cancelled", "interrupted by Ctrl-C")
     assert [(c["name"], c["error_code"], c["output"]) for c in document["calls"]] == [
-        ("crawl", "cancelled", CANCELLED)
+        ("crawl", "cancelled", CANCELLED_BY_CTRL_C)
     ]
     assert "tooldeck: interrupted: the run was cancelled" in shown
 
@@ -196,7 +172,7 @@ def test_ctrl_c_after_an_approval_cancels_the_resumed_run_and_keeps_it(
     assert going_on(server, workdir) == [
         ("user", "Purge the cache."),
         ("assistant", ""),
-        ("tool", CANCELLED),
+        ("tool", CANCELLED_BY_CTRL_C),
         ("user", "Go on."),
     ]
 
@@ -223,7 +199,7 @@ def test_chat_ctrl_c_cancels_the_turn_keeps_it_and_goes_on(
     assert conversation(server.bodies[1]) == [
         ("user", "Crawl example.org."),
         ("assistant", ""),
-        ("tool", CANCELLED),
+        ("tool", CANCELLED_BY_CTRL_C),
         ("user", "What happened?"),
     ]
 

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from _cli_terminal import CANCELLED_BY_CTRL_C, command, environment
 from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, completion_chunks, running
 from _pty import Terminal
 
@@ -45,9 +45,6 @@ TOOLS = textwrap.dedent(
     '''
 )
 QUESTION = 'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit'
-CANCELLED_BY_CTRL_C = (
-    "error[cancelled]: the run was cancelled (interrupted by Ctrl-C) before this call finished"
-)
 
 
 @pytest.fixture
@@ -60,19 +57,6 @@ def model_server() -> Iterator[FakeOpenAI]:
 def workdir(tmp_path: Path) -> Path:
     (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
     return tmp_path
-
-
-def environment(server: FakeOpenAI, workdir: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
-    env |= {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-test"}
-    return env | {"TOOLDECK_HOME": str(workdir / "home")}
-
-
-def command(verb: str, *extra: str) -> list[str]:
-    return [
-        sys.executable, "-m", "tooldeck.cli", verb, *extra,
-        "--tools", "tools.py", "--model", "openai-chat:gpt-test",
-    ]  # fmt: skip
 
 
 def at_terminal(server: FakeOpenAI, workdir: Path, *argv: str, **options: object) -> Terminal:
