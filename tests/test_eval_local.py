@@ -59,7 +59,7 @@ async def test_tooldeck_eval_reproduces_the_benchmark_case_for_case() -> None:
         )
         assert result.text == old["text"]
         # The signals are embedding similarities: their last digits follow the CPU's vector
-        # unit (0.7843097796116045 on AVX-512, ...043 on AVX2), so they are compared to 1e-6 (a float32 result), never exactly.
+        # unit (0.7843097796116045 on AVX-512, ...043 on AVX2): compared to 1e-6, not exactly.
         assert set(result.signals) == {"fit", "call_score"}
         for name in ("fit", "call_score"):
             assert result.signals[name] == pytest.approx(old[name], rel=1e-6, abs=1e-6), name
