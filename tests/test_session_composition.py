@@ -143,7 +143,9 @@ class Broken(Middleware):
         return request
 
 
-async def test_a_run_ended_by_middleware_commits_nothing_and_keeps_its_journal(store: Store) -> None:
+async def test_a_run_ended_by_middleware_commits_nothing_and_keeps_its_journal(
+    store: Store,
+) -> None:
     session = store.session()
     await Agent(ScriptedModel([answer("first")])).run("one", session=session)
     kept = await session.load()

@@ -139,7 +139,8 @@ async def test_a_run_submitted_again_after_its_commit_is_recognised(store: Store
     assert charged == [KEY]
     assert [type(event) for event in events] == [RunRecovered, FinalAnswer]
     recovered, final = events
-    assert isinstance(recovered, RunRecovered) and isinstance(final, FinalAnswer)
+    assert isinstance(recovered, RunRecovered)
+    assert isinstance(final, FinalAnswer)
     assert (recovered.run_id, recovered.how, recovered.rounds) == ("order-1", "stored", 2)
     assert final.result.answer == "done"
     assert final.result.messages == first.messages

@@ -5,9 +5,10 @@ A run meets what the session's journal holds first. A run that finished there, a
 again by its id, is not run again: its stored result is returned. An unfinished run (its
 process was killed, or it stopped with an error) is continued when it is the run asked for
 (the same run id, the same resume, or its own prompt sent again without a run id: a retry),
-and otherwise closed as it stood, into the conversation, before the new run starts; a run still in progress in another process is left alone
-(SessionConflict). Each of these says so first (``RunRecovered``). A run that stops without
-finishing leaves its journal, for a retry with its id or for the next run to close.
+and otherwise closed as it stood, into the conversation, before the new run starts; a run
+still in progress in another process is left alone (SessionConflict). Each of these says so
+first (``RunRecovered``). A run that stops without finishing leaves its journal, for a retry
+with its id or for the next run to close.
 
 The agent hands these the runs to start (``SessionRuns``); nothing here runs a model or a
 tool, and nothing here knows the agent.
