@@ -10,13 +10,15 @@ put it behind the application's.
   ``SQLiteSession`` in ``sessions.db`` under ``data_dir``, else ``$TOOLDECK_HOME``), so a
   conversation goes on across page reloads and server restarts. The session holds the
   conversation: a new run reads only the input's last message (a user message, the
-  prompt); the earlier messages a client sends back, its ``tools``, ``context`` and
-  ``state`` are not read.
+  prompt); of the earlier messages a client sends back only the user messages' ids are
+  read (to name the prompts in the snapshot as the client does); its ``tools``, ``context``
+  and ``state`` are not read.
 - **Streaming.** Text and tool arguments stream as the model writes them
   (``TEXT_MESSAGE_*``, ``TOOL_CALL_START`` / ``ARGS`` / ``END``); each call's result is a
   ``TOOL_CALL_RESULT`` whose ``metadata.tooldeck`` says ``ok``, ``errorCode`` and
   ``durationS``. Before ``RUN_FINISHED`` come a ``MESSAGES_SNAPSHOT`` of the conversation
-  (message ids are positions, ``msg-0``..., the same in the events that streamed them) and
+  (a prompt keeps the id its client gave it; tooldeck's own messages are named by their
+  position, ``msg-1``..., the same in the events that streamed them and in later snapshots) and
   a ``STATE_SNAPSHOT`` (``tooldeck``: the run id, the model, the stop reason, the usage,
   the calls it waits for). ``RUN_FINISHED.result`` is the answer (a typed answer as data).
 - **Approvals are interrupts.** A call that needs approval ends the run with the interrupt

@@ -38,7 +38,7 @@ from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, FinalAnswer
 from tooldeck.run.session import Session
 from tooldeck.serve.agui._input import InputError, NewRun, Resume, describe, interrupts, plan
-from tooldeck.serve.agui._messages import as_agui, with_answered
+from tooldeck.serve.agui._messages import as_agui, client_ids, with_answered
 from tooldeck.serve.agui._relay import Relay
 
 logger = logging.getLogger("tooldeck.serve.agui")
@@ -192,10 +192,12 @@ class AguiEndpoint:
         result = event.result
         yield from relay.results_from(result.messages)
         paused = result.checkpoint
+        conversation = paused.messages if paused is not None else result.messages
+        ids = client_ids(conversation, run_input.messages)
         messages = (
-            with_answered(paused.messages, paused.turn.answered)
+            with_answered(paused.messages, paused.turn.answered, ids)
             if paused is not None
-            else as_agui(result.messages)
+            else as_agui(result.messages, ids)
         )
         yield MessagesSnapshotEvent(messages=messages)
         yield StateSnapshotEvent(snapshot={"tooldeck": self._state(result, run_input)})
