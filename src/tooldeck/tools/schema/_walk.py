@@ -8,9 +8,11 @@ they all agree on which keywords hold subschemas and on what a local ``$ref`` po
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, overload
 
 JsonSchema = dict[str, Any]
+Subschema = JsonSchema | bool
+"""Where a schema holds a schema: ``true`` (any value) and ``false`` (none) are schemas too."""
 Visit = Callable[[JsonSchema, str], JsonSchema]
 """Rewrites one schema node; gets the node and its path (``line.start``, ``points[]``)."""
 
@@ -106,8 +108,14 @@ def definitions_of(root: JsonSchema) -> Definitions:
     return found
 
 
-def resolve(node: JsonSchema, definitions: Definitions) -> JsonSchema:
+@overload
+def resolve(node: JsonSchema, definitions: Definitions) -> JsonSchema: ...
+@overload
+def resolve(node: bool, definitions: Definitions) -> bool: ...
+def resolve(node: Subschema, definitions: Definitions) -> Subschema:
     """The definition a local ``$ref`` in ``node`` points to; ``node`` itself otherwise."""
+    if isinstance(node, bool):
+        return node
     ref = node.get("$ref")
     if isinstance(ref, str):
         return definitions.get(ref, node)
