@@ -83,6 +83,28 @@ def rebuild(
     return after(out, path) if after is not None else out
 
 
+def false_spelled_out(schema: JsonSchema) -> JsonSchema:
+    """The same schema with each ``false`` property, item or branch written ``{"not": {}}``
+    (which means the same): ``jsonschema`` reports a value refused by ``false`` without its
+    path, by ``not`` with it."""
+
+    def spelled(value: Any) -> Any:
+        return {"not": {}} if value is False else value
+
+    def before(node: JsonSchema, path: str) -> JsonSchema:
+        out = dict(node)
+        for key, value in node.items():
+            if key in _NAMED and isinstance(value, dict):
+                out[key] = {name: spelled(sub) for name, sub in value.items()}
+            elif (key in _MANY or key == "items") and isinstance(value, list):
+                out[key] = [spelled(sub) for sub in value]
+            elif key == "items":
+                out[key] = spelled(value)
+        return out
+
+    return rebuild(schema, before=before)
+
+
 def walk(schema: JsonSchema) -> Iterator[JsonSchema]:
     """Every node of ``schema``, itself first, definitions included (not following ``$ref``)."""
     pending = [schema]
