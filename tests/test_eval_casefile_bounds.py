@@ -85,8 +85,7 @@ HOSTILE: list[tuple[str, str | bytes, int, str, str]] = [
         '- prompt: hi\n  tools: tooldeck.cli.demo\n  expect:\n    answer: {matches: "(["}\n',
         4,
         "expect.answer.matches",
-        "'([' is not a regular expression (Python's re): unterminated character set at "
-        "position 1",
+        "'([' is not a regular expression (Python's re): unterminated character set at position 1",
     ),
 ]
 
