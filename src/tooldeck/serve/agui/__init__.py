@@ -34,7 +34,8 @@ put it behind the application's.
 - **Errors.** What cannot run is a ``RUN_ERROR`` with a ``code`` (``interrupt_pending``,
   ``unknown_interrupt``, ``invalid_payload``, ``no_prompt``, ``thread_busy``, a stop
   reason such as ``max_rounds``, ``session_conflict``, ...) and a message saying what to
-  send instead; a body that is not a ``RunAgentInput`` is refused with status 422.
+  send instead; a body that is not a ``RunAgentInput`` is refused with status 422, and one
+  over ``max_body_bytes`` (default 1 MiB) with 413, unread.
 
 Needs the ``web`` extra: ``pip install 'tooldeck[web]'``.
 """
@@ -46,6 +47,7 @@ from typing import Any
 
 try:
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.routing import Route
 
     from tooldeck.serve.agui._endpoint import AguiEndpoint, SessionFactory, Sessions
@@ -63,6 +65,7 @@ from tooldeck.run.agent import Agent
 from tooldeck.run.session import Session
 from tooldeck.serve.agui._input import describe, interrupts
 from tooldeck.serve.agui._messages import as_agui, with_answered
+from tooldeck.serve.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, checked
 from tooldeck.tools.registry import ToolView
 
 __all__ = ["AguiEndpoint", "SessionFactory", "app", "thread_snapshot"]
@@ -76,6 +79,7 @@ def app(
     deps: Any = None,
     show_exceptions: bool = False,
     decided_by: str = "ag-ui",
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> Starlette:
     """A Starlette application serving ``agent`` over AG-UI at ``POST /``.
 
@@ -90,6 +94,8 @@ def app(
         show_exceptions: Put a failed call's exception (``Type: message``) in its result's
             metadata, for a client used by the host itself (the model never reads it).
         decided_by: Who the run log says decided on calls (``Approve(by=...)``).
+        max_body_bytes: The largest request body taken (default 1 MiB); a larger one is
+            answered 413 without being read (``tooldeck.serve.limits``).
     """
     where = Path(data_dir) if data_dir is not None else None
     endpoint = AguiEndpoint(
@@ -99,7 +105,10 @@ def app(
         show_exceptions=show_exceptions,
         decided_by=decided_by,
     )
-    return Starlette(routes=[Route("/", endpoint.handle, methods=["POST"])])
+    return Starlette(
+        routes=[Route("/", endpoint.handle, methods=["POST"])],
+        middleware=[Middleware(BodyLimit, max_bytes=checked(max_body_bytes))],
+    )
 
 
 def thread_snapshot(
