@@ -85,7 +85,8 @@ def texts(events: list[Any]) -> str:
 async def test_a_prompt_streams_the_answer_and_finishes_with_it(client_for: Any) -> None:
     client = client_for(Agent(ScriptedModel([answer("Hello, Ada.")])))
 
-    events = await post(client, new_input("t1", "Hi, I am Ada."))
+    sent = new_input("t1", "Hi, I am Ada.")
+    events = await post(client, sent)
 
     assert isinstance(events[0], RunStartedEvent)
     assert (events[0].thread_id, events[0].protocol_version) == ("t1", "1.0")
@@ -99,7 +100,7 @@ async def test_a_prompt_streams_the_answer_and_finishes_with_it(client_for: Any)
     assert (done.result, done.outcome.type if done.outcome else None) == ("Hello, Ada.", "success")
     (snapshot,) = of_type(events, MessagesSnapshotEvent)
     assert [(m.id, m.role, m.content) for m in snapshot.messages] == [
-        ("msg-0", "user", "Hi, I am Ada."),
+        (sent["messages"][-1]["id"], "user", "Hi, I am Ada."),  # the client's id, kept
         ("msg-1", "assistant", "Hello, Ada."),
     ]
 
@@ -142,7 +143,8 @@ async def test_a_thread_is_a_session_that_outlives_the_server(
     await post(client_for(Agent(first_model)), new_input("ada", "Hi, I am Ada."))
 
     restarted = ScriptedModel([answer("You are Ada.")])  # a new app: a server restart
-    events = await post(client_for(Agent(restarted)), new_input("ada", "Who am I?"))
+    sent = new_input("ada", "Who am I?")  # the new prompt only, as tooldeck web sends
+    events = await post(client_for(Agent(restarted)), sent)
 
     assert [m.content for m in restarted.requests[0].messages] == [
         "Hi, I am Ada.",
@@ -150,9 +152,38 @@ async def test_a_thread_is_a_session_that_outlives_the_server(
         "Who am I?",
     ]
     (snapshot,) = of_type(events, MessagesSnapshotEvent)
-    assert [m.id for m in snapshot.messages] == ["msg-0", "msg-1", "msg-2", "msg-3"]
+    prompt_id = sent["messages"][-1]["id"]
+    assert [m.id for m in snapshot.messages] == ["msg-0", "msg-1", prompt_id, "msg-3"]
     history = await SQLiteSession(tmp_path / "sessions.db", "ada").load()
     assert len(history.messages) == 4
+
+
+def with_prompts(thread: str, *prompts: tuple[str, str]) -> dict[str, Any]:
+    """An input whose messages are these (id, text) user messages, the last the new prompt."""
+    body = new_input(thread, "placeholder")
+    body["messages"] = [{"id": id_, "role": "user", "content": text} for id_, text in prompts]
+    return body
+
+
+async def test_the_snapshot_names_prompts_as_the_client_does_where_it_can(
+    client_for: Any,
+) -> None:
+    client = client_for(Agent(ScriptedModel([answer("Hello."), answer("Again?")])))
+
+    first = await post(client, with_prompts("t1", ("msg-1", "Hi")))
+    second = await post(
+        client, with_prompts("t1", ("u-a", "Hi, edited since"), ("u-b", "Hello again"))
+    )
+
+    (snapshot,) = of_type(first, MessagesSnapshotEvent)
+    assert [m.id for m in snapshot.messages] == ["msg-0", "msg-1"]  # "msg-1" is the answer's
+    (snapshot,) = of_type(second, MessagesSnapshotEvent)
+    assert [(m.id, m.content) for m in snapshot.messages] == [
+        ("msg-0", "Hi"),  # the client sent another text: not its id
+        ("msg-1", "Hello."),
+        ("u-b", "Hello again"),
+        ("msg-3", "Again?"),
+    ]
 
 
 async def approval_paused(client: httpx.AsyncClient, thread: str = "t1") -> Any:

@@ -162,7 +162,7 @@ def test_a_progress_bar_in_a_terminal(server: FakeOpenAI, folder: Path) -> None:
         ([], 2, "name a SUITE to run, or --compare stored results"),
         (["cases.yaml", "--base-url", "http://127.0.0.1:1/v1"], 2, "give the --model first"),
         (["cases.yaml", "--resume"], 2, "--resume continues the file given with --out"),
-        (["bad.yaml"], 1, "bad.yaml, line 3, field 'expect': give exactly one of"),
+        (["bad.yaml"], 2, "bad.yaml, line 3, field 'expect': give exactly one of"),
         (["--compare", "broken.jsonl"], 1, "broken.jsonl, line 2: not JSON"),
         (["--compare", "other.jsonl"], 1, "other.jsonl, line 1: not a tooldeck eval result file"),
         (["--compare", "empty.jsonl"], 1, "no results to report"),

@@ -22,8 +22,7 @@ def test_no_npm_on_path_says_what_to_install(
     with pytest.raises(_npm.NpmUnavailable) as raised:
         fresh_install()
     assert str(raised.value) == (
-        "npm is not on PATH: the MCP tests run npm packages (tests/npm); install Node.js 20+ "
-        "with npm"
+        "npm is not on PATH: the tests run npm packages (tests/npm); install Node.js 20+ with npm"
     )
 
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from _openai_server import (
     chat_call,
     completion_body,
     completion_chunks,
+    error_reply,
 )
 from helpers import answer, call, calls
 from tooldeck import (
@@ -38,10 +40,12 @@ from tooldeck import (
     tool,
 )
 from tooldeck.messages import Usage
+from tooldeck.models import FallbackModel
 from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.models.prices import price_of
 from tooldeck.observe import Instrumentation, uninstrument
 from tooldeck.observe._spans import model_identity
+from tooldeck.runlog import RunLog
 
 SCRIPTED = {
     "gen_ai.provider.name": "scripted",
@@ -516,3 +520,41 @@ def test_a_models_name_gives_the_provider_and_model_the_spans_carry(
     model = ScriptedModel([])
     model.name = name
     assert model_identity(model) == identity
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["complete", "stream"])
+async def test_a_fallback_round_names_the_model_that_answered(
+    provider: tuple[TracerProvider, InMemorySpanExporter],
+    server: FakeOpenAI,
+    tmp_path: Path,
+    streamed: bool,
+) -> None:
+    tracer_provider, exporter = provider
+    answer_body = completion_body("Hello from the backup.", usage=(12, 5))
+    answered = Reply(events=completion_chunks(answer_body)) if streamed else Reply(body=answer_body)
+    server.reply(error_reply(500, "the primary is down", "server_error"), answered)
+
+    def hosted(name: str) -> OpenAIChatModel:
+        return OpenAIChatModel(
+            name, base_url=server.url, api_key="sk-test", stream=streamed, max_retries=0
+        )
+
+    model = FallbackModel(hosted("gpt-primary"), hosted("gpt-backup"))
+    with RunLog(tmp_path / "logs.db") as log:
+        agent = Agent(model, run_log=log, instrument=Instrumentation(tracer_provider))
+        result = await agent.run("Hi")
+        (turn,) = log.run(result.run_id).turns
+
+    assert [body["model"] for body in server.bodies] == ["gpt-primary", "gpt-backup"]
+    (chat_span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    attributes = dict(chat_span.attributes or {})
+    assert chat_span.name == "chat openai-chat:gpt-primary,openai-chat:gpt-backup"
+    assert attributes["gen_ai.request.model"] == "openai-chat:gpt-primary,openai-chat:gpt-backup"
+    assert attributes["gen_ai.response.model"] == "gpt-backup"
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert attributes["tooldeck.response.model"] == turn.model == "openai-chat:gpt-backup"
+    assert (attributes["gen_ai.usage.input_tokens"], attributes["gen_ai.usage.output_tokens"]) == (
+        12,
+        5,
+    )
+    assert chat_span.status.status_code == StatusCode.UNSET

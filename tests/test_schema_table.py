@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from tooldeck import FunctionTool, RunContext, ToolDefinitionError, tool
+from tooldeck.errors import InvalidArguments
 
 
 class Unit(Enum):
@@ -673,3 +674,28 @@ def test_unresolvable_string_annotation_names_the_tool() -> None:
         @tool
         def lookup(key: Missing) -> str:  # type: ignore[name-defined]  # noqa: F821
             return str(key)
+
+
+def test_boolean_subschemas_are_json_schema() -> None:
+    """``true`` (any value) and ``false`` (none) where a schema is expected, as an MCP server
+    or a case file may write them."""
+    parameters = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "tag": True, "owner": False},
+        "required": ["text"],
+    }
+    loose = FunctionTool("save_note", "Save a note.", parameters, lambda **a: "ok", strict=False)
+    assert loose.validate({"text": "hi", "tag": {"any": ["thing"]}}) == {
+        "text": "hi",
+        "tag": {"any": ["thing"]},
+    }
+    with pytest.raises(InvalidArguments) as refused:
+        loose.validate({"text": "hi", "owner": "me"})
+    assert str(refused.value) == "owner: takes no value (got 'me')"
+    with pytest.raises(ToolDefinitionError, match="tag: accepts any value; give it a type"):
+        FunctionTool("save_note", "Save a note.", parameters, lambda **a: "ok", strict=True)
+
+    closed = {**parameters, "properties": {"text": {"type": "string"}, "owner": False}}
+    strict = FunctionTool("save_note", "Save a note.", closed, lambda **a: "ok", strict=True)
+    assert strict.spec.parameters["properties"]["owner"] == {"type": "null"}  # null: left out
+    assert strict.validate({"text": "hi", "owner": None}) == {"text": "hi"}

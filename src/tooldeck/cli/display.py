@@ -3,6 +3,10 @@
 While the model writes, its text and tool arguments show as they come: in a live region on
 a terminal with rich (the ``local`` and ``cli`` extras), else as plain text written piece by
 piece. Uses rich when it is installed and plain lines otherwise.
+
+A run whose answer is judged (output guardrails: ``run.handoff.judges_answers``) shows no text
+while the model writes it: the answer shows once the guardrails passed it, and a text they
+stop is never shown (what reached a terminal or a log cannot be taken back).
 """
 
 from __future__ import annotations
@@ -179,11 +183,22 @@ class _Writing:
 class RunDisplay:
     """Turns the events of ``Agent.stream()`` into lines as they come."""
 
-    def __init__(self, console: Console, model_name: str, *, verbose: bool = False) -> None:
-        """``verbose``: a tool's traceback under its call's line."""
+    def __init__(
+        self,
+        console: Console,
+        model_name: str,
+        *,
+        verbose: bool = False,
+        hold_text: bool = False,
+    ) -> None:
+        """``verbose``: a tool's traceback under its call's line. ``hold_text``: show none
+        of the model's text as it is written (the run judges its answer first)."""
         self.console = console
         self.model_name = model_name
         self.verbose = verbose
+        self.hold_text = hold_text
+        self._held_round = 0
+        """The round whose text was last held back (said once per round)."""
         self.tally = Tally()
         self._started: set[str] = set()
         self._status: AbstractContextManager[Any] | None = None
@@ -192,7 +207,9 @@ class RunDisplay:
     def show(self, event: Event) -> None:
         """Show what the event adds: the model's writing, a spinner, calls that wait."""
         self.tally.show(event)
-        if isinstance(event, TextDelta | ToolCallDelta):
+        if isinstance(event, TextDelta) and self.hold_text:
+            self._hold(event.round)
+        elif isinstance(event, TextDelta | ToolCallDelta):
             if self._writing is None:
                 self._spin(None)
                 self._writing = _Writing(self.console)
@@ -227,6 +244,18 @@ class RunDisplay:
     def close(self) -> None:
         """Stop the spinner and the live region, if any."""
         self._spin(None)
+
+    def _hold(self, round_: int) -> None:
+        """The model writes text the output guardrails will judge: say so, once a round."""
+        if self._held_round == round_:
+            return
+        self._held_round = round_
+        said = "its text shows once the output guardrails passed it"
+        if self.console.live:
+            self._spin(f"round {round_}: {self.model_name} is writing ({said})")
+        else:
+            self._spin(None)  # end a line of call arguments being written
+            self.console.line(f"  … {self.model_name} is writing ({said})", "dim")
 
     def _spin(self, text: str | None) -> None:
         if self._writing is not None:

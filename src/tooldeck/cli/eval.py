@@ -142,7 +142,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _cases(args: argparse.Namespace) -> list[Any]:
-    from tooldeck.eval import UnknownSuite, load_suite
+    from tooldeck.eval import CaseFileError, UnknownSuite, load_suite
 
     ids = [i for i in args.ids.split(",") if i]
     try:
@@ -155,6 +155,10 @@ def _cases(args: argparse.Namespace) -> list[Any]:
                 else load_suite(name)  # a case file runs whole
             )
         ]
+    except CaseFileError as error:
+        if isinstance(error.__cause__, ImportError):  # an extra to install, not a mistake
+            raise CliError(str(error)) from error
+        raise UsageError(str(error)) from None  # a mistake in the file: nothing ran
     except UnknownSuite as error:
         raise UsageError(str(error)) from None
     if not cases:

@@ -41,6 +41,7 @@ from tooldeck.results import Checkpoint, RunResult, ToolTrace
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, RunRecovered
 from tooldeck.run.handle import RunHandle
+from tooldeck.run.handoff import judges_answers
 from tooldeck.run.prompted import FORCED_CALL_REFUSED
 
 if TYPE_CHECKING:
@@ -87,7 +88,12 @@ def execute(
     """
     display = None
     if form == "display":
-        display = RunDisplay(console or Console(), run.agent.model.name, verbose=run.verbose)
+        display = RunDisplay(
+            console or Console(),
+            run.agent.model.name,
+            verbose=run.verbose,
+            hold_text=judges_answers(run.agent),
+        )
         display.tally = run.tally
     voice = Voice(display.console if display is not None else None, echo)
     show = display.show if display is not None else partial(_plain_show, run.tally)

@@ -22,6 +22,7 @@ from tooldeck.cli.runlog import logging_runs
 from tooldeck.run.agent import Agent
 from tooldeck.run.policy import Limits
 from tooldeck.runlog import RunLog, tooldeck_home
+from tooldeck.serve.limits import DEFAULT_MAX_BODY_BYTES
 
 DEFAULT_PORT = 8765
 
@@ -53,6 +54,14 @@ def add_web_parser(commands: Any, parents: list[Parser]) -> None:
     web.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}; 0: a free one"
     )
+    web.add_argument(
+        "--max-body",
+        type=positive_int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        metavar="BYTES",
+        help="the largest request body taken, a larger one is refused with 413 (default "
+        f"{DEFAULT_MAX_BODY_BYTES}: 1 MiB)",
+    )
     web.set_defaults(handler=web_command, prog="tooldeck web")
 
 
@@ -80,6 +89,7 @@ def web_command(args: argparse.Namespace) -> int:
             host=args.host,
             run_log=_run_log(agent),
             deps=deps,
+            max_body_bytes=args.max_body,
         )
         _announce(agent, args.host, port, token, str(home))
         serve(app, listener)

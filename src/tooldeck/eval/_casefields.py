@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+MAX_DEPTH = 100
+"""Levels of nesting a case file may have (a case is the second: the list, then its mapping)."""
+Located = tuple[Any, Mapping[tuple[Any, ...], int]]
+"""A parsed case and the line of each of its fields (by path), where known."""
 _CLOSED = ConfigDict(extra="forbid")
 EXPECT_KINDS = ("calls", "no_call", "any_call", "answer", "output")
 
@@ -109,3 +114,12 @@ def problem_text(error: ErrorDetails) -> str:
         return "not a field here (a typo?)"
     message = error["msg"].removeprefix("Value error, ")
     return f"{message} (got {error['input']!r})" if error["type"] != "value_error" else message
+
+
+def dotted(path: Sequence[Any], most: int = 8) -> str:
+    """``('expect', 'calls', 1)`` -> ``expect.calls[1]``: a field's path as errors name it
+    (its first ``most`` parts, then ``...``)."""
+    text = ""
+    for part in path[:most]:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text + ("..." if len(path) > most else "")

@@ -9,6 +9,7 @@ its JSON Schema twin, so they are compared as the JSON the model wrote.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,9 @@ class CaseBuilder:
             return ExpectDecision(call=bool(expect.any_call))
         if expect.answer is not None:
             answer = expect.answer
+            problem = _pattern_problem(answer.matches)
+            if problem:
+                raise self.fail(line_of, ("expect", "answer", "matches"), problem)
             return ExpectAnswer(answer.contains, answer.equals, answer.matches)
         assert expect.output is not None  # ExpectIn holds exactly one kind
         try:
@@ -151,6 +155,18 @@ def _conversation(fields: CaseIn) -> tuple[str, tuple[Message, ...]]:
     instructions = "\n".join([fields.system, *system] if fields.system else system)
     said = tuple(Message(role=m.role, content=m.content) for m in given if m.role != "system")
     return instructions, said
+
+
+def _pattern_problem(pattern: str | None) -> str:
+    """Why ``pattern`` is not a regular expression, or ``""``: a case is refused at load,
+    not when its run is scored."""
+    if pattern is None:
+        return ""
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        return f"{pattern!r} is not a regular expression (Python's re): {error}"
+    return ""
 
 
 def _call_problem(call: Mapping[str, Mapping[str, Any]], tools: Sequence[ToolEntry]) -> str:
@@ -194,12 +210,15 @@ def scoring_parameters(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "dict", "properties": properties, "required": list(schema.get("required", []))}
 
 
-def _typed(node: Mapping[str, Any], definitions: Mapping[str, Any]) -> dict[str, Any]:
+def _typed(given: Mapping[str, Any] | bool, definitions: Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(given, bool):  # a boolean schema: any value (true) or none (false)
+        return {"type": "any"}
+    node = given
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         node = definitions.get(ref.removeprefix("#/$defs/"), {})
     for branch in (*node.get("anyOf", ()), *node.get("oneOf", ())):
-        if branch.get("type") != "null":
+        if not isinstance(branch, Mapping) or branch.get("type") != "null":
             return _typed(branch, definitions)
     kind = node.get("type")
     if isinstance(kind, list):

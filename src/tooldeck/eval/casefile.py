@@ -30,13 +30,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tooldeck.eval._casefields import CaseIn, problem_text
+from tooldeck.eval._casefields import MAX_DEPTH, CaseIn, Located, dotted, problem_text
 from tooldeck.eval._casetools import CaseBuilder
 from tooldeck.eval.cases import EvalCase
 from tooldeck.eval.errors import CaseFileError
-
-Located = tuple[Any, Mapping[tuple[Any, ...], int]]
-"""A parsed case and the line of each of its fields (by path), where known."""
 
 
 def load_case_file(path: str | Path) -> list[EvalCase]:
@@ -49,13 +46,13 @@ def load_case_file(path: str | Path) -> list[EvalCase]:
         OSError: The file cannot be read.
     """
     where = Path(path)
-    text = where.read_text(encoding="utf-8")
-    if where.suffix in (".yaml", ".yml"):
-        located = _yaml_cases(str(where), text)
-    elif where.suffix == ".jsonl":
+    if where.suffix not in (".yaml", ".yml", ".jsonl"):
+        raise CaseFileError(str(where), None, "", "a case file ends in .jsonl, .yaml or .yml")
+    text = _utf8(str(where), where.read_bytes())
+    if where.suffix == ".jsonl":
         located = _jsonl_cases(str(where), text)
     else:
-        raise CaseFileError(str(where), None, "", "a case file ends in .jsonl, .yaml or .yml")
+        located = _yaml_cases(str(where), text)
     if not located:
         raise CaseFileError(str(where), None, "", "the file holds no case")
     builder = CaseBuilder(str(where), where.parent)
@@ -73,7 +70,7 @@ def _case(builder: CaseBuilder, number: int, item: Located) -> EvalCase:
         first = error.errors(include_url=False)[0]
         path = tuple(part for part in first["loc"] if not _is_variant(part))
         raise CaseFileError(
-            builder.path, _line_of(lines, path, start), _dotted(path), problem_text(first)
+            builder.path, _line_of(lines, path, start), dotted(path), problem_text(first)
         ) from None
     return builder.build(fields, number, lambda field: _line_of(lines, field, start))
 
@@ -91,13 +88,6 @@ def _line_of(
         if path[:size] in lines:
             return lines[path[:size]]
     return start
-
-
-def _dotted(path: Sequence[Any]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 def _check_unique(path: str, cases: Sequence[EvalCase], located: Sequence[Located]) -> None:
@@ -120,47 +110,55 @@ def _jsonl_cases(path: str, text: str) -> list[Located]:
             data = json.loads(line)
         except ValueError as error:
             raise CaseFileError(path, number, "", f"not JSON: {error}") from None
+        except RecursionError:
+            raise CaseFileError(path, number, "", _TOO_DEEP) from None
         if not isinstance(data, dict):
             raise CaseFileError(path, number, "", "a case is a JSON object")
+        deep = _too_deep(data)
+        if deep is not None:
+            raise CaseFileError(path, number, dotted(deep), _TOO_DEEP)
         found.append((data, {(): number}))
     return found
 
 
+_TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
+
+
+def _too_deep(case: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The path of a value nested past ``MAX_DEPTH`` (counted as in a YAML file, where a
+    case is the second level), or None."""
+    pending: list[tuple[Any, tuple[Any, ...]]] = [(case, ())]
+    while pending:
+        value, path = pending.pop()
+        if len(path) + 2 > MAX_DEPTH:
+            return path
+        if isinstance(value, dict):
+            pending.extend((item, (*path, key)) for key, item in value.items())
+        elif isinstance(value, list):
+            pending.extend((item, (*path, index)) for index, item in enumerate(value))
+    return None
+
+
+def _utf8(path: str, data: bytes) -> str:
+    """The file's text; a byte that is not UTF-8 is named with its line and column."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        before = data[: error.start]
+        line = before.count(b"\n") + 1
+        column = error.start - (before.rfind(b"\n") + 1) + 1
+        bad = " ".join(f"0x{byte:02x}" for byte in data[error.start : error.end])
+        problem = (
+            f"not UTF-8 text: byte {bad} at column {column} ({error.reason}); save the file "
+            "as UTF-8"
+        )
+        raise CaseFileError(path, line, "", problem) from None
+
+
 def _yaml_cases(path: str, text: str) -> list[Located]:
     try:
-        import yaml
-    except ImportError:
+        from tooldeck.eval._caseyaml import yaml_cases
+    except ImportError as error:
         problem = 'reading YAML needs PyYAML: pip install "tooldeck[eval]" (or use .jsonl)'
-        raise CaseFileError(path, None, "", problem) from None
-
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as error:
-        line = error.problem_mark.line + 1 if error.problem_mark is not None else None
-        problem = " ".join(filter(None, (error.context, error.problem)))
-        raise CaseFileError(path, line, "", f"not YAML: {problem}") from None
-    except yaml.YAMLError as error:
-        raise CaseFileError(path, None, "", f"not YAML: {error}") from None
-    if root is None:
-        return []
-    if not isinstance(data, list) or not isinstance(root, yaml.SequenceNode):
-        raise CaseFileError(
-            path, root.start_mark.line + 1, "", "a YAML case file is a list of cases"
-        )
-    return [(item, _node_lines(node)) for item, node in zip(data, root.value, strict=True)]
-
-
-def _node_lines(node: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], int]:
-    """The line of every field under a YAML node, by its path."""
-    import yaml
-
-    lines = {path: node.start_mark.line + 1}
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            lines.update(_node_lines(value, (*path, key.value)))
-            lines[(*path, key.value)] = key.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for index, value in enumerate(node.value):
-            lines.update(_node_lines(value, (*path, index)))
-    return lines
+        raise CaseFileError(path, None, "", problem) from error
+    return yaml_cases(path, text)

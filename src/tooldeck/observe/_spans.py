@@ -3,6 +3,9 @@
 One ``invoke_agent`` span per run; under it a ``chat {model}`` span per model request (the
 only spans that carry token usage, so nothing is counted twice) and an ``execute_tool
 {name}`` span per call, current while the tool runs so the tool's own spans nest under it.
+A round a ``FallbackModel`` answered names the model that did on its ``chat`` span
+(``gen_ai.response.model`` and ``gen_ai.provider.name``; ``tooldeck.response.model`` is
+its tooldeck name), as the run log's turn does.
 """
 
 from __future__ import annotations
@@ -39,9 +42,13 @@ _PROVIDERS = {
 
 def model_identity(model: Model) -> tuple[str, str]:
     """(provider, requested model) from a model's name such as ``openai:gpt-4.1-mini``."""
-    prefix, colon, rest = model.name.partition(":")
+    return _identity(model.name)
+
+
+def _identity(name: str) -> tuple[str, str]:
+    prefix, colon, rest = name.partition(":")
     if not colon:
-        return model.name, model.name
+        return name, name
     return _PROVIDERS.get(prefix, prefix), rest
 
 
@@ -192,6 +199,16 @@ class RunSpans:
 
     def end_chat(self, span: Span, output: AssistantOutput) -> None:
         span.set_attribute("gen_ai.response.finish_reasons", (content.finish_reason(output),))
+        if output.model is not None:  # a FallbackModel's round: the model that answered
+            provider, answered_by = _identity(output.model)
+            span.set_attributes(
+                {
+                    "gen_ai.response.model": answered_by,
+                    "gen_ai.provider.name": provider,
+                    "gen_ai.system": provider,
+                    "tooldeck.response.model": output.model,
+                }
+            )
         if output.usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", output.usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", output.usage.output_tokens)

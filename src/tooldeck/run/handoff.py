@@ -218,6 +218,23 @@ def as_handoff(item: HandoffAgent | Handoff) -> Handoff:
     return handoff(item)
 
 
+def judges_answers(agent: HandoffAgent) -> bool:
+    """Whether a run of ``agent`` may judge its answer before it ends: it, or an agent it may
+    hand the run to, has output guardrails. A front door that shows the answer as the model
+    writes it holds it back until then (``tooldeck run``, ``tooldeck web``, AG-UI)."""
+    pending, seen = [agent], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        guards = current._setup().guards
+        if guards is not None and guards.output:
+            return True
+        pending.extend(as_handoff(item).agent for item in current.handoffs)
+    return False
+
+
 def transferred(agent: str) -> str:
     """What the model reads as a transfer call's result."""
     return f"Transferred to {agent!r}."

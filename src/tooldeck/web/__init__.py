@@ -30,6 +30,7 @@ try:
     from starlette.staticfiles import StaticFiles
 
     from tooldeck.serve.agui import app as agui_app
+    from tooldeck.serve.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, checked
     from tooldeck.web._chat import chat, conversations, delete_conversation, new_chat
     from tooldeck.web._guard import Guard, allowed_hosts
     from tooldeck.web._runs import run_page, runs
@@ -58,6 +59,7 @@ def create_app(
     host: str = "127.0.0.1",
     run_log: RunLog | None = None,
     deps: Any = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> Starlette:
     """The web app of ``agent`` (None: the run log and the conversations only).
 
@@ -68,6 +70,8 @@ def create_app(
         host: The address it listens on (any ``Host`` is taken when it is ``0.0.0.0``).
         run_log: The agent's run log, flushed before a runs page reads it.
         deps: What every run passes its tools as ``ctx.deps``.
+        max_body_bytes: The largest request body taken (default 1 MiB); a larger one is
+            answered 413 without being read.
     """
     site = Site(agent, Path(home), run_log)
     routes: list[Route | Mount] = [
@@ -83,11 +87,17 @@ def create_app(
     ]
     if agent is not None:
         endpoint = agui_app(
-            agent, data_dir=site.home, deps=deps, show_exceptions=True, decided_by="web"
+            agent,
+            data_dir=site.home,
+            deps=deps,
+            show_exceptions=True,
+            decided_by="web",
+            max_body_bytes=max_body_bytes,
         )
         routes.append(Mount("/agui", app=endpoint))
     guard = Middleware(Guard, token=token, port=port, hosts=allowed_hosts(host, port))
-    app = Starlette(routes=routes, middleware=[guard])
+    bounded = Middleware(BodyLimit, max_bytes=checked(max_body_bytes))
+    app = Starlette(routes=routes, middleware=[guard, bounded])
     app.state.site = site
     return app
 

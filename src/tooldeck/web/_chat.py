@@ -17,7 +17,7 @@ from starlette.responses import RedirectResponse, Response
 from tooldeck.errors import SessionError
 from tooldeck.serve.agui import thread_snapshot
 from tooldeck.sessions import SessionInfo, SQLiteSession
-from tooldeck.web._site import page, site_of
+from tooldeck.web._site import clipped, page, site_of
 
 CONVERSATIONS_SHOWN = 200
 
@@ -39,6 +39,7 @@ async def chat(request: Request) -> Response:
         await session.aclose()
     tools = site.agent.tools if site.agent is not None else None
     snapshot = thread_snapshot(history.messages, history.pending, tools)
+    snapshot["messages"] = [_shown(message) for message in snapshot["messages"]]
     data: dict[str, Any] = {
         "threadId": thread,
         "endpoint": "/agui/",
@@ -47,6 +48,26 @@ async def chat(request: Request) -> Response:
     }
     title = _title(snapshot["messages"]) or "New conversation"
     return page(request, "chat.html", thread=thread, title=title, data=data, section="chat")
+
+
+def _shown(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as the page shows it: its text and calls' arguments clipped (the page's
+    script never sends them back: the session holds the conversation)."""
+    shown = dict(message)
+    if isinstance(shown.get("content"), str):
+        shown["content"] = clipped(shown["content"])
+    if shown.get("toolCalls"):
+        shown["toolCalls"] = [
+            {
+                **call,
+                "function": {
+                    **call["function"],
+                    "arguments": clipped(call["function"]["arguments"]),
+                },
+            }
+            for call in shown["toolCalls"]
+        ]
+    return shown
 
 
 def _title(messages: list[dict[str, Any]]) -> str:

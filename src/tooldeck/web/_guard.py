@@ -5,7 +5,9 @@ Every request needs the token printed when the server started: in the URL once
 cookie (HttpOnly, SameSite=Strict, named after the port so two servers on one machine keep
 theirs), or an ``Authorization: Bearer`` header for programs. A request whose ``Host`` is
 not the server's (a DNS rebinding page) or whose ``Origin`` is another site's is refused
-before the token is looked at. Every response forbids framing and scripts from elsewhere.
+before the token is looked at. The app takes no WebSocket connections (its chat streams
+over server-sent events): an upgrade is refused with 400 and a line that says so, whatever it
+carries. Every response forbids framing and scripts from elsewhere.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ SECURITY_HEADERS = [
 with the latter, browsers send ``Origin: null`` on the app's own form posts."""
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+NO_WEBSOCKETS = (
+    "This tooldeck web server takes no WebSocket connections: its chat streams over HTTP "
+    "(server-sent events from POST /agui/)."
+)
 
 REFUSED = (
     "This tooldeck web server needs its token: open the URL it printed when it started "
@@ -57,6 +64,9 @@ class Guard:
             await self.app(scope, receive, send)
             return
         refusal = self._refusal(scope)
+        if refusal is not None and scope["type"] == "websocket" and not _can_answer(scope):
+            await send({"type": "websocket.close", "code": 1008})  # the server answers 403
+            return
         if refusal is not None:
             await refusal(scope, receive, self._secured(send))
             return
@@ -72,6 +82,8 @@ class Guard:
             return PlainTextResponse(f"requests from {origin!r} are refused", 403)
         if headers.get("sec-fetch-site") == "cross-site":
             return PlainTextResponse("requests from other sites are refused", 403)
+        if scope["type"] == "websocket":
+            return PlainTextResponse(NO_WEBSOCKETS, 400)
         url = URL(scope=scope)
         if self._matches(QueryParams(url.query).get("token")):
             return self._let_in(url) if scope["method"] == "GET" else None
@@ -91,11 +103,17 @@ class Guard:
 
     def _secured(self, send: Send) -> Send:
         async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] in ("http.response.start", "websocket.http.response.start"):
                 message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
             await send(message)
 
         return sending
+
+
+def _can_answer(scope: Scope) -> bool:
+    """Whether the server lets the app refuse a WebSocket upgrade with an HTTP response
+    (the ASGI "websocket.http.response" extension; uvicorn has it)."""
+    return "websocket.http.response" in scope.get("extensions", {})
 
 
 def _cookie(headers: Headers, name: str) -> str | None:

@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from tooldeck.runlog import LoggedRun, RunLogError
 from tooldeck.runlog.read import list_runs, load_run
-from tooldeck.web._site import Site, dollars, page, site_of
+from tooldeck.web._site import RAW_RECORD_LIMIT, Site, clipped, dollars, page, site_of
 
 RUNS_SHOWN = 100
 
@@ -112,7 +112,7 @@ async def run_page(request: Request) -> Response:
         run = await run_in_threadpool(_loaded, site, run_id)
     except RunLogError as error:
         return page(request, "error.html", 404, title="Run", error=str(error), section="runs")
-    raw = json.dumps(run.to_json(), indent=2, ensure_ascii=False)
+    raw = clipped(json.dumps(run.to_json(), indent=2, ensure_ascii=False), RAW_RECORD_LIMIT)
     return page(
         request,
         "run.html",

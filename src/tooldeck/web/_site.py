@@ -72,6 +72,24 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+PAGE_TEXT_LIMIT = 20_000
+"""The most characters of one text a page shows (a prompt, an answer, a call's arguments or
+result, a message of a conversation); the rest is cut, and the page says how much."""
+RAW_RECORD_LIMIT = 200_000
+"""The most characters of a run's raw record a page shows."""
+
+
+def clipped(text: str, limit: int = PAGE_TEXT_LIMIT) -> str:
+    """``text``, or its first ``limit`` characters and a line saying how many are not shown
+    (a 48 MiB prompt must not make a 96 MiB page)."""
+    if len(text) <= limit:
+        return text
+    return (
+        f"{text[:limit]}\n[… {len(text) - limit:,} more characters not shown, of "
+        f"{len(text):,}: `tooldeck logs show RUN_ID --json` prints the whole run]"
+    )
+
+
 templates = Environment(
     loader=PackageLoader("tooldeck.web", "templates"),
     autoescape=select_autoescape(["html"]),
@@ -85,7 +103,9 @@ def dollars(cost: float) -> str:
     return "$" + f"{cost:.6f}".rstrip("0").rstrip(".")
 
 
-templates.filters.update(when=_when, duration=_duration, pretty=_pretty, dollars=dollars)
+templates.filters.update(
+    when=_when, duration=_duration, pretty=_pretty, dollars=dollars, clipped=clipped
+)
 
 
 def page(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:

@@ -10,13 +10,15 @@ put it behind the application's.
   ``SQLiteSession`` in ``sessions.db`` under ``data_dir``, else ``$TOOLDECK_HOME``), so a
   conversation goes on across page reloads and server restarts. The session holds the
   conversation: a new run reads only the input's last message (a user message, the
-  prompt); the earlier messages a client sends back, its ``tools``, ``context`` and
-  ``state`` are not read.
+  prompt); of the earlier messages a client sends back only the user messages' ids are
+  read (to name the prompts in the snapshot as the client does); its ``tools``, ``context``
+  and ``state`` are not read.
 - **Streaming.** Text and tool arguments stream as the model writes them
   (``TEXT_MESSAGE_*``, ``TOOL_CALL_START`` / ``ARGS`` / ``END``); each call's result is a
   ``TOOL_CALL_RESULT`` whose ``metadata.tooldeck`` says ``ok``, ``errorCode`` and
   ``durationS``. Before ``RUN_FINISHED`` come a ``MESSAGES_SNAPSHOT`` of the conversation
-  (message ids are positions, ``msg-0``..., the same in the events that streamed them) and
+  (a prompt keeps the id its client gave it; tooldeck's own messages are named by their
+  position, ``msg-1``..., the same in the events that streamed them and in later snapshots) and
   a ``STATE_SNAPSHOT`` (``tooldeck``: the run id, the model, the stop reason, the usage,
   the calls it waits for). ``RUN_FINISHED.result`` is the answer (a typed answer as data).
 - **Approvals are interrupts.** A call that needs approval ends the run with the interrupt
@@ -32,7 +34,8 @@ put it behind the application's.
 - **Errors.** What cannot run is a ``RUN_ERROR`` with a ``code`` (``interrupt_pending``,
   ``unknown_interrupt``, ``invalid_payload``, ``no_prompt``, ``thread_busy``, a stop
   reason such as ``max_rounds``, ``session_conflict``, ...) and a message saying what to
-  send instead; a body that is not a ``RunAgentInput`` is refused with status 422.
+  send instead; a body that is not a ``RunAgentInput`` is refused with status 422, and one
+  over ``max_body_bytes`` (default 1 MiB) with 413, unread.
 
 Needs the ``web`` extra: ``pip install 'tooldeck[web]'``.
 """
@@ -44,6 +47,7 @@ from typing import Any
 
 try:
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.routing import Route
 
     from tooldeck.serve.agui._endpoint import AguiEndpoint, SessionFactory, Sessions
@@ -61,6 +65,7 @@ from tooldeck.run.agent import Agent
 from tooldeck.run.session import Session
 from tooldeck.serve.agui._input import describe, interrupts
 from tooldeck.serve.agui._messages import as_agui, with_answered
+from tooldeck.serve.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, checked
 from tooldeck.tools.registry import ToolView
 
 __all__ = ["AguiEndpoint", "SessionFactory", "app", "thread_snapshot"]
@@ -74,6 +79,7 @@ def app(
     deps: Any = None,
     show_exceptions: bool = False,
     decided_by: str = "ag-ui",
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> Starlette:
     """A Starlette application serving ``agent`` over AG-UI at ``POST /``.
 
@@ -88,6 +94,8 @@ def app(
         show_exceptions: Put a failed call's exception (``Type: message``) in its result's
             metadata, for a client used by the host itself (the model never reads it).
         decided_by: Who the run log says decided on calls (``Approve(by=...)``).
+        max_body_bytes: The largest request body taken (default 1 MiB); a larger one is
+            answered 413 without being read (``tooldeck.serve.limits``).
     """
     where = Path(data_dir) if data_dir is not None else None
     endpoint = AguiEndpoint(
@@ -97,7 +105,10 @@ def app(
         show_exceptions=show_exceptions,
         decided_by=decided_by,
     )
-    return Starlette(routes=[Route("/", endpoint.handle, methods=["POST"])])
+    return Starlette(
+        routes=[Route("/", endpoint.handle, methods=["POST"])],
+        middleware=[Middleware(BodyLimit, max_bytes=checked(max_body_bytes))],
+    )
 
 
 def thread_snapshot(

@@ -36,9 +36,10 @@ from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, ToolDe
 from tooldeck.results import RunResult
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.handoff import judges_answers
 from tooldeck.run.session import Session
 from tooldeck.serve.agui._input import InputError, NewRun, Resume, describe, interrupts, plan
-from tooldeck.serve.agui._messages import as_agui, with_answered
+from tooldeck.serve.agui._messages import as_agui, client_ids, with_answered
 from tooldeck.serve.agui._relay import Relay
 
 logger = logging.getLogger("tooldeck.serve.agui")
@@ -107,6 +108,8 @@ class AguiEndpoint:
         self.deps = deps
         self.show_exceptions = show_exceptions
         self.decided_by = decided_by
+        self.hold_answer = judges_answers(agent)
+        """The runs judge their answers: none is sent before its output guardrails passed."""
         self._busy: set[str] = set()
 
     async def handle(self, request: Request) -> Response:
@@ -163,7 +166,7 @@ class AguiEndpoint:
     async def _run(
         self, planned: NewRun | Resume, session: Session, run_input: RunAgentInput
     ) -> AsyncIterator[BaseEvent]:
-        relay = Relay(self.show_exceptions)
+        relay = Relay(self.show_exceptions, self.hold_answer)
         if isinstance(planned, NewRun):
             stream = self.agent.stream(planned.prompt, session=session, deltas=True, deps=self.deps)
         else:
@@ -190,13 +193,18 @@ class AguiEndpoint:
             yield from relay.events(event)
             return
         result = event.result
+        yield from relay.answer()
         yield from relay.results_from(result.messages)
         paused = result.checkpoint
+        conversation = paused.messages if paused is not None else result.messages
+        ids = client_ids(conversation, run_input.messages)
         messages = (
-            with_answered(paused.messages, paused.turn.answered)
+            with_answered(paused.messages, paused.turn.answered, ids)
             if paused is not None
-            else as_agui(result.messages)
+            else as_agui(result.messages, ids)
         )
+        for position, note in relay.withheld.items():
+            messages[position] = messages[position].model_copy(update={"content": note})
         yield MessagesSnapshotEvent(messages=messages)
         yield StateSnapshotEvent(snapshot={"tooldeck": self._state(result, run_input)})
         yield self._finished(result, planned, run_input)

@@ -10,6 +10,12 @@ A result tooldeck writes without a call event (a typed answer's ``final_answer``
 when the run ends, from the conversation, so no call the stream started is left without
 its result unless the run waits for it. A handoff (``Agent(handoffs=...)``) is a
 ``CUSTOM`` event named ``tooldeck.handoff`` (``source``, ``target``, ``toolCallId``).
+
+A run that judges its answer (output guardrails: ``hold_answer``) streams no text: a turn
+with calls sends its text whole when it is written; the answer is sent when the run ends
+with it, after the guardrails passed it, and a text they stop (or send back to the model)
+is never sent: the run's ``MESSAGES_SNAPSHOT`` shows such a turn (which the model reads
+again) with a note in its place (``withheld``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from tooldeck.messages import AssistantOutput, Message, ToolCall
 from tooldeck.results import RecordedError, ToolTrace
 from tooldeck.run.events import (
     Event,
+    GuardrailChecked,
     HandedOff,
     ModelRequest,
     ModelResponse,
@@ -80,31 +87,51 @@ class Relay:
 
     show_exceptions: bool = False
     """Put the exception behind a failed call in the result's metadata (for the host)."""
+    hold_answer: bool = False
+    """Send no text as it is written: the run's output guardrails judge the answer first."""
     turn_at: int = -1
     turn_calls: tuple[ToolCall, ...] = ()
     _text_open: bool = False
     _streamed: dict[int, _StreamedCall] = field(default_factory=dict)
     _unanswered: dict[str, None] = field(default_factory=dict)
     """Calls the stream started and has not sent a result for, in order."""
+    _answer: str = ""
+    """With ``hold_answer``: the text of the turn that may end the run, not sent yet."""
+    withheld: dict[int, str] = field(default_factory=dict)
+    """Position -> what is shown instead of an answer an output guardrail did not pass."""
 
     def events(self, event: Event) -> Iterator[BaseEvent]:
         """The AG-UI events for one tooldeck event (none for an event they do not show)."""
         if isinstance(event, TextDelta):
-            yield from self._text(event.text)
+            if not self.hold_answer:  # else the turn's text is sent whole, or held
+                yield from self._text(event.text)
         elif isinstance(event, ToolCallDelta):
             yield from self._call_delta(event)
         elif isinstance(event, ModelRequest):
             self.turn_at, self.turn_calls = event.message_count, ()
-            self._streamed = {}
+            self._streamed, self._answer = {}, ""  # an answer asked again is never sent
         elif isinstance(event, ModelResponse):
             yield from self._turn_done(event.output)
         elif isinstance(event, ToolCallFinished):
             yield self._result(event.trace)
+        elif isinstance(event, GuardrailChecked):
+            decision = event.decision
+            if decision.stage == "output" and decision.verdict != "passed":
+                self.withheld[self.turn_at] = (
+                    f"[withheld: output guardrail {decision.name!r} did not pass this answer: "
+                    f"{decision.message}]"
+                )
         elif isinstance(event, HandedOff):
             handed = {"source": event.source, "target": event.target, "toolCallId": event.call.id}
             yield CustomEvent(name="tooldeck.handoff", value=handed)
         elif isinstance(event, RunRecovered):
             yield CustomEvent(name="tooldeck.recovered", value=recovered_value(event))
+
+    def answer(self) -> Iterator[BaseEvent]:
+        """The text of the answer the run ended with, held back until its guardrails passed."""
+        if self._answer:
+            yield from self._whole_text(self._answer)
+            self._answer = ""
 
     def results_from(self, messages: Sequence[Message]) -> Iterator[BaseEvent]:
         """Results the conversation holds for calls the stream started but did not answer."""
@@ -126,6 +153,11 @@ class Relay:
             yield TextMessageStartEvent(message_id=message_id(self.turn_at), role="assistant")
         yield TextMessageContentEvent(message_id=message_id(self.turn_at), delta=text)
 
+    def _whole_text(self, text: str) -> Iterator[BaseEvent]:
+        yield from self._text(text)
+        self._text_open = False
+        yield TextMessageEndEvent(message_id=message_id(self.turn_at))
+
     def _call_delta(self, delta: ToolCallDelta) -> Iterator[BaseEvent]:
         call = self._streamed.setdefault(delta.index, _StreamedCall())
         call.call_id, call.name = delta.call_id or call.call_id, delta.name or call.name
@@ -139,14 +171,15 @@ class Relay:
             call.waiting.clear()
 
     def _turn_done(self, output: AssistantOutput) -> Iterator[BaseEvent]:
-        """Close what streamed; send whole what did not (a model that does not stream)."""
+        """Close what streamed; send whole what did not (a model that does not stream, or a
+        held text); hold an answer the guardrails judge."""
         if self._text_open:
             self._text_open = False
             yield TextMessageEndEvent(message_id=message_id(self.turn_at))
+        elif self.hold_answer and not output.tool_calls:
+            self._answer = output.content
         elif output.content:
-            yield from self._text(output.content)
-            self._text_open = False
-            yield TextMessageEndEvent(message_id=message_id(self.turn_at))
+            yield from self._whole_text(output.content)
         for index, call in enumerate(output.tool_calls):
             streamed = self._streamed.get(index)
             if streamed is not None and streamed.started and streamed.call_id != call.id:

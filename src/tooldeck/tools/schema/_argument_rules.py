@@ -22,7 +22,14 @@ from typing import Any
 from tooldeck._untrusted import MAX_ARGUMENT_DEPTH
 from tooldeck.errors import ArgumentProblem
 from tooldeck.tools.schema._strict import admits_null
-from tooldeck.tools.schema._walk import Definitions, JsonSchema, definitions_of, resolve, walk
+from tooldeck.tools.schema._walk import (
+    Definitions,
+    JsonSchema,
+    Subschema,
+    definitions_of,
+    resolve,
+    walk,
+)
 
 MAX_DEPTH = MAX_ARGUMENT_DEPTH
 """Arguments nested deeper than this (in a recursive schema) are refused, not walked."""
@@ -72,8 +79,10 @@ class _Walk:
         self.nulls = nulls
         self.problems: list[ArgumentProblem] = []
 
-    def value(self, value: Any, node: JsonSchema, path: tuple[str | int, ...], depth: int) -> Any:
-        node = resolve(node, self.rules.definitions)
+    def value(self, value: Any, given: Subschema, path: tuple[str | int, ...], depth: int) -> Any:
+        node = resolve(given, self.rules.definitions)
+        if isinstance(node, bool):  # true or false: nothing to walk into
+            return value
         if depth > MAX_DEPTH:
             self.problems.append(
                 ArgumentProblem(format_path(path), f"nested more than {MAX_DEPTH} levels deep")
@@ -111,7 +120,7 @@ class _Walk:
     def object(
         self, value: dict[str, Any], node: JsonSchema, path: tuple[str | int, ...], depth: int
     ) -> dict[str, Any]:
-        properties: dict[str, JsonSchema] = node.get("properties", {})
+        properties: dict[str, Subschema] = node.get("properties", {})
         required = node.get("required", ())
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -155,7 +164,8 @@ def _has_defaulted(schema: JsonSchema, definitions: Definitions) -> bool:
     """Whether some optional property refuses null (its strict form adds ``null``)."""
     for node in walk(schema):
         required = node.get("required", ())
-        for name, sub in node.get("properties", {}).items():
+        properties: dict[str, Subschema] = node.get("properties", {})
+        for name, sub in properties.items():
             if name not in required and not admits_null(resolve(sub, definitions)):
                 return True
     return False

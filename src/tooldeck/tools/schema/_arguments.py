@@ -18,7 +18,7 @@ from pydantic.config import ExtraValues
 from tooldeck.errors import ArgumentProblem, InvalidArguments
 from tooldeck.tools.schema._argument_rules import ArgumentRules, format_path, shown, unexpected_text
 from tooldeck.tools.schema._check import check_schema
-from tooldeck.tools.schema._walk import JsonSchema, rebuild, walk
+from tooldeck.tools.schema._walk import JsonSchema, false_spelled_out, rebuild, walk
 
 
 class ArgumentSchema(Protocol):
@@ -125,6 +125,7 @@ class JsonSchemaArguments:
 
         cls = validator_for(self.json_schema)
         schema = close_objects(self.json_schema) if closed else self.json_schema
+        schema = false_spelled_out(schema)
         validator = self._validators[closed] = cls(schema, format_checker=cls.FORMAT_CHECKER)
         return validator
 
@@ -188,5 +189,7 @@ def _jsonschema_problems(error: Any) -> Iterable[ArgumentProblem]:
                 yield ArgumentProblem(
                     format_path([*path, name]), unexpected_text(allowed, top_level=not path)
                 )
+    elif error.validator == "not" and error.validator_value == {}:  # a false schema
+        yield ArgumentProblem(format_path(path), f"takes no value (got {shown(error.instance)})")
     else:
         yield ArgumentProblem(format_path(path), error.message)

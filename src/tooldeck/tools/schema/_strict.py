@@ -10,6 +10,7 @@ from __future__ import annotations
 from tooldeck.tools.schema._walk import (
     Definitions,
     JsonSchema,
+    Subschema,
     definitions_of,
     rebuild,
     resolve,
@@ -17,6 +18,7 @@ from tooldeck.tools.schema._walk import (
 )
 
 _NULL: JsonSchema = {"type": "null"}
+_ANY_VALUE = "accepts any value; give it a type"
 _ANNOTATIONS = ("description", "default")
 """Keywords about a property rather than its type: they stay outside a nullable wrapper."""
 
@@ -71,7 +73,7 @@ def _used_definitions(root: JsonSchema, definitions: Definitions) -> set[str]:
 def _strict_keywords(node: JsonSchema, path: str, definitions: Definitions) -> JsonSchema:
     """One node's own keywords in strict form (its subschemas are rewritten after)."""
     if not node:
-        raise NotStrictError(path, "accepts any value; give it a type")
+        raise NotStrictError(path, _ANY_VALUE)
     if "$ref" in node and len(node) > 1:
         target = resolve(node, definitions)
         if target is not node:
@@ -95,7 +97,10 @@ def _close_object(node: JsonSchema, path: str) -> JsonSchema:
     nullable, and no other keys allowed."""
     if not _is_object(node):
         return node
-    properties: dict[str, JsonSchema] = node.get("properties", {})
+    properties: dict[str, Subschema] = node.get("properties", {})
+    for name, sub in properties.items():
+        if sub is True:  # a boolean schema: any value
+            raise NotStrictError(f"{path}.{name}" if path else name, _ANY_VALUE)
     required = set(node.get("required", ()))
     node["properties"] = {
         name: sub if name in required else _nullable(sub) for name, sub in properties.items()
@@ -105,9 +110,11 @@ def _close_object(node: JsonSchema, path: str) -> JsonSchema:
     return node
 
 
-def _nullable(node: JsonSchema) -> JsonSchema:
+def _nullable(node: Subschema) -> Subschema:
     if admits_null(node):
         return node
+    if isinstance(node, bool):  # false: no value may be given; null leaves it out
+        return _NULL
     if "anyOf" in node:
         return {**node, "anyOf": [*node["anyOf"], _NULL]}
     annotations = {key: node[key] for key in _ANNOTATIONS if key in node}
@@ -115,8 +122,10 @@ def _nullable(node: JsonSchema) -> JsonSchema:
     return {"anyOf": [inner, _NULL], **annotations}
 
 
-def admits_null(node: JsonSchema) -> bool:
+def admits_null(node: Subschema) -> bool:
     """Whether ``null`` is a valid value for ``node`` (looking into anyOf/oneOf)."""
+    if isinstance(node, bool):
+        return node
     kind = node.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True

@@ -8,9 +8,11 @@ they all agree on which keywords hold subschemas and on what a local ``$ref`` po
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, overload
 
 JsonSchema = dict[str, Any]
+Subschema = JsonSchema | bool
+"""Where a schema holds a schema: ``true`` (any value) and ``false`` (none) are schemas too."""
 Visit = Callable[[JsonSchema, str], JsonSchema]
 """Rewrites one schema node; gets the node and its path (``line.start``, ``points[]``)."""
 
@@ -81,6 +83,28 @@ def rebuild(
     return after(out, path) if after is not None else out
 
 
+def false_spelled_out(schema: JsonSchema) -> JsonSchema:
+    """The same schema with each ``false`` property, item or branch written ``{"not": {}}``
+    (which means the same): ``jsonschema`` reports a value refused by ``false`` without its
+    path, by ``not`` with it."""
+
+    def spelled(value: Any) -> Any:
+        return {"not": {}} if value is False else value
+
+    def before(node: JsonSchema, path: str) -> JsonSchema:
+        out = dict(node)
+        for key, value in node.items():
+            if key in _NAMED and isinstance(value, dict):
+                out[key] = {name: spelled(sub) for name, sub in value.items()}
+            elif (key in _MANY or key == "items") and isinstance(value, list):
+                out[key] = [spelled(sub) for sub in value]
+            elif key == "items":
+                out[key] = spelled(value)
+        return out
+
+    return rebuild(schema, before=before)
+
+
 def walk(schema: JsonSchema) -> Iterator[JsonSchema]:
     """Every node of ``schema``, itself first, definitions included (not following ``$ref``)."""
     pending = [schema]
@@ -106,8 +130,14 @@ def definitions_of(root: JsonSchema) -> Definitions:
     return found
 
 
-def resolve(node: JsonSchema, definitions: Definitions) -> JsonSchema:
+@overload
+def resolve(node: JsonSchema, definitions: Definitions) -> JsonSchema: ...
+@overload
+def resolve(node: bool, definitions: Definitions) -> bool: ...
+def resolve(node: Subschema, definitions: Definitions) -> Subschema:
     """The definition a local ``$ref`` in ``node`` points to; ``node`` itself otherwise."""
+    if isinstance(node, bool):
+        return node
     ref = node.get("$ref")
     if isinstance(ref, str):
         return definitions.get(ref, node)
