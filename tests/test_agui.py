@@ -396,7 +396,8 @@ async def test_a_run_that_stops_at_a_limit_is_a_run_error(client_for: Any) -> No
     error = failed(events)
     assert isinstance(events[0], RunStartedEvent)
     assert error.code == "max_rounds"
-    assert "session 't1' is unchanged" in error.message
+    assert "session 't1' keeps this run as it stood" in error.message
+    assert "the session's next run closes it" in error.message
 
 
 async def test_a_body_that_is_not_a_run_input_is_refused(client_for: Any) -> None:

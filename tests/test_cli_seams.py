@@ -248,7 +248,7 @@ def test_options_about_tools_without_tools_are_usage_errors(
     assert said in refused.stderr
 
 
-def test_an_answer_the_conversation_could_not_keep_is_shown_with_why(
+def test_a_run_whose_conversation_cannot_be_written_stops_and_says_why(
     server: FakeOpenAI, workdir: Path
 ) -> None:
     call = completion_body(None, [chat_call("call_1", "lock", "{}")])
@@ -258,10 +258,15 @@ def test_an_answer_the_conversation_could_not_keep_is_shown_with_why(
         workdir, "run", "Lock.", "-t", "tools.py", *MODEL, "--base-url", server.url,
         "--session", "s1", "--no-display",
     )  # fmt: skip
+    # the round's results cannot be journaled (the database is locked): the run stops
+    # before its next request, which is never sent
     assert ran.returncode == 1
-    assert ran.stdout == "Locked.\n"
-    assert "tooldeck: error: the answer above was not kept in conversation 's1': " in ran.stderr
+    assert ran.stdout.strip() == ""
+    assert (
+        "tooldeck: error: the run stopped: conversation 's1' could not be written: " in ran.stderr
+    )
     assert "locked" in ran.stderr.rsplit("tooldeck: error:", 1)[1]
+    assert len(server.bodies) == 1
 
 
 def test_chat_without_tools(server: FakeOpenAI, workdir: Path) -> None:

@@ -177,7 +177,8 @@ class SessionError(ToolDeckError):
     def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
         self.result = result
-        """The run whose turn was not stored, when a commit failed; None otherwise."""
+        """The run whose turn was not stored, when a commit failed, or the run so far, when
+        its journal could not be written (it stopped there); None otherwise."""
 
 
 class SessionConflict(SessionError):

@@ -58,6 +58,9 @@ class StopReason(StrEnum):
     """``RunHandle.cancel()`` stopped the run."""
     GUARDRAIL = "guardrail"
     """A guardrail stopped the run (``GuardrailTripped``)."""
+    SESSION_ERROR = "session_error"
+    """The run's session could not be written (its journal, before the run went on): the
+    run stopped with what it had (``SessionError``)."""
 
 
 class ToolTrace(BaseModel):

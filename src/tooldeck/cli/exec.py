@@ -158,6 +158,8 @@ def _not_kept(run: Run, failed: SessionError) -> str:
     """A run that answered, but whose conversation could not keep the answer: another
     command changed it meanwhile, or its database failed."""
     session = run.session.session_id if run.session is not None else ""
+    if failed.result is not None and failed.result.stop_reason == "session_error":
+        return f"the run stopped: conversation {session!r} could not be written: {failed}"
     if not isinstance(failed, SessionConflict):
         return f"the answer above was not kept in conversation {session!r}: {failed}"
     return (

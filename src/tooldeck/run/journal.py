@@ -34,6 +34,7 @@ from tooldeck.results import (
     Reject,
     RunCounters,
     ShownHistory,
+    StopReason,
     ToolTrace,
 )
 from tooldeck.run.events import Event, ModelRequest, ModelResponse
@@ -106,6 +107,7 @@ class StoredDecision(BaseModel):
 
     @classmethod
     def of(cls, decision: Decision) -> StoredDecision:
+        """The decision as the journal keeps it."""
         if isinstance(decision, Approve):
             return cls(kind="approve", arguments=decision.arguments, by=decision.by)
         if isinstance(decision, Reject):
@@ -113,6 +115,7 @@ class StoredDecision(BaseModel):
         return cls(kind="result", result=decision)
 
     def decision(self) -> Decision:
+        """The decision it keeps."""
         if self.kind == "approve":
             return Approve(arguments=self.arguments, by=self.by)
         if self.kind == "reject":
@@ -142,6 +145,7 @@ class Opening(BaseModel):
     stream): no process runs it any more."""
 
     def decided(self) -> dict[str, Decision]:
+        """A resume's decisions, by pending call id (none for a run from a prompt)."""
         return {key: stored.decision() for key, stored in (self.decisions or {}).items()}
 
 
@@ -216,6 +220,7 @@ def running(run_id: str) -> None:
 
 
 def done(run_id: str) -> None:
+    """This process no longer drives run ``run_id``."""
     _running.discard(run_id)
 
 
@@ -350,9 +355,18 @@ async def journaled(
         except RunStopped:  # the run stopped where it stands: keep what it did
             await writer.write(state, policy, open_turn=state.turn is not None)
             raise
+        except SessionError as error:  # a step could not be written: nothing more runs
+            if error.result is None:
+                error.result = state.result("", StopReason.SESSION_ERROR)
+                error.add_note(
+                    "the run stopped: its journal could not be written, so nothing after its "
+                    "last step was asked or run (the run so far is in this error's .result)"
+                )
+            raise
 
 
 def decisions_body(decisions: Mapping[str, Decision]) -> dict[str, StoredDecision]:
+    """A resume's decisions as its opening keeps them."""
     return {key: StoredDecision.of(decision) for key, decision in decisions.items()}
 
 
