@@ -12,7 +12,7 @@ import asyncio
 import logging
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -48,6 +48,8 @@ class ProviderSimulator:
         port: The port; 0 picks a free one.
         strict: Raise ``UnscriptedRequests`` when the ``with`` block ends if a request found
             no step left (it got HTTP 500 either way).
+        on_exchange: Called with each ``Exchange`` as its answer starts (in the server's
+            thread: keep it quick), e.g. to log what each request got.
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class ProviderSimulator:
         host: str = "127.0.0.1",
         port: int = 0,
         strict: bool = True,
+        on_exchange: Callable[[Exchange], object] | None = None,
     ) -> None:
         if isinstance(steps, str) or not isinstance(steps, Sequence):
             raise TypeError(f"ProviderSimulator takes a list of steps, got {steps!r}")
@@ -67,7 +70,7 @@ class ProviderSimulator:
         self.model_name = model
         self.strict = strict
         self._script = Script(steps, rules)
-        self._ledger = Ledger()
+        self._ledger = Ledger(on_exchange)
         self._stopping = Stopping()
         self._address = (host, port)
         self._listener: socket.socket | None = None
