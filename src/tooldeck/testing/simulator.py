@@ -74,6 +74,7 @@ class ProviderSimulator:
         self._stopping = Stopping()
         self._address = (host, port)
         self._listener: socket.socket | None = None
+        self._bound: tuple[str, int] | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -82,9 +83,9 @@ class ProviderSimulator:
     @property
     def root_url(self) -> str:
         """``http://127.0.0.1:PORT`` (the simulator must be started)."""
-        if self._listener is None:
+        if self._bound is None:
             raise RuntimeError("the simulator is not started: use `with sim:` or sim.start()")
-        host, port = self._listener.getsockname()[:2]
+        host, port = self._bound
         return f"http://{host}:{port}"
 
     @property
@@ -184,6 +185,8 @@ class ProviderSimulator:
         listener.bind(self._address)
         listener.listen(128)
         self._listener = listener
+        host, port = listener.getsockname()[:2]
+        self._bound = (str(host), int(port))
         app = build_app(self.model_name, self._script, self._ledger, self._stopping)
         config = uvicorn.Config(
             app,
