@@ -113,7 +113,9 @@ async def test_every_response_has_usage_and_a_known_price(
     # the second request carries the first turn and its result: it counts more input
     assert second.input_tokens > first.input_tokens
     (final,) = [e for e in events if isinstance(e, FinalAnswer)]
-    assert final.result.usage.cost_usd == pytest.approx((first.cost_usd or 0) + (second.cost_usd or 0))
+    assert final.result.usage.cost_usd == pytest.approx(
+        (first.cost_usd or 0) + (second.cost_usd or 0)
+    )
 
 
 def test_usage_grows_with_the_text(provider: Provider) -> None:
@@ -261,25 +263,31 @@ def test_the_requests_are_recorded_for_asserts_on_what_the_model_read(provider: 
 
 
 def test_a_request_with_no_step_left_is_a_500_naming_it_and_fails_the_block() -> None:
-    with pytest.raises(UnscriptedRequests) as raised, ProviderSimulator([reply("one")]) as sim:
-        client = openai.OpenAI(base_url=sim.base_url, api_key="k", max_retries=0)
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "1"}])
-        with pytest.raises(openai.InternalServerError) as error:
-            client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "second question"}]
-            )
-        assert "no step left for request 2" in str(error.value)
-        assert "'second question'" in str(error.value)
-    assert "request 2 (POST /v1/chat/completions, newest message: user 'second question')" in str(
-        raised.value
+    answers: list[str] = []
+
+    def ask_twice() -> None:
+        with ProviderSimulator([reply("one")]) as sim:
+            client = openai.OpenAI(base_url=sim.base_url, api_key="k", max_retries=0)
+            asked: list[Any] = [{"role": "user", "content": "1"}]
+            client.chat.completions.create(model="m", messages=asked)
+            asked = [{"role": "user", "content": "second question"}]
+            with pytest.raises(openai.InternalServerError) as error:
+                client.chat.completions.create(model="m", messages=asked)
+            answers.append(str(error.value))
+
+    with pytest.raises(UnscriptedRequests) as raised:
+        ask_twice()
+    expected = (
+        "no step left for request 2 (POST /v1/chat/completions, newest message: user "
+        "'second question'): the list's 1 step(s) are used"
     )
-    assert sim.unscripted == [str(raised.value)]
+    assert str(raised.value) == expected
+    (answer,) = answers
+    assert f"tooldeck simulator: {expected}" in answer
 
 
 def test_a_request_no_rule_matches_names_the_rules(provider: Provider) -> None:
-    sim = provider(
-        rules=[rule(last_user_contains("refund"), reply("ok"), times=1)], strict=False
-    )
+    sim = provider(rules=[rule(last_user_contains("refund"), reply("ok"), times=1)], strict=False)
     agent = Agent(sim.model())
     agent.run_sync("refund")
     with pytest.raises(Exception, match="no step left for request 2"):
@@ -315,8 +323,10 @@ def test_the_model_name_is_the_one_reported_and_priced(provider: Provider) -> No
     cheap = provider([reply("x" * 400)], model="gpt-4.1-nano")
     dear = provider([reply("x" * 400)], model="gpt-4.1")
     costs = [Agent(sim.model()).run_sync("hi").usage.cost_usd for sim in (cheap, dear)]
-    assert costs[0] is not None and costs[1] is not None
-    assert costs[1] > costs[0] > 0
+    cheap_cost, dear_cost = costs
+    assert cheap_cost is not None
+    assert dear_cost is not None
+    assert dear_cost > cheap_cost > 0
 
 
 async def test_async_with_serves_and_stops() -> None:
@@ -348,12 +358,16 @@ def test_history_of_the_request_reads_the_same_from_both_apis(provider: Provider
     for api in APIS:
         sim = provider([call("lookup", {"id": 1}), remember])
         Agent(sim.model(api), tools=[lookup], instructions="Be brief.").run_sync("Where is 1?")
-    assert seen[0] == seen[1] == [
-        ("system", "Be brief."),
-        ("user", "Where is 1?"),
-        ("assistant", ""),
-        ("tool", "order 1: shipped"),
-    ]
+    assert (
+        seen[0]
+        == seen[1]
+        == [
+            ("system", "Be brief."),
+            ("user", "Where is 1?"),
+            ("assistant", ""),
+            ("tool", "order 1: shipped"),
+        ]
+    )
 
 
 def test_a_model_built_on_the_simulator_is_a_normal_model(provider: Provider) -> None:

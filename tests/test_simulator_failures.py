@@ -24,6 +24,13 @@ NOW = RetryPolicy(max_attempts=3, backoff=0)
 ASKED: list[Any] = [{"role": "user", "content": "hi"}]
 
 
+async def texts_into(seen: list[str], agent: Agent[Any, Any]) -> None:
+    """Run ``agent`` with deltas, keeping the text it streamed in ``seen`` (it may raise)."""
+    async for event in agent.stream("hi", deltas=True):
+        if isinstance(event, TextDelta):
+            seen.append(event.text)
+
+
 def test_a_429_carries_retry_after_in_the_api_error_format(provider: Provider) -> None:
     sim = provider([fail.status(429, retry_after=1.5)])
     answer = httpx.post(f"{sim.base_url}/chat/completions", json={"messages": ASKED})
@@ -133,9 +140,7 @@ async def test_a_stream_cut_after_text_reached_the_caller_is_not_retried(
     model = FallbackModel(RetryingModel(primary.model(api, stream=True), NOW), backup.model())
     seen: list[str] = []
     with pytest.raises(ModelUnavailable) as error:
-        async for event in Agent(model).stream("hi", deltas=True):
-            if isinstance(event, TextDelta):
-                seen.append(event.text)
+        await texts_into(seen, Agent(model))
     assert "".join(seen) == "This answer "  # the caller had text: no silent restart
     assert "closed the connection before the response was complete" in str(error.value)
     assert len(primary.requests) == 1
@@ -174,9 +179,13 @@ def test_a_cut_response_is_what_the_sdk_sees_as_a_broken_connection(provider: Pr
     sim = provider([fail.cut_stream(after_chunks=2), fail.cut_stream()])
     client = openai.OpenAI(base_url=sim.base_url, api_key="k", max_retries=0)
     received: list[str] = []
-    with pytest.raises(openai.APIConnectionError):
+
+    def read() -> None:
         for chunk in client.chat.completions.create(model="m", messages=ASKED, stream=True):
             received.append(chunk.choices[0].delta.content or "")
+
+    with pytest.raises(openai.APIConnectionError):
+        read()
     assert len(received) == 2  # exactly the chunks before the cut
     with pytest.raises(openai.APIConnectionError):
         client.chat.completions.create(model="m", messages=ASKED)  # half a body

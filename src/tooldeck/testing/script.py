@@ -32,10 +32,19 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+)
 from pydantic import ValidationError as _Invalid
+from pydantic_core import PydanticCustomError
 
 from tooldeck.errors import ToolDeckError
 from tooldeck.testing import rules as _rules
@@ -68,7 +77,13 @@ class LoadedScript:
     model: str
 
 
-_Arguments = dict[str, Any] | StrictStr
+def _arguments(value: object) -> object:
+    if isinstance(value, dict | str):
+        return value
+    raise PydanticCustomError("arguments", "an object, or JSON text (a string)")
+
+
+_Arguments = Annotated[dict[str, Any] | str, BeforeValidator(_arguments)]
 
 
 class _Shape(BaseModel):
@@ -98,7 +113,7 @@ class _Calls(_Shape):
 class _Status(_Shape):
     fail: Literal["status"]
     status: StrictInt
-    retry_after: StrictFloat | StrictInt | None = None
+    retry_after: StrictFloat | None = None
     message: StrictStr = ""
 
 
@@ -114,7 +129,7 @@ class _Cut(_Shape):
 
 class _Slow(_Shape):
     fail: Literal["slow_first_byte"]
-    seconds: StrictFloat | StrictInt
+    seconds: StrictFloat
     answer: dict[str, Any] | None = None
 
 
