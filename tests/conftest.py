@@ -8,7 +8,7 @@ import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,7 +18,9 @@ from _durable_harness import launched_dbos
 from _openai_server import FakeOpenAI, running
 from _postgres import postgres_dsn, postgres_server
 from _stores import Store
-from tooldeck.testing import ProviderSimulator
+
+if TYPE_CHECKING:
+    from tooldeck.testing import ProviderSimulator
 
 # A suite started in the background by a shell without job control (`cmd &` in a script,
 # some CI runners) inherits SIGINT ignored, and so would every command a test starts: Python
@@ -41,6 +43,8 @@ def provider() -> Iterator[Callable[..., ProviderSimulator]]:
     """Start provider simulators: ``sim = provider([call(...), reply(...)], rules=...)``
     (ProviderSimulator's arguments). Each stops when the test ends, and a request that found
     no step left fails the test there (pass ``strict=False`` to allow it)."""
+    from tooldeck.testing import ProviderSimulator
+
     started: list[ProviderSimulator] = []
 
     def start(*args: Any, **options: Any) -> ProviderSimulator:

@@ -381,3 +381,15 @@ def test_a_model_built_on_the_simulator_is_a_normal_model(provider: Provider) ->
     output = asyncio.run(model.complete([Message.user("hi")], [], settings))
     assert output.content == "ok"
     assert sim.requests[0]["max_tokens"] == 5
+
+
+def test_steps_can_be_added_while_it_serves(provider: Provider) -> None:
+    sim = provider([reply("first")])
+    agent = Agent(sim.model())
+    assert agent.run_sync("hi").answer == "first"
+    sim.add(call("lookup", {"id": 4}), reply("then this"))
+    assert sim.steps_left == 2
+    result = Agent(sim.model(), tools=[lookup]).run_sync("hi")
+    assert result.answer == "then this"
+    with pytest.raises(TypeError, match=r"step 4 takes steps made by reply\(\)"):
+        sim.add("not a step")  # type: ignore[arg-type]

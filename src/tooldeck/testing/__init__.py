@@ -22,7 +22,7 @@ Starlette and uvicorn, and the ``openai`` SDK's types (the shapes it serves); no
 ``run/`` or below imports it. Install with ``pip install 'tooldeck[testing]'``.
 """
 
-from tooldeck.testing._app import Exchange
+from tooldeck.testing.exchanges import Exchange
 from tooldeck.testing.request import SimMessage, SimRequest
 from tooldeck.testing.rules import (
     Rule,

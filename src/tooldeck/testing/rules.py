@@ -128,6 +128,13 @@ class Script:
         """Steps of the list not used yet (rules not counted)."""
         return len(self._steps) - self._next
 
+    def add(self, steps: Sequence[StepLike]) -> None:
+        """Append steps to the list (checked first)."""
+        for index, step in enumerate(steps, len(self._steps) + 1):
+            _check_step(step, f"step {index}")
+        with self._lock:
+            self._steps.extend(steps)
+
     def take(self, request: SimRequest) -> StepLike | None:
         """The step that answers ``request``, or None when no rule and no step is left."""
         with self._lock:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import uvicorn
 
-from tooldeck.testing._app import Exchange, Ledger, QuietCuts, Stopping, build_app
+from tooldeck.testing._app import QuietCuts, Stopping, build_app
+from tooldeck.testing.exchanges import Exchange, Ledger
 from tooldeck.testing.rules import Rule, Script
 from tooldeck.testing.steps import StepLike
 
@@ -125,6 +126,11 @@ class ProviderSimulator:
     def steps_left(self) -> int:
         """Steps of the list not used yet."""
         return self._script.steps_left
+
+    def add(self, *steps: StepLike) -> None:
+        """Append steps to the list, while it serves: e.g. the script of the next process,
+        once a test has seen what the last one did."""
+        self._script.add(steps)
 
     def wait_for_requests(self, count: int, timeout: float = 30.0) -> None:
         """Block until ``count`` requests have arrived (their answers may still be under
