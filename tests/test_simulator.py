@@ -393,3 +393,38 @@ def test_steps_can_be_added_while_it_serves(provider: Provider) -> None:
     assert result.answer == "then this"
     with pytest.raises(TypeError, match=r"step 4 takes steps made by reply\(\)"):
         sim.add("not a step")  # type: ignore[arg-type]
+
+
+def test_a_responses_chain_by_previous_response_id_reads_as_one_conversation(
+    provider: Provider,
+) -> None:
+    sim = provider(
+        rules=[
+            rule(last_user_contains("where"), call("lookup", {"id": 5})),
+            rule(after_tool("lookup"), reply("Shipped.")),
+        ]
+    )
+    model = sim.model("responses", server_state=True)
+    agent = Agent(model, tools=[lookup], instructions="Be brief.")
+    assert agent.run_sync("Where is 5?").answer == "Shipped."
+    first, second = sim.exchanges
+    assert "previous_response_id" not in first.request.body
+    assert second.request.body["previous_response_id"].startswith("resp_")
+    assert [item["type"] for item in second.request.body["input"]] == ["function_call_output"]
+    # the stored conversation is read back, so rules see the whole of it
+    assert [(m.role, m.text) for m in second.request.messages] == [
+        ("system", "Be brief."),
+        ("user", "Where is 5?"),
+        ("assistant", ""),
+        ("tool", "order 5: shipped"),
+    ]
+
+
+def test_an_unknown_previous_response_id_is_a_400_and_takes_no_step(provider: Provider) -> None:
+    sim = provider([reply("unused")], strict=False)
+    client = openai.OpenAI(base_url=sim.base_url, api_key="k", max_retries=0)
+    with pytest.raises(
+        openai.BadRequestError, match="Previous response with id 'resp_x' not found"
+    ):
+        client.responses.create(model="m", input="hi", previous_response_id="resp_x")
+    assert sim.steps_left == 1

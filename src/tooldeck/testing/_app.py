@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 from tooldeck.testing import _chat_wire, _responses_wire
 from tooldeck.testing._answer import Planned, fresh_id, plan
 from tooldeck.testing.exchanges import Exchange, Ledger
-from tooldeck.testing.request import Api, SimRequest, read_request
+from tooldeck.testing.request import Api, SimMessage, SimRequest, read_request
 from tooldeck.testing.rules import Script, resolve
 from tooldeck.testing.steps import (
     Answer,
@@ -130,6 +130,8 @@ class _Answering:
         self.script = script
         self.ledger = ledger
         self.stopping = stopping
+        self.stored: dict[str, tuple[SimMessage, ...]] = {}
+        """Each stored Responses answer's conversation, by response id."""
 
     async def chat(self, request: Request) -> Response:
         return await self._answer(request, "chat")
@@ -159,7 +161,18 @@ class _Answering:
         if not isinstance(body, dict):
             return error_response(400, "the body is not a JSON object", "invalid_request_error")
         headers = {key.lower(): value for key, value in request.headers.items()}
-        sim_request = read_request(self.ledger.next_number(), api, request.url.path, headers, body)
+        previous = body.get("previous_response_id") if api == "responses" else None
+        earlier: tuple[SimMessage, ...] = ()
+        if previous is not None:
+            found = self.stored.get(previous) if isinstance(previous, str) else None
+            if found is None:
+                detail = f"Previous response with id {previous!r} not found."
+                return error_response(
+                    400, detail, "invalid_request_error", "previous_response_not_found"
+                )
+            earlier = found
+        number = self.ledger.next_number()
+        sim_request = read_request(number, api, request.url.path, headers, body, earlier)
         chosen = self.script.take(sim_request)
         if chosen is None:
             return self._unscripted(sim_request, self.script.exhausted(sim_request))
@@ -168,6 +181,15 @@ class _Answering:
         except Exception as error:
             return self._unscripted(sim_request, f"the step function raised {error!r}")
         return await self._perform(step, sim_request, request.receive)
+
+    def _store(self, planned: Planned, request: SimRequest) -> None:
+        """Keep a Responses answer's conversation for ``previous_response_id`` (unless the
+        request said ``store: false``), as the API keeps it: without its instructions."""
+        if request.body.get("store") is False:
+            return
+        said = [message for message in request.messages if message.role != "system"]
+        calls = tuple((call.name, call.arguments) for call in planned.calls)
+        self.stored[planned.id] = (*said, SimMessage("assistant", planned.text, calls))
 
     def _unscripted(self, request: SimRequest, problem: str) -> Response:
         self.ledger.add(Exchange(request, None), problem)
@@ -186,6 +208,8 @@ class _Answering:
         answer: Answer = step.answer if isinstance(step, CutStream | SlowFirstByte) else step
         planned = plan(answer, request, self.model)
         self.ledger.add(Exchange(request, step, tuple(call.id for call in planned.calls)))
+        if request.api == "responses" and not isinstance(step, CutStream):
+            self._store(planned, request)
         if isinstance(step, SlowFirstByte):
             waited = await _first_of(
                 asyncio.sleep(step.seconds), self.stopping.wait(), _disconnected(receive)

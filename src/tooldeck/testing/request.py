@@ -87,11 +87,21 @@ class SimRequest:
 
 
 def read_request(
-    number: int, api: Api, path: str, headers: Mapping[str, str], body: Mapping[str, Any]
+    number: int,
+    api: Api,
+    path: str,
+    headers: Mapping[str, str],
+    body: Mapping[str, Any],
+    earlier: tuple[SimMessage, ...] = (),
 ) -> SimRequest:
     """The request with its conversation read from the body (what cannot be read is skipped:
-    the body is still there whole)."""
+    the body is still there whole), after ``earlier``: the stored conversation a Responses
+    request continues by ``previous_response_id``."""
     messages = _chat_messages(body) if api == "chat" else _responses_messages(body)
+    if earlier:
+        system = [message for message in messages if message.role == "system"]
+        rest = messages[len(system) :]
+        messages = (*system, *earlier, *rest)
     return SimRequest(number, api, path, headers, body, messages)
 
 
