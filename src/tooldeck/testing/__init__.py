@@ -17,9 +17,10 @@ Steps come from a list (one per request, in order) or from rules asked first
 (``rule(when=last_user_contains("refund"), then=call(...))``). ``python -m tooldeck.testing
 serve script.json`` serves a script from a file (``tooldeck.testing.script``).
 
-Layer 4: may import ``tooldeck.models`` (to build ``sim.model()``) and the layers below,
-Starlette and uvicorn, and the ``openai`` SDK's types (the shapes it serves); nothing in
-``run/`` or below imports it. Install with ``pip install 'tooldeck[testing]'``.
+Layer 4. May import: ``tooldeck.models`` (to build ``sim.model()``) and the layers below,
+Starlette and uvicorn, and the ``openai`` SDK's types (``openai.types``: the shapes it
+serves; never its client). Nothing in ``run/`` or below imports it. Install with
+``pip install 'tooldeck[testing]'``.
 """
 
 from tooldeck.testing.exchanges import Exchange
