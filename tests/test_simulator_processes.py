@@ -303,3 +303,25 @@ def test_serve_refuses_a_bad_script_naming_the_step_and_field(tmp_path: Path) ->
         "error: script.json: step 2: field 'after_chunks': Input should be a valid integer, "
         "got 'two'"
     )
+
+
+def test_serve_on_a_port_in_use_says_so(tmp_path: Path) -> None:
+    (tmp_path / "script.json").write_text('[{"reply": "ok"}]', encoding="utf-8")
+    with ProviderSimulator([]) as taken:
+        port = taken.base_url.rsplit(":", 1)[1].split("/")[0]
+        done = subprocess.run(
+            [sys.executable, "-m", "tooldeck.testing", "serve", "script.json", "--port", port],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        with pytest.raises(
+            OSError, match=f"the provider simulator cannot listen on 127.0.0.1:{port}"
+        ):
+            ProviderSimulator([], port=int(port)).start()
+    assert done.returncode == 1
+    assert done.stderr.startswith(
+        f"error: the provider simulator cannot listen on 127.0.0.1:{port}: Address already in use"
+    )

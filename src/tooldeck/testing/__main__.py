@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         simulator.start()
     except OSError as error:
-        print(f"error: cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
+        print(f"error: {error.strerror or error}", file=sys.stderr)
         return 1
     try:
         _announce(simulator.base_url, args.url_file)

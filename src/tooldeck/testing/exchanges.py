@@ -57,6 +57,7 @@ class Ledger:
         """What went wrong with a request nothing was left for (or whose step failed)."""
 
     def add(self, exchange: Exchange, problem: str | None = None) -> None:
+        """Record ``exchange`` (and what went wrong, for a request nothing answered)."""
         with self._changed:
             self.exchanges.append(exchange)
             if problem is not None:
@@ -66,8 +67,10 @@ class Ledger:
             self._on_exchange(exchange)
 
     def next_number(self) -> int:
+        """The number the next request gets (1 for the first)."""
         return len(self.exchanges) + 1
 
     def wait_for(self, count: int, timeout: float) -> bool:
+        """Whether ``count`` exchanges were recorded within ``timeout`` seconds."""
         with self._changed:
             return self._changed.wait_for(lambda: len(self.exchanges) >= count, timeout)

@@ -188,7 +188,15 @@ class ProviderSimulator:
             raise RuntimeError("the simulator was started already (one start per simulator)")
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(self._address)
+        try:
+            listener.bind(self._address)
+        except OSError as error:
+            listener.close()
+            host, port = self._address
+            raise OSError(
+                error.errno,
+                f"the provider simulator cannot listen on {host}:{port}: {error.strerror}",
+            ) from error
         listener.listen(128)
         self._listener = listener
         host, port = listener.getsockname()[:2]
