@@ -186,7 +186,9 @@ class ProviderSimulator:
         """Listen and serve in a background thread (returns once it serves)."""
         if self._listener is not None:
             raise RuntimeError("the simulator was started already (one start per simulator)")
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP named, or asyncio leaves Nagle on for the accepted sockets: a body
+        # written after its headers would then wait 40 ms for the client's delayed ACK.
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             listener.bind(self._address)
