@@ -3,7 +3,8 @@
     python tests/_once_child.py KIND WHERE WORKDIR RUN_ID TOOL HANG
 
 KIND/WHERE name the database (``sqlite PATH`` or ``postgres DSN``). The run (id RUN_ID, in
-session ``orders``) calls TOOL (``charge``: side_effects; ``charge_checked``: side_effects
+session ``orders``; its model answers what the conversation calls for, with fresh call ids)
+calls TOOL (``charge``: side_effects; ``charge_checked``: side_effects
 with a reconcile that reads WORKDIR/effects), then ``wait``, then answers. Each side effect
 is a line appended to WORKDIR/effects (``<idempotency key> charged``). HANG says where the
 process stops to be killed: ``before`` (in the call, before its effect), ``after`` (in the
@@ -19,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import answer, call, calls, tool_messages
-from tooldeck import Agent, RunContext, ScriptedModel, ToolResult, tool
+from helpers import answer, call, calls, reading_model, tool_messages
+from tooldeck import Agent, RunContext, ToolResult, tool
 from tooldeck.sessions import PostgresSession, Session, SQLiteSession
 
 kind, where, workdir_text, run_id, tool_name, hang = sys.argv[1:7]
@@ -77,7 +78,7 @@ def open_session() -> Session:
 
 
 async def main() -> None:
-    model = ScriptedModel(
+    model = reading_model(
         [calls(call(tool_name, "c1", amount=5)), calls(call("wait", "c2")), answer("done")]
     )
     agent = Agent(model, tools=[charge, charge_checked, wait])

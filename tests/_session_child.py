@@ -49,13 +49,6 @@ async def at_barrier() -> None:
 
 
 @tool
-async def wait_for_go() -> str:
-    """Wait until every racer is ready."""
-    await at_barrier()
-    return "went"
-
-
-@tool
 async def slow_step() -> str:
     """Take a moment, so runs of several processes overlap."""
     await asyncio.sleep(0.02)
@@ -91,9 +84,10 @@ async def open_session() -> Session:
 
 
 async def race(session: Session) -> dict[str, Any]:
-    model = ScriptedModel([calls(call("wait_for_go", "w1")), answer(f"answer of {name}")])
+    model = ScriptedModel([calls(call("slow_step", "w1")), answer(f"answer of {name}")])
+    await at_barrier()  # the racers start their runs together
     try:
-        result = await Agent(model, [wait_for_go]).run(f"prompt of {name}", session=session)
+        result = await Agent(model, [slow_step]).run(f"prompt of {name}", session=session)
     except SessionConflict as conflict:
         kept = conflict.result.answer if conflict.result is not None else "(no result)"
         return {"outcome": "conflict", "answer": kept}

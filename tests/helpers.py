@@ -30,3 +30,25 @@ def tool_messages(messages: tuple[Message, ...] | list[Message]) -> list[str]:
 
 def as_json(value: Any) -> str:
     return json.dumps(value)
+
+
+def reading_model(turns: list[AssistantOutput]) -> Any:
+    """A ScriptedModel that answers what the conversation calls for, as a model would: the
+    turn after as many of its own turns as the request shows since the last user message,
+    each call with a fresh id (as hosted providers give). A run going on from its journal
+    asks it fewer times than a run from the start; it answers the same."""
+    import uuid
+
+    from tooldeck import ScriptedModel
+
+    def pick(request: Any) -> AssistantOutput:
+        messages = request.messages
+        last_user = max(i for i, message in enumerate(messages) if message.role == "user")
+        done = sum(1 for message in messages[last_user:] if message.role == "assistant")
+        turn = turns[done]
+        fresh = tuple(
+            c.model_copy(update={"id": f"call_{uuid.uuid4().hex[:12]}"}) for c in turn.tool_calls
+        )
+        return turn.model_copy(update={"tool_calls": fresh})
+
+    return ScriptedModel([pick] * (4 * len(turns)))

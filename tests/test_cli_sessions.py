@@ -114,17 +114,24 @@ def test_continue_with_nothing_to_continue_is_a_usage_error(
     assert server.requests == []
 
 
-def test_a_stopped_run_leaves_the_conversation_as_it_was(server: FakeOpenAI, workdir: Path) -> None:
+def test_a_stopped_run_is_kept_as_it_stood_and_the_next_run_says_so(
+    server: FakeOpenAI, workdir: Path
+) -> None:
     answers(server, "Hello.")
     loop = completion_body(None, [chat_call("call_1", "double", '{"number": 1}')])
     server.reply(Reply(events=completion_chunks(loop)))
     answers(server, "Still here.")
     assert run(server, workdir, "Hi.").returncode == 0
     assert run(server, workdir, "Double forever.", "-c", "--max-rounds", "1").returncode == 1
-    assert run(server, workdir, "Are you there?", "-c").returncode == 0
+    going_on = run(server, workdir, "Are you there?", "-c")
+    assert going_on.returncode == 0
+    assert "stopped before it finished: kept as it stood (1 model round)" in going_on.stderr
     assert conversation(server.bodies[2]) == [
         ("user", "Hi."),
         ("assistant", "Hello."),
+        ("user", "Double forever."),
+        ("assistant", ""),
+        ("tool", "2"),  # the round that ran is kept: the model reads what happened
         ("user", "Are you there?"),
     ]
 
@@ -195,7 +202,13 @@ def test_a_stopped_turn_is_a_line_and_the_chat_goes_on(server: FakeOpenAI, workd
     status, shown = terminal.finish()
     assert status == 0, shown
     assert "stop: max_rounds" in shown
-    assert conversation(server.bodies[1]) == [("user", "Hello?")]
+    assert "↻ the session's last run" in shown  # the stopped turn is kept, and said so
+    assert conversation(server.bodies[1]) == [
+        ("user", "Double forever."),
+        ("assistant", ""),
+        ("tool", "2"),
+        ("user", "Hello?"),
+    ]
 
 
 def test_a_question_left_unanswered_is_asked_again_when_the_conversation_goes_on(

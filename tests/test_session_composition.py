@@ -143,7 +143,9 @@ class Broken(Middleware):
         return request
 
 
-async def test_a_run_ended_by_middleware_commits_nothing(store: Store) -> None:
+async def test_a_run_ended_by_middleware_commits_nothing_and_keeps_its_journal(
+    store: Store,
+) -> None:
     session = store.session()
     await Agent(ScriptedModel([answer("first")])).run("one", session=session)
     kept = await session.load()
@@ -154,10 +156,16 @@ async def test_a_run_ended_by_middleware_commits_nothing(store: Store) -> None:
     )
 
     with pytest.raises(MiddlewareError) as stopped:
-        await agent.run("two", session=session)
+        await agent.run("two", session=session, run_id="two")
 
-    assert "session 'chat' is unchanged: a stopped run commits nothing" in stopped.value.__notes__
-    assert await session.load() == kept
+    assert (
+        "session 'chat' keeps this run as it stood: run it again with run_id='two' to go on "
+        "with it, or the session's next run closes it"
+    ) in stopped.value.__notes__
+    history = await session.load()
+    assert (history.messages, history.head) == (kept.messages, kept.head)  # nothing committed
+    assert history.unfinished is not None
+    assert history.unfinished.run_id == "two"
 
 
 @tool

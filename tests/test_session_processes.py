@@ -1,6 +1,7 @@
 """Sessions shared by real processes, on SQLite and PostgreSQL: racing runs never interleave
 or lose a turn, a pause is resumed by exactly one process, and a process killed with SIGKILL
-(in a tool, or inside the database write) leaves the session as its last committed turn.
+(in a tool, or inside the database write) leaves its last committed turn, and its own
+prompt and rounds in its journal, which the next run closes into the conversation.
 
 The children are tests/_session_child.py, started with subprocess; they meet at a barrier
 of files so that they really overlap."""
@@ -20,6 +21,8 @@ from pathlib import Path
 from _stores import Store
 from helpers import answer, call, calls
 from tooldeck import Agent, Message, ScriptedModel, tool
+from tooldeck.run.events import FinalAnswer, RunRecovered
+from tooldeck.run.recovery import NO_REPORT
 
 CHILD = Path(__file__).with_name("_session_child.py")
 
@@ -75,8 +78,10 @@ async def test_racing_runs_one_commits_the_others_get_a_conflict(
 
     winners = [name for name, seen in outcomes.items() if seen["outcome"] == "committed"]
     assert len(winners) == 1, outcomes
-    for name, seen in outcomes.items():  # a loser's finished run is on its SessionConflict
-        assert seen["answer"] == f"answer of {name}"
+    for name, seen in outcomes.items():  # a loser is refused before it asks anything, or
+        # (when both loaded the session before either opened its run) its finished run is
+        # on its SessionConflict
+        assert seen["answer"] in (f"answer of {name}", "(no result)")
     history = await store.session().load()
     assert [m.content for m in history.messages if m.role == "user"] == [f"prompt of {winners[0]}"]
     assert history.head == 1
@@ -133,23 +138,40 @@ async def committed_turn(store: Store) -> tuple[Message, ...]:
     return (await session.load()).messages
 
 
-async def assert_session_is(store: Store, messages: tuple[Message, ...], head: int) -> None:
+async def assert_killed_run_is_closed_by_the_next(
+    store: Store, before: tuple[Message, ...], kept: list[str], settled: list[str]
+) -> None:
+    """The session still holds its committed turn alone; the next run, by anyone, at once
+    (no lock or half transaction was left behind), closes the killed run as it stood: its
+    prompt and what it did (``kept``), its calls that never reported answered (``settled``)."""
     history = await store.session().load()
-    assert history.messages == messages
-    assert history.head == head
-    # still writable, by anyone, at once: no lock or half transaction was left behind
-    after = await Agent(ScriptedModel([answer("after")])).run("next", session=store.session())
-    assert after.messages[:-2] == messages
+    assert history.messages == before
+    assert history.head == 1
+    assert history.unfinished is not None  # the killed run's journal
+    agent = Agent(ScriptedModel([answer("after")]))
+    events = [event async for event in agent.stream("next", session=store.session())]
+    recovered = events[0]
+    assert isinstance(recovered, RunRecovered)
+    assert recovered.how == "closed"
+    assert [trace.result.output for trace in recovered.settled] == settled
+    after = events[-1]
+    assert isinstance(after, FinalAnswer)
+    contents = [message.content for message in after.result.messages]
+    assert contents == [*(m.content for m in before), *kept, "next", "after"]
+    assert (await store.session().load()).messages == after.result.messages
+    assert (await store.session().load()).head == 3  # the closed run, then this one
 
 
-async def test_a_process_killed_in_a_tool_leaves_the_last_committed_turn(
+async def test_a_process_killed_in_a_tool_keeps_its_prompt_and_the_next_run_closes_it(
     store: Store, tmp_path: Path
 ) -> None:
     before = await committed_turn(store)
     child = start(store, tmp_path, "hang-in-tool")
     wait_for(tmp_path / "in-tool", [child])
     kill(child)
-    await assert_session_is(store, before, head=1)
+    interrupted = f"error[interrupted]: {NO_REPORT}"
+    kept = ["this run is killed in its tool", "", interrupted]
+    await assert_killed_run_is_closed_by_the_next(store, before, kept, [interrupted])
 
 
 async def test_a_process_killed_inside_its_database_write_leaves_no_half_turn(
@@ -159,7 +181,8 @@ async def test_a_process_killed_inside_its_database_write_leaves_no_half_turn(
     child = start(store, tmp_path, "hang-in-write")
     wait_for(tmp_path / "in-write", [child])
     kill(child)
-    await assert_session_is(store, before, head=1)
+    # the answer was never stored (the commit was killed): the prompt is kept, unanswered
+    await assert_killed_run_is_closed_by_the_next(store, before, ["killed in its commit"], [])
 
 
 async def test_processes_killed_at_random_moments_of_large_writes_leave_whole_turns(

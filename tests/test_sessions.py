@@ -20,6 +20,7 @@ from tooldeck import (
     tool,
 )
 from tooldeck.errors import CheckpointError, LimitExceeded, SessionConflict
+from tooldeck.run.events import RunRecovered
 from tooldeck.sessions import Session, StoredRun
 
 
@@ -91,20 +92,33 @@ async def test_a_stream_left_before_its_final_answer_commits_nothing(store: Stor
     assert (await session.load()).head == 0
 
 
-async def test_a_run_stopped_by_a_limit_commits_nothing(store: Store) -> None:
+async def test_a_run_stopped_by_a_limit_is_kept_and_the_next_run_closes_it(store: Store) -> None:
     session = store.session()
     await Agent(ScriptedModel([answer("first")])).run("one", session=session)
     endless = [calls(call("add_numbers", f"c{i}", left=i, right=1)) for i in range(3)]
     agent = Agent(ScriptedModel(endless), [add_numbers], limits=Limits(max_rounds=2))
 
     with pytest.raises(LimitExceeded) as stopped:
-        await agent.run("loop", session=session)
+        await agent.run("loop", session=session, run_id="looping")
 
     assert len(stopped.value.result.tool_trace) == 2  # the partial run is on the error
-    assert "session 'chat' is unchanged: a stopped run commits nothing" in stopped.value.__notes__
+    assert (
+        "session 'chat' keeps this run as it stood: run it again with run_id='looping' to go "
+        "on with it, or the session's next run closes it"
+    ) in stopped.value.__notes__
     history = await session.load()
-    assert [m.content for m in history.messages] == ["one", "first"]
+    assert [m.content for m in history.messages] == ["one", "first"]  # not committed
     assert history.head == 1
+
+    model = ScriptedModel([answer("next")])
+    events = [event async for event in Agent(model, [add_numbers]).stream("two", session=session)]
+    recovered = events[0]
+    assert isinstance(recovered, RunRecovered)
+    assert (recovered.run_id, recovered.how, recovered.rounds) == ("looping", "closed", 2)
+    assert recovered.settled == ()  # both rounds had finished: nothing to settle
+    shown = [m.content for m in model.requests[0].messages]
+    assert shown == ["one", "first", "loop", "", "1", "", "2", "two"]
+    assert [m.content for m in (await session.load()).messages] == [*shown, "next"]
 
 
 async def test_a_run_the_model_failed_commits_nothing(store: Store) -> None:

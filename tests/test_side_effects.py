@@ -13,10 +13,10 @@ from _stores import Store, execute
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, Approve, RunContext, ScriptedModel, ToolResult, tool
 from tooldeck.errors import SessionError, ToolDefinitionError
-from tooldeck.run.events import ToolCallFinished
+from tooldeck.run.events import FinalAnswer, RunRecovered
 from tooldeck.sessions import SQLiteSession
 
-KEY = "order-1:1:c1"
+KEY = "order-1:1:0"
 
 
 def charging_agent(charged: list[str], **options: Any) -> Agent[None, str]:
@@ -78,17 +78,17 @@ async def test_the_idempotency_key_is_the_same_after_a_pause(store: Store) -> No
     agent = Agent(ScriptedModel(turns), tools=[pay, look])
     paused = await agent.run("pay", session=store.session(), run_id="r")
     assert paused.pending
-    assert keys == ["r:1:c1", "asked r:2:c1"]
+    assert keys == ["r:1:0", "asked r:2:0"]
 
     result = await agent.resume(session=store.session(), decisions={"c1": Approve()})
 
     assert result.output == "done"
     # the paused call's key is the one it had before the pause; the same call id in another
     # round is another call
-    assert keys == ["r:1:c1", "asked r:2:c1", "r:2:c1"]
+    assert keys == ["r:1:0", "asked r:2:0", "r:2:0"]
     rows = execute(store, "SELECT call_key, result FROM tooldeck_session_calls")
     assert [(key, ToolResult.model_validate_json(text).output) for key, text in rows] == [
-        ("r:2:c1", "paid")
+        ("r:2:0", "paid")
     ]
 
 
@@ -128,15 +128,26 @@ async def test_a_run_again_answers_from_the_record(store: Store) -> None:
     assert tool_messages(first.messages) == tool_messages(again.messages) == ["charged 5"]
 
 
-async def test_a_streamed_run_again_shows_the_recorded_call(store: Store) -> None:
+async def test_a_run_submitted_again_after_its_commit_is_recognised(store: Store) -> None:
     charged: list[str] = []
-    await charging_agent(charged).run("charge", session=store.session(), run_id="order-1")
+    first = await charging_agent(charged).run("charge", session=store.session(), run_id="order-1")
 
-    stream = charging_agent(charged).stream("charge", session=store.session(), run_id="order-1")
-    finished = [event async for event in stream if isinstance(event, ToolCallFinished)]
+    agent = charging_agent(charged)
+    stream = agent.stream("charge", session=store.session(), run_id="order-1")
+    events = [event async for event in stream]
 
     assert charged == [KEY]
-    assert [event.trace.result.output for event in finished] == ["charged 5"]
+    assert [type(event) for event in events] == [RunRecovered, FinalAnswer]
+    recovered, final = events
+    assert isinstance(recovered, RunRecovered)
+    assert isinstance(final, FinalAnswer)
+    assert (recovered.run_id, recovered.how, recovered.rounds) == ("order-1", "stored", 2)
+    assert final.result.answer == "done"
+    assert final.result.messages == first.messages
+    assert final.result.usage.requests == 0  # nothing was asked
+    history = await store.session().load()
+    assert history.messages == first.messages  # stored once
+    assert [run_id for run_id, _ in history.stored_runs] == ["order-1"]
 
 
 async def test_without_side_effects_nothing_is_recorded(tmp_path: Any) -> None:
@@ -216,7 +227,7 @@ async def test_a_broken_record_is_named(store: Store) -> None:
     await session.start_call(KEY, "charge")
     execute(store, "UPDATE tooldeck_session_calls SET result = ?", ("{not json",))
 
-    with pytest.raises(SessionError, match=r"recorded result of call 'order-1:1:c1' in .*"):
+    with pytest.raises(SessionError, match=r"recorded result of call 'order-1:1:0' in .*"):
         await charging_agent([]).run("charge", session=session, run_id="order-1")
 
 

@@ -20,7 +20,7 @@ import pytest
 from _stores import Store
 
 CHILD = Path(__file__).with_name("_once_child.py")
-KEY = "order-1:1:c1"
+KEY = "order-1:1:0"
 """The charge's idempotency key: the run id, the round, the call id."""
 
 

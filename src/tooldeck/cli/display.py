@@ -25,6 +25,7 @@ from tooldeck.run.events import (
     HandedOff,
     ModelRequest,
     ModelResponse,
+    RunRecovered,
     TextDelta,
     ToolCallDelta,
     ToolCallFinished,
@@ -216,6 +217,8 @@ class RunDisplay:
             self.untrusted(event.source.describe())
         elif isinstance(event, HandedOff):
             self.handed_off(event.source, event.target)
+        elif isinstance(event, RunRecovered):
+            self.recovered(event)
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
@@ -289,6 +292,11 @@ class RunDisplay:
         """The agent ``source`` handed the conversation to ``target``, which goes on."""
         self.console.line(f"  ⇢ {source} handed to {target}", "magenta")
 
+    def recovered(self, event: RunRecovered) -> None:
+        """A run the session held unfinished (or finished already), met again."""
+        for line in recovered_lines(event):
+            self.console.line(line, "yellow")
+
     def call_waits(self, call: ToolCall, kind: str) -> None:
         """A call the run paused for: a person's approval, or the application's result."""
         waits = "approval" if kind == "approval" else "the application's result"
@@ -303,6 +311,26 @@ class RunDisplay:
         """The totals line: time, model turns, calls, tokens, why the run ended."""
         line = totals_line(seconds, self.tally.model_s, usage, calls, stop, self.tally.unmetered)
         self.console.line(line, "dim")
+
+
+def recovered_lines(event: RunRecovered) -> list[str]:
+    """What became of a run the session held unfinished (or finished already), and each of
+    its calls that had not reported, as the model now reads it."""
+    rounds = count(event.rounds, "model round")
+    if event.how == "continued":
+        text = f"↻ run {event.run_id} goes on from its journal ({rounds} kept, not asked again)"
+    elif event.how == "closed":
+        text = (
+            f"↻ the session's last run ({event.run_id}) stopped before it finished: kept as "
+            f"it stood ({rounds})"
+        )
+    else:
+        text = f"↻ run {event.run_id} had finished already: its stored answer (nothing run)"
+    lines = [text]
+    for trace in event.settled:
+        mark = "←" if trace.result.ok else "✗"
+        lines.append(f"    {mark} {_short_call(trace.call)}: {_short(trace.result.output)}")
+    return lines
 
 
 def raised_by_tool(trace: ToolTrace) -> BaseException | None:

@@ -24,7 +24,7 @@ from pydantic import TypeAdapter
 
 from tooldeck.cli.approve import Approver
 from tooldeck.cli.args import EXIT_ANSWER, CliError
-from tooldeck.cli.display import Console, RunDisplay
+from tooldeck.cli.display import Console, RunDisplay, recovered_lines
 from tooldeck.cli.interrupt import CTRL_C, Interrupted, interrupted, watched
 from tooldeck.cli.sessions import paused_prompt, waiting_calls
 from tooldeck.cli.totals import Tally, answer_forced, stop_text
@@ -39,7 +39,7 @@ from tooldeck.errors import (
 )
 from tooldeck.results import Checkpoint, RunResult, ToolTrace
 from tooldeck.run.agent import Agent
-from tooldeck.run.events import Event
+from tooldeck.run.events import Event, RunRecovered
 from tooldeck.run.handle import RunHandle
 from tooldeck.run.prompted import FORCED_CALL_REFUSED
 
@@ -90,7 +90,7 @@ def execute(
         display = RunDisplay(console or Console(), run.agent.model.name, verbose=run.verbose)
         display.tally = run.tally
     voice = Voice(display.console if display is not None else None, echo)
-    show = display.show if display is not None else run.tally.show
+    show = display.show if display is not None else partial(_plain_show, run.tally)
     started = time.perf_counter()
 
     def earlier_answered(result: RunResult[Any]) -> None:
@@ -250,6 +250,15 @@ def _nothing() -> None:
     return None
 
 
+def _plain_show(tally: Tally, event: Event) -> None:
+    """Without the display: count the event; a run met again is said on stderr at once
+    (stdout holds only the answer)."""
+    tally.show(event)
+    if isinstance(event, RunRecovered):
+        for line in recovered_lines(event):
+            print(line, file=sys.stderr, flush=True)
+
+
 def _report_answer(
     run: Run,
     form: Form,
@@ -344,7 +353,19 @@ def run_document(
         document["guardrails"] = [decision.model_dump() for decision in result.guardrails]
     if result.tainted_by is not None:
         document["tainted_by"] = result.tainted_by.model_dump()
+    if run.tally.recovered:
+        document["recovered"] = [_recovered_document(event) for event in run.tally.recovered]
     return document
+
+
+def _recovered_document(event: RunRecovered) -> dict[str, Any]:
+    """A run the conversation held unfinished (or finished already), met again (``--json``)."""
+    return {
+        "run_id": event.run_id,
+        "how": event.how,
+        "rounds": event.rounds,
+        "settled": [_call_document(trace) for trace in event.settled],
+    }
 
 
 def _resumed_document(result: RunResult[Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from tooldeck.run.events import (
     Event,
     ModelRequest,
     ModelResponse,
+    RunRecovered,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -45,6 +46,8 @@ class Tally:
         """Model turns whose usage the server did not send (their tokens are unknown)."""
         self.running: dict[str, ToolCall] = {}
         """Calls started and not finished (by id): what an interrupt found running."""
+        self.recovered: list[RunRecovered] = []
+        """Runs the session held unfinished (or finished already), met again."""
         self._asked_at = 0.0
 
     def show(self, event: Event) -> None:
@@ -67,6 +70,8 @@ class Tally:
         elif isinstance(event, ToolCallFinished):
             self.calls += 1
             self.running.pop(event.trace.call.id, None)
+        elif isinstance(event, RunRecovered):
+            self.recovered.append(event)
 
     def spent(self, result: RunResult[Any] | None) -> tuple[Usage, int]:
         """The usage and the number of calls: the result's when there is one, else counted."""

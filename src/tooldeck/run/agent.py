@@ -35,15 +35,17 @@ from tooldeck.run.events import Event, last_result
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handle import start_resumed_run, start_run
 from tooldeck.run.handoff import Handoff, HandoffAgent, RunWrappers
-from tooldeck.run.handover import handoffs_of, paused_in, starting_agent
+from tooldeck.run.handover import agent_named, handoffs_of, paused_in, starting_agent
 from tooldeck.run.history import HistoryStrategy
 from tooldeck.run.in_session import resume_in_session, stream_in_session
+from tooldeck.run.journal import Journaled, JournalWriter
 from tooldeck.run.loop import OnLimit, RunSetup, RunStart
 from tooldeck.run.middleware import Middleware, MiddlewareStack
 from tooldeck.run.observer import Instrumenter, StreamObserver
 from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
+from tooldeck.run.recovery import Closed, close, folded
 from tooldeck.run.request import Asking
 from tooldeck.run.session import records_of
 from tooldeck.run.starting import run_events
@@ -248,12 +250,9 @@ class Agent(Generic[DepsT, OutputT]):
         if session is None:
             return self._from_prompt(prompt, opts)
         in_session = replace(opts, session=None, records=records_of(session))
-        return stream_in_session(
-            session,
-            self.history_strategy,
-            lambda history: self._from_prompt(prompt, replace(in_session, history=history)),
-            opts.cancel,
-        )
+        runs = _SessionRuns(self, prompt, in_session)
+        strategy = self.history_strategy
+        return stream_in_session(session, strategy, prompt, opts.run_id, runs, opts.cancel)
 
     async def resume(
         self,
@@ -299,12 +298,10 @@ class Agent(Generic[DepsT, OutputT]):
         session = opts.session
         if session is not None:
             in_session = replace(opts, session=None, records=records_of(session))
+            runs = _SessionRuns(self, "", in_session)
+            strategy = self.history_strategy
             return resume_in_session(
-                session,
-                self.history_strategy,
-                checkpoint,
-                lambda stored: self._from_pause(stored, decisions, in_session),
-                opts.cancel,
+                session, strategy, checkpoint, decisions or {}, runs, opts.cancel
             )
         if checkpoint is None:
             raise TypeError("resume() needs the paused run's checkpoint, or session= holding it")
@@ -365,7 +362,35 @@ class Agent(Generic[DepsT, OutputT]):
             state.run_id = opts.run_id
         policy = RunPolicy(agent.limits, None, opts.budget)
         start = RunStart(
-            state, policy, opts.deps, opts.deltas, cancel=opts.cancel, records=opts.records
+            state,
+            policy,
+            opts.deps,
+            opts.deltas,
+            cancel=opts.cancel,
+            records=opts.records,
+            journal=opts.journal,
+        )
+        return run_events(self, agent, start, opts)
+
+    def _from_journal(
+        self, run: Journaled, history: tuple[Message, ...], opts: RunOptions
+    ) -> AsyncGenerator[Event, None]:
+        """An unfinished run going on from its journal (``run.in_session``)."""
+        if run.paused is not None and not run.steps:  # killed before a step: resume again
+            return self._from_pause(run.paused, run.opening.decided(), opts)
+        agent = agent_named(self, run.holder)
+        state, policy = folded(run, history, agent.limits, opts.budget)
+        if self._stores_outputs:
+            state.outputs = OutputStore.of(state.trace)
+        start = RunStart(
+            state,
+            policy,
+            opts.deps,
+            opts.deltas,
+            cancel=opts.cancel,
+            records=opts.records,
+            journal=opts.journal,
+            continued=True,
         )
         return run_events(self, agent, start, opts)
 
@@ -380,7 +405,15 @@ class Agent(Generic[DepsT, OutputT]):
         if self._stores_outputs:
             state.outputs = OutputStore.of(state.trace)
         start = RunStart(
-            state, policy, opts.deps, opts.deltas, decided, checkpoint, opts.cancel, opts.records
+            state,
+            policy,
+            opts.deps,
+            opts.deltas,
+            decided,
+            checkpoint,
+            opts.cancel,
+            opts.records,
+            opts.journal,
         )
         return run_events(self, agent, start, opts)
 
@@ -398,3 +431,32 @@ class Agent(Generic[DepsT, OutputT]):
             self.checkpoint_key,
             self._guards,
         )
+
+
+class _SessionRuns:
+    """The runs an agent may start in a session, for ``run.in_session``, with the prompt
+    and the options of the call that asked."""
+
+    def __init__(self, agent: Agent[Any, Any], prompt: str, opts: RunOptions) -> None:
+        self._agent, self._prompt, self._opts = agent, prompt, opts
+
+    def from_prompt(
+        self, history: tuple[Message, ...], run_id: str, journal: JournalWriter | None
+    ) -> AsyncGenerator[Event, None]:
+        opts = replace(self._opts, history=history, run_id=run_id, journal=journal)
+        return self._agent._from_prompt(self._prompt, opts)
+
+    def from_pause(
+        self, paused: Checkpoint, decisions: Mapping[str, Decision], journal: JournalWriter | None
+    ) -> AsyncGenerator[Event, None]:
+        return self._agent._from_pause(paused, decisions, replace(self._opts, journal=journal))
+
+    def going_on(
+        self, run: Journaled, history: tuple[Message, ...], journal: JournalWriter
+    ) -> AsyncGenerator[Event, None]:
+        return self._agent._from_journal(run, history, replace(self._opts, journal=journal))
+
+    async def close(self, run: Journaled, history: tuple[Message, ...]) -> Closed:
+        agent = agent_named(self._agent, run.holder)
+        view = await agent._setup().tools.view()
+        return await close(run, history, view, self._opts.records, agent.limits)

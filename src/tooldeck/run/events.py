@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from tooldeck.messages import AssistantOutput, ToolCall, ToolSpec
 from tooldeck.models.base import ModelSettings
@@ -141,6 +141,32 @@ class FinalAnswer:
     """The name of the agent whose loop yielded it (it changes at each handoff)."""
 
 
+@dataclass(slots=True)
+class RunRecovered:
+    """The session held a run that never finished (its process was killed, or it stopped
+    with an error), or the run asked for had finished already: what became of it, before
+    anything of this run happens.
+
+    ``how`` says which: ``"continued"``, this run is that run going on from its journal (the
+    same run id, or the same resume: the rounds it had are not asked again);
+    ``"closed"``, that run was kept in the conversation as it stood and this run starts
+    after it; ``"stored"``, the run asked for had committed: its stored result is this
+    run's (``FinalAnswer`` follows; nothing is asked or run).
+    """
+
+    run_id: str
+    """The id of the run met again."""
+    how: Literal["continued", "closed", "stored"]
+    rounds: int
+    """The model rounds of it kept (not asked again)."""
+    settled: tuple[ToolTrace, ...] = ()
+    """Its calls that had not reported when it stopped, as the model now reads them: a
+    ``side_effects`` call's recorded result, its ``reconcile``'s answer, or
+    ``error[interrupted]``; a call that never started, ``error[interrupted]`` saying so."""
+    agent: str = ""
+    """The name of the agent that holds the run."""
+
+
 AgentEvent = (
     ModelRequest
     | TextDelta
@@ -151,6 +177,7 @@ AgentEvent = (
     | GuardrailChecked
     | UntrustedContent
     | HandedOff
+    | RunRecovered
     | FinalAnswer
 )
 """What one agent's own loop yields."""

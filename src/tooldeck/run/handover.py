@@ -30,7 +30,7 @@ from tooldeck.run.handoff import (
     handed_history,
     transferred,
 )
-from tooldeck.run.loop import RunSetup, RunStart, drive
+from tooldeck.run.loop import RunSetup, RunStart, driven
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import RunPolicy
 from tooldeck.tools.outputs import OutputStore
@@ -48,7 +48,7 @@ async def handing_over(
     while True:
         state.agent = agent.name  # the loop stamps its events with it
         handed: HandedOff | None = None
-        async with aclosing(drive(setup, start, observer)) as events:
+        async with aclosing(driven(setup, start, observer)) as events:
             async for event in events:
                 if isinstance(event, HandedOff):
                     handed = event
@@ -144,6 +144,14 @@ def paused_in(first: HandoffAgent, checkpoint: Checkpoint) -> HandoffAgent:
             "agent it was started on, whose handoffs lead to that agent"
         )
     return agent
+
+
+def agent_named(first: HandoffAgent, name: str) -> HandoffAgent:
+    """The agent named ``name`` among ``first`` and its handoffs (``first`` for an empty
+    name, or a name no longer among them: the run goes on in the agent it was started on)."""
+    if not name or name == first.name:
+        return first
+    return reachable(first).get(name, first)
 
 
 def answered_last(first: HandoffAgent, messages: Sequence[Message]) -> HandoffAgent:

@@ -1,49 +1,131 @@
-"""Runs in a session: load the history before the loop, commit the turn after its FinalAnswer.
+"""Runs in a session: the history loaded before the loop, the run journaled as it goes
+(``tooldeck.run.journal``), its end committed before its FinalAnswer is handed over.
 
-The agent hands these the run to start (a function of the history, or of the stored pause);
-the loop is the same one, started from the stored history; nothing here runs a model or a
+A run meets what the session's journal holds first. A run that finished there, asked for
+again by its id, is not run again: its stored result is returned. An unfinished run (its
+process was killed, or it stopped with an error) is continued when it is the run asked for
+(the same run id, the same resume, or its own prompt sent again without a run id: a retry),
+and otherwise closed as it stood, into the conversation, before the new run starts; a run
+still in progress in another process is left alone (SessionConflict). Each of these says so
+first (``RunRecovered``). A run that stops without finishing leaves its journal, for a retry
+with its id or for the next run to close.
+
+The agent hands these the runs to start (``SessionRuns``); nothing here runs a model or a
 tool, and nothing here knows the agent.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
-from typing import Any
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing, suppress
+from typing import Any, Protocol
 
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, SessionError
 from tooldeck.messages import Message
-from tooldeck.results import Checkpoint, RunResult, StopReason
+from tooldeck.results import Checkpoint, Decision, RunResult, StopReason
 from tooldeck.run.cancel import CancelSignal
-from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.events import Event, FinalAnswer, RunRecovered
 from tooldeck.run.history import HistoryStrategy, give_back
+from tooldeck.run.journal import (
+    Journaled,
+    JournalWriter,
+    Opening,
+    decisions_body,
+    done,
+    read_unfinished,
+    running,
+    this_process,
+)
+from tooldeck.run.recovery import Closed, stored_result
 from tooldeck.run.repair import repair
-from tooldeck.run.session import Session, StoredRun
+from tooldeck.run.session import History, RunJournal, Session, StoredRun, journal_of
+from tooldeck.run.state import new_run_id
 
 Events = AsyncGenerator[Event, None]
+
+
+class SessionRuns(Protocol):
+    """What a run in a session needs of the agent: the runs it may start, and the closing
+    of an unfinished run (which needs the agent's tools)."""
+
+    def from_prompt(
+        self, history: tuple[Message, ...], run_id: str, journal: JournalWriter | None
+    ) -> Events:
+        """The run of the prompt, after ``history``."""
+        ...
+
+    def from_pause(
+        self, paused: Checkpoint, decisions: Mapping[str, Decision], journal: JournalWriter | None
+    ) -> Events:
+        """The paused run going on with ``decisions``."""
+        ...
+
+    def going_on(
+        self, run: Journaled, history: tuple[Message, ...], journal: JournalWriter
+    ) -> Events:
+        """The unfinished run going on from its journal."""
+        ...
+
+    async def close(self, run: Journaled, history: tuple[Message, ...]) -> Closed:
+        """The unfinished run closed as it stood."""
+        ...
 
 
 async def stream_in_session(
     session: Session,
     strategy: HistoryStrategy | None,
-    start: Callable[[tuple[Message, ...]], Events],
+    prompt: str,
+    run_id: str | None,
+    runs: SessionRuns,
     cancel: CancelSignal | None = None,
 ) -> Events:
-    """A run that continues the session's conversation: ``start(history)`` is the run;
+    """A run that continues the session's conversation (``run_id``: the id the caller gave).
+
     ``cancel``, its signal when it was started with a handle (says whether a cancelled run
     commits)."""
     history = await session.load()
+    journal = journal_of(session)
+    if run_id is not None and (known := _known_run(history, run_id)) is not None:
+        for event in known:
+            yield event
+        return
     if history.pending is not None:
-        raise SessionConflict(
-            f"session {session.session_id!r} has a paused run ({history.pending.run_id!r}) "
-            "waiting for decisions: resume it with agent.resume(session=..., decisions=...), "
-            "or clear the session, before starting another run"
-        )
+        raise _waiting(session, history.pending)
     messages = repair(history.messages)
     give_back(strategy, history.summary)
-    events = start(messages)
-    committing = _committing(events, session, len(messages), history.head, cancel)
-    async with aclosing(committing) as run:
+    if journal is None:  # a store of the application's that keeps no journal
+        events = runs.from_prompt(messages, run_id or new_run_id(), None)
+        committing = _committing(events, session, len(messages), history.head, cancel)
+        async with aclosing(committing) as run:
+            async for event in run:
+                yield event
+        return
+    prompted = (Message.user(prompt),)
+    unfinished = _unfinished(session, history)
+    if unfinished is not None and run_id is None and _retried(unfinished, prompted):
+        run_id = unfinished.run_id  # the same prompt again, as after a crash: a retry
+    run_id = run_id or new_run_id()
+    writer = JournalWriter(journal, run_id)
+    after = history.head
+    if unfinished is not None and unfinished.run_id == run_id:
+        _same_prompt(session, unfinished, prompted)
+        opening = await _reopen(journal, unfinished, writer)
+        yield RunRecovered(run_id, "continued", unfinished.rounds)
+        events = runs.going_on(unfinished, messages, writer)
+    else:
+        closing = None
+        if unfinished is not None:
+            closed = await runs.close(unfinished, messages)
+            closing, after = closed.stored, after + 1
+            messages = (*messages, *closed.stored.messages)
+        opening = Opening(writer=this_process(), after=after, prompt=prompted)
+        body = opening.model_dump_json()
+        await journal.open_run(run_id, body, closing=closing, after=history.head)
+        if unfinished is not None:
+            yield closed.recovered
+        events = runs.from_prompt(messages, run_id, writer)
+    journaled = _journaled_run(events, session, journal, opening, run_id, len(messages), cancel)
+    async with aclosing(journaled) as run:
         async for event in run:
             yield event
 
@@ -52,36 +134,170 @@ async def resume_in_session(
     session: Session,
     strategy: HistoryStrategy | None,
     checkpoint: Checkpoint | str | None,
-    start: Callable[[Checkpoint], Events],
+    decisions: Mapping[str, Decision],
+    runs: SessionRuns,
     cancel: CancelSignal | None = None,
 ) -> Events:
-    """Claim the session's paused run, go on with it (``start(stored)``), commit the turn.
+    """Claim the session's paused run, go on with it, commit its end — or, when that resume
+    was claimed and never finished (its process killed), continue it from its journal.
 
     The run is made (its checkpoint and decisions checked) before the claim, so a refused
     resume leaves the paused run in the session; once claimed, no other resume can have it.
     """
     history = await session.load()
-    stored = _paused_run(session, history.pending, checkpoint)
+    journal = journal_of(session)
+    given = Checkpoint.from_json(checkpoint) if isinstance(checkpoint, str) else checkpoint
+    unfinished = read_unfinished(history.unfinished, history.head) if journal else None
+    if unfinished is not None and unfinished.in_progress:
+        if _same_resume(unfinished, given):  # the pause was claimed: a resume runs now
+            raise _claimed(session, unfinished)
+        raise _in_progress(session, unfinished)
     messages = repair(history.messages)
-    if stored.messages[: len(messages)] != messages:
-        raise CheckpointError(
-            f"session {session.session_id!r}'s history is not the one paused run "
-            f"{stored.run_id!r} started from: refusing to resume it"
-        )
     give_back(strategy, history.summary)
-    events = start(stored)
-    head = await session.consume(stored.run_id, after=history.head)
-    async with aclosing(_committing(events, session, len(messages), head, cancel)) as run:
+    if journal is not None and unfinished is not None and _same_resume(unfinished, given):
+        _same_decisions(session, unfinished, decisions)
+        writer = JournalWriter(journal, unfinished.run_id)
+        opening = await _reopen(journal, unfinished, writer)
+        yield RunRecovered(unfinished.run_id, "continued", unfinished.rounds)
+        events = runs.going_on(unfinished, messages, writer)
+        run_id = unfinished.run_id
+    else:
+        stored = _paused_run(session, history.pending, given)
+        if stored.messages[: len(messages)] != messages:
+            raise CheckpointError(
+                f"session {session.session_id!r}'s history is not the one paused run "
+                f"{stored.run_id!r} started from: refusing to resume it"
+            )
+        run_id = stored.run_id
+        if journal is None:
+            events = runs.from_pause(stored, decisions, None)
+            head = await session.consume(run_id, after=history.head)
+            committing = _committing(events, session, len(messages), head, cancel)
+            async with aclosing(committing) as run:
+                async for event in run:
+                    yield event
+            return
+        writer = JournalWriter(journal, run_id)
+        events = runs.from_pause(stored, decisions, writer)
+        opening = Opening(
+            writer=this_process(),
+            after=history.head + 1,
+            paused=stored,
+            decisions=decisions_body(decisions),
+        )
+        await journal.claim_run(run_id, opening.model_dump_json(), after=history.head)
+    journaled = _journaled_run(events, session, journal, opening, run_id, len(messages), cancel)
+    async with aclosing(journaled) as run:
         async for event in run:
             yield event
 
 
+def _same_resume(unfinished: Journaled, given: Checkpoint | None) -> bool:
+    """Whether the unfinished run is a resume of the pause asked for (or of the session's)."""
+    return unfinished.paused is not None and (given is None or given.run_id == unfinished.run_id)
+
+
+def _same_decisions(
+    session: Session, unfinished: Journaled, decisions: Mapping[str, Decision]
+) -> None:
+    """A claimed resume goes on with the decisions it was resumed with: they bind its calls."""
+    if decisions and decisions_body(decisions) != unfinished.opening.decisions:
+        raise CheckpointError(
+            f"the paused run {unfinished.run_id!r} of session {session.session_id!r} was "
+            "resumed already, with other decisions, and stopped before it finished: it goes "
+            "on from the decisions it was resumed with. Resume it with those (or with none)"
+        )
+
+
+async def _reopen(journal: RunJournal, unfinished: Journaled, writer: JournalWriter) -> Opening:
+    """The unfinished run taken up by this process: its opening says so, its steps go on."""
+    opening = unfinished.opening.model_copy(update={"writer": this_process(), "stopped": False})
+    await journal.write_step(unfinished.run_id, 0, opening.model_dump_json())
+    writer.step = len(unfinished.steps)
+    return opening
+
+
+def _known_run(history: History, run_id: str) -> tuple[Event, ...] | None:
+    """A run submitted again after it committed (finished, or paused): its stored end,
+    without asking or running anything."""
+    pending = history.pending
+    if pending is not None and pending.run_id == run_id:
+        paused = _paused_result(pending)
+        return (RunRecovered(run_id, "stored", pending.counters.rounds), FinalAnswer(paused))
+    stored = stored_result(history.messages, history.stored_runs, run_id)
+    if stored is None:
+        return None
+    result, rounds = stored
+    return (RunRecovered(run_id, "stored", rounds), FinalAnswer(result))
+
+
+def _paused_result(checkpoint: Checkpoint) -> RunResult[Any]:
+    return RunResult(
+        answer="",
+        messages=checkpoint.messages,
+        tool_trace=checkpoint.trace,
+        usage=checkpoint.usage,
+        stop_reason=StopReason.PAUSED,
+        run_id=checkpoint.run_id,
+        pending=checkpoint.pending,
+        checkpoint=checkpoint,
+        agent=checkpoint.agent,
+    )
+
+
+def _unfinished(session: Session, history: History) -> Journaled | None:
+    """The run the journal holds unfinished; SessionConflict if a process still runs it."""
+    unfinished = read_unfinished(history.unfinished, history.head)
+    if unfinished is not None and unfinished.in_progress:
+        raise _in_progress(session, unfinished)
+    return unfinished
+
+
+def _claimed(session: Session, run: Journaled) -> CheckpointError:
+    writer = run.opening.writer
+    return CheckpointError(
+        f"the paused run {run.run_id!r} of session {session.session_id!r} was already "
+        f"resumed: that resume runs now (process {writer.pid} on {writer.host!r}). A "
+        "checkpoint is resumed exactly once"
+    )
+
+
+def _in_progress(session: Session, run: Journaled) -> SessionConflict:
+    writer = run.opening.writer
+    return SessionConflict(
+        f"session {session.session_id!r} has a run in progress: run {run.run_id!r} (process "
+        f"{writer.pid} on {writer.host!r}). Runs on one session never interleave: wait for it "
+        "to finish, or use another session"
+    )
+
+
+def _waiting(session: Session, pending: Checkpoint) -> SessionConflict:
+    return SessionConflict(
+        f"session {session.session_id!r} has a paused run ({pending.run_id!r}) "
+        "waiting for decisions: resume it with agent.resume(session=..., decisions=...), "
+        "or clear the session, before starting another run"
+    )
+
+
+def _retried(run: Journaled, prompt: tuple[Message, ...]) -> bool:
+    """Whether a prompt given without a run id is the unfinished run's own, sent again (the
+    caller retries after a crash, and has no run id to give): it goes on with that run."""
+    return run.paused is None and run.opening.prompt == prompt
+
+
+def _same_prompt(session: Session, run: Journaled, prompt: tuple[Message, ...]) -> None:
+    if run.paused is not None or run.opening.prompt != prompt:
+        raise SessionConflict(
+            f"run id {run.run_id!r} names an unfinished run of session {session.session_id!r} "
+            "with another prompt (or a resume of a pause): a run id names one run. Run it "
+            "again with its own prompt to go on with it, or give this prompt another run id"
+        )
+
+
 def _paused_run(
-    session: Session, pending: Checkpoint | None, given: Checkpoint | str | None
+    session: Session, pending: Checkpoint | None, given: Checkpoint | None
 ) -> Checkpoint:
     """The session's paused run, which must be the checkpoint given, if one is."""
-    if isinstance(given, str):
-        given = Checkpoint.from_json(given)
     if pending is None:
         which = f"run {given.run_id!r}" if given is not None else "its last pause"
         raise CheckpointError(
@@ -98,6 +314,53 @@ def _paused_run(
     return pending
 
 
+async def _journaled_run(
+    events: Events,
+    session: Session,
+    journal: RunJournal,
+    opening: Opening,
+    run_id: str,
+    start: int,
+    cancel: CancelSignal | None,
+) -> Events:
+    """A journaled run's events, committed at its end (after the head it opened after); a
+    run that ends otherwise (a stop, a closed stream) says in its opening that it stopped,
+    and keeps its journal."""
+    running(run_id)
+    ended = False
+    try:
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, FinalAnswer):
+                    if _kept(event.result, cancel):
+                        await _commit(session, event.result, start, opening.after)
+                    else:
+                        await journal.drop_run(run_id)
+                    ended = True
+                yield event
+    except RunStopped as stop:
+        if not ended:
+            ended = True
+            await _stopped(journal, run_id, opening)
+            stop.add_note(
+                f"session {session.session_id!r} keeps this run as it stood: run it again with "
+                f"run_id={run_id!r} to go on with it, or the session's next run closes it"
+            )
+        raise
+    finally:
+        if not ended:  # closed early, cancelled: it stopped as it stood
+            await _stopped(journal, run_id, opening)
+        done(run_id)
+
+
+async def _stopped(journal: RunJournal, run_id: str, opening: Opening) -> None:
+    """Say in its opening that the run stopped (best effort: if the store is out of reach,
+    the next run finds it unfinished, and this process gone or not running it)."""
+    body = opening.model_copy(update={"stopped": True}).model_dump_json()
+    with suppress(SessionError):
+        await journal.write_step(run_id, 0, body)
+
+
 async def _committing(
     events: AsyncGenerator[Event, None],
     session: Session,
@@ -107,7 +370,7 @@ async def _committing(
 ) -> AsyncGenerator[Event, None]:
     """Pass the run's events on; commit its turn before its FinalAnswer is handed over
     (a cancelled run's too, unless its canceller said not to). Closing this stream closes
-    the run's at once (its request and calls stop)."""
+    the run's at once (its request and calls stop). For a store that keeps no journal."""
     try:
         async with aclosing(events):
             async for event in events:

@@ -41,6 +41,7 @@ from tooldeck.run.events import (
 )
 from tooldeck.run.guardrails import Guards, InputCheck, judge_answer
 from tooldeck.run.history import current_exchange
+from tooldeck.run.journal import JournalWriter, journaled
 from tooldeck.run.observer import RunInfo, RunObserver
 from tooldeck.run.options import RunOptions
 from tooldeck.run.output import OutputPlan
@@ -96,6 +97,10 @@ class RunStart:
     """Set when the run is cancelled (``RunHandle.cancel``); tools see it as ``ctx.cancelled``."""
     records: CallRecords | None = None
     """Where ``side_effects`` calls are recorded (the run's session, when it can)."""
+    journal: JournalWriter | None = None
+    """Where the run's journal is written ahead (the run's session, when it keeps one)."""
+    continued: bool = False
+    """The run goes on from its journal: its prompt was checked when it began."""
 
 
 async def drive(
@@ -174,8 +179,9 @@ async def _begin(
     if observer is not None:
         asking = replace(asking, model=observer.model(asking.model))
     first = None
-    if setup.guards is not None and setup.guards.input and start.resumed is None:
-        first = InputCheck(setup.guards.input, start.state, start.deps)
+    guards, fresh = setup.guards, start.resumed is None and not start.continued
+    if guards is not None and guards.input and fresh:
+        first = InputCheck(guards.input, start.state, start.deps)
     return view, asking, first, _call_round(setup, start, view, observer)
 
 
@@ -356,6 +362,16 @@ def _last_request(setup: RunSetup, state: RunState, stop: RunStopped) -> StopRea
     if setup.on_limit == "raise":
         raise attach(stop, state, reason)
     return reason
+
+
+def driven(
+    setup: RunSetup, start: RunStart, observer: RunObserver | None
+) -> AsyncGenerator[Event, None]:
+    """``drive``, its journal written ahead when the run keeps one (``run.journal``)."""
+    events = drive(setup, start, observer)
+    if start.journal is None:
+        return events
+    return journaled(events, start.state, start.policy, start.journal)
 
 
 def run_info(start: RunStart, opts: RunOptions, model: str, instructions: str) -> RunInfo:

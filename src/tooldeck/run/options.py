@@ -16,6 +16,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 from tooldeck.messages import Message
 from tooldeck.run.budget import Budget
 from tooldeck.run.cancel import CancelSignal
+from tooldeck.run.journal import JournalWriter
 from tooldeck.run.session import CallRecords, Session
 
 DepsT = TypeVar("DepsT")
@@ -75,6 +76,9 @@ class RunOptions:
     records: CallRecords | None = None
     """Where the run records its ``side_effects`` calls: its session, when it can (set by
     the agent as it takes the session out of the options)."""
+    journal: JournalWriter | None = None
+    """Where the run's journal is written ahead: its session, when it keeps one (set as the
+    run is opened in the session)."""
 
     @classmethod
     def of(cls, args: RunArgs[Any], *, resuming: bool = False) -> RunOptions:

@@ -31,6 +31,27 @@ class History:
     """The checkpoint of a paused run waiting for decisions, if the head is one."""
     summary: HistorySummary | None = None
     """The latest summary of the earlier exchanges (``Summarize``), if a run stored one."""
+    stored_runs: tuple[tuple[str, int], ...] = ()
+    """(run id, message count) of each finished run in ``messages``, oldest first: a run
+    submitted again with the id of one of them is recognised, not stored twice."""
+    unfinished: UnfinishedRun | None = None
+    """The run the session's journal holds that never finished, if the head is one
+    (``RunJournal``; ``tooldeck.run.journal`` reads it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnfinishedRun:
+    """The latest run opened in the session's journal, as the store holds it (it may have
+    committed since, or still run somewhere: ``tooldeck.run.journal`` reads the bodies and
+    tells)."""
+
+    run_id: str
+    opened: str
+    """The body of its opening."""
+    steps: tuple[str, ...] = ()
+    """The bodies of its steps, in order."""
+    where: str = ""
+    """Which database and session (for the errors that name a broken body)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,9 +149,49 @@ class CallRecords(Protocol):
         ...
 
 
+@runtime_checkable
+class RunJournal(Protocol):
+    """A session that keeps a journal of its runs, written ahead (``tooldeck.run.journal``:
+    ``SQLiteSession`` and ``PostgresSession`` do), so a run met again goes on from it. Each
+    verb is one transaction. Appending a stored run drops the session's journal with it."""
+
+    async def open_run(
+        self, run_id: str, opening: str, *, closing: StoredRun | None = None, after: int = 0
+    ) -> None:
+        """Keep the opening of run ``run_id``; with ``closing`` (an unfinished run closed as
+        it stood), first append it as entry ``after + 1`` and drop the session's journal.
+
+        Raises:
+            SessionConflict: ``closing`` was given and ``after`` is no longer the head.
+        """
+        ...
+
+    async def claim_run(self, run_id: str, opening: str, *, after: int) -> int:
+        """``Session.consume``, and the resumed run's opening kept with the claim."""
+        ...
+
+    async def write_step(self, run_id: str, step: int, body: str) -> None:
+        """Keep step ``step`` of run ``run_id`` (step 0 rewrites its opening; the runs inside
+        an agent tool's calls write steps under ids derived from the outer run's)."""
+        ...
+
+    async def read_steps(self, run_id: str) -> tuple[str, ...]:
+        """The bodies of run ``run_id``'s steps from 1 on, in order."""
+        ...
+
+    async def drop_run(self, run_id: str) -> None:
+        """Forget run ``run_id``'s journal (a run cancelled with ``commit=False``)."""
+        ...
+
+
 def records_of(session: Session) -> CallRecords | None:
     """The session, when it can record ``side_effects`` calls (``CallRecords``)."""
     return session if isinstance(session, CallRecords) else None
+
+
+def journal_of(session: Session) -> RunJournal | None:
+    """The session, when it keeps a journal of its runs (``RunJournal``)."""
+    return session if isinstance(session, RunJournal) else None
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,7 @@ from tooldeck.run.events import Event
 from tooldeck.run.handle import cancellable
 from tooldeck.run.handoff import Handoff, HandoffAgent
 from tooldeck.run.handover import handing_over
-from tooldeck.run.loop import RunSetup, RunStart, drive, run_info
+from tooldeck.run.loop import RunSetup, RunStart, driven, run_info
 from tooldeck.run.observer import (
     Instrumenter,
     StreamObserver,
@@ -62,7 +62,7 @@ def run_events(
     if first.handoffs:
         events = handing_over(first, agent, start, observer)
     else:
-        events = drive(first._setup(), start, observer)
+        events = driven(first._setup(), start, observer)
     if opts.cancel is not None:
         events = cancellable(events, state, opts.cancel)
     if observer is not None:

@@ -24,6 +24,11 @@ from tooldeck.safety import GuardrailDecision, UntrustedSource
 from tooldeck.tools.outputs import OutputStore
 
 
+def new_run_id() -> str:
+    """A new run's id: 128 random bits, in hex."""
+    return f"{random.getrandbits(128):032x}"
+
+
 @dataclass(slots=True)
 class OpenTurn:
     """A model turn whose calls are not all answered yet."""
@@ -53,7 +58,7 @@ class RunState:
     trace: list[ToolTrace] = field(default_factory=list)
     turn: OpenTurn | None = None
     """The latest model turn, while some of its calls are unanswered."""
-    run_id: str = field(default_factory=lambda: f"{random.getrandbits(128):032x}")
+    run_id: str = field(default_factory=lambda: new_run_id())
     """Unique per run (random reseeds itself in a forked child, so workers differ)."""
     input_tokens: int = 0
     output_tokens: int = 0

@@ -218,15 +218,19 @@ def read_history(
     rows = [checked_row(row, place) for row in rows]
     _check_versions(rows, where)
     with cache.lock:
-        messages = _messages(rows, place, cache)
+        messages, stored = _messages(rows, place, cache)
     if not rows:
         return History((), 0)
     head = rows[-1]
-    return History(messages, head[0], _pending(head, place), _summary(summary, where))
+    pending = _pending(head, place)
+    return History(messages, head[0], pending, _summary(summary, where), stored)
 
 
-def _messages(rows: Sequence[Row], place: Place, cache: TurnCache) -> tuple[Message, ...]:
-    """Every turn's messages: decoded from the rows that have a body, the rest from the cache."""
+def _messages(
+    rows: Sequence[Row], place: Place, cache: TurnCache
+) -> tuple[tuple[Message, ...], tuple[tuple[str, int], ...]]:
+    """Every turn's messages: decoded from the rows that have a body, the rest from the
+    cache; and each turn's run id and message count."""
     turns = cache.turns
     fresh = [row for row in rows if row[2] == TURN and row[0] > cache.seen]
     if fresh:
@@ -244,7 +248,8 @@ def _messages(rows: Sequence[Row], place: Place, cache: TurnCache) -> tuple[Mess
     if rows:
         cache.seen = rows[-1][0]
     cache.size = len(messages)
-    return messages
+    stored = tuple((run, len(turn)) for (_, run), turn in zip(keys, found, strict=True))
+    return messages, stored
 
 
 def _summary(row: SummaryRow | None, where: str) -> HistorySummary | None:

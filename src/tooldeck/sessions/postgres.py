@@ -25,7 +25,7 @@ from tooldeck.errors import SessionError
 from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, RecordedCall, StoredRun
-from tooldeck.sessions import _calls, _log
+from tooldeck.sessions import _calls, _journal, _log
 from tooldeck.sessions._cache import turn_cache
 
 if TYPE_CHECKING:
@@ -51,6 +51,9 @@ _LOAD, _HEAD, _APPEND, _CLAIM = map(_pg, (_log.LOAD, _log.HEAD, _log.APPEND, _lo
 _MAX_SEQ, _INSERT, _DELETE = map(_pg, (_log.MAX_SEQ, _log.INSERT, _log.DELETE))
 _SAVE_SUMMARY, _READ_SUMMARY, _DELETE_SUMMARY = map(
     _pg, (_log.SAVE_SUMMARY, _log.READ_SUMMARY, _log.DELETE_SUMMARY)
+)
+_LATEST, _READ_STEPS, _WRITE_JOURNAL, _DROP_JOURNAL, _DROP_RUN = map(
+    _pg, (_journal.LATEST, _journal.READ_STEPS, _journal.WRITE, _journal.DROP, _journal.DROP_RUN)
 )
 
 
@@ -92,6 +95,7 @@ class PostgresSession:
             self._dsn, self._pool, self._owns_pool = None, dsn, False
             self._where = f"PostgreSQL pool {dsn.name!r}"
         self._max_connections = max_connections
+        self._place = f"session {session_id!r} in {self._where}"
         database = dsn if isinstance(dsn, str) else getattr(dsn, "conninfo", id(dsn))
         self._cache_key = ("postgres", database, session_id)
         self._turns = turn_cache.get(self._cache_key)
@@ -111,31 +115,74 @@ class PostgresSession:
             return await self._read()
 
     async def _read(self) -> History:
+        session_id = self._session_id
         async with self._connection() as db:
-            cursor = await db.execute(_LOAD, self._turns.load_parameters(self._session_id))
+            cursor = await db.execute(_LOAD, self._turns.load_parameters(session_id))
             rows = await cursor.fetchall()
-            cursor = await db.execute(_READ_SUMMARY, (self._session_id,))
+            cursor = await db.execute(_READ_SUMMARY, (session_id,))
             summary = await cursor.fetchone()
+            journal = await (await db.execute(_LATEST, (session_id, session_id))).fetchall()
         try:
-            return _log.read_history(
-                rows, self._where, self._turns, summary, session_id=self._session_id
+            history = _log.read_history(
+                rows, self._where, self._turns, summary, session_id=session_id
             )
         finally:
             turn_cache.used(self._cache_key, self._turns)
+        return _journal.with_unfinished(history, journal, self._place)
 
     async def append(self, turn: StoredRun, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
         parameters = _log.append_parameters(self._session_id, turn, after)
         summary = _log.summary_parameters(self._session_id, turn)
-        if summary is None:
-            written = await self._write(_insert_if_head, (_APPEND, parameters), one_statement=True)
-        else:
-            written = await self._write(_insert_with_summary, (parameters, summary))
+        written = await self._write(_insert_with_summary, (parameters, summary, None))
         if not written:
             raise _log.conflict(self._session_id, after)
         self._turns.wrote(after + 1, turn)
         turn_cache.used(self._cache_key, self._turns)
         return after + 1
+
+    async def open_run(
+        self, run_id: str, opening: str, *, closing: StoredRun | None = None, after: int = 0
+    ) -> None:
+        """Keep run ``run_id``'s opening, first closing an unfinished run (see ``RunJournal``)."""
+        session_id = self._session_id
+        opened = _journal.write_parameters(session_id, run_id, 0, opening)
+        if closing is None:
+            async with self._connection() as db:
+                await db.execute(_WRITE_JOURNAL, opened)
+            return
+        parameters = _log.append_parameters(session_id, closing, after)
+        if not await self._write(_insert_with_summary, (parameters, None, opened)):
+            raise _log.conflict(session_id, after)
+        self._turns.wrote(after + 1, closing)
+        turn_cache.used(self._cache_key, self._turns)
+
+    async def claim_run(self, run_id: str, opening: str, *, after: int) -> int:
+        """``consume``, with the resumed run's opening kept (see ``RunJournal``)."""
+        parameters = _log.claim_parameters(self._session_id, run_id, after)
+        opened = _journal.write_parameters(self._session_id, run_id, 0, opening)
+        if not await self._write(_claim_and_open, (parameters, opened)):
+            raise _log.already_claimed(self._session_id, run_id)
+        self._turns.wrote(after + 1, None)
+        return after + 1
+
+    async def write_step(self, run_id: str, step: int, body: str) -> None:
+        """Keep step ``step`` of run ``run_id`` (see ``RunJournal``)."""
+        parameters = _journal.write_parameters(self._session_id, run_id, step, body)
+        async with self._connection() as db:
+            await db.execute(_WRITE_JOURNAL, parameters)
+
+    async def read_steps(self, run_id: str) -> tuple[str, ...]:
+        """The bodies of run ``run_id``'s steps, in order."""
+        async with self._connection() as db:
+            cursor = await db.execute(_READ_STEPS, (self._session_id, run_id))
+            rows = await cursor.fetchall()
+        return _journal.step_bodies(rows, self._place)
+
+    async def drop_run(self, run_id: str) -> None:
+        """Forget run ``run_id``'s journal."""
+        async with self._connection() as db:
+            await db.execute(_DROP_RUN, (self._session_id, run_id))
 
     async def pending(self) -> Checkpoint | None:
         """The checkpoint of the paused run that waits for decisions, if any."""
@@ -317,13 +364,27 @@ async def _insert_if_head(db: Connection, statement: tuple[str, tuple[Any, ...]]
 
 
 async def _insert_with_summary(
-    db: Connection, entry: tuple[tuple[Any, ...], tuple[Any, ...]]
+    db: Connection,
+    entry: tuple[tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...] | None],
 ) -> bool:
-    """APPEND, and the turn's summary with it (in the caller's transaction)."""
-    parameters, summary = entry
+    """APPEND, the session's journal dropped, the turn's summary kept and (for a run closed
+    as the next one opens) the next run's opening written, in the caller's transaction."""
+    parameters, summary, opened = entry
     if not await _insert_if_head(db, (_APPEND, parameters)):
         return False
-    await db.execute(_SAVE_SUMMARY, summary)
+    await db.execute(_DROP_JOURNAL, (parameters[0],))
+    if summary is not None:
+        await db.execute(_SAVE_SUMMARY, summary)
+    if opened is not None:
+        await db.execute(_WRITE_JOURNAL, opened)
+    return True
+
+
+async def _claim_and_open(db: Connection, entry: tuple[tuple[Any, ...], tuple[Any, ...]]) -> bool:
+    parameters, opened = entry
+    if not await _insert_if_head(db, (_CLAIM, parameters)):
+        return False
+    await db.execute(_WRITE_JOURNAL, opened)
     return True
 
 
@@ -331,6 +392,7 @@ async def _clear(db: Connection, session_id: str) -> bool:
     cursor = await db.execute(_MAX_SEQ, (session_id,))
     row = await cursor.fetchone()
     head = row[0] if row is not None else 0
+    await db.execute(_DROP_JOURNAL, (session_id,))
     if head:
         await db.execute(_DELETE, (session_id,))
         await db.execute(_DELETE_SUMMARY, (session_id,))
@@ -344,6 +406,7 @@ async def _prepare_schema(db: Connection, where: str) -> None:
         await db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
         version = await _schema_version(db)
         _log.check_schema(where, version)
+        await db.execute(_journal.CREATE)  # a database of an older tooldeck has none yet
         if version == _log.SCHEMA_VERSION:
             return
         for statement in _log.CREATE:

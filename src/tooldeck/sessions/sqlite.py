@@ -27,7 +27,7 @@ from tooldeck.errors import SessionError
 from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, RecordedCall, StoredRun
-from tooldeck.sessions import _calls, _log
+from tooldeck.sessions import _calls, _journal, _log
 from tooldeck.sessions._cache import turn_cache
 from tooldeck.sessions._thread import ConnectionThread
 
@@ -72,6 +72,7 @@ class SQLiteSession:
         self.path = Path(path)
         self._session_id = session_id
         self._where = f"SQLite database {str(self.path)!r}"
+        self._place = f"session {session_id!r} in {self._where}"
         self._busy_timeout_s = busy_timeout_s
         self._key = (os.path.abspath(self.path), synchronous, busy_timeout_s)
         self._cache_key = ("sqlite", *self._key, session_id)
@@ -98,15 +99,19 @@ class SQLiteSession:
             return await self._run(self._read)
 
     def _read(self, db: sqlite3.Connection) -> History:
-        """LOAD, read and decoded in the database's thread."""
-        rows = db.execute(_log.LOAD, self._turns.load_parameters(self._session_id)).fetchall()
-        summary = db.execute(_log.READ_SUMMARY, (self._session_id,)).fetchone()
+        """LOAD, read and decoded in the database's thread, with the latest run opened in
+        the journal."""
+        session_id = self._session_id
+        rows = db.execute(_log.LOAD, self._turns.load_parameters(session_id)).fetchall()
+        summary = db.execute(_log.READ_SUMMARY, (session_id,)).fetchone()
+        journal = db.execute(_journal.LATEST, (session_id, session_id)).fetchall()
         try:
-            return _log.read_history(
-                rows, self._where, self._turns, summary, session_id=self._session_id
+            history = _log.read_history(
+                rows, self._where, self._turns, summary, session_id=session_id
             )
         finally:
             turn_cache.used(self._cache_key, self._turns)
+        return _journal.with_unfinished(history, journal, self._place)
 
     async def append(self, turn: StoredRun, *, after: int) -> int:
         """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
@@ -117,6 +122,57 @@ class SQLiteSession:
         if not await self._run(lambda db: self._commit(db, _append, parameters, turn)):
             raise _log.conflict(self._session_id, after)
         return after + 1
+
+    async def open_run(
+        self, run_id: str, opening: str, *, closing: StoredRun | None = None, after: int = 0
+    ) -> None:
+        """Keep run ``run_id``'s opening, first closing an unfinished run (see ``RunJournal``)."""
+        session_id = self._session_id
+        opened = _journal.write_parameters(session_id, run_id, 0, opening)
+        if closing is None:
+            await self._run(lambda db: _write(db, _write_journal, opened))
+            return
+        parameters = (_log.append_parameters(session_id, closing, after), None)
+
+        def close_then_open(db: sqlite3.Connection, entry: _Entry) -> bool:
+            if not _append(db, entry):
+                return False
+            db.execute(_journal.WRITE, opened)
+            return True
+
+        if not await self._run(lambda db: self._commit(db, close_then_open, parameters, closing)):
+            raise _log.conflict(self._session_id, after)
+
+    async def claim_run(self, run_id: str, opening: str, *, after: int) -> int:
+        """``consume``, with the resumed run's opening kept (see ``RunJournal``)."""
+        parameters = (_log.claim_parameters(self._session_id, run_id, after), None)
+        opened = _journal.write_parameters(self._session_id, run_id, 0, opening)
+
+        def claim_and_open(db: sqlite3.Connection, entry: _Entry) -> bool:
+            if not _claim(db, entry):
+                return False
+            db.execute(_journal.WRITE, opened)
+            return True
+
+        if not await self._run(lambda db: self._commit(db, claim_and_open, parameters, None)):
+            raise _log.already_claimed(self._session_id, run_id)
+        return after + 1
+
+    async def write_step(self, run_id: str, step: int, body: str) -> None:
+        """Keep step ``step`` of run ``run_id`` (see ``RunJournal``)."""
+        parameters = _journal.write_parameters(self._session_id, run_id, step, body)
+        await self._run(lambda db: _write(db, _write_journal, parameters))
+
+    async def read_steps(self, run_id: str) -> tuple[str, ...]:
+        """The bodies of run ``run_id``'s steps, in order."""
+        parameters = (self._session_id, run_id)
+        rows = await self._run(lambda db: db.execute(_journal.READ_STEPS, parameters).fetchall())
+        return _journal.step_bodies(rows, self._place)
+
+    async def drop_run(self, run_id: str) -> None:
+        """Forget run ``run_id``'s journal."""
+        parameters = (self._session_id, run_id)
+        await self._run(lambda db: _write(db, _drop_run, parameters))
 
     async def pending(self) -> Checkpoint | None:
         """The checkpoint of the paused run that waits for decisions, if any."""
@@ -216,13 +272,23 @@ _Entry = tuple[tuple[Any, ...], tuple[Any, ...] | None]
 
 
 def _append(db: sqlite3.Connection, entry: _Entry) -> bool:
-    """Insert the entry if its ``after`` is still the head (and keep its summary); False
-    when another came first."""
+    """Insert the entry if its ``after`` is still the head (keep its summary, drop the
+    session's journal); False when another came first."""
     parameters, summary = entry
     written = _insert_if_head(db, _log.APPEND, parameters)
-    if written and summary is not None:
-        db.execute(_log.SAVE_SUMMARY, summary)
+    if written:
+        db.execute(_journal.DROP, (parameters[0],))
+        if summary is not None:
+            db.execute(_log.SAVE_SUMMARY, summary)
     return written
+
+
+def _write_journal(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> None:
+    db.execute(_journal.WRITE, parameters)
+
+
+def _drop_run(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> None:
+    db.execute(_journal.DROP_RUN, parameters)
 
 
 def _claim(db: sqlite3.Connection, entry: _Entry) -> bool:
@@ -255,6 +321,7 @@ def _finish_call(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> None:
 
 def _clear(db: sqlite3.Connection, session_id: str) -> None:
     (head,) = db.execute(_log.MAX_SEQ, (session_id,)).fetchone()
+    db.execute(_journal.DROP, (session_id,))
     if head:
         db.execute(_log.DELETE, (session_id,))
         db.execute(_log.DELETE_SUMMARY, (session_id,))
@@ -334,6 +401,7 @@ def _use_wal(db: sqlite3.Connection, busy_timeout_s: float) -> None:
 def _prepare_schema(db: sqlite3.Connection, where: str) -> None:
     version = _schema_version(db)
     _log.check_schema(where, version)
+    db.execute(_journal.CREATE)  # a database of an older tooldeck has none yet
     if version == _log.SCHEMA_VERSION:
         return
     for statement in _log.CREATE:

@@ -95,11 +95,23 @@ class RunContext(Generic[DepsT]):
 
     @property
     def idempotency_key(self) -> str:
-        """One stable key for this call, ``<run id>:<round>:<call id>``: the same when the
-        call is retried, resumed after a pause, continued, or replayed by a durable run, and
-        different for every other call. Give it to an API that accepts one (payments, email,
-        tickets), so the outside world also does the call at most once."""
-        return f"{self.run_id}:{self.round}:{self.call_id}"
+        """One stable key for this call, ``<run id>:<round>:<place>`` (its place among the
+        calls of its model turn, from 0): the same when the call is retried, resumed after a
+        pause, continued from the run's journal, or replayed by a durable run, and different
+        for every other call. It never holds the provider's call id, which a provider
+        draws afresh each time it is asked. Give it to an API that accepts one (payments,
+        email, tickets), so the outside world also does the call at most once."""
+        return f"{self.run_id}:{self.round}:{self.place}"
+
+    @property
+    def place(self) -> int | str:
+        """The call's place among the calls of the model turn that made it, from 0 (the
+        call id when this context was not made by a run, which knows the turn)."""
+        if self.messages:
+            for index, call in enumerate(self.messages[-1].tool_calls):
+                if call.id == self.call_id:
+                    return index
+        return self.call_id
 
     @property
     def tools(self) -> ToolChanges:

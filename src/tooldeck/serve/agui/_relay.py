@@ -37,11 +37,29 @@ from tooldeck.run.events import (
     HandedOff,
     ModelRequest,
     ModelResponse,
+    RunRecovered,
     TextDelta,
     ToolCallDelta,
     ToolCallFinished,
 )
 from tooldeck.serve.agui._messages import message_id
+
+
+def recovered_value(event: RunRecovered) -> dict[str, Any]:
+    """The ``tooldeck.recovered`` custom event's value: a run the session held unfinished
+    (or finished already) met again, and its calls that had not reported, as the model now
+    reads them."""
+    settled = [
+        {
+            "toolCallId": trace.call.id,
+            "name": trace.call.name,
+            "arguments": trace.call.arguments,
+            "content": trace.result.output,
+            "ok": trace.result.ok,
+        }
+        for trace in event.settled
+    ]
+    return {"runId": event.run_id, "how": event.how, "rounds": event.rounds, "settled": settled}
 
 
 @dataclass
@@ -85,6 +103,8 @@ class Relay:
         elif isinstance(event, HandedOff):
             handed = {"source": event.source, "target": event.target, "toolCallId": event.call.id}
             yield CustomEvent(name="tooldeck.handoff", value=handed)
+        elif isinstance(event, RunRecovered):
+            yield CustomEvent(name="tooldeck.recovered", value=recovered_value(event))
 
     def results_from(self, messages: Sequence[Message]) -> Iterator[BaseEvent]:
         """Results the conversation holds for calls the stream started but did not answer."""
