@@ -1,13 +1,14 @@
 """Fixtures shared by the tests: the OpenAI loopback server (JSON or SSE replies), the
-session stores, a TOOLDECK_HOME of their own, and DBOS launched in the test process for the
+provider simulator (``provider``), the session stores, a TOOLDECK_HOME of their own, and DBOS launched in the test process for the
 durable-run tests."""
 
 from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -17,6 +18,9 @@ from _durable_harness import launched_dbos
 from _openai_server import FakeOpenAI, running
 from _postgres import postgres_dsn, postgres_server
 from _stores import Store
+
+if TYPE_CHECKING:
+    from tooldeck.testing import ProviderSimulator
 
 # A suite started in the background by a shell without job control (`cmd &` in a script,
 # some CI runners) inherits SIGINT ignored, and so would every command a test starts: Python
@@ -32,6 +36,29 @@ __all__ = ["launched_dbos", "postgres_dsn", "postgres_server"]  # fixtures defin
 def server() -> Iterator[FakeOpenAI]:
     with running() as fake:
         yield fake
+
+
+@pytest.fixture
+def provider() -> Iterator[Callable[..., ProviderSimulator]]:
+    """Start provider simulators: ``sim = provider([call(...), reply(...)], rules=...)``
+    (ProviderSimulator's arguments). Each stops when the test ends, and a request that found
+    no step left fails the test there (pass ``strict=False`` to allow it)."""
+    from tooldeck.testing import ProviderSimulator
+
+    started: list[ProviderSimulator] = []
+
+    def start(*args: Any, **options: Any) -> ProviderSimulator:
+        simulator = ProviderSimulator(*args, **options)
+        simulator.start()
+        started.append(simulator)
+        return simulator
+
+    yield start
+    for simulator in started:
+        simulator.stop()
+    for simulator in started:
+        if simulator.strict:
+            simulator.check()
 
 
 @pytest.fixture(autouse=True)

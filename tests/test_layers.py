@@ -23,13 +23,16 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (2, ("tooldeck.tools", "tooldeck.models")),
     (3, ("tooldeck.run",)),
     (4, ("tooldeck.sessions", "tooldeck.runlog", "tooldeck.observe", "tooldeck.durable")),
-    (4, ("tooldeck.serve", "tooldeck.eval")),
+    (4, ("tooldeck.serve", "tooldeck.eval", "tooldeck.testing")),
     (5, ("tooldeck.cli", "tooldeck.web")),
 )
 FRONT_DOOR = ("tooldeck", "tooldeck._compat")
 """Above every layer: the package root re-exports the public names (lazily), and the
 compatibility finder imports old module paths by name when asked."""
 PROVIDER_SDKS = ("openai", "anthropic", "google.genai", "llama_cpp")
+WIRE_TYPES = {"tooldeck.testing": "openai.types"}
+"""Where a provider's wire types may be imported outside the models: the provider simulator
+serves the shapes the SDK reads (its types only, never its client)."""
 
 
 def module_name(path: Path) -> str:
@@ -116,8 +119,30 @@ def test_only_the_models_import_a_provider_sdk() -> None:
         if not module.startswith("tooldeck.models.")
         for name, _ in imported(module, path)
         if any(name == sdk or name.startswith(sdk + ".") for sdk in PROVIDER_SDKS)
+        and not _wire_types_allowed(module, name)
     ]
     assert found == []
+
+
+def _wire_types_allowed(module: str, name: str) -> bool:
+    return any(
+        (module == room or module.startswith(room + "."))
+        and (name == types or name.startswith(types + "."))
+        for room, types in WIRE_TYPES.items()
+    )
+
+
+def test_the_simulator_imports_only_the_sdks_wire_types() -> None:
+    """The exception above is narrow: the simulator never imports the openai client."""
+    found = [
+        (module, name)
+        for module, path in MODULES.items()
+        if module.startswith("tooldeck.testing")
+        for name, _ in imported(module, path)
+        if name.split(".")[0] in ("openai", "anthropic", "google", "llama_cpp")
+    ]
+    assert found  # it serves the SDK's own types
+    assert all(name.startswith("openai.types") for _, name in found), found
 
 
 def test_there_is_no_import_cycle() -> None:

@@ -79,3 +79,13 @@ def unreachable(context: Endpoint, error: BaseException, timed_out: bool) -> Mod
         f"{context.model}: could not connect to {context.endpoint} "
         f"(after {context.retries}): {type(cause).__name__}: {cause}"
     )
+
+
+def cut_short(context: Endpoint, error: BaseException) -> ModelUnavailable:
+    """The error for a response whose connection closed before its end (a stream cut
+    mid-way, a body shorter than announced)."""
+    cause = error.__cause__ or error
+    return ModelUnavailable(
+        f"{context.model}: {context.endpoint} closed the connection before the response was "
+        f"complete (after {context.retries}): {type(cause).__name__}: {cause}"
+    )

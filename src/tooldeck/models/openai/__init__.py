@@ -113,12 +113,13 @@ class _SDKModel(ProviderModel):
         return self._connection.client
 
     @contextmanager
-    def _sdk_errors(self) -> Iterator[None]:
+    def _sdk_errors(self, reading: bool = False) -> Iterator[None]:
+        """The SDK's errors as tooldeck's; ``reading``: inside a stream that has started."""
         client = self._connection.client
         context = Endpoint(
             self.name, str(client.base_url), self._connection.key_hint, client.max_retries
         )
-        with sdk_errors(context):
+        with sdk_errors(context, reading):
             yield
 
     async def aclose(self) -> None:
@@ -209,10 +210,11 @@ class OpenAIResponsesModel(_SDKModel):
         collector = responses.StreamCollector(self.name)
         with self._sdk_errors():
             async with await self.client.responses.create(**request, stream=True) as events:
-                async for event in events:
-                    chunk = collector.add(event)
-                    if chunk is not None:
-                        yield chunk
+                with self._sdk_errors(reading=True):
+                    async for event in events:
+                        chunk = collector.add(event)
+                        if chunk is not None:
+                            yield chunk
         response, items = collector.result()
         output = responses.parse_response(self.name, response, items)
         if self._chain is not None:
@@ -356,9 +358,10 @@ class OpenAIChatModel(_SDKModel):
         with self._sdk_errors():
             async with await self.client.chat.completions.create(**request, stream=True) as chunks:
                 await refuse_whole_body(self.name, chunks.response)
-                async for chunk in chunks:
-                    for piece in assembler.add(chunk):
-                        yield piece
+                with self._sdk_errors(reading=True):
+                    async for chunk in chunks:
+                        for piece in assembler.add(chunk):
+                            yield piece
         if not assembler.chunks:
             raise empty_stream(self.name)
         yield chat.to_output(self.name, assembler.turn())

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from tooldeck.errors import ModelStreamMissing, ProviderError
-from tooldeck.models._http import Endpoint, status_error, unreachable
+from tooldeck.models._http import Endpoint, cut_short, status_error, unreachable
 
 if TYPE_CHECKING:
     import httpx
@@ -23,8 +23,12 @@ _INSTEAD = "read no deltas, or create the model with stream=False"
 
 
 @contextmanager
-def sdk_errors(context: Endpoint) -> Iterator[None]:
-    """Re-raise the SDK's API errors inside the block as tooldeck ProviderError errors."""
+def sdk_errors(context: Endpoint, reading: bool = False) -> Iterator[None]:
+    """Re-raise the SDK's API errors inside the block as tooldeck ProviderError errors.
+
+    ``reading``: the block reads a response that has started (a stream's events), so a
+    connection error there is the response cut short, not a server out of reach.
+    """
     import openai
 
     try:
@@ -36,6 +40,8 @@ def sdk_errors(context: Endpoint) -> Iterator[None]:
     except openai.APITimeoutError as error:
         raise unreachable(context, error, timed_out=True) from error
     except openai.APIConnectionError as error:
+        if reading:
+            raise cut_short(context, error) from error
         raise unreachable(context, error, timed_out=False) from error
     except openai.APIError as error:
         detail = _detail(error.body, error.message)
