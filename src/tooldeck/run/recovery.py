@@ -149,10 +149,10 @@ def _context(call: ToolCall, state: RunState, round_: int) -> RunContext[Any]:
 
 def stored_result(
     history: Sequence[Message], stored_runs: Sequence[tuple[str, int]], run_id: str
-) -> tuple[RunResult[Any], int] | None:
+) -> tuple[RunResult[Any], int, str] | None:
     """The result of run ``run_id`` as the session stored it, if it finished there (the
-    conversation up to its end, its answer: the last assistant message's text), and its
-    model rounds. Usage and trace are this call's: nothing was asked or run."""
+    conversation up to its end, its answer: the last assistant message's text), its model
+    rounds and its prompt. Usage and trace are this call's: nothing was asked or run."""
     end = 0
     for stored_id, count in stored_runs:
         end += count
@@ -170,5 +170,6 @@ def stored_result(
             stop_reason=StopReason.ANSWER,
             run_id=run_id,
         )
-        return result, sum(1 for message in own if message.role == "assistant")
+        prompt = own[0].content if own and own[0].role == "user" else ""
+        return result, sum(1 for message in own if message.role == "assistant"), prompt or ""
     return None

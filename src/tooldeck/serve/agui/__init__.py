@@ -12,7 +12,10 @@ put it behind the application's.
   conversation: a new run reads only the input's last message (a user message, the
   prompt); of the earlier messages a client sends back only the user messages' ids are
   read (to name the prompts in the snapshot as the client does); its ``tools``, ``context``
-  and ``state`` are not read.
+  and ``state`` are not read. The input's ``runId`` is the tooldeck run's id, so a run the
+  client sends again (a retry after a lost response) is known: its stored answer comes
+  back (``tooldeck.recovered``, ``how: "stored"``) and nothing is asked or run again; the
+  same ``runId`` with another prompt is a ``session_conflict``.
 - **Streaming.** Text and tool arguments stream as the model writes them
   (``TEXT_MESSAGE_*``, ``TOOL_CALL_START`` / ``ARGS`` / ``END``); each call's result is a
   ``TOOL_CALL_RESULT`` whose ``metadata.tooldeck`` says ``ok``, ``errorCode`` and

@@ -168,7 +168,10 @@ class AguiEndpoint:
     ) -> AsyncIterator[BaseEvent]:
         relay = Relay(self.show_exceptions, self.hold_answer)
         if isinstance(planned, NewRun):
-            stream = self.agent.stream(planned.prompt, session=session, deltas=True, deps=self.deps)
+            prompt, run_id = planned.prompt, run_input.run_id  # a run sent again is known
+            stream = self.agent.stream(
+                prompt, session=session, deltas=True, deps=self.deps, run_id=run_id
+            )
         else:
             turn = planned.checkpoint.messages[-1]
             relay.turn_at, relay.turn_calls = len(planned.checkpoint.messages) - 1, turn.tool_calls

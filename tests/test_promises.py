@@ -1,0 +1,397 @@
+"""The promise matrix: each promise tooldeck documents, at each front door, under each fault.
+
+Read a cell as a sentence — "*at most once* holds at *the CLI* after *a SIGKILL in a
+side-effect call*" — and its test as the proof: a shop-support agent on the provider
+simulator (a fresh call id in every response, as hosted providers give; tests/_promise_doors.py),
+driven as a person drives it, in real processes, killed where the fault says. Each test
+asserts what happened in the world (the refunds made), what the model read (the simulator's
+last request) and what the person read (the answer, the recovered-run line, the page).
+
+A cell is one of:
+
+- ``Here(test)``: proven by a test of this file;
+- ``Elsewhere("tests/file.py::test_name")``: proven by that test (this file checks it exists);
+- ``Why("...")``: the promise cannot apply there, and why.
+
+``test_every_cell_is_proven_or_says_why`` holds the matrix whole: a new promise, door or
+fault without its cells fails it.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _promise_doors import (
+    LATER,
+    PROMPT,
+    CliDoor,
+    LibraryDoor,
+    Shop,
+    WebDoor,
+    interrupted,
+    shop_rules,
+)
+from tooldeck import Agent
+from tooldeck.errors import SessionConflict
+from tooldeck.sessions import SQLiteSession
+from tooldeck.testing import ProviderSimulator
+
+PROMISES = (
+    "at most once",  # docs/run-control.md: a side-effect call runs at most once per place
+    "nothing lost",  # docs/sessions.md: the run journal
+    "an approval binds its call",  # docs/approvals.md: the decision runs the call approved
+    "guardrails",  # docs/guardrails.md: run-level guardrails whoever holds the run
+    "the untrusted policy",  # docs/untrusted.md: after_untrusted, taint carried along
+    "budgets",  # docs/budgets.md: a spent budget lets no request out
+    "cancellation",  # docs/run-control.md: cancel reaches every tool in flight
+)
+DOORS = ("library", "CLI", "web/AG-UI", "MCP serve", "durable")
+FAULTS = (
+    "SIGKILL in a side-effect call",
+    "SIGKILL after the model's turn",
+    "the same run after its commit",
+    "a handoff",
+    "an agent tool",
+    "a resume in another process",
+    "another thread",
+)
+Door = LibraryDoor | CliDoor | WebDoor
+DOOR_MAKERS: dict[str, Callable[[Shop], Door]] = {
+    "library": LibraryDoor,
+    "CLI": CliDoor,
+    "web/AG-UI": WebDoor,
+}
+
+
+@dataclass(frozen=True)
+class Here:
+    test: Callable[[Shop, Door], None]
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    test: str
+
+
+@dataclass(frozen=True)
+class Why:
+    reason: str
+
+
+Cell = Here | Elsewhere | Why
+CELLS: dict[tuple[str, str, str], Cell] = {}
+
+
+def cell(promise: str, fault: str, *doors: str) -> Callable[[Any], Any]:
+    """Register the decorated test as the cell (promise, door, fault) for each door."""
+
+    def register(test: Callable[[Shop, Door], None]) -> Callable[[Shop, Door], None]:
+        for door in doors:
+            CELLS[(promise, door, fault)] = Here(test)
+        return test
+
+    return register
+
+
+LIVE_DOORS = ("library", "CLI", "web/AG-UI")
+
+
+# --- at most once ----------------------------------------------------------------------
+
+
+@cell("at most once", "SIGKILL in a side-effect call", *LIVE_DOORS)
+def same_prompt_again_after_a_kill_in_the_refund(shop: Shop, door: Door) -> None:
+    door.killed(PROMPT, "refund")
+    assert len(shop.refunds()) == 1
+
+    told = door.ask(PROMPT)
+
+    assert len(shop.refunds()) == 1  # not refunded a second time
+    assert told.recovered == ["continued"]
+    assert told.answer == "Refunded."
+    assert interrupted(shop.model_read()[-1])
+    assert shop.times_asked(PROMPT) == 1  # its first round was not asked again
+
+
+@cell("at most once", "SIGKILL after the model's turn", *LIVE_DOORS)
+def same_prompt_again_after_a_kill_once_the_turn_came(shop: Shop, door: Door) -> None:
+    door.killed(PROMPT, "lookup")  # the model's turn (a lookup) came; its call was running
+
+    told = door.ask(PROMPT)
+
+    assert len(shop.refunds()) == 1  # the refund the model then asked for, once
+    assert told.recovered == ["continued"]
+    assert told.answer == "Refunded."
+    assert shop.times_asked(PROMPT) == 1
+    read = shop.model_read()
+    assert ("tool", "refunded A1") in read
+
+
+@cell("at most once", "the same run after its commit", "library", "web/AG-UI")
+@cell("nothing lost", "the same run after its commit", "library", "web/AG-UI")
+def the_same_run_id_after_its_commit(shop: Shop, door: Door) -> None:
+    first = door.ask(PROMPT)
+    asked = len(shop.sim.requests)
+
+    again = door.ask(PROMPT)  # the caller could not tell whether it had committed
+
+    assert (first.answer, again.answer) == ("Refunded.", "Refunded.")
+    assert again.recovered == ["stored"]
+    assert len(shop.sim.requests) == asked  # nothing asked, nothing run
+    assert len(shop.refunds()) == 1
+    door.ask(LATER)
+    assert [text for role, text in shop.model_read() if role == "user"] == [PROMPT, LATER]
+
+
+@cell("at most once", "a handoff", *LIVE_DOORS)
+def same_prompt_again_after_a_kill_in_the_refund_of_the_agent_handed_to(
+    shop: Shop, door: Door
+) -> None:
+    shop.handoff = True
+    door.killed(PROMPT, "refund")  # billing's refund, after the shop's agent handed over
+
+    told = door.ask(PROMPT)
+
+    assert len(shop.refunds()) == 1
+    assert told.recovered == ["continued"]
+    assert told.answer == "Refunded."
+    assert shop.sim.requests[-1]["tools"][0]["function"]["name"] == "refund_order"  # billing's
+    assert interrupted(shop.model_read()[-1])
+    assert shop.times_asked(PROMPT) == 1
+
+
+@cell("at most once", "another thread", "library")
+def the_same_run_from_two_threads_at_once_refunds_once(shop: Shop, door: Door) -> None:
+    outcomes: list[object] = []
+
+    def run(agent: Agent[None, str]) -> None:
+        session = SQLiteSession(shop.workdir / "home" / "sessions.db", "crash1")
+        try:
+            outcomes.append(agent.run_sync(PROMPT, session=session, run_id="run-7").answer)
+        except SessionConflict as conflict:
+            outcomes.append(conflict)
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in shop.env().items():
+            patch.setenv(name, value)
+        agent = shop.agent_here()
+        threads = [threading.Thread(target=run, args=(agent,)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+
+    assert len(shop.refunds()) == 1
+    assert len(outcomes) == 2
+    for outcome in outcomes:  # its own answer, the other's stored one, or told it runs elsewhere
+        assert outcome == "Refunded." or "run-7" in str(outcome), outcome
+
+
+@cell("at most once", "another thread", "web/AG-UI")
+@cell("nothing lost", "another thread", "web/AG-UI")
+def a_second_message_while_the_first_refunds(shop: Shop, door: Door) -> None:
+    assert isinstance(door, WebDoor)
+
+    first, second = door.two_at_once(PROMPT, LATER)  # two tabs, one conversation
+
+    assert first.answer == "Refunded."
+    assert len(shop.refunds()) == 1
+    assert '"code":"thread_busy"' in second  # the second is told, and changes nothing
+    assert "has a run going on: wait for its end" in second
+    assert PROMPT in first.shown
+    assert "Refunded." in first.shown
+    assert shop.times_asked(LATER) == 0
+
+
+# --- nothing lost --------------------------------------------------------------------
+
+
+@cell("nothing lost", "SIGKILL in a side-effect call", *LIVE_DOORS)
+def another_prompt_after_a_kill_in_the_refund(shop: Shop, door: Door) -> None:
+    door.killed(PROMPT, "refund")
+
+    told = door.ask(LATER)
+
+    assert told.answer == "It is on its way."
+    assert told.recovered == ["closed"]
+    read = shop.model_read()
+    assert read[0] == ("user", PROMPT)
+    assert read[2] == ("tool", "order A1: paid, not refunded")
+    assert interrupted(read[4])
+    assert read[5] == ("user", LATER)
+    assert len(shop.refunds()) == 1
+    assert PROMPT in told.shown or door.name != "web/AG-UI"  # the page shows the first prompt
+
+
+@cell("nothing lost", "SIGKILL after the model's turn", *LIVE_DOORS)
+def another_prompt_after_a_kill_once_the_turn_came(shop: Shop, door: Door) -> None:
+    door.killed(PROMPT, "lookup")
+
+    told = door.ask(LATER)
+
+    assert told.answer == "It is on its way."
+    assert told.recovered == ["closed"]
+    read = shop.model_read()
+    assert read[0] == ("user", PROMPT)
+    assert interrupted(read[2], side_effects=False)  # the lookup that never reported
+    assert read[-1] == ("user", LATER)
+    assert shop.refunds() == []
+
+
+@cell("nothing lost", "a handoff", *LIVE_DOORS)
+def another_prompt_after_a_kill_in_the_agent_handed_to(shop: Shop, door: Door) -> None:
+    shop.handoff = True
+    door.killed(PROMPT, "refund")
+
+    told = door.ask(LATER)
+
+    assert told.answer == "It is on its way."
+    assert told.recovered == ["closed"]
+    read = shop.model_read()
+    assert read[0] == ("user", PROMPT)
+    assert ("tool", "Transferred to 'billing'.") in read
+    assert interrupted(read[-2])
+    assert read[-1] == ("user", LATER)
+    assert len(shop.refunds()) == 1
+
+
+@cell("nothing lost", "a resume in another process", *LIVE_DOORS)
+@cell("at most once", "a resume in another process", "CLI", "web/AG-UI")
+@cell("an approval binds its call", "SIGKILL in a side-effect call", "CLI", "web/AG-UI")
+def a_kill_in_an_approved_refund_then_another_prompt(shop: Shop, door: Door) -> None:
+    shop.approval = True
+    paused = LibraryDoor(shop, run_id="-").ask(PROMPT)
+    assert paused.stop == "paused"
+    door.killed(LATER, "refund", approving=True)  # the approved refund, in another process
+    assert len(shop.refunds()) == 1
+
+    told = door.ask(LATER)
+
+    assert told.answer == "It is on its way."
+    assert told.recovered == ["closed"]
+    read = shop.model_read()
+    assert read[0] == ("user", PROMPT)
+    assert interrupted(read[4])
+    assert read[-1] == ("user", LATER)
+    assert len(shop.refunds()) == 1
+
+
+# --- an approval binds its call -----------------------------------------------------
+
+
+@cell("an approval binds its call", "a resume in another process", *LIVE_DOORS)
+def approved_in_another_process_runs_once(shop: Shop, door: Door) -> None:
+    shop.approval = True
+    paused = LibraryDoor(shop, run_id="-").ask(PROMPT)
+    assert paused.stop == "paused"
+    assert shop.refunds() == []
+
+    approved = door.approve()
+
+    assert approved.answer == "Refunded."
+    assert len(shop.refunds()) == 1
+    told_model = [r["messages"][-1] for r in shop.sim.requests]
+    assert {"role": "tool", "content": "refunded A1"} in [
+        {"role": m["role"], "content": m.get("content")} for m in told_model
+    ]
+
+
+@cell("an approval binds its call", "SIGKILL in a side-effect call", "library")
+@cell("at most once", "a resume in another process", "library")
+def the_same_approval_after_a_kill_in_its_call_runs_nothing_again(shop: Shop, door: Door) -> None:
+    shop.approval = True
+    LibraryDoor(shop, run_id="-").ask(PROMPT)
+    door.killed("", "refund", approving=True)
+
+    again = door.approve()
+
+    assert len(shop.refunds()) == 1
+    assert again.recovered == ["continued"]
+    assert again.answer == "Refunded."
+    assert interrupted(shop.model_read()[-1])
+
+
+# --- the cells that cannot apply, and why ------------------------------------------
+
+MCP_SERVE = (
+    "tooldeck mcp serve runs one tool call per request for the client's agent: the run, its "
+    "conversation, its retries and its journal are the client's"
+)
+RULES: list[tuple[tuple[str, str, str], Why]] = [
+    (("at most once", "CLI", "the same run after its commit"), Why(
+        "each tooldeck run command is a new run with a new id: there is no run to give again"
+    )),
+    (("*", "MCP serve", "SIGKILL*"), Why(MCP_SERVE)),
+    (("*", "MCP serve", "the same run after its commit"), Why(MCP_SERVE)),
+    (("*", "MCP serve", "a resume in another process"), Why(MCP_SERVE)),
+    (("*", "MCP serve", "a handoff"), Why("an MCP client calls tools; no agent of tooldeck's "
+                                          "holds the run to hand it over")),
+    (("*", "MCP serve", "an agent tool"), Why(MCP_SERVE)),
+]  # fmt: skip
+
+
+def cell_of(promise: str, door: str, fault: str) -> Cell | None:
+    """The cell of the matrix: registered, or the first rule that covers it."""
+    if (promise, door, fault) in CELLS:
+        return CELLS[(promise, door, fault)]
+    for (p, d, f), why in RULES:
+        if all(
+            pattern == "*"
+            or given == pattern
+            or (pattern.endswith("*") and given.startswith(pattern[:-1]))
+            for pattern, given in ((p, promise), (d, door), (f, fault))
+        ):
+            return why
+    return None
+
+
+def _tests_in(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def test_every_cell_is_proven_or_says_why() -> None:
+    missing = [
+        f"{promise} × {door} × {fault}"
+        for promise in PROMISES
+        for door in DOORS
+        for fault in FAULTS
+        if cell_of(promise, door, fault) is None
+    ]
+    assert missing == [], "cells neither proven nor explained:\n" + "\n".join(missing)
+    here = Path(__file__).parent
+    every = [cell_of(p, d, f) for p in PROMISES for d in DOORS for f in FAULTS]
+    for found in every:
+        if isinstance(found, Elsewhere):
+            file, _, name = found.test.partition("::")
+            assert name in _tests_in(here.parent / file), f"{found.test} does not exist"
+        if isinstance(found, Why):
+            assert len(found.reason) > 40
+
+
+def _here_cells() -> Iterator[Any]:
+    for (promise, door, fault), found in CELLS.items():
+        if isinstance(found, Here):
+            yield pytest.param(found.test, door, id=f"{promise} | {door} | {fault}")
+
+
+@pytest.mark.parametrize(("test", "door"), list(_here_cells()))
+def test_the_promise_holds(
+    test: Callable[[Shop, Door], None],
+    door: str,
+    tmp_path: Path,
+    provider: Callable[..., ProviderSimulator],
+) -> None:
+    shop = Shop(tmp_path, provider([], rules=shop_rules()))
+    test(shop, DOOR_MAKERS[door](shop))
