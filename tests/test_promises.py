@@ -318,22 +318,124 @@ def the_same_approval_after_a_kill_in_its_call_runs_nothing_again(shop: Shop, do
     assert interrupted(shop.model_read()[-1])
 
 
+@cell("an approval binds its call", "a handoff", *LIVE_DOORS)
+def an_approved_refund_of_the_agent_handed_to_runs_once_there(shop: Shop, door: Door) -> None:
+    shop.approval = shop.handoff = True
+    paused = LibraryDoor(shop, run_id="-").ask(PROMPT)  # billing's refund waits
+    assert paused.stop == "paused"
+
+    approved = door.approve()
+
+    assert approved.answer == "Refunded."
+    assert len(shop.refunds()) == 1
+    (answered,) = [r for r in shop.sim.requests if r["messages"][-1].get("content") == "refunded A1"]
+    assert [tool["function"]["name"] for tool in answered["tools"]] == ["refund_order"]  # billing
+
+
+# --- the cells proven by other files -------------------------------------------------
+
+PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
+    ("at most once", "durable", "SIGKILL in a side-effect call"):
+        "tests/test_durable_side_effects.py::test_a_call_killed_after_its_effect_is_not_run_again",
+    ("at most once", "durable", "SIGKILL after the model's turn"):
+        "tests/test_durable_crash.py::test_killed_while_a_tool_sleeps_the_run_finishes_in_a_new_process",
+    ("at most once", "durable", "the same run after its commit"):
+        "tests/test_durable.py::test_starting_a_run_id_again_joins_that_run_without_asking_the_model",
+    ("at most once", "durable", "a handoff"):
+        "tests/test_durable_handoffs.py::test_a_handoff_and_the_next_agents_work_are_steps_of_the_run",
+    ("at most once", "durable", "an agent tool"):
+        "tests/test_durable_crash.py::test_killed_inside_an_agent_tool_the_inner_run_resumes_where_it_was",
+    ("at most once", "durable", "a resume in another process"):
+        "tests/test_durable_approval.py::test_a_run_approved_from_another_process_after_its_worker_exited",
+    ("at most once", "durable", "another thread"):
+        "tests/test_durable_postgres.py::test_two_workers_drain_a_queue_and_the_survivor_finishes_a_killed_workers_runs",
+    ("nothing lost", "durable", "SIGKILL in a side-effect call"):
+        "tests/test_durable_side_effects.py::test_a_call_killed_after_its_effect_is_not_run_again",
+    ("nothing lost", "durable", "SIGKILL after the model's turn"):
+        "tests/test_durable_sessions.py::test_a_replay_starts_from_the_history_it_read_and_commits_once",
+    ("nothing lost", "durable", "the same run after its commit"):
+        "tests/test_durable_sessions.py::test_a_replay_starts_from_the_history_it_read_and_commits_once",
+    ("nothing lost", "durable", "a handoff"):
+        "tests/test_durable_handoffs.py::test_a_durable_run_paused_in_the_agent_handed_to_resumes_there",
+    ("nothing lost", "durable", "an agent tool"):
+        "tests/test_durable_crash.py::test_killed_inside_an_agent_tool_the_inner_run_resumes_where_it_was",
+    ("nothing lost", "durable", "a resume in another process"):
+        "tests/test_durable_sessions.py::test_a_paused_durable_run_commits_its_turn_when_it_ends",
+    ("nothing lost", "durable", "another thread"):
+        "tests/test_durable_sessions.py::test_a_run_that_finds_the_session_changed_raises_session_conflict",
+    ("nothing lost", "library", "another thread"):
+        "tests/test_cancel.py::test_a_cancelled_run_commits_to_its_session_and_the_next_run_goes_on",
+    ("an approval binds its call", "durable", "a handoff"):
+        "tests/test_durable_handoffs.py::test_a_durable_run_paused_in_the_agent_handed_to_resumes_there",
+    ("an approval binds its call", "durable", "an agent tool"):
+        "tests/test_durable.py::test_a_call_inside_an_agent_tool_pauses_the_durable_run_until_approved",
+    ("an approval binds its call", "durable", "a resume in another process"):
+        "tests/test_durable_approval.py::test_a_run_approved_from_another_process_after_its_worker_exited",
+    ("an approval binds its call", "library", "an agent tool"):
+        "tests/test_agents_as_tools.py::test_two_levels_deep_an_approval_pauses_the_top_run_and_resumes_exactly_where_it_was",
+    ("an approval binds its call", "CLI", "an agent tool"):
+        "tests/test_agents_as_tools.py::test_the_cli_asks_about_a_nested_call_naming_its_agent_and_keys_it_by_its_full_id",
+    ("an approval binds its call", "library", "another thread"):
+        "tests/test_session_processes.py::test_a_pause_is_resumed_by_exactly_one_of_racing_processes",
+    ("an approval binds its call", "web/AG-UI", "the same run after its commit"):
+        "tests/test_agui.py::test_an_answer_to_an_interrupt_no_call_waits_for_is_refused",
+    ("an approval binds its call", "web/AG-UI", "another thread"):
+        "tests/test_agui.py::test_a_new_message_while_a_call_waits_is_refused_and_changes_nothing",
+}  # fmt: skip
+
 # --- the cells that cannot apply, and why ------------------------------------------
 
 MCP_SERVE = (
     "tooldeck mcp serve runs one tool call per request for the client's agent: the run, its "
     "conversation, its retries and its journal are the client's"
 )
+NO_RUN_ID_AT_THE_CLI = (
+    "each tooldeck run command is a new run with a new id: there is no run id to give again "
+    "(the same prompt again after a crash goes on with its run: the SIGKILL cells)"
+)
+ONE_PROCESS_ONE_RUN = (
+    "tooldeck run runs one run in its process; two commands at once in one conversation are "
+    "two processes, and the second is refused with SessionConflict before it asks anything "
+    "(tests/test_session_processes.py::test_racing_runs_one_commits_the_others_get_a_conflict)"
+)
+BEFORE_A_PAUSE = (
+    "a call waits for a decision only once its run paused and committed its checkpoint; a kill "
+    "before that is a kill of a run in progress (the at-most-once and nothing-lost cells)"
+)
 RULES: list[tuple[tuple[str, str, str], Why]] = [
-    (("at most once", "CLI", "the same run after its commit"), Why(
-        "each tooldeck run command is a new run with a new id: there is no run to give again"
+    (("*", "CLI", "the same run after its commit"), Why(NO_RUN_ID_AT_THE_CLI)),
+    (("*", "CLI", "another thread"), Why(ONE_PROCESS_ONE_RUN)),
+    (("an approval binds its call", "*", "SIGKILL after the model's turn"), Why(BEFORE_A_PAUSE)),
+    (("an approval binds its call", "library", "the same run after its commit"), Why(
+        "a resume claims its pause once: a resume again after its run committed finds no pause "
+        "to decide on and is refused (CheckpointError), as the SIGKILL cell's first resume shows"
+    )),
+    (("an approval binds its call", "durable", "SIGKILL in a side-effect call"), Why(
+        "an approved call of a durable run is a step of its workflow: a kill inside it is the "
+        "durable at-most-once cell (the recovered workflow answers it from its record)"
+    )),
+    (("an approval binds its call", "durable", "the same run after its commit"), Why(
+        "decisions reach a durable run as a message to its waiting workflow; once the workflow "
+        "ended there is nothing to decide (tests/test_durable.py::test_a_message_for_another_"
+        "pause_is_ignored_and_the_run_keeps_waiting)"
+    )),
+    (("an approval binds its call", "durable", "another thread"), Why(
+        "a durable run's decisions are one message its own workflow reads once: there is no "
+        "second claimant to race"
     )),
     (("*", "MCP serve", "SIGKILL*"), Why(MCP_SERVE)),
     (("*", "MCP serve", "the same run after its commit"), Why(MCP_SERVE)),
     (("*", "MCP serve", "a resume in another process"), Why(MCP_SERVE)),
-    (("*", "MCP serve", "a handoff"), Why("an MCP client calls tools; no agent of tooldeck's "
-                                          "holds the run to hand it over")),
+    (("*", "MCP serve", "a handoff"), Why(
+        "an MCP client calls tools one by one; no agent of tooldeck's holds a run to hand over"
+    )),
     (("*", "MCP serve", "an agent tool"), Why(MCP_SERVE)),
+    (("at most once", "MCP serve", "another thread"), Why(MCP_SERVE)),
+    (("nothing lost", "MCP serve", "another thread"), Why(MCP_SERVE)),
+    (("an approval binds its call", "MCP serve", "another thread"), Why(
+        "tooldeck mcp serve does not serve tools that need approval unless allowed "
+        "(tests/test_mcp_server.py::test_approval_tools_only_when_allowed_and_external_tools_never)"
+    )),
 ]  # fmt: skip
 
 
@@ -341,6 +443,8 @@ def cell_of(promise: str, door: str, fault: str) -> Cell | None:
     """The cell of the matrix: registered, or the first rule that covers it."""
     if (promise, door, fault) in CELLS:
         return CELLS[(promise, door, fault)]
+    if (promise, door, fault) in PROVEN_ELSEWHERE:
+        return Elsewhere(PROVEN_ELSEWHERE[(promise, door, fault)])
     for (p, d, f), why in RULES:
         if all(
             pattern == "*"
