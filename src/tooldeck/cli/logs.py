@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tooldeck.cli.display import Console, RunDisplay, call_text
-from tooldeck.cli.totals import dollars
+from tooldeck.cli.totals import count, dollars
 from tooldeck.messages import ToolCall, Usage
 from tooldeck.runlog import LoggedCall, LoggedRun, LoggedTurn, default_path
 from tooldeck.runlog.read import list_runs, load_run
@@ -85,7 +85,7 @@ def _total_cost(runs: list[LoggedRun], as_json: bool) -> int:
     if as_json:
         print(json.dumps({"runs": len(runs), "cost_usd": total, "unknown_cost_runs": unknown}))
         return 0
-    line = f"{dollars(total)} for {len(runs)} run{'' if len(runs) == 1 else 's'}"
+    line = f"{dollars(total)} for {count(len(runs), 'run')}"
     if unknown:
         line += f" ({unknown} of unknown cost, not counted)"
     print(line)
