@@ -63,12 +63,10 @@ def hanging_run(
     (tmp_path / "shop.py").write_text(SHOP)
     sim = provider([call("lookup_order", {"order_id": "A1"}), fail.hang()])
     home = tmp_path / "home"
+    command = [sys.executable, "-m", "tooldeck.cli", "run", "Where is order A1?"]
+    command += ["-t", str(tmp_path / "shop.py"), "--model", "openai-chat:gpt-4.1-mini"]
     child = subprocess.Popen(
-        [
-            sys.executable, "-m", "tooldeck.cli", "run", "Where is order A1?",
-            "-t", str(tmp_path / "shop.py"), "--model", "openai-chat:gpt-4.1-mini",
-            "--base-url", sim.base_url, "--no-display",
-        ],  # fmt: skip
+        [*command, "--base-url", sim.base_url, "--no-display"],
         env=environment(home, sim),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

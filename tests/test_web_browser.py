@@ -260,7 +260,8 @@ def test_the_calls_a_later_turn_waits_on_are_in_view_and_not_under_the_prompt_bo
     for name in ("Approve", "Edit arguments", "Reject"):
         button = decide.get_by_role("button", name=name, exact=True)
         seen = button.evaluate(UNCOVERED)
-        assert seen["inView"] and seen["onTop"], f"{name}: {seen}"
+        assert seen["inView"], f"{name} is out of view: {seen}"
+        assert seen["onTop"], f"{name} is covered: {seen}"
     shot(page, "chat-later-turn-waits")
     decide.get_by_role("button", name="Approve", exact=True).click(no_wait_after=True)
     expect(page.locator(".msg.assistant").last).to_have_text("Deleted.")

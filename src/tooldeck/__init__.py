@@ -148,7 +148,8 @@ _MOVED: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("CaseFileError", "ResultFileError", "UnknownSuite"), ("tooldeck.eval",)),
     **dict.fromkeys(("MCPCallFailed", "MCPConnectionError"), ("tooldeck.tools.mcp",)),
     **dict.fromkeys(("TargetError", "TargetUsageError"), ("tooldeck.tools.modules",)),
-    **dict.fromkeys(("ScriptError", "UnscriptedRequests"), ("tooldeck.testing",)),
+    "ScriptError": ("tooldeck.testing.script",),
+    "UnscriptedRequests": ("tooldeck.testing",),
     **dict.fromkeys(
         ("PostgresSession", "SQLiteSession", "Session", "StoredRun"), ("tooldeck.sessions",)
     ),
