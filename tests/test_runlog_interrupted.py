@@ -122,6 +122,11 @@ def test_a_killed_run_reads_as_interrupted_in_the_runs_page_and_the_logs(
     app = create_app(agent=None, home=home, token=TOKEN, port=listener.getsockname()[1])
     with serving(app, listener) as root:
         assert badge(runs_page(root), run.run_id) == "stop-running: running"
+        alive = tooldeck(home, sim, "logs", "show", run.run_id)
+        assert alive.stdout.splitlines()[-1] == (
+            f"(no end logged yet: the run is still going in process {child.pid} on "
+            f"{run.writer_host})"
+        )
 
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=60)
