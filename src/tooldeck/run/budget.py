@@ -36,7 +36,8 @@ class BudgetSpent:
 
 @dataclass(frozen=True, slots=True)
 class BudgetLeft:
-    """What is left of a budget; None where it has no limit."""
+    """What is left of a budget; None where it has no limit. Negative where it was
+    overspent: a response is counted whole, even the one that passed the limit."""
 
     requests: int | None
     total_tokens: int | None
@@ -94,14 +95,13 @@ class Budget:
 
     @property
     def left(self) -> BudgetLeft:
-        """What is left (never below 0)."""
+        """What is left: below 0 by what was overspent (the responses of the requests in
+        flight when the budget ran out are counted in full), never clamped to 0."""
         spent = self.spent
         return BudgetLeft(
-            None if self.max_requests is None else max(0, self.max_requests - spent.requests),
-            None
-            if self.max_total_tokens is None
-            else max(0, self.max_total_tokens - spent.total_tokens),
-            None if self.max_cost_usd is None else max(0.0, self.max_cost_usd - spent.cost_usd),
+            None if self.max_requests is None else self.max_requests - spent.requests,
+            None if self.max_total_tokens is None else self.max_total_tokens - spent.total_tokens,
+            None if self.max_cost_usd is None else self.max_cost_usd - spent.cost_usd,
         )
 
     def take_request(self) -> LimitExceeded | None:
@@ -124,7 +124,8 @@ class Budget:
         if cost is None and self.max_cost_usd is not None:
             return LimitExceeded(
                 f"a response's cost is unknown, so the budget's max_cost_usd={self.max_cost_usd} "
-                "cannot be kept: give the model's prices (ModelSettings(prices=ModelPrices(...)))",
+                "cannot be kept: give the model's prices (ModelSettings(prices=ModelPrices(...)), "
+                "or --price IN,OUT at the command line)",
                 StopReason.BUDGET,
             )
         return spent

@@ -137,6 +137,9 @@ async def drive(
         stop = stop or policy.stop_before_request(state)
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         specs, settings, reason = _next_request(setup, state, policy, view, stop)
+        if stop is not None and (spent := policy.last_request_refused(state, stop)) is not None:
+            yield FinalAnswer(_unasked(state, spent), name)  # a spent budget lets none out
+            return
         policy.rounds += 1
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
@@ -154,11 +157,12 @@ async def drive(
         output = safe_output(output)  # what a model sends is untrusted: run.untrusted
         state.record_output(output, policy.rounds)
         yield ModelResponse(policy.rounds, output, name)
+        asked = stop is not None  # asked once more at a limit, for a last answer
         if policy.metered:  # token or cost limits, a shared budget
             stop, reason = _metered(setup, state, policy, output, stop, reason)
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _ended)
-        ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
+        ended, checked = await _ended(setup, state, policy, output, deps, stop, reason, asked)
         for event in checked:  # the output guardrails' decisions, with the agent's name
             yield event
         if ended is not None:
@@ -260,10 +264,11 @@ async def _ended(
     deps: Any,
     stop: RunStopped | None,
     reason: StopReason,
+    asked: bool,
 ) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
     """The run's result if this turn ends it (an answer, typed when asked for, or the last
     answer at a limit; None to go on), and the output guardrails' decisions on it."""
-    ended = await _answer(setup, state, policy, output, deps, stop, reason)
+    ended = await _answer(setup, state, policy, output, deps, stop, reason, asked)
     guards = setup.guards
     if (
         ended is None
@@ -286,6 +291,7 @@ async def _answer(
     deps: Any,
     stop: RunStopped | None,
     reason: StopReason,
+    asked: bool,
 ) -> RunResult[Any] | None:
     if setup.output is not None:
         answered = await take_answer(
@@ -300,7 +306,15 @@ async def _answer(
     if stop is None:
         return None
     state.turn = None  # calls made despite tool_choice="none" are not run
+    if not asked:  # a limit reached by a turn of calls: its text is kept, it is no answer
+        return state.result(output.content, reason)
     return state.result(output.content, reason, None, output.content)
+
+
+def _unasked(state: RunState, spent: LimitExceeded) -> RunResult[Any]:
+    """The end of a run at a limit whose last answer could not be asked for: no answer
+    (``output`` None), the spending limit that forbade the request as its stop reason."""
+    return state.result("", StopReason(spent.limit))
 
 
 def _metered(
