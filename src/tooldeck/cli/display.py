@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
 from tooldeck.cli.load import is_own_code
-from tooldeck.cli.totals import Tally, count, duration_text, stop_text, totals_line
+from tooldeck.cli.totals import Tally, count, duration_text, stop_text, totals_line, unanswered
 from tooldeck.errors import ErrorCode, ModelRetry
 from tooldeck.messages import ToolCall, Usage
 from tooldeck.results import RecordedError, RunResult, ToolTrace
@@ -332,8 +332,13 @@ class RunDisplay:
         self.console.line(f"  ⏸ {_short_call(call)} waits for {waits}", "yellow")
 
     def summary(self, result: RunResult[Any], seconds: float) -> None:
-        """The answer and the totals line of a run that ended."""
-        self.console.line(f"answer: {result.answer}", "bold")
+        """The answer and the totals line of a run that ended; a run a limit left without
+        one (``--on-limit final-answer``) says so, never an empty answer."""
+        why = unanswered(result)
+        if why is None:
+            self.console.line(f"answer: {result.answer}", "bold")
+        else:
+            self.console.line(f"no answer: {why}", "yellow")
         self.totals(seconds, result.usage, len(result.tool_trace), stop_text("", result))
 
     def totals(self, seconds: float, usage: Usage, calls: int, stop: str) -> None:
