@@ -48,7 +48,7 @@ from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.request import Asking, Delta, ask, with_deltas
 from tooldeck.run.session import CallRecords
-from tooldeck.run.spending import not_run
+from tooldeck.run.spending import SPENDING_STOPS, not_run
 from tooldeck.run.state import OpenTurn, RunState, attach
 from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
@@ -111,7 +111,7 @@ async def drive(
     view, asking, first, calls_of = await _begin(setup, start, observer)
     decisions: Mapping[str, Decision] = start.decisions or _NO_DECISIONS
     while True:
-        stop: RunStopped | None = None
+        stop: RunStopped | FinalAnswer | HandedOff | None = None
         if (turn := state.turn) is not None:
             outcome: RoundOutcome | None = None
             calls = run_round(turn, decisions, _moved(calls_of, view, turn, state))
@@ -129,17 +129,13 @@ async def drive(
             finally:  # closed or cancelled mid-round: the calls stop now
                 await calls.aclose()
             decisions = _NO_DECISIONS
-            closed = _close_round(setup, state, policy, view, turn, outcome)
-            if isinstance(closed, _ENDS):  # made with the agent's name, as every event is
-                yield closed
-                return
-            stop = closed
-        stop = stop or policy.stop_before_request(state)
+            stop = _close_round(setup, state, policy, view, turn, outcome)
+        stop = _before_request(setup, state, policy, stop)
+        if isinstance(stop, _ENDS):  # made with the agent's name, as every event is
+            yield stop
+            return
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         specs, settings, reason = _next_request(setup, state, policy, view, stop)
-        if stop is not None and (spent := policy.last_request_refused(state, stop)) is not None:
-            yield FinalAnswer(_unasked(state, spent), name)  # a spent budget lets none out
-            return
         policy.rounds += 1
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
@@ -157,12 +153,11 @@ async def drive(
         output = safe_output(output)  # what a model sends is untrusted: run.untrusted
         state.record_output(output, policy.rounds)
         yield ModelResponse(policy.rounds, output, name)
-        asked = stop is not None  # asked once more at a limit, for a last answer
         if policy.metered:  # token or cost limits, a shared budget
             stop, reason = _metered(setup, state, policy, output, stop, reason)
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _ended)
-        ended, checked = await _ended(setup, state, policy, output, deps, stop, reason, asked)
+        ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
         for event in checked:  # the output guardrails' decisions, with the agent's name
             yield event
         if ended is not None:
@@ -264,11 +259,10 @@ async def _ended(
     deps: Any,
     stop: RunStopped | None,
     reason: StopReason,
-    asked: bool,
 ) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
     """The run's result if this turn ends it (an answer, typed when asked for, or the last
     answer at a limit; None to go on), and the output guardrails' decisions on it."""
-    ended = await _answer(setup, state, policy, output, deps, stop, reason, asked)
+    ended = await _answer(setup, state, policy, output, deps, stop, reason)
     guards = setup.guards
     if (
         ended is None
@@ -291,7 +285,6 @@ async def _answer(
     deps: Any,
     stop: RunStopped | None,
     reason: StopReason,
-    asked: bool,
 ) -> RunResult[Any] | None:
     if setup.output is not None:
         answered = await take_answer(
@@ -306,15 +299,31 @@ async def _answer(
     if stop is None:
         return None
     state.turn = None  # calls made despite tool_choice="none" are not run
-    if not asked:  # a limit reached by a turn of calls: its text is kept, it is no answer
-        return state.result(output.content, reason)
+    if isinstance(stop, LimitExceeded) and stop.limit in SPENDING_STOPS:
+        return state.result(output.content, reason)  # not asked again: the text is no answer
     return state.result(output.content, reason, None, output.content)
 
 
-def _unasked(state: RunState, spent: LimitExceeded) -> RunResult[Any]:
-    """The end of a run at a limit whose last answer could not be asked for: no answer
-    (``output`` None), the spending limit that forbade the request as its stop reason."""
-    return state.result("", StopReason(spent.limit))
+def _before_request(
+    setup: RunSetup,
+    state: RunState,
+    policy: RunPolicy,
+    closed: RunStopped | FinalAnswer | HandedOff | None,
+) -> RunStopped | FinalAnswer | HandedOff | None:
+    """What comes before the next request: the end its round made (a pause, a handoff), the
+    stop that forbids asking as usual, or — when the last answer ``on_limit="final_answer"``
+    asks for finds the budget spent — the run's end without a request and without an answer
+    (``output`` None; the spending limit is its stop reason): a spent budget lets no
+    request out."""
+    if isinstance(closed, _ENDS):
+        return closed
+    stop = closed or policy.stop_before_request(state)
+    if setup.on_limit == "raise" or not isinstance(stop, LimitExceeded):
+        return stop  # raised before the request (``_last_request``), or none
+    spent = policy.last_request_refused(state, stop)
+    if spent is None:
+        return stop
+    return FinalAnswer(state.result("", StopReason(spent.limit)), state.agent)
 
 
 def _metered(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from tooldeck.errors import ErrorCode, LimitExceeded, RunStopped, SessionError, ToolExecutionError
+from tooldeck.errors import ErrorCode, LimitExceeded, SessionError, ToolExecutionError
 from tooldeck.messages import AssistantOutput, ToolCall, ToolResult
 from tooldeck.results import RepeatRecord, RunCounters, StopReason
 from tooldeck.run.budget import Budget
@@ -220,13 +220,13 @@ class RunPolicy:
                 )
             raise
 
-    def last_request_refused(self, state: RunState, stop: RunStopped) -> LimitExceeded | None:
+    def last_request_refused(self, state: RunState, stop: LimitExceeded) -> LimitExceeded | None:
         """Before the last request of a run at a limit (``on_limit="final_answer"``): the
         spending limit that forbids it, if any. A spent budget lets no request out: a stop
         at a token or cost limit or a shared budget is itself the refusal; at another limit
         (rounds, time, calls) the request must still fit the spending limits, and it takes
         its request from the shared budget as any other does."""
-        if isinstance(stop, LimitExceeded) and stop.limit in SPENDING_STOPS:
+        if stop.limit in SPENDING_STOPS:
             return stop
         if not self.metered:
             return None
