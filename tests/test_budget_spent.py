@@ -66,27 +66,34 @@ def test_a_spent_shared_budget_sends_no_request_whatever_on_limit_says(
 
 
 def test_the_last_answer_at_max_rounds_must_fit_the_shared_budget(provider: Provider) -> None:
-    sim = provider([call("lookup_order", {"order_id": "A1"}), reply("Paid.")])
-    agent = Agent(
-        sim.model(), [lookup_order], limits=Limits(max_rounds=1), on_limit="final_answer"
-    )
-    spent_budget = Budget(max_requests=1)
+    def shop_with(budget: Budget) -> Agent[Any, Any]:
+        @tool
+        def lookup_order(order_id: str) -> str:
+            """Look an order up."""
+            assert budget.take_request() is None  # another run takes a request meanwhile
+            return f"order {order_id}: paid"
 
-    result = agent.run_sync("Is A1 paid?", budget=spent_budget)
+        limits = Limits(max_rounds=1)
+        return Agent(sim.model(), [lookup_order], limits=limits, on_limit="final_answer")
+
+    sim = provider([call("lookup_order", {"order_id": "A1"})])
+    spent_budget = Budget(max_requests=2)
+
+    result = shop_with(spent_budget).run_sync("Is A1 paid?", budget=spent_budget)
 
     assert (result.stop_reason, result.answer, result.output) == ("budget", "", None)
     assert len(sim.requests) == 1  # the last answer was not asked for: it had no room
     assert [t.result.output for t in result.tool_trace] == ["order A1: paid"]
     assert spent_budget.left.requests == 0
 
-    roomy = Budget(max_requests=2)
+    roomy = Budget(max_requests=3)
     sim.add(call("lookup_order", {"order_id": "A1"}), reply("Paid."))
-    forced = agent.run_sync("Is A1 paid?", budget=roomy)
+    forced = shop_with(roomy).run_sync("Is A1 paid?", budget=roomy)
 
     assert (forced.stop_reason, forced.answer, forced.output) == ("max_rounds", "Paid.", "Paid.")
     assert len(sim.requests) == 3
-    assert sim.requests[-1].get("tools") is None  # asked once more, without tools
-    assert roomy.spent.requests == 2  # the last request was taken from the budget
+    assert not sim.requests[-1].get("tools")  # asked once more, without tools
+    assert roomy.spent.requests == 3  # the last request was taken from the budget
 
 
 def test_a_turn_of_calls_that_spends_the_run_cost_limit_ends_it_unasked(
@@ -136,16 +143,16 @@ def test_a_resumed_run_past_its_token_limit_is_not_asked_for_a_last_answer(
     assert result.messages[-1].content == "refunded A1"
 
 
-def test_an_agent_tool_with_no_room_for_its_last_answer_reads_as_failed(
+def test_an_agent_tool_whose_run_the_budget_stopped_reads_as_failed(
     provider: Provider,
 ) -> None:
     outer_sim = provider([call("clerk", {"input": "Is A1 paid?"})])
-    inner_sim = provider(answering("Paid."))
+    inner_sim = provider([call("lookup_order", {"order_id": "A1"})])
     clerk = Agent(inner_sim.model(), [lookup_order], on_limit="final_answer")
-    outer = Agent(outer_sim.model(), [clerk.as_tool(name="clerk", description="Knows the orders.")])
+    outer = Agent(outer_sim.model(), [clerk.as_tool(name="clerk", description="Knows orders.")])
 
     with pytest.raises(LimitExceeded, match="the shared budget is spent") as raised:
-        outer.run_sync("Is A1 paid?", budget=Budget(max_requests=1))
+        outer.run_sync("Is A1 paid?", budget=Budget(max_requests=2))
 
     result = raised.value.result
     assert result is not None
@@ -154,4 +161,7 @@ def test_an_agent_tool_with_no_room_for_its_last_answer_reads_as_failed(
         "error[tool_error]: the agent 'clerk' stopped without an answer (stop reason: "
         "budget): its budget was spent, so it was not asked again"
     )
-    assert (len(outer_sim.requests), len(inner_sim.requests)) == (1, 0)
+    assert (len(outer_sim.requests), len(inner_sim.requests)) == (1, 1)
+    inner = [t.result.output for t in trace.inner_trace or ()]
+    assert inner == ["error[call_limit]: not run: the shared budget is spent: 2 requests "
+                     "(max_requests=2)"]
