@@ -28,7 +28,9 @@ def lookup_order(order_id: str) -> str:
 '''
 
 
-def run_spent(workdir: Path, sim: ProviderSimulator, *form: str) -> subprocess.CompletedProcess[str]:
+def run_spent(
+    workdir: Path, sim: ProviderSimulator, *form: str
+) -> subprocess.CompletedProcess[str]:
     """``tooldeck run`` with a cost limit the first response passes (gpt-4.1-mini's price)."""
     (workdir / "shop.py").write_text(SHOP, encoding="utf-8")
     kept = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}

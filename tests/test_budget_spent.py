@@ -62,7 +62,9 @@ def test_a_spent_shared_budget_sends_no_request_whatever_on_limit_says(
     assert len(sim.requests) == 1  # the simulator's ledger: no request once spent
     assert budget.spent.cost_usd == pytest.approx(spent)
     left = budget.left.cost_usd
-    assert left is not None and left == pytest.approx(0.10 - spent) and left < 0
+    assert left is not None
+    assert left == pytest.approx(0.10 - spent)
+    assert left < 0
 
 
 def test_the_last_answer_at_max_rounds_must_fit_the_shared_budget(provider: Provider) -> None:
@@ -163,5 +165,6 @@ def test_an_agent_tool_whose_run_the_budget_stopped_reads_as_failed(
     )
     assert (len(outer_sim.requests), len(inner_sim.requests)) == (1, 1)
     inner = [t.result.output for t in trace.inner_trace or ()]
-    assert inner == ["error[call_limit]: not run: the shared budget is spent: 2 requests "
-                     "(max_requests=2)"]
+    assert inner == [
+        "error[call_limit]: not run: the shared budget is spent: 2 requests (max_requests=2)"
+    ]

@@ -58,7 +58,8 @@ def test_a_budget_locked_when_the_response_arrives_keeps_the_response(
             text=True,
         )
         lockers.append(locker)
-        assert locker.stdout is not None and locker.stdout.readline() == "locked\n"
+        assert locker.stdout is not None
+        assert locker.stdout.readline() == "locked\n"
         return reply("Your order A1 is paid.")
 
     sim = provider([locked_then_answered])
@@ -76,8 +77,10 @@ def test_a_budget_locked_when_the_response_arrives_keeps_the_response(
     assert result.stop_reason == "session_error"
     assert result.messages[-1].content == "Your order A1 is paid."  # the response is kept
     assert result.usage.requests == 1
-    assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
-    assert result.usage.cost_usd is not None and result.usage.cost_usd > 0
+    assert result.usage.input_tokens > 0
+    assert result.usage.output_tokens > 0
+    assert result.usage.cost_usd is not None
+    assert result.usage.cost_usd > 0
     assert len(sim.requests) == 1
     for locker in lockers:
         locker.communicate("\n", timeout=30)

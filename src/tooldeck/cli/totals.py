@@ -149,7 +149,8 @@ def unanswered(result: RunResult[Any]) -> str | None:
         spent = _SPENT.get(reason, f"the run reached its limit ({reason})")
         why = f"{spent}, so the model was not asked again: a last request would spend past it"
         if result.answer.strip():
-            why += f" (its last turn asked for tools, which did not run, and said: {result.answer!r})"
+            said = result.answer
+            why += f" (its last turn asked for tools, which did not run, and said: {said!r})"
         return why
     if isinstance(result.output, str) and not result.output.strip():
         return "asked once more at the limit, without tools, the model answered with no text"
