@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tooldeck.testing import ProviderSimulator, call, last_user_contains, rule
+from tooldeck.testing import ProviderSimulator, after_tool, call, last_user_contains, reply, rule
 
 Provider = Callable[..., ProviderSimulator]
 SHOP = '''
@@ -28,20 +28,26 @@ def lookup_order(order_id: str) -> str:
 '''
 
 
-def run_spent(
-    workdir: Path, sim: ProviderSimulator, *form: str
+def tooldeck_run(
+    workdir: Path, sim: ProviderSimulator, *options: str
 ) -> subprocess.CompletedProcess[str]:
-    """``tooldeck run`` with a cost limit the first response passes (gpt-4.1-mini's price)."""
+    """``tooldeck run`` of the shop's prompt against ``sim``, in a process of its own."""
     (workdir / "shop.py").write_text(SHOP, encoding="utf-8")
     kept = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
     argv = [
         sys.executable, "-m", "tooldeck.cli", "run", "Is my order A1 paid?",
         "-t", str(workdir / "shop.py"), "--model", "openai-chat:gpt-4.1-mini",
-        "--base-url", sim.base_url, "--max-cost", "0.000001", "--on-limit", "final-answer",
-        "--no-log", *form,
+        "--base-url", sim.base_url, "--on-limit", "final-answer", "--no-log", *options,
     ]  # fmt: skip
     env = {**kept, **sim.env, "TOOLDECK_HOME": str(workdir / "home")}
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+def run_spent(
+    workdir: Path, sim: ProviderSimulator, *form: str
+) -> subprocess.CompletedProcess[str]:
+    """With a cost limit the first response passes (at gpt-4.1-mini's price)."""
+    return tooldeck_run(workdir, sim, "--max-cost", "0.000001", *form)
 
 
 def looking_up(provider: Provider, text: str = "") -> ProviderSimulator:
@@ -63,14 +69,11 @@ def test_a_spent_max_cost_shows_no_answer_and_exits_1(
     assert len(sim.requests) == 1  # not asked again past the limit
     assert "\nanswer:" not in "\n" + shown
     assert "asked once more" not in shown
-    assert (
-        "no answer: the run spent its cost limit (--max-cost), so the model was not asked "
-        "again: a last request would spend past it"
-    ) in shown
     assert "stop: max_cost (no answer)" in shown
-    assert "tooldeck: error: the run stopped without an answer: the run spent its cost limit" in (
-        done.stderr
-    )
+    assert (
+        "tooldeck: error: the run stopped without an answer: the run spent its cost limit "
+        "(--max-cost), so the model was not asked again: a last request would spend past it"
+    ) in done.stderr
     if text:
         assert "its last turn asked for tools, which did not run, and said: 'Let me look.'" in shown
 
@@ -99,3 +102,21 @@ def test_json_gives_a_null_answer_and_the_reason(provider: Provider, tmp_path: P
     assert "answer_forced" not in document
     assert [c["error_code"] for c in document["calls"]] == ["call_limit"]
     assert len(sim.requests) == 1
+
+
+def test_an_empty_forced_answer_is_no_answer(provider: Provider, tmp_path: Path) -> None:
+    sim = provider(
+        rules=[
+            rule(after_tool("lookup_order"), reply("")),
+            rule(last_user_contains("order"), call("lookup_order", {"order_id": "A1"})),
+        ]
+    )
+    done = tooldeck_run(tmp_path, sim, "--max-rounds", "1", "--no-display")
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "stop: max_rounds (no answer)" in done.stderr
+    assert (
+        "the run stopped without an answer: asked once more at the limit, without tools, the "
+        "model answered with no text"
+    ) in done.stderr
+    assert len(sim.requests) == 2

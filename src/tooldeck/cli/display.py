@@ -332,13 +332,11 @@ class RunDisplay:
         self.console.line(f"  ⏸ {_short_call(call)} waits for {waits}", "yellow")
 
     def summary(self, result: RunResult[Any], seconds: float) -> None:
-        """The answer and the totals line of a run that ended; a run a limit left without
-        one (``--on-limit final-answer``) says so, never an empty answer."""
-        why = unanswered(result)
-        if why is None:
+        """The answer and the totals line of a run that ended. A run a limit left without
+        an answer (``--on-limit final-answer``) shows none, not an empty one: its totals
+        say ``(no answer)`` and the command's error line says why, as at any stop."""
+        if unanswered(result) is None:
             self.console.line(f"answer: {result.answer}", "bold")
-        else:
-            self.console.line(f"no answer: {why}", "yellow")
         self.totals(seconds, result.usage, len(result.tool_trace), stop_text("", result))
 
     def totals(self, seconds: float, usage: Usage, calls: int, stop: str) -> None:
