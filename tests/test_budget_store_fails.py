@@ -1,6 +1,7 @@
 """A shared budget's store that fails never loses a response: a SQLite budget file locked
 by another process past ``busy_timeout_s`` when a response arrives stops the run with a
-``SessionError`` whose ``.result`` keeps the run, that response and its usage included."""
+``SessionError`` whose ``.result`` keeps the run, that response and its usage included; the
+budget owes that spend and counts it once the store comes back."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def lockers() -> Iterator[list[subprocess.Popen[str]]]:
             locker.communicate("\n", timeout=30)
 
 
-def test_a_budget_locked_when_the_response_arrives_keeps_the_response(
+def test_a_budget_locked_when_a_response_arrives_keeps_it_and_counts_it_later(
     provider: Provider, tmp_path: Path, lockers: list[subprocess.Popen[str]]
 ) -> None:
     path = tmp_path / "budgets.db"
@@ -84,5 +85,18 @@ def test_a_budget_locked_when_the_response_arrives_keeps_the_response(
     assert len(sim.requests) == 1
     for locker in lockers:
         locker.communicate("\n", timeout=30)
-    assert budget.spent.requests == 1  # the store is back: the request taken before is there
-    budget.close()
+    first = result.usage
+    assert budget.spent.total_tokens == first.input_tokens + first.output_tokens  # owed
+
+    sim.add(reply("Yes, it is."))
+    again = agent.run_sync("And is it shipped?", budget=budget)  # the store is back
+
+    assert again.answer == "Yes, it is."
+    stored = SQLiteBudget(path, "shop", max_cost_usd=5.0)  # what another process reads
+    tokens = sum(u.input_tokens + u.output_tokens for u in (first, again.usage))
+    assert (stored.spent.requests, stored.spent.total_tokens) == (2, tokens)
+    assert stored.spent.cost_usd == pytest.approx(
+        (first.cost_usd or 0) + (again.usage.cost_usd or 0)
+    )
+    for kept in (budget, stored):
+        kept.close()
