@@ -333,8 +333,8 @@ class RunDisplay:
 
     def summary(self, result: RunResult[Any], seconds: float) -> None:
         """The answer and the totals line of a run that ended. A run a limit left without
-        an answer (``--on-limit final-answer``) shows none, not an empty one: its totals
-        say ``(no answer)`` and the command's error line says why, as at any stop."""
+        an answer (``--on-limit final-answer``) shows none, not an empty one: the command's
+        error line says why, as at any stop."""
         if unanswered(result) is None:
             self.console.line(f"answer: {result.answer}", "bold")
         self.totals(seconds, result.usage, len(result.tool_trace), stop_text("", result))

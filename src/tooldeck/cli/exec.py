@@ -344,7 +344,7 @@ def run_document(
     run: Run, result: RunResult[Any], seconds: float, error: str | None = None
 ) -> dict[str, Any]:
     """What ``--json`` prints: the run for a script to read."""
-    document: dict[str, Any] = {"answer": None if unanswered(result) else result.answer}
+    document: dict[str, Any] = {"answer": "" if unanswered(result) else result.answer}
     if run.output_type is not None and result.output is not None:
         document["output"] = TypeAdapter(run.output_type).dump_python(result.output, mode="json")
     document |= {

@@ -118,14 +118,10 @@ def _tokens(usage: Usage, unmetered: int) -> str:
 
 def stop_text(stop_reason: str, result: RunResult[Any] | None) -> str:
     """Why the run ended (``stop_reason``, else the result's), saying when a limit forced
-    the answer (``on_limit="final_answer"``) or left none."""
+    the answer (``on_limit="final_answer"``)."""
     reason = stop_reason or (str(result.stop_reason) if result is not None else "error")
-    if result is None or reason in ("answer", "paused"):
-        return reason
-    if answer_forced(result):
+    if result is not None and reason not in ("answer", "paused") and answer_forced(result):
         return f"{reason} (the answer was forced at the limit: asked once more, without tools)"
-    if unanswered(result) is not None:
-        return f"{reason} (no answer)"
     return reason
 
 
