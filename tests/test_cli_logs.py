@@ -186,6 +186,8 @@ def test_logs_as_json(home: Path) -> None:
     (run,) = json.loads(done.stdout)
     assert run["run_id"] == run_ids(home)["Add"]
     del run["run_id"]
+    host, pid = run.pop("writer_host"), run.pop("writer_pid")  # the process that ran it
+    assert (type(host), type(pid), run.pop("writer_started") is None) == (str, int, False)
     assert run == {
         "session_id": None,
         "model": "scripted",
@@ -208,6 +210,8 @@ def test_logs_as_json(home: Path) -> None:
         "cost_usd": None,
         "untrusted_call_id": None,
         "untrusted_tool": None,
+        "process_gone": False,
+        "status": "answer",
     }
 
 

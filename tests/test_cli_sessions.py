@@ -97,6 +97,24 @@ def test_a_named_session_is_kept_and_others_start_fresh(server: FakeOpenAI, work
         ("assistant", "Noted."),
         ("user", "What did I say?"),
     ]
+    listed = subprocess.run(
+        [sys.executable, "-m", "tooldeck.cli", "sessions", "list"],
+        capture_output=True,
+        text=True,
+        env=environment(server, workdir),
+        timeout=120,
+    )
+    lines = listed.stdout.splitlines()
+    assert lines[0] == "numbers  2 runs  'Remember 42.'"
+    assert lines[1].endswith("  1 run  'Hi.'")  # not "1 runs"
+    cost = subprocess.run(
+        [sys.executable, "-m", "tooldeck.cli", "logs", "--cost", "--session", "numbers"],
+        capture_output=True,
+        text=True,
+        env=environment(server, workdir),
+        timeout=120,
+    )
+    assert " for 2 runs (2 of unknown cost, not counted)" in cost.stdout, cost.stdout
 
 
 def test_continue_with_nothing_to_continue_is_a_usage_error(

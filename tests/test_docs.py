@@ -139,6 +139,25 @@ def test_readme_quick_start_has_exactly_two_setup_commands() -> None:
     assert _quick_start_commands(started) == commands
 
 
+def _nav_pages() -> list[str]:
+    """The pages of the site's navigation outside the API reference (mkdocs.yml ``nav``)."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:\n", 1)[1]
+    listed = re.findall(r"^\s+- (?:[^\n]*: )?([\w/.-]+\.md)$", nav, re.MULTILINE)
+    return [page for page in listed if not page.startswith("api/") and page != "index.md"]
+
+
+def test_the_docs_index_and_the_readme_link_every_page_of_the_navigation() -> None:
+    pages = _nav_pages()
+    assert {"run-control.md", "guardrails.md", "web.md", "testing.md"} <= set(pages)
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8").split("\n## Documentation", 1)[1]
+    readme = readme.split("\n## ", 1)[0]
+    missing_index = [page for page in pages if f"]({page})" not in index]
+    missing_readme = [page for page in pages if f"](docs/{page})" not in readme]
+    assert missing_index == [], f"docs/index.md's table does not link {missing_index}"
+    assert missing_readme == [], f"README's Documentation list does not link {missing_readme}"
+
+
 def _modules() -> list[str]:
     names = [tooldeck.__name__]
     for info in pkgutil.walk_packages(tooldeck.__path__, prefix="tooldeck."):

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,7 @@ import pytest
 from _openai_server import FakeOpenAI, Reply, chat_call, completion_body
 from _pty import Terminal
 from tooldeck.eval import CaseResult, read_results
+from tooldeck.testing import ProviderSimulator, fail, reply
 
 CASES = textwrap.dedent(
     """\
@@ -234,3 +239,58 @@ def test_without_the_eval_extra_the_command_says_what_to_install(
     assert message in done.stderr
     assert 'pip install "tooldeck[eval]"' in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_ctrl_c_says_how_resume_goes_on_and_the_command_it_names_does(
+    tmp_path: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    """SIGINT (Ctrl-C) while the second case waits on its model: the message names the results
+    file and the flags that go on from it, and that command runs only the case left."""
+    (tmp_path / "cases.yaml").write_text(CASES.split("- id: oslo")[0], encoding="utf-8")
+    hanging = provider([reply("3 + 4 = 42."), fail.hang()])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+    env["TOOLDECK_HOME"] = str(tmp_path / "home")
+    argv = [sys.executable, "-m", "tooldeck.cli", "eval", "cases.yaml"]
+    env["OPENAI_API_KEY"] = hanging.env["OPENAI_API_KEY"]  # the same for every simulator
+    model = ["--model", "openai-chat:gpt-4.1-mini", "--base-url"]
+    child = subprocess.Popen(
+        [*argv, *model, hanging.base_url],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(hanging.requests) < 2:  # the first case scored, the second one waits
+            assert child.poll() is None, child.communicate()[1]
+            assert time.monotonic() < deadline, "the second case never asked its model"
+            time.sleep(0.02)
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+
+    assert child.returncode == 130, stderr
+    (out,) = (tmp_path / "home" / "evals").glob("eval-*.jsonl")
+    assert stderr.splitlines()[-1] == (
+        f"tooldeck: interrupted: 1 scored case kept in {out}; to go on with the others, run "
+        f"the same command with --out {out} --resume (the cases it holds are not run again)"
+    )
+    again = stderr.splitlines()[-1].split("the same command with ", 1)[1].split(" (", 1)[0]
+    answering = provider([reply("Hello! I am an assistant.")])
+    resumed = subprocess.run(
+        [*argv, *model, answering.base_url, *shlex.split(again), "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert [c["id"] for c in json.loads(resumed.stdout)["cases"]] == ["sum", "hello"]
+    assert len(answering.requests) == 1  # only the case the file did not hold

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 
@@ -47,7 +51,9 @@ def test_every_error_class_is_importable_from_tooldeck_errors() -> None:
         ("RecordedRequest", "tooldeck.models.scripted"),
         ("resolve_model", "tooldeck.models.resolve"),
         ("SQLiteSession", "tooldeck.sessions"),
-        ("SessionConflict", "tooldeck.errors"),
+        ("SessionConflict", "tooldeck.errors or tooldeck.sessions"),
+        ("RunLogError", "tooldeck.runlog or tooldeck.errors"),
+        ("CaseFileError", "tooldeck.eval"),
         ("KeepLastExchanges", "tooldeck.run.history"),
         ("RunLog", "tooldeck.runlog"),
         ("DurableAgent", "tooldeck.durable"),
@@ -60,7 +66,57 @@ def test_a_name_that_moved_says_where_it_lives_now(name: str, where: str) -> Non
     assert str(raised.value) == (
         f"module 'tooldeck' has no attribute {name!r}; import it from {where}"
     )
-    assert hasattr(__import__(where, fromlist=[name]), name)
+    for home in where.split(" or "):
+        assert hasattr(__import__(home, fromlist=[name]), name)
+
+
+def _public_modules() -> Iterator[ModuleType]:
+    """Every module of tooldeck a program imports by name: none with a private part, and
+    not the command line's or the web app's own (their errors never reach a program)."""
+    for found in pkgutil.walk_packages(tooldeck.__path__, "tooldeck."):
+        parts = found.name.split(".")
+        if any(part.startswith("_") for part in parts) or parts[1] in ("cli", "web"):
+            continue
+        yield importlib.import_module(found.name)
+
+
+def _public_errors() -> dict[str, set[str]]:
+    """Each public error class (and warning) by name, with the modules that offer it: a
+    module's ``__all__`` names it, or it is a ToolDeckError the module defines."""
+    errors: dict[str, set[str]] = {}
+    for module in [tooldeck.errors, *_public_modules()]:
+        offered = getattr(module, "__all__", None)
+        for name, value in vars(module).items():
+            if not (isinstance(value, type) and issubclass(value, BaseException | Warning)):
+                continue
+            if name.startswith("_") or not value.__module__.startswith("tooldeck"):
+                continue
+            defined_here = value.__module__ == module.__name__
+            if (offered is not None and name in offered) or (
+                defined_here and issubclass(value, tooldeck.ToolDeckError | Warning)
+            ):
+                errors.setdefault(name, set()).add(module.__name__)
+    return errors
+
+
+def test_every_public_error_asked_of_tooldeck_is_there_or_says_where() -> None:
+    errors = _public_errors()
+    assert {"RunLogError", "CaseFileError", "MCPConnectionError", "UnscriptedRequests"} <= set(
+        errors
+    )
+    for name, modules in sorted(errors.items()):
+        if name in tooldeck.__all__:
+            continue
+        with pytest.raises(AttributeError) as raised:
+            getattr(tooldeck, name)
+        said = str(raised.value)
+        assert said.startswith(f"module 'tooldeck' has no attribute {name!r}; import it from "), (
+            f"tooldeck.{name} does not say where it lives (it is in {sorted(modules)}): {said!r}"
+        )
+        homes = said.split("; import it from ", 1)[1].split(" or ")
+        for home in homes:  # each place named really holds that very class
+            held = getattr(importlib.import_module(home), name)
+            assert held is getattr(importlib.import_module(sorted(modules)[0]), name), home
 
 
 def test_sessions_hold_what_a_conversation_needs_the_run_log_included() -> None:

@@ -4,6 +4,7 @@ and a database it cannot use (locked, or not openable), which never costs the ru
 from __future__ import annotations
 
 import io
+import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -117,9 +118,11 @@ def test_a_version_1_log_is_migrated_and_its_runs_still_read(tmp_path: Path) -> 
         Agent(ScriptedModel([answer("Hi!")]), run_log=log).run_sync("Again")
         new, old_run = log.runs()
     assert (old_run.run_id, old_run.prompt, old_run.parent_run_id) == ("r1", "Hello", None)
+    assert (old_run.writer_pid, old_run.status) == (None, "answer")  # no process before v5
     assert (new.prompt, new.answer) == ("Again", "Hi!")
+    assert (new.writer_pid, new.status, new.process_gone) == (os.getpid(), "answer", False)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
 
 
 def test_a_log_that_cannot_be_opened_is_refused_when_made_not_during_a_run(

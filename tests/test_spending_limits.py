@@ -84,6 +84,7 @@ def test_with_on_limit_final_answer_the_last_turns_text_ends_the_run_and_nothing
     result = agent.run_sync("1 + 1?")
 
     assert (result.stop_reason, result.answer) == ("max_cost", "Adding...")
+    assert result.output is None  # the turn's text is kept, but it is no answer
     assert result.usage.cost_usd == pytest.approx(0.5)
     assert len(model.requests) == 1
     assert tool_messages(result.messages) == [
@@ -97,7 +98,7 @@ def test_a_cost_limit_with_an_unknown_price_stops_and_says_why() -> None:
         agent.run_sync("Count")
     assert str(raised.value) == (
         "a response's cost is unknown, so max_cost_usd=1.0 cannot be kept: give the model's "
-        "prices (ModelSettings(prices=ModelPrices(...)))"
+        "prices (ModelSettings(prices=ModelPrices(...)), or --price IN,OUT at the command line)"
     )
     assert raised.value.limit == "max_cost"
 

@@ -227,6 +227,94 @@ def test_an_external_call_is_answered_in_the_page(serve: Any, browser: BrowserCo
     expect(page.locator(".msg.assistant")).to_have_text("Your phone is at home.")
 
 
+UNCOVERED = """(button) => {
+  const box = button.getBoundingClientRect();
+  const x = box.left + box.width / 2, y = box.top + box.height / 2;
+  const found = document.elementFromPoint(x, y);
+  return {
+    inView: box.top >= 0 && box.bottom <= window.innerHeight,
+    onTop: found === button || button.contains(found),
+    found: found ? found.outerHTML.slice(0, 120) : null,
+  };
+}"""
+"""Whether a button is in the viewport and nothing covers its centre (what a click meets)."""
+
+
+def test_the_calls_a_later_turn_waits_on_are_in_view_and_not_under_the_prompt_box(
+    serve: Any, browser: BrowserContext
+) -> None:
+    story = "\n".join(f"Line {n} of a long answer." for n in range(1, 41))
+    model = ScriptedModel(
+        [answer(story), calls(call("delete_file", "d1", path="notes.txt")), answer("Deleted.")]
+    )
+    served = serve(Agent(model, [delete_file]))
+    page = logged_in(browser, served, "/chat/later")
+    page.set_viewport_size({"width": 900, "height": 600})
+    ask(page, "Tell me a long story.")
+    expect(page.locator(".msg.assistant")).to_contain_text("Line 40 of a long answer.")
+
+    ask(page, "Delete notes.txt.")  # a later turn, which waits for approval
+
+    decide = page.locator(".call .decide")
+    expect(decide.get_by_role("button")).to_have_count(3)
+    for name in ("Approve", "Edit arguments", "Reject"):
+        button = decide.get_by_role("button", name=name, exact=True)
+        seen = button.evaluate(UNCOVERED)
+        assert seen["inView"], f"{name} is out of view: {seen}"
+        assert seen["onTop"], f"{name} is covered: {seen}"
+    shot(page, "chat-later-turn-waits")
+    decide.get_by_role("button", name="Approve", exact=True).click(no_wait_after=True)
+    expect(page.locator(".msg.assistant").last).to_have_text("Deleted.")
+    expect(page.locator("#prompt")).to_be_enabled()
+
+
+def test_decisions_and_run_links_come_back_after_a_reload(
+    serve: Any, browser: BrowserContext
+) -> None:
+    three = calls(
+        call("delete_file", "d1", path="a.txt"),
+        call("delete_file", "d2", path="b.txt"),
+        call("delete_file", "d3", path="c.txt"),
+    )
+    model = ScriptedModel([answer("Hello."), three, answer("Deleted two, kept c.txt.")])
+    served = serve(Agent(model, [delete_file]))
+    page = logged_in(browser, served, "/chat/reloaded")
+    ask(page, "Hi.")
+    expect(page.locator(".msg.assistant")).to_have_text("Hello.")
+    ask(page, "Delete a.txt, b.txt and c.txt.")
+    cards = page.locator(".call")
+    expect(cards.locator(".decide button", has_text="Approve")).to_have_count(3)
+    cards.nth(0).get_by_role("button", name="Approve", exact=True).click()
+    cards.nth(1).get_by_role("button", name="Edit arguments").click()
+    cards.nth(1).locator("textarea").fill('{"path": "draft.txt"}')
+    cards.nth(1).get_by_role("button", name="Approve with these arguments").click()
+    cards.nth(2).get_by_role("button", name="Reject").click()
+    cards.nth(2).locator("input[type=text]").fill("keep c.txt")
+    cards.nth(2).get_by_role("button", name="Reject the call").click()
+    expect(page.locator(".msg.assistant").last).to_have_text("Deleted two, kept c.txt.")
+    decided = ["Approved", "Approved with edited arguments", "Rejected"]
+    expect(page.locator(".call .decided")).to_have_text(decided)
+    hrefs = "(links) => links.map((a) => a.getAttribute('href'))"
+    live = page.locator(".run-foot a").evaluate_all(hrefs)
+    assert len(live) == 3  # the first run; the second as it paused, then as it ended
+
+    page.reload()
+
+    expect(page.locator(".msg.user")).to_have_text(["Hi.", "Delete a.txt, b.txt and c.txt."])
+    expect(page.locator(".call .decided")).to_have_text(decided)
+    expect(cards.nth(2)).to_have_class("call rejected")
+    feet = page.locator(".run-foot")
+    expect(feet).to_have_count(2)  # one a run: the second's two parts are one stored run
+    assert feet.locator("a").evaluate_all(hrefs) == [live[0], live[2]]
+    expect(feet.nth(0)).to_contain_text("1 model turn")
+    expect(feet.nth(1)).to_contain_text("2 model turns")
+    order = page.locator("#thread > *").evaluate_all("(nodes) => nodes.map((n) => n.className)")
+    assert order.index("run-foot") == order.index("msg assistant") + 1  # after the first answer
+    shot(page, "chat-reloaded-decisions")
+    page.locator(".run-foot a").nth(1).click()
+    expect(page.locator(".badge.stop-answer")).to_have_text("answer")
+
+
 def test_a_typed_answer_is_shown_as_data(serve: Any, browser: BrowserContext) -> None:
     final = calls(call("final_answer", "f1", name="Zagreb", country="Croatia", population=800_000))
     served = serve(Agent(ScriptedModel([final]), output_type=City))

@@ -267,3 +267,46 @@ async def test_a_run_page_shows_its_handoffs(site: Any, tmp_path: Path) -> None:
     assert "Handoffs triage → billing" in text
     assert "transfer_to_billing" in text
     assert "⇢ triage handed the run to billing" in text
+
+
+def thread_data(page: str) -> dict[str, Any]:
+    embedded = re.search(r'<script type="application/json" id="thread-data">(.*?)</script>', page)
+    assert embedded is not None
+    data: dict[str, Any] = json.loads(embedded.group(1))
+    return data
+
+
+async def test_the_chat_page_embeds_each_runs_foot_from_the_run_log(
+    site: Any, tmp_path: Path
+) -> None:
+    await three_runs(tmp_path)
+    logged = {run.prompt: run for run in RunLog(tmp_path / "logs.db").runs()}
+
+    data = thread_data((await site(None).get("/chat/maths")).text)
+
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant", "tool", "assistant"] * 2
+    assert data["runs"] == [
+        {
+            "end": 4 * number,
+            "runId": logged[prompt].run_id,
+            "stopReason": "answer",
+            "usage": {"requests": 2, "inputTokens": 0, "outputTokens": 0},
+        }
+        for number, prompt in ((1, "2 + 3?"), (2, "1 / 0?"))
+    ]
+    assert data["decisions"] == []  # nobody decided on these calls
+
+
+async def test_a_run_log_that_cannot_be_read_leaves_the_conversation_and_says_so(
+    site: Any, tmp_path: Path
+) -> None:
+    await three_runs(tmp_path)
+    (tmp_path / "logs.db").unlink()
+    with sqlite3.connect(tmp_path / "logs.db") as other:  # another program's database
+        other.execute("CREATE TABLE notes (text TEXT)")
+
+    data = thread_data((await site(None).get("/chat/maths")).text)
+
+    assert len(data["messages"]) == 8
+    assert data["runs"] == data["decisions"] == []  # the page shows no foot it cannot read
+    assert "is an SQLite database but not a tooldeck run log" in data["logProblem"]

@@ -113,16 +113,20 @@ _EXPORTS: dict[str, str] = {
 __all__ = list(_EXPORTS)
 
 
-# Names that were top-level before 0.2, and where they live now.
-_MOVED: dict[str, str] = {
+# Names that are not top-level, and the modules they are imported from (several: the first is
+# where the docs show it). Names that were top-level before 0.2, then every public error
+# class (tests/test_public_api.py walks the public modules and holds this table to them).
+_MOVED: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
         [
             "ArgumentProblem",
             "CheckpointError",
             "DuplicateToolError",
             "ErrorCode",
+            "GuardrailTripped",
             "InvalidArguments",
             "LimitExceeded",
+            "MiddlewareError",
             "ModelAuthError",
             "ModelBadRequest",
             "ModelNotConfigured",
@@ -130,29 +134,37 @@ _MOVED: dict[str, str] = {
             "ModelRateLimited",
             "ModelRefused",
             "ModelRetry",
+            "ModelStreamMissing",
             "ModelUnavailable",
             "ProviderError",
             "ScriptExhausted",
-            "SessionConflict",
-            "SessionError",
+            "ToolDefinitionWarning",
             "ToolExecutionError",
         ],
-        "tooldeck.errors",
+        ("tooldeck.errors",),
+    ),
+    **dict.fromkeys(("SessionConflict", "SessionError"), ("tooldeck.errors", "tooldeck.sessions")),
+    "RunLogError": ("tooldeck.runlog", "tooldeck.errors"),
+    **dict.fromkeys(("CaseFileError", "ResultFileError", "UnknownSuite"), ("tooldeck.eval",)),
+    **dict.fromkeys(("MCPCallFailed", "MCPConnectionError"), ("tooldeck.tools.mcp",)),
+    **dict.fromkeys(("TargetError", "TargetUsageError"), ("tooldeck.tools.modules",)),
+    "ScriptError": ("tooldeck.testing.script",),
+    "UnscriptedRequests": ("tooldeck.testing",),
+    **dict.fromkeys(
+        ("PostgresSession", "SQLiteSession", "Session", "StoredRun"), ("tooldeck.sessions",)
     ),
     **dict.fromkeys(
-        ("PostgresSession", "SQLiteSession", "Session", "StoredRun"), "tooldeck.sessions"
+        ("KeepLastExchanges", "KeepLastTurns", "Summarize", "TokenBudget"),
+        ("tooldeck.run.history",),
     ),
-    **dict.fromkeys(
-        ("KeepLastExchanges", "KeepLastTurns", "Summarize", "TokenBudget"), "tooldeck.run.history"
-    ),
-    "RunLog": "tooldeck.runlog",
-    "DurableAgent": "tooldeck.durable",
-    "MCPToolset": "tooldeck.tools.mcp",
-    **dict.fromkeys(("ToolEntry", "ToolHandler", "ToolView"), "tooldeck.tools.registry"),
-    "ToolOptions": "tooldeck.tools.options",
-    "Usage": "tooldeck.messages",
-    "resolve_model": "tooldeck.models.resolve",
-    "RecordedRequest": "tooldeck.models.scripted",
+    "RunLog": ("tooldeck.runlog",),
+    "DurableAgent": ("tooldeck.durable",),
+    "MCPToolset": ("tooldeck.tools.mcp",),
+    **dict.fromkeys(("ToolEntry", "ToolHandler", "ToolView"), ("tooldeck.tools.registry",)),
+    "ToolOptions": ("tooldeck.tools.options",),
+    "Usage": ("tooldeck.messages",),
+    "resolve_model": ("tooldeck.models.resolve",),
+    "RecordedRequest": ("tooldeck.models.scripted",),
 }
 
 
@@ -162,8 +174,8 @@ _compat.install()  # tooldeck.loop, tooldeck.contracts, ... import as the module
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        moved = _MOVED.get(name)
-        hint = f"; import it from {moved}" if moved else ""
+        homes = _MOVED.get(name, ())
+        hint = f"; import it from {' or '.join(homes)}" if homes else ""
         raise AttributeError(f"module 'tooldeck' has no attribute {name!r}{hint}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

@@ -357,10 +357,12 @@ class RunResult(BaseModel, Generic[OutputT]):
 
     answer: str
     """The model's final text (for a typed answer, the JSON it wrote); empty when the run
-    stopped before it answered."""
+    stopped before it answered (but for a turn of calls that spent a limit under
+    ``on_limit="final_answer"``: the text it wrote beside them, which is no answer)."""
     output: OutputT | None = None
     """The validated answer: an ``output_type`` value, or the answer text without one; None
-    when the run stopped before it answered."""
+    when the run stopped before it answered (a spent limit or budget under
+    ``on_limit="final_answer"`` included: the model is not asked again)."""
     messages: tuple[Message, ...]
     """The whole conversation, starting with the given history and the prompt."""
     tool_trace: tuple[ToolTrace, ...]

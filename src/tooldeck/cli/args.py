@@ -20,7 +20,8 @@ EXIT_INTERRUPTED = 130
 EXIT_STATUSES = """\
 exit status:
   0    the model answered
-  1    the run stopped without an answer (a limit, a model error), or something failed
+  1    the run stopped without an answer (a limit, even with --on-limit final-answer when
+       no last answer could be had; a model error), or something failed
   2    usage error: the arguments are wrong (nothing was run)
   130  interrupted (Ctrl-C)"""
 

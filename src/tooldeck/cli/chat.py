@@ -110,9 +110,10 @@ def interrupted_text(run: Run, interrupt: KeyboardInterrupt) -> str:
         if (entry := run.agent.tools.dispatch.get(call.name)) is not None and keeps_running(entry)
     ]
     if in_threads:
+        verb, what, does = ("runs", "it", "does") if len(in_threads) == 1 else ("run", "they", "do")
         return (
-            f"{left}, but {', '.join(in_threads)} runs in a thread, which cannot be stopped: "
-            "it may still finish, and do what it does"
+            f"{left}, but {', '.join(in_threads)} {verb} in a thread, which cannot be "
+            f"stopped: {what} may still finish, and do what {what} {does}"
         )
     return left
 

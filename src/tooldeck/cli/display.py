@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
 from tooldeck.cli.load import is_own_code
-from tooldeck.cli.totals import Tally, count, duration_text, stop_text, totals_line
+from tooldeck.cli.totals import Tally, count, duration_text, stop_text, totals_line, unanswered
 from tooldeck.errors import ErrorCode, ModelRetry
 from tooldeck.messages import ToolCall, Usage
 from tooldeck.results import RecordedError, RunResult, ToolTrace
@@ -332,8 +332,11 @@ class RunDisplay:
         self.console.line(f"  ⏸ {_short_call(call)} waits for {waits}", "yellow")
 
     def summary(self, result: RunResult[Any], seconds: float) -> None:
-        """The answer and the totals line of a run that ended."""
-        self.console.line(f"answer: {result.answer}", "bold")
+        """The answer and the totals line of a run that ended. A run a limit left without
+        an answer (``--on-limit final-answer``) shows none, not an empty one: the command's
+        error line says why, as at any stop."""
+        if unanswered(result) is None:
+            self.console.line(f"answer: {result.answer}", "bold")
         self.totals(seconds, result.usage, len(result.tool_trace), stop_text("", result))
 
     def totals(self, seconds: float, usage: Usage, calls: int, stop: str) -> None:

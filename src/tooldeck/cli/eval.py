@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, replace
@@ -26,6 +27,7 @@ from typing import Any
 from tooldeck.cli.args import EXIT_STATUSES, CliError, Parser, UsageError, positive_int
 from tooldeck.cli.load import load_object
 from tooldeck.cli.model import build_model
+from tooldeck.cli.totals import count
 
 SUITE_HELP = "bfcl:CATEGORY (e.g. bfcl:simple_python) or a case file (.jsonl, .yaml)"
 
@@ -188,11 +190,13 @@ def _run(args: argparse.Namespace, cases: list[Any], settings: Any) -> Any:
     writer = ResultWriter(out, asdict(settings), resume=args.resume)
     print(f"tooldeck eval: results go to {out}", file=sys.stderr)
     total = len(cases) * len(contestants) - len({r.key for r in done})
+    kept = [len({r.key for r in done})]
     try:
         with _progress(max(0, total)) as advance:
 
             def scored(result: Any) -> None:
                 writer.add(result)
+                kept[0] += 1
                 advance(result)
 
             run = run_eval(
@@ -205,8 +209,19 @@ def _run(args: argparse.Namespace, cases: list[Any], settings: Any) -> Any:
                 on_result=scored,
             )
             return asyncio.run(_closing(run, contestants))
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(_how_to_go_on(out, kept[0], args.out is None)) from None
     finally:
         writer.close()
+
+
+def _how_to_go_on(out: Path, kept: int, default_out: bool) -> str:
+    """What an interrupted eval kept, and the command line that goes on from it."""
+    again = f"--out {shlex.quote(str(out))} --resume" if default_out else "--resume"
+    return (
+        f"{count(kept, 'scored case')} kept in {out}; to go on with the others, run the same "
+        f"command with {again} (the cases it holds are not run again)"
+    )
 
 
 async def _closing(run: Any, contestants: Sequence[Any]) -> Any:

@@ -27,7 +27,7 @@ from tooldeck.cli.args import EXIT_ANSWER, CliError
 from tooldeck.cli.display import Console, RunDisplay, recovered_lines
 from tooldeck.cli.interrupt import CTRL_C, Interrupted, interrupted, watched
 from tooldeck.cli.sessions import paused_prompt, waiting_calls
-from tooldeck.cli.totals import Tally, answer_forced, stop_text
+from tooldeck.cli.totals import Tally, answer_forced, stop_text, unanswered
 from tooldeck.cli.voice import Driven, Voice
 from tooldeck.errors import (
     CheckpointError,
@@ -130,6 +130,11 @@ def execute(
         _totals(run, display, time.perf_counter() - started, "interrupted", None)
         raise
     seconds = time.perf_counter() - started
+    why = unanswered(driven.result)
+    if why is not None:  # a limit ended it (--on-limit final-answer) and left no answer
+        message = f"the run stopped without an answer: {why}"
+        _report_answer(run, form, display, seconds, driven, message)
+        raise CliError(message)
     _report_answer(run, form, display, seconds, driven)
     return EXIT_ANSWER, driven.result
 
@@ -276,19 +281,20 @@ def _report_answer(
     error: str | None = None,
 ) -> None:
     result = driven.result
-    answer = _answer_text(run, result)
     if form == "json":
         document = run_document(run, result, seconds, error)
         if driven.resumed is not None:
             document["resumed"] = _resumed_document(driven.resumed)
         print(json.dumps(document, indent=2, ensure_ascii=False))
         return
+    answer = None if unanswered(result) is not None else _answer_text(run, result)
     if display is not None:
         display.summary(result, seconds)
-        if run.output_type is not None:
+        if run.output_type is not None and answer is not None:
             print(answer, flush=True)
         return
-    print(answer, flush=True)
+    if answer is not None:  # stdout holds only an answer: none, nothing printed
+        print(answer, flush=True)
     _totals(run, None, seconds, result.stop_reason, result)
 
 
@@ -338,7 +344,7 @@ def run_document(
     run: Run, result: RunResult[Any], seconds: float, error: str | None = None
 ) -> dict[str, Any]:
     """What ``--json`` prints: the run for a script to read."""
-    document: dict[str, Any] = {"answer": result.answer}
+    document: dict[str, Any] = {"answer": "" if unanswered(result) else result.answer}
     if run.output_type is not None and result.output is not None:
         document["output"] = TypeAdapter(run.output_type).dump_python(result.output, mode="json")
     document |= {

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tooldeck.cli.display import Console, RunDisplay, call_text
-from tooldeck.cli.totals import dollars
+from tooldeck.cli.totals import count, dollars
 from tooldeck.messages import ToolCall, Usage
 from tooldeck.runlog import LoggedCall, LoggedRun, LoggedTurn, default_path
 from tooldeck.runlog.read import list_runs, load_run
@@ -85,7 +85,7 @@ def _total_cost(runs: list[LoggedRun], as_json: bool) -> int:
     if as_json:
         print(json.dumps({"runs": len(runs), "cost_usd": total, "unknown_cost_runs": unknown}))
         return 0
-    line = f"{dollars(total)} for {len(runs)} run{'' if len(runs) == 1 else 's'}"
+    line = f"{dollars(total)} for {count(len(runs), 'run')}"
     if unknown:
         line += f" ({unknown} of unknown cost, not counted)"
     print(line)
@@ -136,7 +136,7 @@ def _table(runs: list[LoggedRun]) -> Iterator[str]:
                 _when(run.started_at),
                 run.model,
                 calls,
-                run.stop_reason or "-",
+                _status(run),
                 duration,
                 *_cost_cell(priced, run),
                 _short(run.prompt),
@@ -145,6 +145,26 @@ def _table(runs: list[LoggedRun]) -> Iterator[str]:
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
         yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+
+
+def _status(run: LoggedRun) -> str:
+    """The STOP column: the stop reason, else whether the run goes on or its process is gone."""
+    if run.stop_reason is not None:
+        return run.stop_reason
+    return "interrupted (process gone)" if run.process_gone else run.status
+
+
+def _no_end(run: LoggedRun) -> str:
+    """What a run with no end logged is, by its process."""
+    process = f"process {run.writer_pid} on {run.writer_host}"
+    if run.process_gone:
+        return (
+            f"stopped: interrupted (process gone): no end was logged and {process}, which ran "
+            "it, is gone (killed, or crashed mid-run); it will not go on"
+        )
+    if run.writer_pid is not None:
+        return f"(no end logged yet: the run is still going in {process})"
+    return "(no end was logged: the run is still going, or its process ended)"
 
 
 def _cost_cell(priced: bool, run: LoggedRun | None = None) -> tuple[str, ...]:
@@ -169,7 +189,7 @@ def replay(run: LoggedRun, console: Console) -> None:
     if run.untrusted_call_id is not None:
         display.untrusted(f"{run.untrusted_tool!r} (call {run.untrusted_call_id!r})")
     if run.ended_at is None:
-        console.line("(no end was logged: the run is still going, or its process ended)", "dim")
+        console.line(_no_end(run), "red" if run.process_gone else "dim")
         return
     if run.error:
         console.line(f"stopped: {run.error}", "red")

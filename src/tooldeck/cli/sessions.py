@@ -23,6 +23,7 @@ from typing import Any
 
 from tooldeck.cli.args import CliError, Parser, UsageError, positive_int
 from tooldeck.cli.display import call_text
+from tooldeck.cli.totals import count
 from tooldeck.results import Checkpoint
 from tooldeck.runlog import tooldeck_home
 from tooldeck.sessions import SQLiteSession
@@ -128,7 +129,7 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     for info in found:
         paused = "  (a run waits for decisions)" if info.paused else ""
-        print(f"{info.session_id}  {info.turns} runs  {info.title!r}{paused}")
+        print(f"{info.session_id}  {count(info.turns, 'run')}  {info.title!r}{paused}")
     if not found:
         print("no conversations yet", file=sys.stderr)
     return 0

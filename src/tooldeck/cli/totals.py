@@ -126,14 +126,41 @@ def stop_text(stop_reason: str, result: RunResult[Any] | None) -> str:
 
 
 def answer_forced(result: RunResult[Any]) -> bool:
-    """A limit stopped the run and the answer was asked for once more, without tools
+    """A limit stopped the run, the model was asked once more, without tools, and answered
     (``on_limit="final_answer"``)."""
-    return result.stop_reason in _LIMITS and result.output is not None
+    return result.stop_reason in _LIMITS and unanswered(result) is None
+
+
+def unanswered(result: RunResult[Any]) -> str | None:
+    """Why a run that a limit ended (``on_limit="final_answer"``) has no answer to show, in
+    the command line's words; None when it has one (or no limit ended it).
+
+    At a spending limit the model is not asked again (``output`` is None): a last request
+    would spend past it. Asked once more, it may still answer with no text.
+    """
+    reason = result.stop_reason
+    if reason not in _LIMITS:
+        return None
+    if result.output is None:
+        spent = _SPENT.get(reason, f"the run reached its limit ({reason})")
+        why = f"{spent}, so the model was not asked again: a last request would spend past it"
+        if result.answer.strip():
+            said = result.answer
+            why += f" (its last turn asked for tools, which did not run, and said: {said!r})"
+        return why
+    if isinstance(result.output, str) and not result.output.strip():
+        return "asked once more at the limit, without tools, the model answered with no text"
+    return None
 
 
 _LIMITS = frozenset(
     {"max_rounds", "max_tool_calls", "max_duration_s", "max_tokens", "max_cost", "budget"}
 )
+_SPENT = {
+    "max_cost": "the run spent its cost limit (--max-cost)",
+    "max_tokens": "the run spent its token limit",
+    "budget": "the shared budget is spent",
+}
 
 
 def duration_text(seconds: float) -> str:

@@ -74,7 +74,9 @@ class Agent(Generic[DepsT, OutputT]):
             (``"required"`` or a tool name) applies to the first request of a run only.
         limits: When the run stops (rounds, tool calls, duration, retries, repeats).
         on_limit: ``"raise"`` ends a run at a limit with LimitExceeded; ``"final_answer"``
-            asks the model once more, without tools, for an answer.
+            asks the model once more, without tools, for an answer — unless a token or cost
+            limit or a shared budget is spent (a spent budget lets no request out): then the
+            run ends without an answer (``output`` None, the limit as its stop reason).
         include_error_details: Show the model the exception text of a failing tool
             (by default it reads a generic line; the host always has the exception).
         max_concurrency: At most this many calls of one turn run at once.

@@ -27,6 +27,7 @@ from tooldeck.models.base import Model
 from tooldeck.results import Checkpoint, Decision, RunResult
 from tooldeck.run.events import Event, FinalAnswer
 from tooldeck.run.options import ParentCall, RunArgs
+from tooldeck.run.spending import SPENDING_STOPS
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import FunctionTool
 from tooldeck.tools.handler import Pause, ToolHandler, ToolOutcome
@@ -134,6 +135,13 @@ class AgentTool:
         if final.checkpoint is not None:
             return Pause(final.checkpoint)
         tainted = final.tainted_by is not None
+        if final.output is None and final.stop_reason in SPENDING_STOPS:  # no last answer
+            text = (
+                f"the agent {self.name!r} stopped without an answer (stop reason: "
+                f"{final.stop_reason}): its budget was spent, so it was not asked again"
+            )
+            failed = ToolResult.failure(ErrorCode.TOOL_ERROR, text)
+            return ToolOutcome(failed, None, final.tool_trace, tainted)
         return ToolOutcome(ToolResult.success(final.answer), None, final.tool_trace, tainted)
 
     def _inner_run(

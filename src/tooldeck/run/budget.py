@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tooldeck.errors import LimitExceeded
+from tooldeck.errors import LimitExceeded, SessionError
 from tooldeck.messages import Usage
 from tooldeck.results import StopReason
 
@@ -36,7 +36,8 @@ class BudgetSpent:
 
 @dataclass(frozen=True, slots=True)
 class BudgetLeft:
-    """What is left of a budget; None where it has no limit."""
+    """What is left of a budget; None where it has no limit. Negative where it was
+    overspent: a response is counted whole, even the one that passed the limit."""
 
     requests: int | None
     total_tokens: int | None
@@ -86,22 +87,31 @@ class Budget:
         self.max_requests = max_requests
         self._lock = threading.Lock()
         self._counts = Counts()
+        self._owed_lock = threading.Lock()
+        self._owed = (0, 0.0)
+        """Tokens and dollars of responses a failed store could not count: added to the
+        next count that succeeds (a store that comes back has them all)."""
 
     @property
     def spent(self) -> BudgetSpent:
-        """What the runs have spent so far."""
-        return self._change(Counts.snapshot)
+        """What the runs have spent so far (what a failed store still owes included)."""
+        spent = self._change(Counts.snapshot)
+        owed_tokens, owed_cost = self._owed
+        if not owed_tokens and not owed_cost:
+            return spent
+        return BudgetSpent(
+            spent.requests, spent.total_tokens + owed_tokens, spent.cost_usd + owed_cost
+        )
 
     @property
     def left(self) -> BudgetLeft:
-        """What is left (never below 0)."""
+        """What is left: below 0 by what was overspent (the responses of the requests in
+        flight when the budget ran out are counted in full), never clamped to 0."""
         spent = self.spent
         return BudgetLeft(
-            None if self.max_requests is None else max(0, self.max_requests - spent.requests),
-            None
-            if self.max_total_tokens is None
-            else max(0, self.max_total_tokens - spent.total_tokens),
-            None if self.max_cost_usd is None else max(0.0, self.max_cost_usd - spent.cost_usd),
+            None if self.max_requests is None else self.max_requests - spent.requests,
+            None if self.max_total_tokens is None else self.max_total_tokens - spent.total_tokens,
+            None if self.max_cost_usd is None else self.max_cost_usd - spent.cost_usd,
         )
 
     def take_request(self) -> LimitExceeded | None:
@@ -111,20 +121,38 @@ class Budget:
 
     def record(self, usage: Usage | None) -> LimitExceeded | None:
         """Add a response's tokens and cost; the stop when the budget is now spent, or when
-        the cost is unknown under ``max_cost_usd``."""
+        the cost is unknown under ``max_cost_usd``.
+
+        Raises:
+            SessionError: The store failed (a database locked or gone): the response is
+                owed, and counted with the next response the store takes.
+        """
         tokens = 0 if usage is None else usage.input_tokens + usage.output_tokens
         cost = None if usage is None else usage.cost_usd
+        with self._owed_lock:
+            owed_tokens, owed_cost = self._owed
+            self._owed = (0, 0.0)
 
         def add(counts: Counts) -> LimitExceeded | None:
-            counts.total_tokens += tokens
-            counts.cost_usd += cost or 0.0
+            counts.total_tokens += tokens + owed_tokens
+            counts.cost_usd += (cost or 0.0) + owed_cost
             return self._reached(counts)
 
-        spent = self._change(add)
+        try:
+            spent = self._change(add)
+        except SessionError:
+            with self._owed_lock:
+                more_tokens, more_cost = self._owed
+                self._owed = (
+                    more_tokens + owed_tokens + tokens,
+                    more_cost + owed_cost + (cost or 0),
+                )
+            raise
         if cost is None and self.max_cost_usd is not None:
             return LimitExceeded(
                 f"a response's cost is unknown, so the budget's max_cost_usd={self.max_cost_usd} "
-                "cannot be kept: give the model's prices (ModelSettings(prices=ModelPrices(...)))",
+                "cannot be kept: give the model's prices (ModelSettings(prices=ModelPrices(...)), "
+                "or --price IN,OUT at the command line)",
                 StopReason.BUDGET,
             )
         return spent
@@ -140,12 +168,14 @@ class Budget:
         return reached
 
     def _reached(self, counts: Counts) -> LimitExceeded | None:
+        owed_tokens, owed_cost = self._owed  # what a failed store could not count yet
+        tokens, cost = counts.total_tokens + owed_tokens, counts.cost_usd + owed_cost
         if self.max_requests is not None and counts.requests >= self.max_requests:
             return _spent("max_requests", self.max_requests, counts.requests, "requests")
-        if self.max_total_tokens is not None and counts.total_tokens >= self.max_total_tokens:
-            return _spent("max_total_tokens", self.max_total_tokens, counts.total_tokens, "tokens")
-        if self.max_cost_usd is not None and counts.cost_usd >= self.max_cost_usd:
-            return _spent("max_cost_usd", self.max_cost_usd, counts.cost_usd, "dollars")
+        if self.max_total_tokens is not None and tokens >= self.max_total_tokens:
+            return _spent("max_total_tokens", self.max_total_tokens, tokens, "tokens")
+        if self.max_cost_usd is not None and cost >= self.max_cost_usd:
+            return _spent("max_cost_usd", self.max_cost_usd, cost, "dollars")
         return None
 
     def _change(self, change: Callable[[Counts], T]) -> T:

@@ -48,7 +48,7 @@ from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.request import Asking, Delta, ask, with_deltas
 from tooldeck.run.session import CallRecords
-from tooldeck.run.spending import not_run
+from tooldeck.run.spending import SPENDING_STOPS, not_run
 from tooldeck.run.state import OpenTurn, RunState, attach
 from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
@@ -111,7 +111,7 @@ async def drive(
     view, asking, first, calls_of = await _begin(setup, start, observer)
     decisions: Mapping[str, Decision] = start.decisions or _NO_DECISIONS
     while True:
-        stop: RunStopped | None = None
+        stop: RunStopped | FinalAnswer | HandedOff | None = None
         if (turn := state.turn) is not None:
             outcome: RoundOutcome | None = None
             calls = run_round(turn, decisions, _moved(calls_of, view, turn, state))
@@ -129,12 +129,11 @@ async def drive(
             finally:  # closed or cancelled mid-round: the calls stop now
                 await calls.aclose()
             decisions = _NO_DECISIONS
-            closed = _close_round(setup, state, policy, view, turn, outcome)
-            if isinstance(closed, _ENDS):  # made with the agent's name, as every event is
-                yield closed
-                return
-            stop = closed
-        stop = stop or policy.stop_before_request(state)
+            stop = _close_round(setup, state, policy, view, turn, outcome)
+        stop = _before_request(setup, state, policy, stop)
+        if isinstance(stop, _ENDS):  # made with the agent's name, as every event is
+            yield stop
+            return
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         specs, settings, reason = _next_request(setup, state, policy, view, stop)
         policy.rounds += 1
@@ -300,7 +299,31 @@ async def _answer(
     if stop is None:
         return None
     state.turn = None  # calls made despite tool_choice="none" are not run
+    if isinstance(stop, LimitExceeded) and stop.limit in SPENDING_STOPS:
+        return state.result(output.content, reason)  # not asked again: the text is no answer
     return state.result(output.content, reason, None, output.content)
+
+
+def _before_request(
+    setup: RunSetup,
+    state: RunState,
+    policy: RunPolicy,
+    closed: RunStopped | FinalAnswer | HandedOff | None,
+) -> RunStopped | FinalAnswer | HandedOff | None:
+    """What comes before the next request: the end its round made (a pause, a handoff), the
+    stop that forbids asking as usual, or — when the last answer ``on_limit="final_answer"``
+    asks for finds the budget spent — the run's end without a request and without an answer
+    (``output`` None; the spending limit is its stop reason): a spent budget lets no
+    request out."""
+    if isinstance(closed, _ENDS):
+        return closed
+    stop = closed or policy.stop_before_request(state)
+    if setup.on_limit == "raise" or not isinstance(stop, LimitExceeded):
+        return stop  # raised before the request (``_last_request``), or none
+    spent = policy.last_request_refused(state, stop)
+    if spent is None:
+        return stop
+    return FinalAnswer(state.result("", StopReason(spent.limit)), state.agent)
 
 
 def _metered(

@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
-from tooldeck.errors import ErrorCode, LimitExceeded, ToolExecutionError
+from tooldeck.errors import ErrorCode, LimitExceeded, SessionError, ToolExecutionError
 from tooldeck.messages import AssistantOutput, ToolCall, ToolResult
 from tooldeck.results import RepeatRecord, RunCounters, StopReason
 from tooldeck.run.budget import Budget
-from tooldeck.run.spending import SpendingLimits, spending_limits
+from tooldeck.run.spending import SPENDING_STOPS, SpendingLimits, spending_limits
 from tooldeck.tools.registry import ToolEntry
 
 if TYPE_CHECKING:
@@ -199,14 +200,52 @@ class RunPolicy:
         if self.spending is not None and (spent := self.spending.reached(state)):
             return spent
         if self.budget is not None:  # last: the request it counts is sent
-            return self.budget.take_request()
+            return self._budgeted(state, self.budget.take_request)
         return None
+
+    def _budgeted(
+        self, state: RunState, change: Callable[[], LimitExceeded | None]
+    ) -> LimitExceeded | None:
+        """``change`` of the shared budget; when its store fails, the SessionError carries
+        the run so far (``.result``, stop reason ``session_error``): no response is lost."""
+        try:
+            return change()
+        except SessionError as error:
+            if error.result is None:
+                error.result = state.result("", StopReason.SESSION_ERROR)
+                error.add_note(
+                    "the run stopped: its shared budget could not be read or counted, so "
+                    "nothing more was asked or run (the run so far, with the usage of every "
+                    "response it had, is in this error's .result)"
+                )
+            raise
+
+    def last_request_refused(self, state: RunState, stop: LimitExceeded) -> LimitExceeded | None:
+        """Before the last request of a run at a limit (``on_limit="final_answer"``): the
+        spending limit that forbids it, if any. A spent budget lets no request out: a stop
+        at a token or cost limit or a shared budget is itself the refusal; at another limit
+        (rounds, time, calls) the request must still fit the spending limits, and it takes
+        its request from the shared budget as any other does."""
+        if stop.limit in SPENDING_STOPS:
+            return stop
+        if not self.metered:
+            return None
+        if self.spending is not None and (spent := self.spending.reached(state)):
+            return spent
+        return None if self.budget is None else self._budgeted(state, self.budget.take_request)
 
     def after_response(self, state: RunState, output: AssistantOutput) -> LimitExceeded | None:
         """Count a response of a metered run; the token or cost limit the run has reached, if
-        any, when the response asks for calls (an answer ends the run anyway)."""
+        any, when the response asks for calls (an answer ends the run anyway).
+
+        Raises:
+            SessionError: The shared budget's store failed (a database locked or gone): the
+                run stops with what it did, this response's usage in ``.result``.
+        """
         budget = self.budget
-        spent_budget = None if budget is None else budget.record(output.usage)
+        spent_budget = None
+        if budget is not None:
+            spent_budget = self._budgeted(state, partial(budget.record, output.usage))
         if not output.tool_calls:
             return None
         if self.spending is not None and (spent := self.spending.reached(state)):

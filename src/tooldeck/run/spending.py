@@ -1,5 +1,5 @@
 """The run's token and cost limits (``Limits.max_*_tokens``, ``max_cost_usd``): when a run's
-usage has reached one, it sends no more requests."""
+usage has reached one, it sends no more requests (not even for a last answer)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ from tooldeck.results import StopReason
 
 if TYPE_CHECKING:
     from tooldeck.run.state import RunState
+
+SPENDING_STOPS = frozenset({StopReason.MAX_TOKENS, StopReason.MAX_COST, StopReason.BUDGET})
+"""The stops of the limits on what requests spend (the run's tokens and cost, a shared
+budget): at one of them no request is sent, not even the last answer
+``on_limit="final_answer"`` asks for."""
 
 
 class _SpendingFields(Protocol):
@@ -48,7 +53,8 @@ class SpendingLimits:
         if not state.cost_known:
             return LimitExceeded(
                 f"a response's cost is unknown, so max_cost_usd={limit_usd} cannot be kept: "
-                "give the model's prices (ModelSettings(prices=ModelPrices(...)))",
+                "give the model's prices (ModelSettings(prices=ModelPrices(...)), or --price "
+                "IN,OUT at the command line)",
                 StopReason.MAX_COST,
             )
         if state.cost_usd >= limit_usd:

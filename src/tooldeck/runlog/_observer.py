@@ -9,6 +9,7 @@ log adds no garbage for the collector to walk while runs go on.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -27,6 +28,7 @@ from tooldeck.run.events import (
     ToolCallStarted,
     UntrustedContent,
 )
+from tooldeck.run.journal import this_process
 from tooldeck.run.observer import RunInfo
 from tooldeck.runlog._rows import CALL, END, GUARD, HAND, PENDING, START, TAINT, TURN, error_text
 from tooldeck.runlog._writer import Put, Writer
@@ -102,8 +104,25 @@ def _put_start(put: Put, run: RunInfo, started: float) -> None:
             run.decisions is not None,
             "" if parent is None else parent.run_id,
             "" if parent is None else parent.call_id,
+            *_this_process(),
         )
     )
+
+
+_process: tuple[int, tuple[str, int, int]] = (-1, ("", -1, -1))
+"""(the pid it was read in, this process as a run's row names it): read once per process."""
+
+
+def _this_process() -> tuple[str, int, int]:
+    """This process's host, id and start time (-1 when unknown), for a run's row: a reader
+    tells by them whether the process of a run with no end is still there."""
+    global _process
+    pid = os.getpid()
+    if _process[0] != pid:  # the first run, or a forked child's
+        writer = this_process()
+        started = -1 if writer.started is None else writer.started
+        _process = (pid, (writer.host, writer.pid, started))
+    return _process[1]
 
 
 def _put_turn(

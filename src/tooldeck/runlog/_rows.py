@@ -24,7 +24,7 @@ from tooldeck.results import Approve, RecordedError, Reject
 
 START, TURN, PENDING, CALL, END, FLUSH, GUARD, TAINT, HAND = range(9)
 """Record kinds."""
-FIELDS = {START: 9, TURN: 11, PENDING: 5, CALL: 11, END: 10, FLUSH: 1, GUARD: 8, TAINT: 3, HAND: 6}
+FIELDS = {START: 12, TURN: 11, PENDING: 5, CALL: 11, END: 10, FLUSH: 1, GUARD: 8, TAINT: 3, HAND: 6}
 """How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
@@ -78,17 +78,22 @@ def _flat(rows: list[Row]) -> Row:
 
 
 _T, _N = _NULL_TEXT, _NULL_NUMBER
+_WRITER = ("?", "?", _N)
+"""writer_host, writer_pid, writer_started (-1: the system does not say)."""
 _RUN = _Insert(
     "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at,"
-    " parent_run_id, parent_call_id, ended_at, duration_s, stop_reason, answer, error,"
-    " input_tokens, output_tokens, model_turns, cost_usd)",
-    ("?", _T, "?", "?", "?", "?", _T, _T, "?", "?", "?", "?", _T, "?", "?", "?", _N),
+    " parent_run_id, parent_call_id, writer_host, writer_pid, writer_started, ended_at,"
+    " duration_s, stop_reason, answer, error, input_tokens, output_tokens, model_turns,"
+    " cost_usd)",
+    ("?", _T, "?", "?", "?", "?", _T, _T, *_WRITER, "?", "?", "?", "?", _T, "?", "?", "?", _N),
 )
 _START = _Insert(
     "INSERT INTO runs (run_id, session_id, model, prompt, instructions, started_at,"
-    " parent_run_id, parent_call_id)",
-    ("?", _T, "?", "?", "?", "?", _T, _T),
-    " ON CONFLICT (run_id) DO UPDATE SET parts = parts + 1, ended_at = NULL, stop_reason = NULL",
+    " parent_run_id, parent_call_id, writer_host, writer_pid, writer_started)",
+    ("?", _T, "?", "?", "?", "?", _T, _T, *_WRITER),
+    " ON CONFLICT (run_id) DO UPDATE SET parts = parts + 1, ended_at = NULL, stop_reason = NULL,"
+    " writer_host = excluded.writer_host, writer_pid = excluded.writer_pid,"
+    " writer_started = excluded.writer_started",
 )
 _TURN = _Insert(
     "INSERT OR REPLACE INTO model_turns (run_id, round, started_at, duration_s, input_tokens,"
@@ -235,7 +240,8 @@ def _runs(starts: list[Record], ends: list[Record]) -> tuple[list[Row], list[Row
 
 def _start_row(record: Record) -> Row:
     """START: (kind, run id, session id or None, model, prompt, instructions, started at,
-    resumed, parent run id or "", parent call id or "")."""
+    resumed, parent run id or "", parent call id or "", the process's host, id, and start
+    time or -1)."""
     session_id = record[2]
     return (record[1], session_id or "", *record[3:7], *record[8:])
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tooldeck.errors import RunLogError as RunLogError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The version of the tables below (``PRAGMA user_version`` of a run log database)."""
 
 BUSY_TIMEOUT_MS = 5_000
@@ -123,7 +123,15 @@ CREATE INDEX handoffs_by_run ON handoffs (run_id);
 """
 """Version 4: each handoff of a run (``Agent(handoffs=...)``): who handed it to whom, when."""
 
-_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
+_V5 = """
+ALTER TABLE runs ADD COLUMN writer_host TEXT;
+ALTER TABLE runs ADD COLUMN writer_pid INTEGER;
+ALTER TABLE runs ADD COLUMN writer_started INTEGER;
+"""
+"""Version 5: the process that runs a run (its host, id and start time), so that a run with
+no end whose process is gone reads as interrupted, not as running."""
+
+_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: _V5}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""
 
 

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tooldeck.run.journal import Writer
 from tooldeck.runlog._checked import checked, json_object
 from tooldeck.runlog._schema import RunLogError, connect
 
@@ -129,16 +130,36 @@ class LoggedRun:
     untrusted_call_id: str | None
     """The call whose result first brought untrusted content into the run's conversation."""
     untrusted_tool: str | None
+    writer_host: str | None
+    """The host of the process that ran it (None in a log older than version 5)."""
+    writer_pid: int | None
+    """... its process id ..."""
+    writer_started: int | None
+    """... and when that process started (Linux clock ticks since boot; None: unknown)."""
     turns: tuple[LoggedTurn, ...] = ()
     calls: tuple[LoggedCall, ...] = ()
     guardrails: tuple[LoggedGuardrail, ...] = ()
     handoffs: tuple[LoggedHandoff, ...] = ()
     """Who handed the run to whom (``Agent(handoffs=...)``), in order."""
+    process_gone: bool = False
+    """It has no end and the process that ran it is gone (killed, or crashed): it will never
+    end. Judged when the run was read (a process on another host is taken to be there)."""
+
+    @property
+    def status(self) -> str:
+        """Its stop reason; else ``interrupted`` (no end, its process gone), ``running``, or
+        ``no end logged`` (no end, and a log too old to name its process)."""
+        if self.stop_reason is not None:
+            return self.stop_reason
+        if self.process_gone:
+            return "interrupted"
+        return "running" if self.writer_pid is not None else "no end logged"
 
     def to_json(self, details: bool = True) -> dict[str, Any]:
         """The run as plain JSON data (what ``tooldeck logs --json`` prints); without
         ``details``, no ``turns`` and ``calls``."""
         data = asdict(self)
+        data["status"] = self.status
         if not details:
             del data["turns"], data["calls"], data["guardrails"], data["handoffs"]
         return data
@@ -153,7 +174,8 @@ _RUN_COLUMNS = (
     " r.model_turns, r.parts, r.parent_run_id, r.parent_call_id,"
     " (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id),"
     f" (SELECT count(*) FROM tool_calls c WHERE c.run_id = r.run_id AND {_FAILED}),"
-    " r.cost_usd, r.untrusted_call_id, r.untrusted_tool"
+    " r.cost_usd, r.untrusted_call_id, r.untrusted_tool, r.writer_host, r.writer_pid,"
+    " r.writer_started"
 )
 
 
@@ -247,6 +269,25 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
         return _with_details(run, turns, calls, guardrails, handoffs)
 
 
+def decided_calls(path: str | os.PathLike[str], session: str) -> list[tuple[str, LoggedCall]]:
+    """The calls a person (or the application) decided on in the runs of ``session``, with
+    their run's id, oldest first. A missing database has none."""
+    with _reading(Path(path)) as connection:
+        if connection is None:
+            return []
+        rows = connection.execute(
+            "SELECT c.run_id, c.round, c.call_id, c.name, c.arguments, c.edited_arguments,"
+            " c.started_at, c.finished_at, c.duration_s, c.result, c.error_code, c.error,"
+            " c.waited_for, c.waited_at, c.decision, c.decided_by, c.full_output"
+            " FROM tool_calls c JOIN runs r ON r.run_id = c.run_id"
+            " WHERE r.session_id = ? AND c.decision IS NOT NULL ORDER BY c.id",
+            (session,),
+        ).fetchall()
+    return [
+        (row[0], LoggedCall(*checked(row[1:], LoggedCall, "tool_calls", row[0]))) for row in rows
+    ]
+
+
 def _with_details(
     run: LoggedRun,
     turns: sqlite3.Cursor,
@@ -286,7 +327,18 @@ def _reading(path: Path) -> Iterator[sqlite3.Connection | None]:
 
 
 def _run(row: tuple[Any, ...]) -> LoggedRun:
-    return LoggedRun(*checked(row, LoggedRun, "runs", row[0]))
+    run = LoggedRun(*checked(row, LoggedRun, "runs", row[0]))
+    if run.ended_at is None and _gone(run.writer_host, run.writer_pid, run.writer_started):
+        return replace(run, process_gone=True)
+    return run
+
+
+def _gone(host: str | None, pid: int | None, started: int | None) -> bool:
+    """Whether the process a run's row names is no longer there (as the run journal judges
+    the writer of a run: ``tooldeck.run.journal.Writer``)."""
+    if host is None or pid is None:
+        return False  # a log older than version 5: it does not say
+    return not Writer(host=host, pid=pid, started=started).alive()
 
 
 def _turn(row: tuple[Any, ...], run_id: str) -> LoggedTurn:

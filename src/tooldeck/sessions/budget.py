@@ -72,8 +72,10 @@ class SQLiteBudget(Budget):
         self._connection.close()
 
     def reset(self) -> None:
-        """Start the budget again from nothing spent."""
+        """Start the budget again from nothing spent (nothing owed either)."""
         self._change(Counts.reset)
+        with self._owed_lock:
+            self._owed = (0, 0.0)
 
     def _change(self, change: Callable[[Counts], T]) -> T:
         with self._lock:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from tooldeck.errors import SessionError
+from tooldeck.errors import RunLogError, SessionError
 from tooldeck.serve.agui import thread_snapshot
 from tooldeck.sessions import SessionInfo, SQLiteSession
+from tooldeck.web._marks import run_marks
 from tooldeck.web._site import clipped, page, site_of
 
 CONVERSATIONS_SHOWN = 200
@@ -40,11 +42,17 @@ async def chat(request: Request) -> Response:
     tools = site.agent.tools if site.agent is not None else None
     snapshot = thread_snapshot(history.messages, history.pending, tools)
     snapshot["messages"] = [_shown(message) for message in snapshot["messages"]]
+    try:
+        shown = len(snapshot["messages"])
+        marks = await run_in_threadpool(run_marks, site, thread, history, shown)
+    except RunLogError as error:  # the conversation is shown; the page says what is missing
+        marks = {"runs": [], "decisions": [], "logProblem": str(error)}
     data: dict[str, Any] = {
         "threadId": thread,
         "endpoint": "/agui/",
         "readOnly": site.agent is None,
         **snapshot,
+        **marks,
     }
     title = _title(snapshot["messages"]) or "New conversation"
     return page(request, "chat.html", thread=thread, title=title, data=data, section="chat")

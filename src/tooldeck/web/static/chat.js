@@ -148,8 +148,31 @@
     thread.append(foot);
   }
 
+  function decidedText(decided) {
+    // the words the page showed when the decision was made (decide's ``shown``)
+    if (decided.decision === "approved") {
+      return decided.edited ? "Approved with edited arguments" : "Approved";
+    }
+    return decided.decision === "rejected" ? "Rejected" : "Answered";
+  }
+
+  function showDecided(callId, decided) {
+    const card = cards.get(callId);
+    if (!card) return;
+    const box = el("div", "decide");
+    box.append(el("div", "decided", decidedText(decided)));
+    card.body.append(box);
+  }
+
+  // The conversation as the session keeps it, with what the run log adds: each run's foot
+  // (its link) after its last message, and the decisions made on its calls.
   function renderHistory() {
-    for (const message of data.messages) {
+    const runs = data.runs || [];
+    const decided = new Map();
+    for (const d of data.decisions || []) decided.set(d.runId + "\n" + d.callId, d);
+    let next = 0; // the run the next message belongs to
+    data.messages.forEach((message, index) => {
+      const runId = next < runs.length ? runs[next].runId : "";
       if (message.role === "user") {
         addUser(contentText(message.content));
       } else if (message.role === "assistant") {
@@ -160,9 +183,16 @@
           closeArgs(card);
         }
       } else if (message.role === "tool") {
+        const decision = decided.get(runId + "\n" + message.toolCallId);
+        if (decision) showDecided(message.toolCallId, decision);
         setResult(message.toolCallId, contentText(message.content), null);
       }
-    }
+      while (next < runs.length && runs[next].end === index + 1) {
+        if (runs[next].usage) addFoot(runs[next]);
+        next += 1;
+      }
+    });
+    if (data.logProblem) setStatus("The run log could not be read: " + data.logProblem, true);
     if (data.pending.length) askFor(data.pending, data.interrupts);
     window.scrollTo(0, document.body.scrollHeight);
   }
@@ -177,6 +207,9 @@
     }));
     for (const item of decisions) decisionCard(item);
     busy(false);
+    // The first call to decide on is in view, above the prompt box (which is not sticky while
+    // calls wait: it would cover them).
+    if (decisions.length) decisions[0].box.scrollIntoView({ block: "nearest" });
   }
 
   function decisionCard(item) {
@@ -336,6 +369,7 @@
     if (!form) return;
     const waiting = decisions.some((d) => d.answer === null);
     prompt.disabled = send.disabled = running || waiting;
+    form.classList.toggle("held", waiting);
     prompt.placeholder = waiting
       ? "Decide on the waiting calls first."
       : "Ask the agent… (Enter sends, Shift+Enter for a new line)";
