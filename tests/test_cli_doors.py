@@ -29,6 +29,7 @@ from test_cli_web import started, url_of
 from tooldeck.testing import ProviderSimulator, call, reply
 from tooldeck.tools.mcp import MCPCallFailed, MCPToolset
 
+BILLING = 'billing = Agent("openai-chat:shop-model", [refund], name="billing")'
 SHOP = textwrap.dedent(
     '''
     from tooldeck import Agent, tool
@@ -66,6 +67,7 @@ SHOP = textwrap.dedent(
     handoffs = [billing]
     '''
 )
+assert BILLING in SHOP
 MODEL = "openai-chat:shop-model"
 """A model name no price list knows: the simulator reports it, as a local server would."""
 
@@ -77,6 +79,7 @@ def tooldeck(
     base = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
     return subprocess.run(
         [sys.executable, "-m", "tooldeck.cli", *args],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -116,6 +119,17 @@ def web(shop: Path, sim: ProviderSimulator, *options: str) -> list[str]:
     return ["--tools", str(shop / "shop.py"), *on(sim), "--port", "0", *options]
 
 
+@pytest.fixture
+def sim_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[ProviderSimulator], None]:
+    """Point the models a ``tooldeck web`` process makes (the module's too) at ``sim``."""
+
+    def point(sim: ProviderSimulator) -> None:
+        for name, value in sim.env.items():
+            monkeypatch.setenv(name, value)
+
+    return point
+
+
 # -- --price -------------------------------------------------------------------------------
 
 
@@ -133,7 +147,7 @@ def test_a_price_written_wrong_is_a_usage_error_naming_the_option(
 
 @pytest.mark.parametrize("text", ["3", "1,2,3", "-1,2", "nan,1", ""])
 def test_every_malformed_price_is_refused(text: str, tmp_path: Path) -> None:
-    done = tooldeck(tmp_path, None, "run", "Hi", "--price", text)
+    done = tooldeck(tmp_path, None, "run", "Hi", f"--price={text}")
     assert done.returncode == 2
     assert "argument --price: expected IN,OUT" in done.stderr
     assert repr(text) in done.stderr
@@ -193,28 +207,34 @@ def test_price_lets_max_cost_count_on_a_server_without_a_known_price(
 def test_without_a_price_an_unknown_price_stops_a_max_cost_run_at_its_first_response(
     shop: Path, provider: Callable[..., ProviderSimulator]
 ) -> None:
-    # The trouble --price is for: the cost cannot be counted, so the run stops, and says so.
+    # The trouble --price is for: the cost cannot be counted, so the run stops, saying why.
     sim = provider(_costly_script(), model="shop-model", strict=False)
     done = tooldeck(
         shop, sim, "run", "Look up 1, 2, 3", "-t", "shop.py", *on(sim), "--max-cost", "1"
     )
     assert done.returncode == 1
     assert len(sim.requests) == 1
-    assert "--price" in done.stdout + done.stderr
+    assert "cost is unknown" in done.stderr
 
 
 # -- tooldeck web honours what run honours --------------------------------------------------
 
 
 def test_web_trips_the_modules_input_guardrail_as_run_does(
-    shop: Path, provider: Callable[..., ProviderSimulator]
+    shop: Path,
+    provider: Callable[..., ProviderSimulator],
+    sim_env: Callable[[ProviderSimulator], None],
 ) -> None:
-    sim = provider([], strict=False)
-    ran = tooldeck(shop, sim, "run", "What is my password?", "-t", "shop.py", *on(sim))
+    leak = [reply("Your password is hunter2.")]
+    at_run = provider(leak, model="shop-model", strict=False)
+    ran = tooldeck(shop, at_run, "run", "What is my password?", "-t", "shop.py", *on(at_run))
     assert ran.returncode == 1
     assert "the prompt asks for a password" in ran.stdout + ran.stderr
+    assert "hunter2" not in ran.stdout + ran.stderr
 
-    with started(web(shop, sim), shop / "home") as (_, printed):
+    at_web = provider(leak, model="shop-model", strict=False)
+    sim_env(at_web)
+    with started(web(shop, at_web), shop / "home") as (_, printed):
         _, port, token = url_of(printed)
         events = chat(f"http://127.0.0.1:{port}", token, "What is my password?")
 
@@ -222,16 +242,19 @@ def test_web_trips_the_modules_input_guardrail_as_run_does(
     assert error.code == "guardrail"
     assert "the prompt asks for a password" in error.message
     assert not of_type(events, RunFinishedEvent)
-    assert sim.requests == []  # neither door asked the model
+    assert "hunter2" not in repr(events)  # the chat shows no answer
 
 
 def test_web_offers_the_modules_handoffs_and_hands_over(
-    shop: Path, provider: Callable[..., ProviderSimulator]
+    shop: Path,
+    provider: Callable[..., ProviderSimulator],
+    sim_env: Callable[[ProviderSimulator], None],
 ) -> None:
     sim = provider(
         [call("transfer_to_billing", {}), reply("Billing here: order 7 is refunded.")],
         model="shop-model",
     )
+    sim_env(sim)  # billing's model, made as the module is imported
     with started(web(shop, sim), shop / "home") as (_, printed):
         _, port, token = url_of(printed)
         events = chat(f"http://127.0.0.1:{port}", token, "Refund order 7")
@@ -244,7 +267,10 @@ def test_web_offers_the_modules_handoffs_and_hands_over(
 
 
 def test_the_same_tool_guardrail_refuses_the_same_call_at_run_web_and_mcp_serve(
-    shop: Path, provider: Callable[..., ProviderSimulator], tmp_path: Path
+    shop: Path,
+    provider: Callable[..., ProviderSimulator],
+    sim_env: Callable[[ProviderSimulator], None],
+    tmp_path: Path,
 ) -> None:
     refused = "error[refused]: a refund above 100 dollars needs a person"
     script = [call("refund", {"order": "7", "amount": 250}), reply("I cannot refund that.")]
@@ -254,6 +280,7 @@ def test_the_same_tool_guardrail_refuses_the_same_call_at_run_web_and_mcp_serve(
     assert at_run.requests[1]["messages"][-1]["content"] == refused  # what the model read
 
     at_web = provider(script, model="shop-model")
+    sim_env(at_web)
     with started(web(shop, at_web), shop / "home") as (_, printed):
         _, port, token = url_of(printed)
         events = chat(f"http://127.0.0.1:{port}", token, "Refund order 7")
@@ -262,13 +289,12 @@ def test_the_same_tool_guardrail_refuses_the_same_call_at_run_web_and_mcp_serve(
     assert at_web.requests[1]["messages"][-1]["content"] == refused
 
     # mcp serve cannot judge a prompt: a module with input guardrails is refused at start...
-    served = tooldeck(shop, None, "mcp", "serve", "shop.py")
+    served = tooldeck(shop, at_run, "mcp", "serve", "shop.py")
     assert served.returncode == 2
-    assert "input_guardrails" in served.stderr and "handoffs" in served.stderr
+    assert "defines input_guardrails, handoffs, which tooldeck mcp serve" in served.stderr
     # ...and served without them, the module's tool guardrail refuses the same call.
-    unguarded = SHOP.replace("input_guardrails = [no_passwords]\n", "").replace(
-        "handoffs = [billing]\n", ""
-    )
+    unguarded = SHOP.replace("input_guardrails = [no_passwords]\n", "")
+    unguarded = unguarded.replace("handoffs = [billing]\n", "").replace(BILLING, "")
     (tmp_path / "served.py").write_text(unguarded, encoding="utf-8")
     assert _served_call(tmp_path / "served.py", "refund", {"order": "7", "amount": 250}) == refused
 
@@ -289,9 +315,12 @@ def _served_call(module: Path, name: str, arguments: dict[str, Any]) -> str:
 
 
 def test_web_takes_max_cost_and_price(
-    shop: Path, provider: Callable[..., ProviderSimulator]
+    shop: Path,
+    provider: Callable[..., ProviderSimulator],
+    sim_env: Callable[[ProviderSimulator], None],
 ) -> None:
     sim = provider(_costly_script(), model="shop-model", strict=False)
+    sim_env(sim)
     options = web(shop, sim, "--max-cost", "0.000001", "--price", "1,2")
     with started(options, shop / "home") as (_, printed):
         _, port, token = url_of(printed)
@@ -377,4 +406,4 @@ def test_mcp_serve_and_eval_refuse_a_modules_untrusted_policy(tmp_path: Path) ->
     assert "'mail.py' defines after_untrusted, which tooldeck eval cannot apply" in (
         evaluated.stderr
     )
-    assert "line 2" in evaluated.stderr or "cases.yaml:2" in evaluated.stderr
+    assert "cases.yaml, line 2, field 'tools'" in evaluated.stderr

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tooldeck.models.prices import ModelPrices
 from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.prices import ModelPrices
 from tooldeck.run.agent import Agent
 from tooldeck.run.policy import Limits
 from tooldeck.tools.function import tool

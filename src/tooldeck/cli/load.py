@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+
 from tooldeck.cli.args import CliError, UsageError
 from tooldeck.run.module_settings import ModuleSettings, module_settings
 from tooldeck.tools import modules
@@ -23,6 +24,7 @@ from tooldeck.tools.modules import exception_text, is_own_code, raised_at
 from tooldeck.tools.registry import ToolRegistry, ToolView
 
 __all__ = [
+    "ModuleSettings",
     "exception_text",
     "is_own_code",
     "load_object",
@@ -31,7 +33,6 @@ __all__ = [
     "loaded_tools",
     "raised_at",
     "refuse_unhonoured",
-    "ModuleSettings",
 ]
 
 

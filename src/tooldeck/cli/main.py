@@ -3,7 +3,7 @@
     tooldeck run ["PROMPT"] [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--base-url URL]
         [--api-key-env NAME] [--toolset NAME]... [--system TEXT | --instructions-file PATH]
         [--tool-choice auto|required|none|NAME] [--max-rounds N] [--max-tokens N]
-        [--timeout SECONDS] [--max-cost USD]
+        [--timeout SECONDS] [--max-cost USD] [--price IN,OUT]
         [--on-limit raise|final-answer] [--error-details] [--approve TOOL]... [--yes]
         [--deps MODULE:FACTORY] [--output-schema MODULE:TYPE]
         [--output-mode auto|native|tool|prompted] [--json | --no-display]
@@ -18,6 +18,7 @@
     tooldeck sessions list [-n N] [--json] | tooldeck sessions discard ID |
         tooldeck sessions clear ID
     tooldeck web [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--host HOST] [--port N]
+        [the options of run but --approve, --yes, --no-stream]
     tooldeck eval SUITE... [--model M [--base-url URL]]... [--limit N] [--jobs N]
         [--out FILE] [--resume] [--compare FILE]... [--json] [--report FILE.html]
 

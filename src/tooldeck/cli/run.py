@@ -32,8 +32,8 @@ from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import open_session, session_options
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.run.agent import Agent
-from tooldeck.run.output import OutputMode
 from tooldeck.run.module_settings import ModuleSettings
+from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits
 from tooldeck.tools.registry import ToolView
 
@@ -51,7 +51,10 @@ def agent_options(terminal: bool = True, without_tools: str = "no tools") -> Par
     ``without_tools`` says what the command does without ``--tools``."""
     parent = Parser(add_help=False)
     parent.add_argument(
-        "-t", "--tools", metavar="MODULE[:ATTR]|FILE.py", help=f"{TOOLS_HELP} (none: {without_tools})"
+        "-t",
+        "--tools",
+        metavar="MODULE[:ATTR]|FILE.py",
+        help=f"{TOOLS_HELP} (none: {without_tools})",
     )
     parent.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
     parent.add_argument("--no-log", action="store_true", help=NO_LOG_HELP)

@@ -71,7 +71,9 @@ def web_command(args: argparse.Namespace) -> int:
         from tooldeck.web.server import serve
     except ImportError as error:
         raise CliError(str(error)) from error
-    agent = _agent(args) if args.tools else _no_chat(args)
+    if not args.tools:
+        _no_chat(args)
+    agent = _agent(args) if args.tools else None
     deps = build_deps(args.deps) if args.deps else None
     listener = _listen(args.host, args.port)
     port = listener.getsockname()[1]

@@ -2,10 +2,11 @@
 
 Tools named by a module are loaded as the CLI's ``--tools`` loads them (a file path is read
 from the case file's folder; a module that also defines guardrails, handoffs or an
-untrusted policy is refused: a case runs without them); tools given as JSON Schemas become tools with stub handlers
-(strict when their schema has a strict form). The scorer reads each tool's parameters with
-JSON Schema type names (``scoring_parameters``), and a Python function's arguments through
-its JSON Schema twin, so they are compared as the JSON the model wrote.
+untrusted policy is refused: a case runs without them); tools given as JSON Schemas become
+tools with stub handlers (strict when their schema has a strict form). The scorer reads each
+tool's parameters with JSON Schema type names (``scoring_parameters``), and a Python
+function's arguments through its JSON Schema twin, so they are compared as the JSON the
+model wrote.
 """
 
 from __future__ import annotations

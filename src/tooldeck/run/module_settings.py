@@ -12,14 +12,14 @@ safety setting is never dropped without a word.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import get_args
 
 from tooldeck.run.calls.shared import AfterUntrusted
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handoff import Handoff, HandoffAgent
 from tooldeck.tools import modules
-from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
+from tooldeck.tools.guardrails import ToolGuardrail
 from tooldeck.tools.registry import ToolRegistry
 
 _STRICTNESS: tuple[AfterUntrusted, ...] = get_args(AfterUntrusted)  # allow < ask < refuse
@@ -35,7 +35,7 @@ class ModuleSettings:
     """``Agent(input_guardrails=...)``: judge the prompt before the model reads it."""
     output_guardrails: tuple[Guardrail | GuardrailCheck, ...] = ()
     """``Agent(output_guardrails=...)``: judge the answer before anyone reads it."""
-    tool_guardrails: tuple[ToolGuardrail | ArgumentsCheck, ...] = ()
+    tool_guardrails: tuple[ToolGuardrail, ...] = ()
     """``Agent(tool_guardrails=...)``: judge each call's arguments (and results)."""
     handoffs: tuple[HandoffAgent | Handoff, ...] = ()
     """``Agent(handoffs=...)``: the agents the conversation may be handed to."""
@@ -46,12 +46,14 @@ class ModuleSettings:
     @property
     def given(self) -> tuple[str, ...]:
         """The names of the settings the module gives (in the order of the fields)."""
-        default = ModuleSettings()
-        return tuple(
-            f.name
-            for f in fields(self)
-            if f.name != "target" and getattr(self, f.name) != getattr(default, f.name)
-        )
+        given = {
+            "input_guardrails": bool(self.input_guardrails),
+            "output_guardrails": bool(self.output_guardrails),
+            "tool_guardrails": bool(self.tool_guardrails),
+            "handoffs": bool(self.handoffs),
+            "after_untrusted": self.after_untrusted != "allow",
+        }
+        return tuple(name for name, is_given in given.items() if is_given)
 
     def untrusted_policy(self, asked: AfterUntrusted) -> AfterUntrusted:
         """The stricter of the module's ``after_untrusted`` and the command's ``asked``."""
@@ -73,6 +75,7 @@ class ModuleSettings:
                 f"({why}); give it a module that does not define {them} (import the tools "
                 "there and list them in __all__)"
             )
+
 
 def module_settings(target: str) -> tuple[ToolRegistry, ModuleSettings]:
     """The tools ``target`` names and the settings its module defines, each checked: a list
@@ -105,4 +108,3 @@ def module_settings(target: str) -> tuple[ToolRegistry, ModuleSettings]:
         after_untrusted=policy,
     )
     return registry, settings
-
