@@ -330,6 +330,28 @@ def test_web_takes_max_cost_and_price(
     assert len(sim.requests) == 1  # priced: the first response spent it, no second request
 
 
+def test_web_takes_a_typed_answer_as_run_does(
+    shop: Path,
+    provider: Callable[..., ProviderSimulator],
+    sim_env: Callable[[ProviderSimulator], None],
+) -> None:
+    (shop / "receipt.py").write_text(
+        "from pydantic import BaseModel\n\n\nclass Receipt(BaseModel):\n"
+        "    order: str\n    refunded: bool\n",
+        encoding="utf-8",
+    )
+    sim = provider([reply('{"order": "7", "refunded": false}')], model="shop-model")
+    sim_env(sim)
+    options = web(shop, sim, "--output-schema", f"{shop / 'receipt.py'}:Receipt")
+    with started(options, shop / "home") as (_, printed):
+        _, port, token = url_of(printed)
+        events = chat(f"http://127.0.0.1:{port}", token, "Was order 7 refunded?")
+    (finished,) = of_type(events, RunFinishedEvent)
+    assert finished.result == {"order": "7", "refunded": False}
+    schema = sim.requests[0]["response_format"]["json_schema"]["schema"]
+    assert sorted(schema["properties"]) == ["order", "refunded"]
+
+
 def test_web_options_of_the_chat_without_tools_are_refused(tmp_path: Path) -> None:
     done = tooldeck(tmp_path, None, "web", "--max-cost", "1", "--after-untrusted", "ask")
     assert done.returncode == 2

@@ -161,33 +161,45 @@ def add_run_parser(commands: Any, parents: list[Parser]) -> None:
     form.add_argument(
         "--no-display", action="store_true", help="print only the answer (totals on stderr)"
     )
-    run.add_argument(
+    typed_answer_options(run, "printed as JSON")
+    run.set_defaults(handler=run_command)
+
+
+def typed_answer_options(parser: Parser, shown: str) -> None:
+    """``--output-schema`` and ``--output-mode`` (``run``, ``web``); ``shown``: how the
+    typed answer is shown."""
+    parser.add_argument(
         "--output-schema",
         metavar="MODULE:TYPE",
-        help="a typed answer: the model's answer is validated as TYPE and printed as JSON",
+        help=f"a typed answer: the model's answer is validated as TYPE and {shown}",
     )
-    run.add_argument(
+    parser.add_argument(
         "--output-mode",
         choices=["auto", "native", "tool", "prompted"],
         help="how the typed answer is asked for: the server's structured output (native), a "
         "final_answer tool (tool), the schema in the instructions (prompted); auto (the "
         "default) picks native, and prompted where the server refuses it",
     )
-    run.set_defaults(handler=run_command)
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Run ``tooldeck run``: one prompt carried to its end and shown; the exit status."""
-    prompt = read_prompt(args.prompt, sys.stdin)
+def typed_answer(args: argparse.Namespace) -> tuple[Any, OutputMode]:
+    """The type ``--output-schema`` names (None: none) and ``--output-mode``, checked."""
     output_type = load_object(args.output_schema, "--output-schema") if args.output_schema else None
     if args.output_mode is not None and output_type is None:
         raise UsageError(
             f"--output-mode {args.output_mode} applies to a typed answer: give "
             "--output-schema MODULE:TYPE too"
         )
+    return output_type, args.output_mode or "auto"
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run ``tooldeck run``: one prompt carried to its end and shown; the exit status."""
+    prompt = read_prompt(args.prompt, sys.stdin)
+    output_type, output_mode = typed_answer(args)
     form: Form = "json" if args.json else "plain" if args.no_display else "display"
     with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as loaded:
-        run = prepare(args, loaded, prompt, output_type, args.output_mode or "auto")
+        run = prepare(args, loaded, prompt, output_type, output_mode)
         with logging_runs(run.agent, args.no_log):
             status, _ = execute(run, form, runner=runner)
     return status

@@ -6,8 +6,9 @@ needs it. Without ``--tools`` the server shows the run log and the conversations
 
 The chat's agent is built as ``tooldeck run`` builds its own (``cli.run.build_agent``), from
 the same options and with every setting the tools module defines: its guardrails, its
-handoffs, its untrusted policy. Approvals are answered in the page, so ``run``'s
-``--approve``, ``--yes`` and ``--no-stream`` are not options here.
+handoffs, its untrusted policy; a typed answer (``--output-schema``) is shown as data.
+Approvals are answered in the page, so ``run``'s ``--approve``, ``--yes`` and
+``--no-stream`` are not options here.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from typing import Any
 
 from tooldeck.cli.args import CliError, Parser, UsageError, positive_int
 from tooldeck.cli.load import load_with_settings
-from tooldeck.cli.run import agent_options, build_agent, build_deps
+from tooldeck.cli.run import (
+    agent_options,
+    build_agent,
+    build_deps,
+    typed_answer,
+    typed_answer_options,
+)
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.run.agent import Agent
 from tooldeck.runlog import RunLog, tooldeck_home
@@ -60,6 +67,7 @@ def add_web_parser(commands: Any, parents: list[Parser]) -> None:
         help="the largest request body taken, a larger one is refused with 413 (default "
         f"{DEFAULT_MAX_BODY_BYTES}: 1 MiB)",
     )
+    typed_answer_options(web, "shown as data")
     web.set_defaults(handler=web_command, prog="tooldeck web")
     web.set_defaults(chat_defaults=vars(chat.parse_args([])))
 
@@ -99,7 +107,9 @@ def web_command(args: argparse.Namespace) -> int:
 
 def _agent(args: argparse.Namespace) -> Agent[Any, Any]:
     """The chat's agent: as ``tooldeck run`` builds it, with the module's settings."""
-    return build_agent(args, load_with_settings(args.tools, args.toolset))
+    output_type, output_mode = typed_answer(args)
+    loaded = load_with_settings(args.tools, args.toolset)
+    return build_agent(args, loaded, output_type, output_mode)
 
 
 def _no_chat(args: argparse.Namespace) -> None:
@@ -109,8 +119,15 @@ def _no_chat(args: argparse.Namespace) -> None:
         for dest, default in args.chat_defaults.items()
         if dest not in ("deps", "no_log") and getattr(args, dest) != default
     ]
-    if args.price is not None:
-        given.append("--price")
+    given += [
+        option
+        for option, value in (
+            ("--price", args.price),
+            ("--output-schema", args.output_schema),
+            ("--output-mode", args.output_mode),
+        )
+        if value is not None
+    ]
     if given:
         raise UsageError(
             f"{', '.join(given)} set{'s' if len(given) == 1 else ''} the chat's runs, and "
