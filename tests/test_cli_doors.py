@@ -429,3 +429,23 @@ def test_mcp_serve_and_eval_refuse_a_modules_untrusted_policy(tmp_path: Path) ->
         evaluated.stderr
     )
     assert "cases.yaml, line 2, field 'tools'" in evaluated.stderr
+
+
+def test_eval_prices_each_model_with_its_price(
+    tmp_path: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    (tmp_path / "orders.py").write_text(SHOP.split("def no_passwords")[0], encoding="utf-8")
+    (tmp_path / "cases.yaml").write_text(
+        "- prompt: Look order 1 up\n  tools: orders.py\n  expect:\n    calls:\n"
+        "      - lookup: {order: ['1']}\n",
+        encoding="utf-8",
+    )
+    sim = provider([call("lookup", {"order": "1"})], model="shop-model")
+    model = ["--model", MODEL, "--base-url", sim.base_url]
+    done = tooldeck(tmp_path, sim, "eval", "cases.yaml", *model, "--price", "1000,2000", "--json")
+    assert done.returncode == 0, done.stderr
+    (result,) = json.loads(done.stdout)["cases"]
+    assert result["correct"] is True
+    expected = (result["input_tokens"] * 1000 + result["output_tokens"] * 2000) / 1_000_000
+    assert result["cost"] == pytest.approx(expected, rel=1e-6)
+    assert result["cost"] > 0
