@@ -449,3 +449,31 @@ def test_eval_prices_each_model_with_its_price(
     expected = (result["input_tokens"] * 1000 + result["output_tokens"] * 2000) / 1_000_000
     assert result["cost"] == pytest.approx(expected, rel=1e-6)
     assert result["cost"] > 0
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        (
+            'after_untrusted = "maybe"',
+            "after_untrusted must be 'allow', 'ask' or 'refuse', got 'maybe'",
+        ),
+        ("input_guardrails = [42]", "input_guardrails: expected a function"),
+        ("tool_guardrails = ['x']", "tool_guardrails: a guardrail must be a function"),
+    ],
+)
+@pytest.mark.parametrize("door", ["run", "web", "mcp"])
+def test_a_setting_written_wrong_is_one_line_naming_the_module_at_every_door(
+    setting: str, said: str, door: str, tmp_path: Path
+) -> None:
+    (tmp_path / "bad.py").write_text(f"{SHOP.split('def no_passwords')[0]}\n{setting}\n")
+    command = {
+        "run": ["run", "Hi", "-t"],
+        "web": ["web", "--port", "0", "-t"],
+        "mcp": ["mcp", "serve"],
+    }
+    done = tooldeck(tmp_path, None, *command[door], "bad.py")
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("tooldeck: error: 'bad.py': ")
+    assert said in line
