@@ -352,6 +352,38 @@ def test_web_takes_a_typed_answer_as_run_does(
     assert sorted(schema["properties"]) == ["order", "refunded"]
 
 
+EXTERNAL = textwrap.dedent(
+    """
+    from tooldeck import external_tool
+
+    locate_phone = external_tool(
+        "locate_phone",
+        "Find where the user's phone is.",
+        {"type": "object", "properties": {}, "additionalProperties": False},
+    )
+    """
+)
+
+
+def test_web_serves_external_tools_that_run_refuses(
+    tmp_path: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    # run cannot answer an external call; the web page asks for its result: built alike,
+    # the agents differ only there.
+    (tmp_path / "phone.py").write_text(EXTERNAL, encoding="utf-8")
+    sim = provider([call("locate_phone", {})], model="shop-model")
+    ran = tooldeck(tmp_path, sim, "run", "Where is my phone?", "-t", "phone.py", *on(sim))
+    assert ran.returncode == 1
+    assert "has external tools ('locate_phone')" in ran.stderr
+    assert "so tooldeck run cannot" in ran.stderr
+    arguments = ["--tools", str(tmp_path / "phone.py"), *on(sim), "--port", "0"]
+    with started(arguments, tmp_path / "home") as (_, printed):
+        _, port, token = url_of(printed)
+        events = chat(f"http://127.0.0.1:{port}", token, "Where is my phone?")
+    (finished,) = of_type(events, RunFinishedEvent)
+    assert finished.outcome.pending_tool_call_ids == sim.call_ids  # the page asks for it
+
+
 def test_web_options_of_the_chat_without_tools_are_refused(tmp_path: Path) -> None:
     done = tooldeck(tmp_path, None, "web", "--max-cost", "1", "--after-untrusted", "ask")
     assert done.returncode == 2

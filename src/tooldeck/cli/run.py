@@ -216,7 +216,7 @@ def prepare(
     module defines: guardrails, handoffs, its untrusted policy), every argument checked
     first."""
     view, _ = loaded
-    check_approvals(args, view)
+    check_terminal(args, view)
     agent = build_agent(args, loaded, output_type, output_mode)
     return Run(
         agent,
@@ -279,8 +279,15 @@ def _final_answer_tool(output_type: Any, output_mode: OutputMode, model: Model) 
     return output_mode == "tool" or not model.native_output
 
 
-def check_approvals(args: argparse.Namespace, view: ToolView) -> None:
-    """Refuse an ``--approve`` that names no tool of ``view``."""
+def check_terminal(args: argparse.Namespace, view: ToolView) -> None:
+    """Refuse what a run in the terminal cannot do: external tools' calls (the application
+    runs them; the web page asks for their results), an ``--approve`` of no tool."""
+    external = [name for name, entry in view.dispatch.items() if entry.external]
+    if external:
+        raise CliError(
+            f"{args.tools!r} has external tools ({', '.join(map(repr, external))}): the "
+            f"application runs their calls, so {args.prog} cannot; leave them out (--toolset)"
+        )
     for name in args.approve:
         if args.tools is None:
             raise UsageError(f"--approve {name!r}: there are no tools without -t/--tools")
@@ -290,13 +297,7 @@ def check_approvals(args: argparse.Namespace, view: ToolView) -> None:
 
 
 def check_tools(args: argparse.Namespace, view: ToolView, output_type: Any = None) -> None:
-    """Refuse what cannot run from here, and a --tool-choice that is no tool of ``view``."""
-    external = [name for name, entry in view.dispatch.items() if entry.external]
-    if external:
-        raise CliError(
-            f"{args.tools!r} has external tools ({', '.join(map(repr, external))}): the "
-            f"application runs their calls, so {args.prog} cannot; leave them out (--toolset)"
-        )
+    """Refuse a ``--tool-choice`` that is no tool of ``view``."""
     given = args.tools is not None
     choice = args.tool_choice
     if choice not in _CHOICES and choice not in view.names:
