@@ -245,6 +245,25 @@ def test_web_trips_the_modules_input_guardrail_as_run_does(
     assert "hunter2" not in repr(events)  # the chat shows no answer
 
 
+def test_chat_trips_the_modules_input_guardrail_as_run_does(
+    shop: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    sim = provider([reply("Your password is hunter2.")], model="shop-model", strict=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "tooldeck.cli", "chat", "-t", "shop.py", "--model", MODEL],
+        input="What is my password?\nexit\n",
+        capture_output=True,
+        text=True,
+        cwd=shop,
+        env={**os.environ, **sim.env, "TOOLDECK_HOME": str(shop / "home")},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "input guardrail no_passwords tripped: the prompt asks for a password" in done.stdout
+    assert "hunter2" not in done.stdout + done.stderr
+
+
 def test_web_offers_the_modules_handoffs_and_hands_over(
     shop: Path,
     provider: Callable[..., ProviderSimulator],
