@@ -4,8 +4,8 @@ The loading itself is ``tooldeck.tools.modules`` (case files of ``tooldeck eval`
 tools the same way), and a module's settings beside its tools (guardrails, handoffs, its
 untrusted policy) are read by ``tooldeck.run.module_settings``, for every command that
 names a module: ``run``, ``chat``, ``web``, ``mcp serve``, ``eval``. Here their errors
-become the command's: a target written wrong is a
-usage error, one that cannot be loaded a failure of one line (the traceback with ``-v``).
+become the command's: a target written wrong is a usage error, one that cannot be loaded a
+failure of one line (the traceback with ``-v``).
 A Toolset's tools (an MCP server's) go where function tools go: they are loaded (the server
 started) on the event loop the command runs on, and closed when the command ends.
 """
