@@ -134,18 +134,22 @@ def serve_until_eof(tmp_path: Path, module: str) -> str:
     return done.stderr
 
 
-def test_a_modules_input_and_output_guardrails_are_named_as_not_applying(tmp_path: Path) -> None:
+def test_a_module_whose_input_and_output_guardrails_cannot_apply_is_refused_naming_them(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "guarded.py").write_text(GUARDED, encoding="utf-8")
-
-    errors = serve_until_eof(tmp_path, "guarded.py")
-
-    warnings = [line for line in errors.splitlines() if "warning" in line]
-    assert warnings == [
-        "tooldeck mcp serve: warning: 'guarded.py' defines input_guardrails, output_guardrails, "
-        "which served calls do not use: only tool_guardrails and @tool(guardrails=...) apply "
-        "to them"
+    argv = [sys.executable, "-m", "tooldeck.cli", "mcp", "serve", "guarded.py"]
+    done = subprocess.run(
+        argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=tmp_path, timeout=SLOW
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "tooldeck mcp serve: error: 'guarded.py' defines input_guardrails, output_guardrails, "
+        "which tooldeck mcp serve cannot apply (a served call is one call, not a conversation: "
+        "no prompt or answer to judge, no agent to hand it to, no untrusted content read "
+        "before it); give it a module that does not define them (import the tools there and "
+        "list them in __all__) (see tooldeck mcp serve --help)"
     ]
-    assert "tooldeck mcp serve: 'guarded' on stdio; tools: echo" in errors
 
 
 def test_a_module_with_only_tool_guardrails_serves_without_a_warning(tmp_path: Path) -> None:

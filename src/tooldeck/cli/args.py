@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
+from tooldeck.models.prices import ModelPrices
+
 EXIT_ANSWER = 0
 EXIT_STOPPED = 1
 EXIT_USAGE = 2
@@ -98,6 +100,22 @@ def dollars(text: str) -> float:
     return amount
 
 
+def prices(text: str) -> ModelPrices:
+    """An argparse type: ``IN,OUT``, US dollars per million input and output tokens
+    (``3,15``; ``0,0`` for a model that costs nothing)."""
+    shape = "expected IN,OUT: US dollars per million input and output tokens, e.g. 3,15"
+    parts = text.split(",")
+    try:
+        numbers = [float(part.strip().removeprefix("$")) for part in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) != 2 or len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{shape}; got {text!r}")
+    if not all(0 <= number < float("inf") for number in numbers):
+        raise argparse.ArgumentTypeError(f"{shape}, each 0 or more; got {text!r}")
+    return ModelPrices(input_per_million=numbers[0], output_per_million=numbers[1])
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """``; did you mean 'x'?`` for a close name, else the names there are."""
     names = sorted(known)
@@ -141,7 +159,7 @@ class _RefuseKey(argparse.Action):
 
 
 def model_options() -> Parser:
-    """``--model``, ``--base-url`` and ``--api-key-env`` (a parent parser)."""
+    """``--model``, ``--base-url``, ``--api-key-env`` and ``--price`` (a parent parser)."""
     parent = Parser(add_help=False)
     parent.add_argument(
         "-m", "--model", default="local", help="model string (default: local), e.g. openai:gpt-4.1"
@@ -156,5 +174,12 @@ def model_options() -> Parser:
         "--api-key-env",
         metavar="NAME",
         help="read the API key from the environment variable NAME (never give a key itself)",
+    )
+    parent.add_argument(
+        "--price",
+        type=prices,
+        metavar="IN,OUT",
+        help="the model's price in US dollars per million input and output tokens (e.g. "
+        "3,15): costs and --max-cost count with it, for a server whose price is not known",
     )
     return parent

@@ -1,14 +1,15 @@
 """``tooldeck eval``: score models' tool calling on BFCL suites and case files.
 
-    tooldeck eval SUITE... --model M [--base-url URL] [--api-key-env NAME] [--model M2 ...]
+    tooldeck eval SUITE... --model M [--base-url URL] [--api-key-env NAME] [--price IN,OUT]
+        [--model M2 ...]
         [--start N] [--limit N] [--ids ID,ID] [--tool-choice C] [--max-tokens N] [--jobs N]
         [--out FILE] [--resume] [--compare FILE]... [--scorer MODULE:FUNCTION]...
         [--json] [--report FILE.html]
 
 A SUITE is ``bfcl:CATEGORY`` (``bfcl:simple_python``, ``bfcl:irrelevance``, ...) or a case
-file (``.jsonl``, ``.yaml``). ``--base-url`` and ``--api-key-env`` belong to the ``--model``
-before them. Each case is stored as it is scored (``--out``, else a new file under
-``$TOOLDECK_HOME/evals``); ``--resume`` skips the cases that file already holds.
+file (``.jsonl``, ``.yaml``). ``--base-url``, ``--api-key-env`` and ``--price`` belong to
+the ``--model`` before them. Each case is stored as it is scored (``--out``, else a new file
+under ``$TOOLDECK_HOME/evals``); ``--resume`` skips the cases that file already holds.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tooldeck.cli.args import EXIT_STATUSES, CliError, Parser, UsageError, positive_int
+from tooldeck.cli.args import EXIT_STATUSES, CliError, Parser, UsageError, positive_int, prices
 from tooldeck.cli.load import load_object
 from tooldeck.cli.model import build_model
 from tooldeck.cli.totals import count
@@ -33,7 +34,8 @@ SUITE_HELP = "bfcl:CATEGORY (e.g. bfcl:simple_python) or a case file (.jsonl, .y
 
 
 class _ModelOption(argparse.Action):
-    """``--model`` starts a model; ``--base-url``/``--api-key-env`` set the latest one's."""
+    """``--model`` starts a model; ``--base-url``, ``--api-key-env`` and ``--price`` set the
+    latest one's."""
 
     def __call__(
         self,
@@ -42,9 +44,9 @@ class _ModelOption(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        models: list[dict[str, str | None]] = list(namespace.models or [])
+        models: list[dict[str, Any]] = list(namespace.models or [])
         if self.dest == "model":
-            models.append({"model": values, "base_url": None, "api_key_env": None})
+            models.append({"model": values, "base_url": None, "api_key_env": None, "price": None})
         elif not models:
             parser.error(f"{option_string} belongs to a --model: give the --model first")
         else:
@@ -70,6 +72,15 @@ def add_eval_parser(commands: Any, parents: list[Parser]) -> None:
         ("--api-key-env", "api_key_env", "the variable holding the key of the --model before it"),
     ):
         evaluate.add_argument(flag, dest=dest, action=_ModelOption, help=help_text)
+    evaluate.add_argument(
+        "--price",
+        dest="price",
+        type=prices,
+        metavar="IN,OUT",
+        action=_ModelOption,
+        help="the price of the --model before it, US dollars per million input and output "
+        "tokens (e.g. 3,15): the report's costs for a server whose price is not known",
+    )
     evaluate.add_argument("-m", dest="model", action=_ModelOption, help=argparse.SUPPRESS)
     _add_selection(evaluate)
     _add_outputs(evaluate)
@@ -177,8 +188,10 @@ def _run(args: argparse.Namespace, cases: list[Any], settings: Any) -> Any:
             build_model(m["model"], m["base_url"], m["api_key_env"]),
             m["model"],
             priced=m["base_url"] is None,
+            prices=m["price"],
         )
-        for m in args.models or [{"model": "local", "base_url": None, "api_key_env": None}]
+        for m in args.models
+        or [{"model": "local", "base_url": None, "api_key_env": None, "price": None}]
     ]
     scorers = [load_object(target, "--scorer") for target in args.scorer]
     out = args.out or _default_out()

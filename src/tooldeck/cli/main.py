@@ -3,7 +3,7 @@
     tooldeck run ["PROMPT"] [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--base-url URL]
         [--api-key-env NAME] [--toolset NAME]... [--system TEXT | --instructions-file PATH]
         [--tool-choice auto|required|none|NAME] [--max-rounds N] [--max-tokens N]
-        [--timeout SECONDS] [--max-cost USD]
+        [--timeout SECONDS] [--max-cost USD] [--price IN,OUT]
         [--on-limit raise|final-answer] [--error-details] [--approve TOOL]... [--yes]
         [--deps MODULE:FACTORY] [--output-schema MODULE:TYPE]
         [--output-mode auto|native|tool|prompted] [--json | --no-display]
@@ -18,6 +18,7 @@
     tooldeck sessions list [-n N] [--json] | tooldeck sessions discard ID |
         tooldeck sessions clear ID
     tooldeck web [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--host HOST] [--port N]
+        [the options of run but --approve, --yes, --no-stream]
     tooldeck eval SUITE... [--model M [--base-url URL]]... [--limit N] [--jobs N]
         [--out FILE] [--resume] [--compare FILE]... [--json] [--report FILE.html]
 
@@ -57,7 +58,7 @@ from tooldeck.cli.chat import add_chat_parser
 from tooldeck.cli.display import Console, show_specs
 from tooldeck.cli.eval import add_eval_parser
 from tooldeck.cli.exec import Run, execute
-from tooldeck.cli.load import load_tools, load_with_settings
+from tooldeck.cli.load import load_tools, load_with_settings, refuse_unhonoured
 from tooldeck.cli.logs import add_logs_parser
 from tooldeck.cli.model import build_model
 from tooldeck.cli.run import NO_LOG_HELP, TOOLS_HELP, add_run_parser
@@ -169,7 +170,7 @@ def _demo(args: argparse.Namespace) -> int:
     from tooldeck.cli.demo import DEMO_PROMPTS, demo_agent
 
     console = Console()
-    agent = demo_agent(build_model(args.model, args.base_url, args.api_key_env))
+    agent = demo_agent(build_model(args.model, args.base_url, args.api_key_env), args.price)
     prompts = [" ".join(args.prompt)] if args.prompt else list(DEMO_PROMPTS)
     console.line(
         f"tooldeck demo on {agent.model.name}: tools add_numbers, get_weather "
@@ -202,38 +203,31 @@ def _how_it_runs(entry: ToolEntry) -> dict[str, object]:
 
 def _mcp_serve(args: argparse.Namespace) -> int:
     view, settings = load_with_settings(args.module, args.toolset)
+    refuse_unhonoured(settings, "tooldeck mcp serve", NOT_SERVED, _ONE_CALL)
     try:
         from tooldeck.serve.mcp import serve_tools
     except ImportError as error:
         raise CliError(str(error)) from error
     _log_tool_failures(args.verbose)
-    _warn_unserved(args.module, settings)
     serve_tools(
         view,
         name=args.name or _module_name(args.module),
         http=args.http,
         allow_approval_tools=args.allow_approval_tools,
         include_error_details=args.include_error_details,
-        tool_guardrails=settings.get("tool_guardrails", ()),
+        tool_guardrails=settings.tool_guardrails,
     )
     return 0
 
 
-_NOT_SERVED = ("input_guardrails", "output_guardrails", "handoffs")
-"""A tools module's agent settings that judge or steer a conversation: a served call has
-none, so ``tooldeck mcp serve`` says it does not apply them."""
-
-
-def _warn_unserved(target: str, settings: dict[str, Any]) -> None:
-    """One line on stderr naming the module's settings that served calls do not use."""
-    unused = [name for name in _NOT_SERVED if settings.get(name)]
-    if unused:
-        print(
-            f"tooldeck mcp serve: warning: {target!r} defines {', '.join(unused)}, which "
-            "served calls do not use: only tool_guardrails and @tool(guardrails=...) apply "
-            "to them",
-            file=sys.stderr,
-        )
+NOT_SERVED = ("input_guardrails", "output_guardrails", "handoffs", "after_untrusted")
+"""A tools module's settings that judge or steer a conversation, which a served call does
+not have: ``tooldeck mcp serve`` refuses to start with them (only ``tool_guardrails``
+and ``@tool(guardrails=...)`` judge served calls)."""
+_ONE_CALL = (
+    "a served call is one call, not a conversation: no prompt or answer to judge, no agent "
+    "to hand it to, no untrusted content read before it"
+)
 
 
 class _OneLine(logging.Formatter):

@@ -32,6 +32,7 @@ from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import open_session, session_options
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.run.agent import Agent
+from tooldeck.run.module_settings import ModuleSettings
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits
 from tooldeck.tools.registry import ToolView
@@ -44,11 +45,16 @@ TOOLS_HELP = (
 _CHOICES = ("auto", "required", "none")
 
 
-def agent_options() -> Parser:
-    """The options that build an agent, shared by ``run`` and ``chat`` (a parent parser)."""
+def agent_options(terminal: bool = True, without_tools: str = "no tools") -> Parser:
+    """The options that build an agent, shared by ``run``, ``chat`` and ``web`` (a parent
+    parser); ``terminal``: with those of a run shown in a terminal (approvals, streaming).
+    ``without_tools`` says what the command does without ``--tools``."""
     parent = Parser(add_help=False)
     parent.add_argument(
-        "-t", "--tools", metavar="MODULE[:ATTR]|FILE.py", help=f"{TOOLS_HELP} (none: no tools)"
+        "-t",
+        "--tools",
+        metavar="MODULE[:ATTR]|FILE.py",
+        help=f"{TOOLS_HELP} (none: {without_tools})",
     )
     parent.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
     parent.add_argument("--no-log", action="store_true", help=NO_LOG_HELP)
@@ -85,25 +91,32 @@ def agent_options() -> Parser:
         help="tell the model a failing tool's exception (it always shows here)",
     )
     parent.add_argument(
-        "--approve", action="append", default=[], metavar="TOOL", help="approve TOOL's calls"
-    )
-    parent.add_argument("--yes", action="store_true", help="approve every call without asking")
-    parent.add_argument(
         "--after-untrusted",
         choices=("allow", "ask", "refuse"),
         default="allow",
         help="once an untrusted tool's result is read: ask before, or refuse, the calls of "
-        "tools with side effects or sensitive ones (default: allow)",
+        "tools with side effects or sensitive ones (default: allow, or the tools module's "
+        "after_untrusted; the stricter wins)",
     )
     parent.add_argument(
         "--deps",
         metavar="MODULE:FACTORY",
         help="the run's deps (RunContext.deps): what FACTORY() returns",
     )
+    if terminal:
+        _terminal(parent)
+    return parent
+
+
+def _terminal(parent: Parser) -> None:
+    """The options of a run shown in a terminal: its approvals, its streaming."""
+    parent.add_argument(
+        "--approve", action="append", default=[], metavar="TOOL", help="approve TOOL's calls"
+    )
+    parent.add_argument("--yes", action="store_true", help="approve every call without asking")
     parent.add_argument(
         "--no-stream", action="store_true", help="do not stream: show each model turn whole"
     )
-    return parent
 
 
 def _bounds(parent: Parser) -> None:
@@ -148,33 +161,45 @@ def add_run_parser(commands: Any, parents: list[Parser]) -> None:
     form.add_argument(
         "--no-display", action="store_true", help="print only the answer (totals on stderr)"
     )
-    run.add_argument(
+    typed_answer_options(run, "printed as JSON")
+    run.set_defaults(handler=run_command)
+
+
+def typed_answer_options(parser: Parser, shown: str) -> None:
+    """``--output-schema`` and ``--output-mode`` (``run``, ``web``); ``shown``: how the
+    typed answer is shown."""
+    parser.add_argument(
         "--output-schema",
         metavar="MODULE:TYPE",
-        help="a typed answer: the model's answer is validated as TYPE and printed as JSON",
+        help=f"a typed answer: the model's answer is validated as TYPE and {shown}",
     )
-    run.add_argument(
+    parser.add_argument(
         "--output-mode",
         choices=["auto", "native", "tool", "prompted"],
         help="how the typed answer is asked for: the server's structured output (native), a "
         "final_answer tool (tool), the schema in the instructions (prompted); auto (the "
         "default) picks native, and prompted where the server refuses it",
     )
-    run.set_defaults(handler=run_command)
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Run ``tooldeck run``: one prompt carried to its end and shown; the exit status."""
-    prompt = read_prompt(args.prompt, sys.stdin)
+def typed_answer(args: argparse.Namespace) -> tuple[Any, OutputMode]:
+    """The type ``--output-schema`` names (None: none) and ``--output-mode``, checked."""
     output_type = load_object(args.output_schema, "--output-schema") if args.output_schema else None
     if args.output_mode is not None and output_type is None:
         raise UsageError(
             f"--output-mode {args.output_mode} applies to a typed answer: give "
             "--output-schema MODULE:TYPE too"
         )
+    return output_type, args.output_mode or "auto"
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run ``tooldeck run``: one prompt carried to its end and shown; the exit status."""
+    prompt = read_prompt(args.prompt, sys.stdin)
+    output_type, output_mode = typed_answer(args)
     form: Form = "json" if args.json else "plain" if args.no_display else "display"
     with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as loaded:
-        run = prepare(args, loaded, prompt, output_type, args.output_mode or "auto")
+        run = prepare(args, loaded, prompt, output_type, output_mode)
         with logging_runs(run.agent, args.no_log):
             status, _ = execute(run, form, runner=runner)
     return status
@@ -182,39 +207,17 @@ def run_command(args: argparse.Namespace) -> int:
 
 def prepare(
     args: argparse.Namespace,
-    loaded: tuple[ToolView, dict[str, Any]],
+    loaded: tuple[ToolView, ModuleSettings],
     prompt: str,
     output_type: Any = None,
     output_mode: OutputMode = "auto",
 ) -> Run:
-    """The run the arguments describe on the tools ``loaded`` (with the agent settings
-    their module defines: its guardrails), every argument checked first."""
-    view, agent_settings = loaded
-    check_tools(args, view, output_type)
-    instructions = _instructions(args)
-    model = build_model(args.model, args.base_url, args.api_key_env)
-    if _final_answer_tool(output_type, output_mode, model) and args.tool_choice == "none":
-        raise UsageError(
-            f"--tool-choice none cannot give the typed answer --output-schema asks for: "
-            f"{model.name} is asked for it with the final_answer tool, which 'none' forbids "
-            "it to call; leave --tool-choice out (auto), or use a model with structured "
-            "output (openai:..., openai-chat:...)"
-        )
-    agent: Agent[Any, Any] = Agent(
-        model,
-        view,
-        instructions=instructions,
-        settings=ModelSettings(tool_choice=args.tool_choice, max_tokens=args.max_tokens),
-        limits=Limits(
-            max_rounds=args.max_rounds, max_duration_s=args.timeout, max_cost_usd=args.max_cost
-        ),
-        on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
-        include_error_details=args.error_details,
-        output_type=output_type,
-        output_mode=output_mode,
-        after_untrusted=args.after_untrusted,
-        **agent_settings,
-    )
+    """The run the arguments describe on the tools ``loaded`` (with the settings their
+    module defines: guardrails, handoffs, its untrusted policy), every argument checked
+    first."""
+    view, _ = loaded
+    check_terminal(args, view)
+    agent = build_agent(args, loaded, output_type, output_mode)
     return Run(
         agent,
         prompt,
@@ -227,6 +230,48 @@ def prepare(
     )
 
 
+def build_agent(
+    args: argparse.Namespace,
+    loaded: tuple[ToolView, ModuleSettings],
+    output_type: Any = None,
+    output_mode: OutputMode = "auto",
+) -> Agent[Any, Any]:
+    """The agent the options of ``agent_options`` and ``model_options`` describe, on the
+    tools ``loaded`` and with every setting their module defines: ``run``, ``chat`` and
+    ``web`` build theirs here, so each honours what the others do."""
+    view, module = loaded
+    check_tools(args, view, output_type)
+    instructions = _instructions(args)
+    model = build_model(args.model, args.base_url, args.api_key_env)
+    if _final_answer_tool(output_type, output_mode, model) and args.tool_choice == "none":
+        raise UsageError(
+            f"--tool-choice none cannot give the typed answer --output-schema asks for: "
+            f"{model.name} is asked for it with the final_answer tool, which 'none' forbids "
+            "it to call; leave --tool-choice out (auto), or use a model with structured "
+            "output (openai:..., openai-chat:...)"
+        )
+    return Agent(
+        model,
+        view,
+        instructions=instructions,
+        settings=ModelSettings(
+            tool_choice=args.tool_choice, max_tokens=args.max_tokens, prices=args.price
+        ),
+        limits=Limits(
+            max_rounds=args.max_rounds, max_duration_s=args.timeout, max_cost_usd=args.max_cost
+        ),
+        on_limit="final_answer" if args.on_limit == "final-answer" else "raise",
+        include_error_details=args.error_details,
+        output_type=output_type,
+        output_mode=output_mode,
+        input_guardrails=module.input_guardrails,
+        output_guardrails=module.output_guardrails,
+        tool_guardrails=module.tool_guardrails,
+        handoffs=module.handoffs,
+        after_untrusted=module.untrusted_policy(args.after_untrusted),
+    )
+
+
 def _final_answer_tool(output_type: Any, output_mode: OutputMode, model: Model) -> bool:
     """Whether the typed answer is asked for with the final_answer tool."""
     if output_type is None or output_mode == "prompted":
@@ -234,21 +279,26 @@ def _final_answer_tool(output_type: Any, output_mode: OutputMode, model: Model) 
     return output_mode == "tool" or not model.native_output
 
 
-def check_tools(args: argparse.Namespace, view: ToolView, output_type: Any = None) -> None:
-    """Refuse what cannot run from here, and names that are no tool of ``view``."""
+def check_terminal(args: argparse.Namespace, view: ToolView) -> None:
+    """Refuse what a run in the terminal cannot do: external tools' calls (the application
+    runs them; the web page asks for their results), an ``--approve`` of no tool."""
     external = [name for name, entry in view.dispatch.items() if entry.external]
     if external:
         raise CliError(
             f"{args.tools!r} has external tools ({', '.join(map(repr, external))}): the "
-            "application runs their calls, so tooldeck run cannot; leave them out (--toolset)"
+            f"application runs their calls, so {args.prog} cannot; leave them out (--toolset)"
         )
-    given = args.tools is not None
     for name in args.approve:
-        if not given:
+        if args.tools is None:
             raise UsageError(f"--approve {name!r}: there are no tools without -t/--tools")
         if name not in view.names:
             known = did_you_mean(name, view.names)
             raise UsageError(f"--approve {name!r} is no tool of {args.tools!r}{known}")
+
+
+def check_tools(args: argparse.Namespace, view: ToolView, output_type: Any = None) -> None:
+    """Refuse a ``--tool-choice`` that is no tool of ``view``."""
+    given = args.tools is not None
     choice = args.tool_choice
     if choice not in _CHOICES and choice not in view.names:
         tools = f"a tool of {args.tools!r}" if given else "a tool (there are none without -t)"

@@ -3,6 +3,12 @@ browser (``tooldeck.web``), served on this machine only unless ``--host`` says o
 
 A random token is printed at start, in the URL to open (as Jupyter does): every request
 needs it. Without ``--tools`` the server shows the run log and the conversations only.
+
+The chat's agent is built as ``tooldeck run`` builds its own (``cli.run.build_agent``), from
+the same options and with every setting the tools module defines: its guardrails, its
+handoffs, its untrusted policy; a typed answer (``--output-schema``) is shown as data.
+Approvals are answered in the page, so ``run``'s ``--approve``, ``--yes`` and
+``--no-stream`` are not options here.
 """
 
 from __future__ import annotations
@@ -14,13 +20,17 @@ import socket
 import sys
 from typing import Any
 
-from tooldeck.cli.args import CliError, Parser, positive_int
-from tooldeck.cli.load import load_tools
-from tooldeck.cli.model import build_model
-from tooldeck.cli.run import NO_LOG_HELP, TOOLS_HELP, build_deps
+from tooldeck.cli.args import CliError, Parser, UsageError, positive_int
+from tooldeck.cli.load import load_with_settings
+from tooldeck.cli.run import (
+    agent_options,
+    build_agent,
+    build_deps,
+    typed_answer,
+    typed_answer_options,
+)
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.run.agent import Agent
-from tooldeck.run.policy import Limits
 from tooldeck.runlog import RunLog, tooldeck_home
 from tooldeck.serve.limits import DEFAULT_MAX_BODY_BYTES
 
@@ -29,9 +39,10 @@ DEFAULT_PORT = 8765
 
 def add_web_parser(commands: Any, parents: list[Parser]) -> None:
     """Add ``tooldeck web`` and its options to the command line's subcommands."""
+    chat = agent_options(terminal=False, without_tools="no chat: the run log only")
     web = commands.add_parser(
         "web",
-        parents=parents,
+        parents=[*parents, chat],
         help="the chat, approvals, conversations and run log in a browser",
         description=(
             "Serve a web app on this machine: chat with the agent (answers stream, approvals "
@@ -39,12 +50,6 @@ def add_web_parser(commands: Any, parents: list[Parser]) -> None:
             "run log and the conversations only."
         ),
     )
-    web.add_argument("-t", "--tools", metavar="MODULE[:ATTR]|FILE.py", help=TOOLS_HELP)
-    web.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
-    web.add_argument("-s", "--system", "--instructions", dest="system", metavar="TEXT")
-    web.add_argument("--deps", metavar="MODULE:FACTORY", help="the runs' deps: FACTORY()")
-    web.add_argument("--max-rounds", type=positive_int, default=10, help="per run (default 10)")
-    web.add_argument("--no-log", action="store_true", help=NO_LOG_HELP)
     web.add_argument(
         "--host",
         default="127.0.0.1",
@@ -62,7 +67,9 @@ def add_web_parser(commands: Any, parents: list[Parser]) -> None:
         help="the largest request body taken, a larger one is refused with 413 (default "
         f"{DEFAULT_MAX_BODY_BYTES}: 1 MiB)",
     )
+    typed_answer_options(web, "shown as data")
     web.set_defaults(handler=web_command, prog="tooldeck web")
+    web.set_defaults(chat_defaults=vars(chat.parse_args([])))
 
 
 def web_command(args: argparse.Namespace) -> int:
@@ -72,6 +79,8 @@ def web_command(args: argparse.Namespace) -> int:
         from tooldeck.web.server import serve
     except ImportError as error:
         raise CliError(str(error)) from error
+    if not args.tools:
+        _no_chat(args)
     agent = _agent(args) if args.tools else None
     deps = build_deps(args.deps) if args.deps else None
     listener = _listen(args.host, args.port)
@@ -97,13 +106,33 @@ def web_command(args: argparse.Namespace) -> int:
 
 
 def _agent(args: argparse.Namespace) -> Agent[Any, Any]:
-    view = load_tools(args.tools, args.toolset)
-    return Agent(
-        build_model(args.model, args.base_url, args.api_key_env),
-        view,
-        instructions=args.system or "",
-        limits=Limits(max_rounds=args.max_rounds),
-    )
+    """The chat's agent: as ``tooldeck run`` builds it, with the module's settings."""
+    output_type, output_mode = typed_answer(args)
+    loaded = load_with_settings(args.tools, args.toolset)
+    return build_agent(args, loaded, output_type, output_mode)
+
+
+def _no_chat(args: argparse.Namespace) -> None:
+    """Refuse the options of the chat's runs given without ``--tools`` (there is no chat)."""
+    given = [
+        f"--{dest.replace('_', '-')}"
+        for dest, default in args.chat_defaults.items()
+        if dest not in ("deps", "no_log") and getattr(args, dest) != default
+    ]
+    given += [
+        option
+        for option, value in (
+            ("--price", args.price),
+            ("--output-schema", args.output_schema),
+            ("--output-mode", args.output_mode),
+        )
+        if value is not None
+    ]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} set{'s' if len(given) == 1 else ''} the chat's runs, and "
+            "there is no chat without --tools: give -t/--tools MODULE"
+        )
 
 
 def _run_log(agent: Agent[Any, Any] | None) -> RunLog | None:

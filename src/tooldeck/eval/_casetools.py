@@ -1,10 +1,12 @@
 """A case file's checked fields -> an ``EvalCase``: its tools, conversation and expectation.
 
 Tools named by a module are loaded as the CLI's ``--tools`` loads them (a file path is read
-from the case file's folder); tools given as JSON Schemas become tools with stub handlers
-(strict when their schema has a strict form). The scorer reads each tool's parameters with
-JSON Schema type names (``scoring_parameters``), and a Python function's arguments through
-its JSON Schema twin, so they are compared as the JSON the model wrote.
+from the case file's folder; a module that also defines guardrails, handoffs or an
+untrusted policy is refused: a case runs without them); tools given as JSON Schemas become
+tools with stub handlers (strict when their schema has a strict form). The scorer reads each
+tool's parameters with JSON Schema type names (``scoring_parameters``), and a Python
+function's arguments through its JSON Schema twin, so they are compared as the JSON the
+model wrote.
 """
 
 from __future__ import annotations
@@ -26,11 +28,18 @@ from tooldeck.eval.cases import (
 )
 from tooldeck.eval.errors import CaseFileError
 from tooldeck.messages import Message
+from tooldeck.run.module_settings import module_settings
 from tooldeck.tools import modules
 from tooldeck.tools.function import FunctionTool
 from tooldeck.tools.registry import ToolEntry
 
 LineOf = Callable[[tuple[Any, ...]], int | None]
+
+
+_SCORED_ALONE = (
+    "a case scores the model's own calls and answer, with no guardrail, handoff or "
+    "untrusted policy between them"
+)
 
 
 def _stub(**arguments: Any) -> str:
@@ -89,7 +98,8 @@ class CaseBuilder:
         resolved = f"{where}{colon}{attribute}"
         if resolved not in self._modules:
             try:
-                registry = modules.tool_registry(resolved)
+                registry, settings = module_settings(resolved)
+                settings.refuse_unhonoured("tooldeck eval", settings.given, _SCORED_ALONE)
             except modules.TargetError as error:
                 raise self.fail(line_of, ("tools",), str(error)) from None
             if registry.toolsets_registered:

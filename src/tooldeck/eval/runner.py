@@ -30,7 +30,7 @@ from tooldeck.eval.report import EvalReport
 from tooldeck.eval.results import CaseResult
 from tooldeck.messages import Usage
 from tooldeck.models.base import Model, ModelSettings
-from tooldeck.models.prices import price_of
+from tooldeck.models.prices import ModelPrices, price_of
 from tooldeck.models.resolve import resolve_model
 from tooldeck.results import RunResult
 from tooldeck.run.agent import Agent
@@ -75,6 +75,8 @@ class Contestant:
     name: str
     priced: bool = True
     """Whether to look its prices up (not for a local server that borrows a model's name)."""
+    prices: ModelPrices | None = None
+    """Its own prices (``tooldeck eval --price``), used instead of a looked-up one."""
 
 
 async def run_eval(
@@ -236,9 +238,11 @@ def _scorer_name(scorer: Scorer) -> str:
 
 
 def _cost(contestant: Contestant, usage: Usage | None) -> float | None:
-    if usage is None or not usage.requests or not contestant.priced:
+    if usage is None or not usage.requests:
         return None
-    return price_of(contestant.name, usage)
+    if contestant.prices is not None:
+        return contestant.prices.cost(usage)
+    return price_of(contestant.name, usage) if contestant.priced else None
 
 
 def _signals(model: Model) -> dict[str, float]:
