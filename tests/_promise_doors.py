@@ -129,6 +129,8 @@ class Shop:
     approval: bool = False
     handoff: bool = False
     """The refund belongs to billing, whom the shop's agent hands the conversation to."""
+    max_requests: int | None = None
+    """The library's runs share a budget of this many model requests."""
 
     def __post_init__(self) -> None:
         (self.workdir / "shop.py").write_text(SHOP)
@@ -143,6 +145,7 @@ class Shop:
             "SHOP_HANG": hang,
             "SHOP_APPROVAL": "1" if self.approval else "",
             "SHOP_HANDOFF": "1" if self.handoff else "",
+            "SHOP_MAX_REQUESTS": str(self.max_requests or ""),
             "PYTHONUNBUFFERED": "1",
         }
 

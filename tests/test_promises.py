@@ -134,6 +134,7 @@ def same_prompt_again_after_a_kill_once_the_turn_came(shop: Shop, door: Door) ->
     assert ("tool", "refunded A1") in read
 
 
+@cell("budgets", "the same run after its commit", "library", "web/AG-UI")
 @cell("at most once", "the same run after its commit", "library", "web/AG-UI")
 @cell("nothing lost", "the same run after its commit", "library", "web/AG-UI")
 def the_same_run_id_after_its_commit(shop: Shop, door: Door) -> None:
@@ -328,8 +329,27 @@ def an_approved_refund_of_the_agent_handed_to_runs_once_there(shop: Shop, door: 
 
     assert approved.answer == "Refunded."
     assert len(shop.refunds()) == 1
-    (answered,) = [r for r in shop.sim.requests if r["messages"][-1].get("content") == "refunded A1"]
+    (answered,) = [
+        r for r in shop.sim.requests if r["messages"][-1].get("content") == "refunded A1"
+    ]
     assert [tool["function"]["name"] for tool in answered["tools"]] == ["refund_order"]  # billing
+
+
+# --- budgets -------------------------------------------------------------------------
+
+
+@cell("budgets", "SIGKILL after the model's turn", "library")
+def a_run_going_on_after_a_kill_spends_what_its_budget_has_left(shop: Shop, door: Door) -> None:
+    shop.max_requests = 2
+    door.killed(PROMPT, "lookup")  # one request spent, in the process killed
+
+    told = door.ask(PROMPT)  # the same run goes on: the budget's second request is its last
+
+    assert told.recovered == ["continued"]
+    assert len(shop.sim.requests) == 2  # the one the killed process spent counts
+    assert told.stop == "budget"
+    assert told.answer == ""
+    assert shop.refunds() == []  # the turn that spent the budget: its calls do not run
 
 
 # --- the cells proven by other files -------------------------------------------------
