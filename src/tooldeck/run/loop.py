@@ -41,6 +41,7 @@ from tooldeck.run.events import (
 )
 from tooldeck.run.guardrails import Guards, InputCheck, judge_answer
 from tooldeck.run.history import current_exchange
+from tooldeck.run.inherited import Inherited
 from tooldeck.run.journal import JournalWriter, journaled
 from tooldeck.run.observer import RunInfo, RunObserver
 from tooldeck.run.options import RunOptions
@@ -81,6 +82,9 @@ class RunSetup:
     """The input and output guardrails (None: none)."""
     handoffs: Mapping[str, str] | None = None
     """Transfer tool name -> the agent it hands the run to (None: no handoffs)."""
+    inherits: Inherited | None = None
+    """The run-level rules the runs made inside its calls inherit, when the run has some
+    beside this agent's own (None: this agent's own, ``run.inherited``)."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -342,7 +346,17 @@ def _call_round(
         start.cancel,
         start.records,
         state.tainted_by,
+        setup.inherits or _own_rules(setup),
     )
+
+
+def _own_rules(setup: RunSetup) -> Inherited | None:
+    """The agent's own run-level rules, which the runs made inside its calls inherit (None
+    for an agent without guardrails or untrusted-content policy: the usual run)."""
+    calls = setup.calls
+    if setup.guards is None and not calls.tool_guardrails and calls.after_untrusted == "allow":
+        return None
+    return Inherited(setup.guards, calls.tool_guardrails, calls.after_untrusted)
 
 
 def _moved(calls: CallRound, view: ToolView, turn: OpenTurn, state: RunState) -> CallRound:
