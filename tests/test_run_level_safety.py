@@ -47,9 +47,10 @@ def no_keys(ctx: RunContext[Any], answer: Any) -> GuardrailResult:
 
 
 def company_only(ctx: RunContext[Any], arguments: dict[str, Any]) -> GuardrailResult:
-    if arguments["to"].endswith("@corp.example"):
+    to = arguments.get("to")  # it judges every call: transfers and agent tools too
+    if to is None or to.endswith("@corp.example"):
         return GuardrailResult.passed()
-    return GuardrailResult.refused(f"{arguments['to']} is outside the company")
+    return GuardrailResult.refused(f"{to} is outside the company")
 
 
 def no_passwords(ctx: RunContext[Any], prompt: str) -> GuardrailResult:
@@ -116,7 +117,10 @@ def test_the_starting_agents_tool_guardrails_judge_the_calls_of_the_agent_handed
     assert mailed == []
     assert read(sim, 2) == "error[refused]: x@evil.example is outside the company"
     assert result.answer == "I could not send it."
-    assert decisions(result.guardrails) == [("arguments", "company_only", "refused")]
+    assert decisions(result.guardrails) == [
+        ("arguments", "company_only", "passed"),  # the transfer (a call too)
+        ("arguments", "company_only", "refused"),
+    ]
 
 
 def test_both_sets_apply_while_an_agent_holds_the_run_the_run_level_first() -> None:

@@ -35,9 +35,10 @@ def send_email(to: str) -> str:
 
 
 def company_only(ctx, arguments):
-    if arguments["to"].endswith("@corp.example"):
+    to = arguments.get("to")
+    if to is None or to.endswith("@corp.example"):
         return GuardrailResult.passed()
-    return GuardrailResult.refused(f"{arguments['to']} is outside the company")
+    return GuardrailResult.refused(f"{to} is outside the company")
 
 
 def no_keys(ctx, answer):

@@ -163,7 +163,8 @@ async def drive(
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _ended)
         ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
-        for event in checked:  # the output guardrails' decisions, with the agent's name
+        for event in checked:  # the output guardrails' decisions (a trip raises after its own)
+            event.agent = name
             yield event
         if ended is not None:
             yield FinalAnswer(ended, name)
@@ -276,10 +277,7 @@ async def _ended(
         or ended.stop_reason != StopReason.ANSWER
     ):
         return ended, ()
-    judged, checked = await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
-    for event in checked:
-        event.agent = state.agent
-    return judged, checked
+    return await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
 
 
 async def _answer(
