@@ -15,9 +15,11 @@ from typing import Any
 from tooldeck import Agent, RunContext, ToolCallStarted, tool
 from tooldeck.results import StopReason
 from tooldeck.run.events import NestedEvent
-from tooldeck.testing import ProviderSimulator, call, reply
+from tooldeck.testing import ProviderSimulator, call
 
-CANCELLED = "error[cancelled]: the run was cancelled (the user pressed stop) before this call finished"
+CANCELLED = (
+    "error[cancelled]: the run was cancelled (the user pressed stop) before this call finished"
+)
 
 
 class Crunching:

@@ -90,7 +90,9 @@ def test_a_retry_guardrail_of_the_starting_agent_sends_billing_back_to_answer_ag
     with ProviderSimulator(script) as sim:
         billing = Agent(sim.model(), name="billing")
         guardrail = Guardrail(no_keys, retry=True)
-        triage = Agent(sim.model(), name="triage", handoffs=[billing], output_guardrails=[guardrail])
+        triage = Agent(
+            sim.model(), name="triage", handoffs=[billing], output_guardrails=[guardrail]
+        )
         result = triage.run_sync("What is my API key?")
 
     assert (result.agent, result.answer) == ("billing", "I cannot show it.")
@@ -186,12 +188,16 @@ async def test_a_stream_shows_the_decision_on_the_answer_of_the_agent_handed_to(
         triage = Agent(
             sim.model(stream=True), name="triage", handoffs=[billing], output_guardrails=[no_keys]
         )
-        with pytest.raises(GuardrailTripped):
+
+        async def read_stream() -> None:
             async for event in triage.stream("What is my API key?", deltas=True):
                 if isinstance(event, HandedOff):
                     seen.append(("handed to", event.target))
                 elif isinstance(event, GuardrailChecked):
                     seen.append((event.agent, event.decision.verdict))
+
+        with pytest.raises(GuardrailTripped):
+            await read_stream()
 
     assert seen == [("handed to", "billing"), ("billing", "tripped")]
 
@@ -240,7 +246,8 @@ def test_an_inner_run_asks_under_the_outer_runs_policy_and_runs_once_approved() 
     assert mailed == ["evil@example.com"]
     assert read(sim, 3) == "sent to evil@example.com"
     assert result.answer == "Mailed it."
-    assert result.tainted_by is not None and result.tainted_by.tool_name == "fetch_page"
+    assert result.tainted_by is not None
+    assert result.tainted_by.tool_name == "fetch_page"
 
 
 def test_an_untainted_outer_run_lets_the_inner_agent_act_without_asking() -> None:
@@ -264,8 +271,9 @@ def test_the_outer_runs_tool_guardrails_judge_the_inner_agents_calls() -> None:
     assert result.answer == "Not sent."
 
 
-def test_the_outer_runs_output_guardrail_judges_the_inner_answer_before_the_outer_model_reads_it(
-) -> None:
+def test_the_outer_runs_output_guardrail_judges_the_inner_answer_before_the_outer_model_reads_it() -> (
+    None
+):
     script = [call("keeper", {"input": "the API key"}), reply("It is sk-123"), reply("Sorry.")]
     with ProviderSimulator(script) as sim:
         keeper = Agent(sim.model(), name="keeper").as_tool(name="keeper", description="Keys.")

@@ -55,7 +55,9 @@ tool_guardrails = [company_only]
 '''
 
 
-def tooldeck_run(workdir: Path, sim: ProviderSimulator, *extra: str) -> subprocess.CompletedProcess[str]:
+def tooldeck_run(
+    workdir: Path, sim: ProviderSimulator, *extra: str
+) -> subprocess.CompletedProcess[str]:
     kept = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
     env = {
         **kept,
@@ -107,6 +109,7 @@ def test_json_keeps_the_decisions_made_after_the_handoff(tmp_path: Path) -> None
     document = json.loads(done.stdout)
     assert (document["agent"], document["stop_reason"]) == ("billing", "guardrail")
     assert [(g["stage"], g["name"], g["verdict"]) for g in document["guardrails"]] == [
+        ("arguments", "company_only", "passed"),  # the transfer call
         ("arguments", "company_only", "refused"),
         ("output", "no_keys", "tripped"),
     ]

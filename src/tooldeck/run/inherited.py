@@ -78,7 +78,8 @@ class Inherited:
     def at(self, tainted_by: UntrustedSource | None, cancel: threading.Event | None) -> Inherited:
         """These rules with the taint and cancel signal of the moment: what a run made inside
         a call starts with."""
-        return Inherited(self.guards, self.tool_guardrails, self.after_untrusted, tainted_by, cancel)
+        rules = self.guards, self.tool_guardrails, self.after_untrusted
+        return Inherited(*rules, tainted_by, cancel)
 
 
 NOTHING = Inherited()
@@ -111,4 +112,3 @@ def without_input(guards: Guards | None) -> Guards | None:
     if guards is None or not guards.input:
         return guards
     return Guards((), guards.output) if guards.output else None
-
