@@ -9,7 +9,7 @@ policy whether it must stop. It yields the run's events; the last is FinalAnswer
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from functools import partial
@@ -163,8 +163,7 @@ async def drive(
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _ended)
         ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
-        for event in checked:  # the output guardrails' decisions (a trip raises after its own)
-            event.agent = name
+        for event in checked:  # the output guardrails' decisions, with the agent's name
             yield event
         if ended is not None:
             yield FinalAnswer(ended, name)
@@ -277,7 +276,16 @@ async def _ended(
         or ended.stop_reason != StopReason.ANSWER
     ):
         return ended, ()
-    return await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
+    judged, checked = await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
+    return judged, _stamped(checked, state.agent)
+
+
+def _stamped(events: Iterable[GuardrailChecked], agent: str) -> Iterator[GuardrailChecked]:
+    """The decisions with the agent's name, one at a time: a trip's stop is raised after its
+    decision reached the stream (and the run log)."""
+    for event in events:
+        event.agent = agent
+        yield event
 
 
 async def _answer(
