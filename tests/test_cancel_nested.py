@@ -1,21 +1,25 @@
 """Cancel reaches every tool in flight, at any depth: ``RunHandle.cancel()``, from another
 thread or from a task, while an agent tool's inner run is in a sync tool polling
-``ctx.cancelled`` (it is told), an async tool (it is cancelled) or a process-isolated one
-(its process is killed). The run ends ``cancelled``; the model's conversation says so.
+``ctx.cancelled`` (it is told), an async tool (it is cancelled), a process-isolated one
+(its process is killed) or an MCP call (the server is told). The run ends ``cancelled``; the model's conversation says so.
 Through the provider simulator (fresh call ids, as a hosted provider gives)."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _mcp import FIXTURES, SLOW
 from tooldeck import Agent, RunContext, ToolCallStarted, tool
 from tooldeck.results import StopReason
 from tooldeck.run.events import NestedEvent
 from tooldeck.testing import ProviderSimulator, call
+from tooldeck.tools.mcp import MCPToolset
 
 CANCELLED = (
     "error[cancelled]: the run was cancelled (the user pressed stop) before this call finished"
@@ -182,3 +186,42 @@ async def test_a_process_tool_inside_an_agent_tool_is_killed(tmp_path: Path) -> 
     assert result.messages[-1].content == CANCELLED
     await asyncio.sleep(4)  # longer than the tool would have needed
     assert not marker.exists()
+
+
+async def test_an_mcp_call_inside_an_agent_tool_is_cancelled_at_the_server(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "calls.log"
+    server = str(FIXTURES / "waiting_server.py")
+    env = {"WAITING_LOG": str(log)}
+    toolset = MCPToolset.stdio(sys.executable, [server], env=env, connect_timeout=SLOW)
+    script = [call("waiter", {"input": "wait ten minutes"}), call("wait", {"seconds": 600})]
+    async with ProviderSimulator(script) as sim:
+        waiter = Agent(sim.model(), [toolset], name="waiter")
+        outer = Agent(sim.model(), [waiter.as_tool(name="waiter", description="Waits.")])
+        try:
+            handle = outer.start("Wait for me")
+            async for event in handle:
+                if started_inside(event, "wait"):
+                    await _until(lambda: _lines(log) == ["started 600"])
+                    handle.cancel("the user pressed stop")
+            result = await asyncio.wait_for(handle.result(), SLOW)
+            # the server hears of it (notifications/cancelled), the connection stays usable
+            await _until(lambda: _lines(log) == ["started 600", "cancelled"])
+            assert await toolset.call("wait", {"seconds": 0}) == '{"result": "waited"}'
+        finally:
+            await waiter.aclose()
+
+    assert result.stop_reason == StopReason.CANCELLED
+    assert result.messages[-1].content == CANCELLED
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    deadline = asyncio.get_running_loop().time() + SLOW
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "the server never said so"
+        await asyncio.sleep(0.05)
