@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import get_args
 
-from tooldeck.run.calls.shared import AfterUntrusted
+from tooldeck.run.inherited import AfterUntrusted
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handoff import Handoff, HandoffAgent
 from tooldeck.tools import modules
