@@ -12,6 +12,8 @@ from dbos import DBOS
 from helpers import answer, call, calls
 from tooldeck import Agent, Approve, AssistantOutput, ScriptedModel, StopReason, tool
 from tooldeck.durable import DurableAgent
+from tooldeck.errors import GuardrailTripped
+from tooldeck.run.guardrails import GuardrailResult
 
 pytestmark = pytest.mark.usefixtures("launched_dbos")
 
@@ -82,3 +84,27 @@ async def test_a_durable_run_paused_in_the_agent_handed_to_resumes_there() -> No
     assert refunded[-1] == "9"
     assert len(billing_model.requests) == 2
     assert f"{agent.name}.tool:refund:r1" in await steps(run_id)
+
+
+async def test_the_starting_agents_guardrails_judge_the_agent_handed_to_in_a_durable_run() -> None:
+    def no_keys(ctx: Any, answer_text: Any) -> GuardrailResult:
+        if "sk-" in str(answer_text):
+            return GuardrailResult.tripped("do not show API keys")
+        return GuardrailResult.passed()
+
+    billing = Agent(ScriptedModel([answer("Your key is sk-123")]), name="billing")
+    triage = Agent(
+        ScriptedModel([calls(call("transfer_to_billing", "t1"))]),
+        name="triage",
+        handoffs=[billing],
+        output_guardrails=[no_keys],
+    )
+    agent = DurableAgent(triage, name=unique("guarded"))
+    with pytest.raises(GuardrailTripped) as stopped:
+        await agent.run("What is my key?")
+    result = stopped.value.result
+    assert result is not None
+    assert (result.stop_reason, result.agent) == ("guardrail", "billing")
+    assert [(d.stage, d.name, d.verdict) for d in result.guardrails] == [
+        ("output", "no_keys", "tripped")
+    ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import warnings
 from typing import Literal
 
-from tooldeck.run.calls.shared import AfterUntrusted, CallOptions
+from tooldeck.run.calls.shared import CallOptions
 from tooldeck.run.history import HistoryStrategy
+from tooldeck.run.inherited import AfterUntrusted
 from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import Instrumenter
 from tooldeck.run.policy import Limits

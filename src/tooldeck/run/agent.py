@@ -29,7 +29,6 @@ from tooldeck.run._checks import (
 from tooldeck.run._sync import run_sync
 from tooldeck.run.agent_tool import agent_tool
 from tooldeck.run.answers import asked_with, output_plan, request_settings
-from tooldeck.run.calls.shared import AfterUntrusted
 from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run.events import Event, last_result
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
@@ -38,6 +37,7 @@ from tooldeck.run.handoff import Handoff, HandoffAgent, RunWrappers
 from tooldeck.run.handover import agent_named, handoffs_of, paused_in, starting_agent
 from tooldeck.run.history import HistoryStrategy
 from tooldeck.run.in_session import resume_in_session, stream_in_session
+from tooldeck.run.inherited import AfterUntrusted
 from tooldeck.run.journal import Journaled, JournalWriter
 from tooldeck.run.loop import OnLimit, RunSetup, RunStart
 from tooldeck.run.middleware import Middleware, MiddlewareStack
@@ -114,6 +114,9 @@ class Agent(Generic[DepsT, OutputT]):
             ``tool_guardrails`` on each call (see ``tooldeck.run.guardrails``).
         after_untrusted: Once a ``trust="untrusted"`` tool's result is in the conversation,
             calls of ``side_effects``/``sensitive`` tools: "allow", "ask" (approval), "refuse".
+            The guardrails and this policy of the agent a run starts on hold for the whole
+            run: after handoffs and inside agent tools, beside each agent's own
+            (``tooldeck.run.inherited``).
         name: The agent's name (in events, ``RunResult.agent``, checkpoints, handoffs).
         handoffs: Agents (or ``handoff(agent, ...)``) it may hand the conversation to; a
             list, which may be changed (for cycles) until a run starts.

@@ -149,10 +149,16 @@ class AgentTool:
     ) -> AsyncGenerator[Event, None]:
         parent = ParentCall(context.run_id, context.call_id) if context.run_id else None
         budget = context.budget  # the outer run's: its inner runs spend from it too
+        inherited = context.inherited  # its guardrails, policy, taint, cancel: run.inherited
         resumed = context.resumed
         if resumed is not None:
             return self.agent.resume_stream(
-                resumed.state, resumed.decisions, deps=context.deps, parent=parent, budget=budget
+                resumed.state,
+                resumed.decisions,
+                deps=context.deps,
+                parent=parent,
+                budget=budget,
+                inherited=inherited,
             )
         inner_id = f"{context.run_id}/{context.call_id}" if self._derived_run_ids else None
         return self.agent.stream(
@@ -162,6 +168,7 @@ class AgentTool:
             run_id=inner_id,
             parent=parent,
             budget=budget,
+            inherited=inherited,
         )
 
     def check_resume(self, state: Checkpoint) -> None:
@@ -221,6 +228,9 @@ def agent_tool(
 
     The inner run uses the agent's own instructions, tools, limits and model, with the outer
     run's ``deps`` and shared ``budget`` (its requests, tokens and cost are drawn from it).
+    It is part of the outer run's safety (``run.inherited``): the outer run's guardrails and
+    untrusted-content policy apply in it beside the agent's own, it starts with the outer
+    run's taint, and the outer run's cancel reaches its tools (``ctx.cancelled``).
     Its events appear in the outer stream as NestedEvents, its usage counts in the outer
     usage, its calls are kept on ``ToolTrace.inner_trace``, and a call inside it that needs
     a decision pauses the outer run (whose checkpoint holds the inner one).

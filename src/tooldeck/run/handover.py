@@ -5,7 +5,9 @@ with a handoff (``HandedOff``, the loop's last event), the run's state goes on i
 of the agent handed to: the history its handoff chose, the run's counters under that
 agent's limits. Every event is stamped with the name of the agent whose loop yielded it.
 What stays the run's, whichever agent has it: its id, state, checkpoint key, deps, session,
-observer and run log (those of the agent the run was started on).
+observer and run log (those of the agent the run was started on), and that agent's
+guardrails and untrusted-content policy, which apply beside each agent's own while it
+holds the run (``run.inherited``).
 
 Runs without handoffs never come here (``starting.run_events`` checks once per run).
 """
@@ -21,7 +23,6 @@ from tooldeck.errors import CheckpointError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, ShownHistory
 from tooldeck.run.events import Event, HandedOff
-from tooldeck.run.guardrails import Guards
 from tooldeck.run.handoff import (
     Handoff,
     HandoffAgent,
@@ -30,6 +31,7 @@ from tooldeck.run.handoff import (
     handed_history,
     transferred,
 )
+from tooldeck.run.inherited import NOTHING, Inherited, without_input
 from tooldeck.run.loop import RunSetup, RunStart, driven
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import RunPolicy
@@ -37,14 +39,20 @@ from tooldeck.tools.outputs import OutputStore
 
 
 async def handing_over(
-    first: HandoffAgent, agent: HandoffAgent, start: RunStart, observer: RunObserver | None
+    first: HandoffAgent,
+    agent: HandoffAgent,
+    start: RunStart,
+    observer: RunObserver | None,
+    inherited: Inherited | None = None,
 ) -> AsyncGenerator[Event, None]:
     """The run's events, from ``agent``'s loop and then each agent handed to in turn
-    (``first`` is the agent the run was started on)."""
+    (``first`` is the agent the run was started on; its guardrails and untrusted-content
+    policy, after those the run ``inherited``, hold for the whole run)."""
     state = start.state
     if state.outputs is None:  # an agent handed the run may store outputs (read_output)
         state.outputs = OutputStore.of(state.trace)
-    setup, handoffs = _setup(first, agent, state.shown, later=False)
+    level = run_level(first._setup(), inherited)
+    setup, handoffs = _setup(first, agent, state.shown, level, later=False)
     while True:
         state.agent = agent.name  # the loop stamps its events with it
         handed: HandedOff | None = None
@@ -61,17 +69,44 @@ async def handing_over(
         policy = start.policy
         following = RunPolicy(agent.limits, policy.counters(), policy.budget)
         start = replace(start, policy=following, decisions=None, resumed=None)
-        setup, handoffs = _setup(first, agent, state.shown, later=True)
+        setup, handoffs = _setup(first, agent, state.shown, level, later=True)
+
+
+def run_level(first: RunSetup, inherited: Inherited | None) -> Inherited:
+    """The run's rules: those it ``inherited`` (from the run whose call it runs inside),
+    then those of the agent it was started on (``first``)."""
+    calls = first.calls
+    return (inherited or NOTHING).joined(first.guards, calls.tool_guardrails, calls.after_untrusted)
+
+
+def ruled(setup: RunSetup, level: Inherited, *, prompt: bool) -> RunSetup:
+    """``setup`` (of the agent holding the run) under the run's rules: the run-level
+    guardrails first, then the agent's own, and the stricter untrusted-content policy;
+    without input guardrails unless the agent judges the prompt (``prompt``)."""
+    calls = setup.calls
+    rules = level.joined(setup.guards, calls.tool_guardrails, calls.after_untrusted)
+    if not rules.guarded and level is NOTHING:
+        return setup
+    guards = rules.guards if prompt else without_input(rules.guards)
+    options = replace(
+        calls, tool_guardrails=rules.tool_guardrails, after_untrusted=rules.after_untrusted
+    )
+    return replace(setup, guards=guards, calls=options, inherits=rules)
 
 
 def _setup(
-    first: HandoffAgent, agent: HandoffAgent, shown: ShownHistory | None, *, later: bool
+    first: HandoffAgent,
+    agent: HandoffAgent,
+    shown: ShownHistory | None,
+    level: Inherited,
+    *,
+    later: bool,
 ) -> tuple[RunSetup, dict[str, Handoff]]:
     """What ``agent``'s loop reads, with its transfer tools and the history it is shown,
-    and its handoffs by tool name. The run's checkpoints stay signed with ``first``'s key;
-    an agent handed to does not check the prompt again (its input guardrails apply when a
-    run starts on it)."""
-    setup = agent._setup()
+    under the run's rules (``level``), and its handoffs by tool name. The run's checkpoints
+    stay signed with ``first``'s key; an agent handed to does not check the prompt again
+    (the input guardrails apply as the run starts, on whichever agent it starts)."""
+    setup = ruled(agent._setup(), level, prompt=not later)
     if agent is not first:
         setup = first._wrappers.apply(setup)
     if shown is not None:
@@ -86,10 +121,7 @@ def _setup(
                 "another name with handoff(agent, name=...)"
             )
         handoffs[taken.tool_name] = taken
-    guards = setup.guards
-    if later and guards is not None and guards.input:
-        guards = Guards((), guards.output) if guards.output else None
-    setup = replace(setup, checkpoint_key=first.checkpoint_key, guards=guards)
+    setup = replace(setup, checkpoint_key=first.checkpoint_key)
     if not handoffs:
         return setup, handoffs
     transfers = frozenset(handoffs)

@@ -9,7 +9,7 @@ policy whether it must stop. It yields the run's events; the last is FinalAnswer
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from functools import partial
@@ -41,6 +41,7 @@ from tooldeck.run.events import (
 )
 from tooldeck.run.guardrails import Guards, InputCheck, judge_answer
 from tooldeck.run.history import current_exchange
+from tooldeck.run.inherited import Inherited
 from tooldeck.run.journal import JournalWriter, journaled
 from tooldeck.run.observer import RunInfo, RunObserver
 from tooldeck.run.options import RunOptions
@@ -81,6 +82,9 @@ class RunSetup:
     """The input and output guardrails (None: none)."""
     handoffs: Mapping[str, str] | None = None
     """Transfer tool name -> the agent it hands the run to (None: no handoffs)."""
+    inherits: Inherited | None = None
+    """The run-level rules the runs made inside its calls inherit, when the run has some
+    beside this agent's own (None: this agent's own, ``run.inherited``)."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -272,9 +276,15 @@ async def _ended(
     ):
         return ended, ()
     judged, checked = await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
-    for event in checked:
-        event.agent = state.agent
-    return judged, checked
+    return judged, _stamped(checked, state.agent)
+
+
+def _stamped(events: Iterable[GuardrailChecked], agent: str) -> Iterator[GuardrailChecked]:
+    """The decisions with the agent's name, one at a time: a trip's stop is raised after its
+    decision reached the stream (and the run log)."""
+    for event in events:
+        event.agent = agent
+        yield event
 
 
 async def _answer(
@@ -365,7 +375,17 @@ def _call_round(
         start.cancel,
         start.records,
         state.tainted_by,
+        setup.inherits or _own_rules(setup),
     )
+
+
+def _own_rules(setup: RunSetup) -> Inherited | None:
+    """The agent's own run-level rules, which the runs made inside its calls inherit (None
+    for an agent without guardrails or untrusted-content policy: the usual run)."""
+    calls = setup.calls
+    if setup.guards is None and not calls.tool_guardrails and calls.after_untrusted == "allow":
+        return None
+    return Inherited(setup.guards, calls.tool_guardrails, calls.after_untrusted)
 
 
 def _moved(calls: CallRound, view: ToolView, turn: OpenTurn, state: RunState) -> CallRound:

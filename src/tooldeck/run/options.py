@@ -16,6 +16,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 from tooldeck.messages import Message
 from tooldeck.run.budget import Budget
 from tooldeck.run.cancel import CancelSignal
+from tooldeck.run.inherited import Inherited
 from tooldeck.run.journal import JournalWriter
 from tooldeck.run.session import CallRecords, Session
 
@@ -56,6 +57,10 @@ class RunArgs(TypedDict, Generic[DepsT], total=False):
     """A spending budget shared with other runs (``tooldeck.run.budget.Budget``, or a store
     such as ``tooldeck.sessions.SQLiteBudget``): the run stops with stop reason ``budget``
     when it is spent."""
+    inherited: Inherited | None
+    """What the run inherits from the run whose call it runs inside (set by agent tools):
+    that run's guardrails and untrusted-content policy, which apply beside this agent's
+    own, its taint and its cancel signal (``tooldeck.run.inherited``)."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -70,6 +75,7 @@ class RunOptions:
     session_id: str | None = None
     parent: ParentCall | None = None
     budget: Budget | None = None
+    inherited: Inherited | None = None
     cancel: CancelSignal | None = None
     """Set by ``Agent.start``: the signal that cancels the run (tools read it as
     ``ctx.cancelled``)."""
@@ -115,6 +121,7 @@ class RunOptions:
             session_id,
             args.get("parent"),
             _checked_budget(args.get("budget")),
+            _checked_inherited(args.get("inherited")),
         )
 
 
@@ -126,4 +133,13 @@ def _checked_budget(budget: object) -> Budget | None:
         return budget
     raise TypeError(
         f"budget= takes a Budget (tooldeck.run.budget), got {type(budget).__name__}: {budget!r}"
+    )
+
+
+def _checked_inherited(inherited: object) -> Inherited | None:
+    if inherited is None or isinstance(inherited, Inherited):
+        return inherited
+    raise TypeError(
+        "inherited= takes what an agent tool passes on (tooldeck.run.inherited.Inherited), "
+        f"got {type(inherited).__name__}: {inherited!r}"
     )

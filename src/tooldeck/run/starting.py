@@ -7,13 +7,15 @@ The observer and the run log are attached here and nowhere else.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from dataclasses import replace
 from typing import Literal, Protocol
 
 from tooldeck.models.base import Model
 from tooldeck.run.events import Event
 from tooldeck.run.handle import cancellable
 from tooldeck.run.handoff import Handoff, HandoffAgent
-from tooldeck.run.handover import handing_over
+from tooldeck.run.handover import handing_over, ruled, run_level
+from tooldeck.run.inherited import Inherited
 from tooldeck.run.loop import RunSetup, RunStart, driven, run_info
 from tooldeck.run.observer import (
     Instrumenter,
@@ -59,10 +61,16 @@ def run_events(
         observer = instrumenter.start_run(
             first.model, state.messages, first.instructions, state.run_id
         )
+    inherited = opts.inherited
+    if inherited is not None:  # an agent tool's inner run: its outer run's rules, taint, cancel
+        start = _inheriting(start, inherited)
     if first.handoffs:
-        events = handing_over(first, agent, start, observer)
-    else:
+        events = handing_over(first, agent, start, observer, inherited)
+    elif inherited is None:
         events = driven(first._setup(), start, observer)
+    else:
+        setup = first._setup()
+        events = driven(ruled(setup, run_level(setup, inherited), prompt=True), start, observer)
     if opts.cancel is not None:
         events = cancellable(events, state, opts.cancel)
     if observer is not None:
@@ -72,3 +80,15 @@ def run_events(
     return first.run_log.observe(
         events, run_info(start, opts, first.model.name, first.instructions)
     )
+
+
+def _inheriting(start: RunStart, inherited: Inherited) -> RunStart:
+    """The start of a run made inside a call: tainted as its outer run was when the call
+    was made (unless it holds untrusted content of its own already), and told of the outer
+    run's cancel through its tools' ``ctx.cancelled`` (the outer run's handle cancels it)."""
+    state = start.state
+    if state.tainted_by is None:
+        state.tainted_by = inherited.tainted_by
+    if start.cancel is None and inherited.cancel is not None:
+        return replace(start, cancel=inherited.cancel)
+    return start

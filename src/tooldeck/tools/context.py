@@ -92,6 +92,11 @@ class RunContext(Generic[DepsT]):
     """The spending budget the run draws on (``run(budget=...)``, a
     ``tooldeck.run.budget.Budget``), None without one: the inner runs of agent tools draw
     on it too. (Typed loosely: the tools layer cannot name the run layer's class.)"""
+    inherited: Any = field(default=None, repr=False)
+    """For a tool whose entry says ``emits_events`` (an agent tool): what the run made
+    inside this call inherits from this run, a ``tooldeck.run.inherited.Inherited`` (the
+    run-level guardrails and untrusted-content policy, the taint, the cancel signal); None
+    for other calls. (Typed loosely, as ``budget``.)"""
 
     @property
     def idempotency_key(self) -> str:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from tooldeck._untrusted import repaired, valid_text
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult
 from tooldeck.results import ToolTrace
 from tooldeck.run.events import Event
+from tooldeck.run.inherited import NOTHING, AfterUntrusted, Inherited
 from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
@@ -22,9 +23,6 @@ from tooldeck.tools.context import Resumption, RunContext, ToolChanges
 from tooldeck.tools.guardrails import ToolGuardrail
 from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import ToolEntry, ToolView
-
-AfterUntrusted = Literal["allow", "ask", "refuse"]
-"""``Agent(after_untrusted=...)``."""
 
 Emit = Callable[[Event], None]
 """Passes an event of a call (a run made inside it) to the round's stream."""
@@ -74,6 +72,15 @@ class CallRound:
     """Where ``side_effects`` calls are recorded (the run's session, when it can)."""
     tainted_by: UntrustedSource | None = None
     """The call whose result first brought untrusted content into the conversation."""
+    inherits: Inherited | None = None
+    """The run-level rules the runs made inside its calls inherit (None: none)."""
+
+    def passed_on(self) -> Inherited | None:
+        """What a run made inside a call of this round starts with: the run-level rules, the
+        taint and the cancel signal of the moment (None when there is none of these)."""
+        if self.inherits is None and self.tainted_by is None and self.cancelled is None:
+            return None
+        return (self.inherits or NOTHING).at(self.tainted_by, self.cancelled)
 
     def context(
         self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
