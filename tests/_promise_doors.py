@@ -47,6 +47,7 @@ from tooldeck.testing import (
 
 PROMPT = "Did my refund go through? If not, refund it."
 LATER = "Where is my order?"
+ASKED_OF_BILLING = "Refund order A1."
 INTERRUPTED = "error[interrupted]: the call may have completed"
 HERE = Path(__file__).parent
 
@@ -85,6 +86,11 @@ if os.environ.get("SHOP_HANDOFF") == "1":  # the refund is billing's, handed the
     billing = Agent("openai-chat:gpt-4.1-mini", tools=[refund_order], name="billing")
     __all__ = ["lookup_order"]
     handoffs = [billing]
+
+if os.environ.get("SHOP_AGENT_TOOL") == "1":  # the refund is billing's, asked as a tool
+    billing = Agent("openai-chat:gpt-4.1-mini", tools=[refund_order], name="billing")
+    ask_billing = billing.as_tool(name="ask_billing", description="Ask billing for a refund.")
+    __all__ = ["lookup_order", "ask_billing"]
 '''
 
 
@@ -92,14 +98,28 @@ def _may_hand_to_billing(request: SimRequest) -> bool:
     return after_tool("lookup_order")(request) and "transfer_to_billing" in request.tool_names
 
 
+def _may_ask_billing(request: SimRequest) -> bool:
+    return after_tool("lookup_order")(request) and "ask_billing" in request.tool_names
+
+
+def _billing_asked(request: SimRequest) -> bool:
+    """Billing's own run, asked as a tool: its prompt is the outer model's request."""
+    last = request.last
+    return last is not None and last.role == "user" and last.text == ASKED_OF_BILLING
+
+
 def shop_rules() -> list[Any]:
     """The model a shop's provider would be: it reads the conversation and answers it (an
-    agent offered ``transfer_to_billing`` hands the conversation to billing after the lookup)."""
+    agent offered ``transfer_to_billing`` hands the conversation to billing after the lookup;
+    one offered ``ask_billing`` asks billing, whose own run refunds)."""
     refund = call("refund_order", {"order_id": "A1"})
     return [
         rule(after_tool("refund_order"), reply("Refunded.")),
+        rule(after_tool("ask_billing"), reply("Refunded.")),
+        rule(_billing_asked, refund),
         rule(after_tool("transfer_to_billing"), refund),
         rule(_may_hand_to_billing, call("transfer_to_billing", {})),
+        rule(_may_ask_billing, call("ask_billing", {"input": ASKED_OF_BILLING})),
         rule(after_tool("lookup_order"), refund),
         rule(last_user_contains("refund"), call("lookup_order", {"order_id": "A1"})),
         rule(last_user_contains("where"), reply("It is on its way.")),
@@ -129,6 +149,8 @@ class Shop:
     approval: bool = False
     handoff: bool = False
     """The refund belongs to billing, whom the shop's agent hands the conversation to."""
+    agent_tool: bool = False
+    """The refund belongs to billing, an agent the shop's agent calls as a tool."""
     max_requests: int | None = None
     """The library's runs share a budget of this many model requests."""
 
@@ -145,6 +167,7 @@ class Shop:
             "SHOP_HANG": hang,
             "SHOP_APPROVAL": "1" if self.approval else "",
             "SHOP_HANDOFF": "1" if self.handoff else "",
+            "SHOP_AGENT_TOOL": "1" if self.agent_tool else "",
             "SHOP_MAX_REQUESTS": str(self.max_requests or ""),
             "PYTHONUNBUFFERED": "1",
         }

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from _promise_doors import (
+    INTERRUPTED,
     LATER,
     PROMPT,
     CliDoor,
@@ -211,6 +212,24 @@ def a_second_message_while_the_first_refunds(shop: Shop, door: Door) -> None:
     assert shop.times_asked(LATER) == 0
 
 
+@cell("at most once", "an agent tool", *LIVE_DOORS)
+def same_prompt_again_after_a_kill_in_the_refund_of_an_agent_tool(shop: Shop, door: Door) -> None:
+    shop.agent_tool = True
+    door.killed(PROMPT, "refund")  # inside billing's run, asked as a tool
+
+    told = door.ask(PROMPT)
+
+    assert len(shop.refunds()) == 1  # billing's refund is found by its key, not run again
+    assert told.recovered == ["continued"]
+    assert told.answer == "Refunded."
+    billing_read = [
+        r["messages"][-1] for r in shop.sim.requests if r["messages"][-1]["role"] == "tool"
+    ]
+    assert billing_read[-2]["content"].startswith(INTERRUPTED)  # billing's model is told
+    assert billing_read[-1]["content"] == "Refunded."  # then the shop's, billing's answer
+    assert shop.times_asked(PROMPT) == 1
+
+
 # --- nothing lost --------------------------------------------------------------------
 
 
@@ -259,6 +278,24 @@ def another_prompt_after_a_kill_in_the_agent_handed_to(shop: Shop, door: Door) -
     assert read[0] == ("user", PROMPT)
     assert ("tool", "Transferred to 'billing'.") in read
     assert interrupted(read[-2])
+    assert read[-1] == ("user", LATER)
+    assert len(shop.refunds()) == 1
+
+
+@cell("nothing lost", "an agent tool", *LIVE_DOORS)
+def another_prompt_after_a_kill_inside_an_agent_tool(shop: Shop, door: Door) -> None:
+    shop.agent_tool = True
+    door.killed(PROMPT, "refund")
+
+    told = door.ask(LATER)
+
+    assert told.answer == "It is on its way."
+    assert told.recovered == ["closed"]
+    read = shop.model_read()
+    assert read[0] == ("user", PROMPT)
+    assert read[2] == ("tool", "order A1: paid, not refunded")
+    assert interrupted(read[4], side_effects=False)
+    assert "it may have acted through its tools" in str(read[4][1])  # not "call it again"
     assert read[-1] == ("user", LATER)
     assert len(shop.refunds()) == 1
 
