@@ -57,6 +57,7 @@ import time
 from pathlib import Path
 
 from tooldeck import Agent, RunContext, tool
+from tooldeck.run.guardrails import GuardrailResult
 
 
 def hang_here(point: str) -> None:
@@ -66,7 +67,7 @@ def hang_here(point: str) -> None:
         time.sleep(600 if hang == point else 3)
 
 
-@tool
+@tool(trust="untrusted" if os.environ.get("SHOP_UNTRUSTED") == "1" else "trusted")
 def lookup_order(order_id: str) -> str:
     """Look an order up."""
     hang_here("lookup")
@@ -81,6 +82,17 @@ def refund_order(ctx: RunContext, order_id: str) -> str:
     hang_here("refund")
     return f"refunded {order_id}"
 
+
+def no_refund_promises(ctx, answer):
+    if "Refunded" in str(answer):
+        return GuardrailResult.tripped("a refund is confirmed by e-mail, never in the chat")
+    return GuardrailResult.passed()
+
+
+if os.environ.get("SHOP_GUARD") == "1":
+    output_guardrails = [no_refund_promises]
+if os.environ.get("SHOP_UNTRUSTED") == "1":  # the lookup reads what customers wrote
+    after_untrusted = "ask"
 
 if os.environ.get("SHOP_HANDOFF") == "1":  # the refund is billing's, handed the conversation
     billing = Agent("openai-chat:gpt-4.1-mini", tools=[refund_order], name="billing")
@@ -153,6 +165,10 @@ class Shop:
     """The refund belongs to billing, an agent the shop's agent calls as a tool."""
     max_requests: int | None = None
     """The library's runs share a budget of this many model requests."""
+    guarded: bool = False
+    """The shop's module has an output guardrail: no answer may confirm a refund."""
+    untrusted: bool = False
+    """The lookup's results are untrusted, and the module says ``after_untrusted = "ask"``."""
 
     def __post_init__(self) -> None:
         (self.workdir / "shop.py").write_text(SHOP)
@@ -169,6 +185,8 @@ class Shop:
             "SHOP_HANDOFF": "1" if self.handoff else "",
             "SHOP_AGENT_TOOL": "1" if self.agent_tool else "",
             "SHOP_MAX_REQUESTS": str(self.max_requests or ""),
+            "SHOP_GUARD": "1" if self.guarded else "",
+            "SHOP_UNTRUSTED": "1" if self.untrusted else "",
             "PYTHONUNBUFFERED": "1",
         }
 
@@ -249,7 +267,7 @@ class LibraryDoor:
         )
         kill_when_hanging(child, self.shop)
 
-    def ask(self, prompt: str, decide: str = "-") -> Told:
+    def ask(self, prompt: str, decide: str = "-", ok: bool = True) -> Told:
         done = subprocess.run(
             self._command(prompt, decide),
             env=self.shop.env(),
@@ -292,7 +310,8 @@ class CliDoor:
         )
         kill_when_hanging(child, self.shop)
 
-    def ask(self, prompt: str, *extra: str) -> Told:
+    def ask(self, prompt: str, *extra: str, ok: bool = True) -> Told:
+        """``prompt`` run; ``ok``: the command must end with status 0 (else: must not)."""
         done = subprocess.run(
             self._command(prompt, *extra),
             env=self.shop.env(),
@@ -300,7 +319,7 @@ class CliDoor:
             text=True,
             timeout=180,
         )
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert (done.returncode == 0) is ok, done.stderr[-3000:]
         said = {"continued": "goes on from its journal", "closed": "stopped before it finished"}
         recovered = [how for how, words in said.items() if words in done.stderr]
         return Told(done.stdout.rstrip("\n"), recovered, done.stdout + done.stderr)
@@ -370,7 +389,7 @@ class WebDoor:
             process.wait(timeout=60)
         self.shop.hanging.unlink(missing_ok=True)
 
-    def ask(self, prompt: str, approving: bool = False) -> Told:
+    def ask(self, prompt: str, approving: bool = False, ok: bool = True) -> Told:
         with self._server("") as (_, client):
             response = client.post("/agui/", json=self._input(prompt, approving))
             assert response.status_code == 200, response.text
@@ -409,4 +428,4 @@ def told_by(stream: str, page: str) -> Told:
         for event in events
         if isinstance(event, CustomEvent) and event.name == "tooldeck.recovered"
     ]
-    return Told(text or None, recovered, page)
+    return Told(text or None, recovered, stream + page)

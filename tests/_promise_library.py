@@ -36,9 +36,15 @@ shop = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(shop)
 
 model = OpenAIChatModel("gpt-4.1-mini", base_url=base_url, api_key=API_KEY, max_retries=0)
-# what tooldeck run takes of a tools module: its tools (__all__), its handoffs
+# what tooldeck run takes of a tools module: its tools (__all__), handoffs, guardrails, policy
 tools = [getattr(shop, name) for name in getattr(shop, "__all__", ["lookup_order", "refund_order"])]
-agent = Agent(model, tools=tools, handoffs=getattr(shop, "handoffs", []))
+agent = Agent(
+    model,
+    tools=tools,
+    handoffs=getattr(shop, "handoffs", []),
+    output_guardrails=getattr(shop, "output_guardrails", []),
+    after_untrusted=getattr(shop, "after_untrusted", "allow"),
+)
 
 
 # SHOP_MAX_REQUESTS: the runs share a budget of that many model requests, kept in a file
@@ -51,6 +57,7 @@ shared = (
 
 
 events: list[object] = []
+stopped_by: list[str] = []
 
 
 async def run() -> RunResult[str]:
@@ -70,6 +77,7 @@ async def run() -> RunResult[str]:
     except RunStopped as stopped:
         if not isinstance(stopped.result, RunResult):
             raise
+        stopped_by.append(f"{type(stopped).__name__}: {stopped}")
         return stopped.result
     finally:
         await session.aclose()
@@ -91,7 +99,9 @@ print(
             "answer": result.answer,
             "stop_reason": str(result.stop_reason),
             "pending": [waiting.call.name for waiting in result.pending],
+            "asked_because": [waiting.reason for waiting in result.pending],
             "recovered": [e.how for e in events if isinstance(e, RunRecovered)],
+            "stopped_by": stopped_by,
             "settled": [
                 t.result.output for e in events if isinstance(e, RunRecovered) for t in e.settled
             ],

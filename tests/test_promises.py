@@ -372,6 +372,49 @@ def an_approved_refund_of_the_agent_handed_to_runs_once_there(shop: Shop, door: 
     assert [tool["function"]["name"] for tool in answered["tools"]] == ["refund_order"]  # billing
 
 
+# --- guardrails and the untrusted policy ---------------------------------------------
+
+
+@cell("guardrails", "SIGKILL in a side-effect call", *LIVE_DOORS)
+def a_run_going_on_after_a_kill_keeps_its_output_guardrails(shop: Shop, door: Door) -> None:
+    shop.guarded = True
+    door.killed(PROMPT, "refund")
+
+    told = door.ask(PROMPT, ok=False)  # the answer confirms the refund: the guardrail trips
+
+    assert told.recovered == ["continued"]
+    assert not told.answer  # kept out
+    assert "a refund is confirmed by e-mail, never in the chat" in told.shown
+    assert "Refunded." not in told.shown.replace("refund_order", "")
+    assert len(shop.refunds()) == 1
+
+
+@cell("guardrails", "SIGKILL after the model's turn", *LIVE_DOORS)
+def a_run_going_on_after_a_kill_in_a_lookup_keeps_its_guardrails(shop: Shop, door: Door) -> None:
+    shop.guarded = True
+    door.killed(PROMPT, "lookup")
+
+    told = door.ask(PROMPT, ok=False)
+
+    assert told.recovered == ["continued"]
+    assert not told.answer
+    assert "a refund is confirmed by e-mail, never in the chat" in told.shown
+    assert len(shop.refunds()) == 1
+
+
+@cell("the untrusted policy", "SIGKILL after the model's turn", *LIVE_DOORS)
+def a_run_going_on_after_a_kill_asks_before_acting_on_what_it_read(shop: Shop, door: Door) -> None:
+    shop.untrusted = True  # the lookup reads customers' words; the module says "ask"
+    door.killed(PROMPT, "lookup")
+
+    told = door.ask(PROMPT)
+
+    assert told.recovered == ["continued"]
+    assert shop.refunds() == []  # not without a person's yes
+    assert "untrusted content" in told.shown
+    assert "lookup_order" in told.shown  # which call brought it in
+
+
 # --- budgets -------------------------------------------------------------------------
 
 

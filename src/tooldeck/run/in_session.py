@@ -297,6 +297,17 @@ def _waiting(session: Session, pending: Checkpoint) -> SessionConflict:
     )
 
 
+def retried_run(history: History, prompt: str) -> str | None:
+    """The id of the session's unfinished run that ``prompt`` sent again without a run id
+    would go on with (its own prompt again: a retry after a crash), or None. For a front
+    door whose clients draw a run id per request (AG-UI): give this one instead, and the
+    retry goes on with that run."""
+    unfinished = read_unfinished(history.unfinished, history.head)
+    if unfinished is None or not _retried(unfinished, (Message.user(prompt),)):
+        return None
+    return unfinished.run_id
+
+
 def _retried(run: Journaled, prompt: tuple[Message, ...]) -> bool:
     """Whether a prompt given without a run id is the unfinished run's own, sent again (the
     caller retries after a crash, and has no run id to give): it goes on with that run."""
