@@ -11,7 +11,9 @@ A cell is one of:
 
 - ``Here(test)``: proven by a test of this file;
 - ``Elsewhere("tests/file.py::test_name")``: proven by that test (this file checks it exists);
-- ``Why("...")``: the promise cannot apply there, and why.
+- ``Why("...")``: the promise cannot apply there, and why;
+- ``Open("...")``: it applies and is not proven yet — the list is the work left, held to
+  its length by ``test_the_open_cells_are_the_ones_written_down`` so it only shrinks.
 
 ``test_every_cell_is_proven_or_says_why`` holds the matrix whole: a new promise, door or
 fault without its cells fails it.
@@ -86,7 +88,14 @@ class Why:
     reason: str
 
 
-Cell = Here | Elsewhere | Why
+@dataclass(frozen=True)
+class Open:
+    """A cell that applies and is not proven yet: named here so it cannot be forgotten."""
+
+    reason: str
+
+
+Cell = Here | Elsewhere | Why | Open
 CELLS: dict[tuple[str, str, str], Cell] = {}
 
 
@@ -415,6 +424,67 @@ def a_run_going_on_after_a_kill_asks_before_acting_on_what_it_read(shop: Shop, d
     assert "lookup_order" in told.shown  # which call brought it in
 
 
+@cell("guardrails", "a handoff", *LIVE_DOORS)
+def the_starting_agents_output_guardrail_judges_the_agent_handed_to(shop: Shop, door: Door) -> None:
+    shop.guarded = shop.handoff = True  # the module's guardrail; billing has none of its own
+
+    told = door.ask(PROMPT, ok=False)
+
+    assert not told.answer  # billing's "Refunded." was kept out
+    assert "a refund is confirmed by e-mail, never in the chat" in told.shown
+    assert len(shop.refunds()) == 1  # billing did refund: the guardrail judges the answer
+
+
+@cell("guardrails", "an agent tool", *LIVE_DOORS)
+def the_outer_runs_output_guardrail_judges_an_agent_tools_answer(shop: Shop, door: Door) -> None:
+    shop.guarded = shop.agent_tool = True
+
+    told = door.ask(PROMPT, ok=False)
+
+    assert not told.answer
+    assert "a refund is confirmed by e-mail, never in the chat" in told.shown
+    outer_read = [
+        m for r in shop.sim.requests for m in r["messages"] if m.get("tool_call_id") is not None
+    ]
+    billing_said = [m["content"] for m in outer_read if "the agent" in (m.get("content") or "")]
+    assert billing_said, "the shop's model read billing's answer"  # stopped, not "Refunded."
+    assert all("Refunded." not in text for text in billing_said)
+
+
+@cell("guardrails", "a resume in another process", *LIVE_DOORS)
+def a_run_approved_in_another_process_keeps_its_guardrails(shop: Shop, door: Door) -> None:
+    shop.guarded = shop.approval = True
+    paused = LibraryDoor(shop, run_id="-").ask(PROMPT)
+    assert paused.stop == "paused"
+
+    approved = door.approve(ok=False)
+
+    assert not approved.answer
+    assert "a refund is confirmed by e-mail, never in the chat" in approved.shown
+    assert len(shop.refunds()) == 1
+
+
+@cell("the untrusted policy", "a handoff", *LIVE_DOORS)
+def the_agent_handed_to_asks_before_acting_on_untrusted_content(shop: Shop, door: Door) -> None:
+    shop.untrusted = shop.handoff = True  # billing itself would not ask: the run's policy does
+
+    told = door.ask(PROMPT)
+
+    assert shop.refunds() == []
+    assert "untrusted content" in told.shown
+    assert "lookup_order" in told.shown
+
+
+@cell("the untrusted policy", "an agent tool", *LIVE_DOORS)
+def an_agent_tool_starts_tainted_and_asks_before_acting(shop: Shop, door: Door) -> None:
+    shop.untrusted = shop.agent_tool = True  # the lookup tainted the shop's run, not billing's
+
+    told = door.ask(PROMPT)
+
+    assert shop.refunds() == []
+    assert "untrusted content" in told.shown
+
+
 # --- budgets -------------------------------------------------------------------------
 
 
@@ -481,6 +551,42 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
         "tests/test_agui.py::test_an_answer_to_an_interrupt_no_call_waits_for_is_refused",
     ("an approval binds its call", "web/AG-UI", "another thread"):
         "tests/test_agui.py::test_a_new_message_while_a_call_waits_is_refused_and_changes_nothing",
+    ("guardrails", "MCP serve", "another thread"):
+        "tests/test_mcp_serve_guardrails.py::test_guardrails_given_to_the_server_judge_every_served_call",
+    ("guardrails", "durable", "a handoff"):
+        "tests/test_durable_handoffs.py::test_the_starting_agents_guardrails_judge_the_agent_handed_to_in_a_durable_run",
+    ("the untrusted policy", "library", "a resume in another process"):
+        "tests/test_untrusted_content.py::test_the_taint_survives_a_checkpoint_for_the_rounds_after_the_resume",
+    ("the untrusted policy", "library", "another thread"):
+        "tests/test_untrusted_content.py::test_the_next_run_of_a_session_still_knows",
+    ("the untrusted policy", "MCP serve", "another thread"):
+        "tests/test_cli_doors.py::test_mcp_serve_and_eval_refuse_a_modules_untrusted_policy",
+    ("budgets", "library", "an agent tool"):
+        "tests/test_budget_nested.py::test_a_budget_spent_inside_an_agent_tool_stops_the_outer_run_too",
+    ("budgets", "library", "a resume in another process"):
+        "tests/test_budget_spent.py::test_a_resumed_run_past_its_token_limit_is_not_asked_for_a_last_answer",
+    ("budgets", "library", "another thread"):
+        "tests/test_budget.py::test_runs_in_threads_never_pass_a_request_budget",
+    ("budgets", "durable", "an agent tool"):
+        "tests/test_durable_run_control.py::test_an_agent_tools_inner_run_draws_on_the_durable_runs_budget",
+    ("budgets", "durable", "another thread"):
+        "tests/test_durable_run_control.py::test_a_durable_run_draws_on_a_named_budget_and_stops_when_it_is_spent",
+    ("cancellation", "library", "an agent tool"):
+        "tests/test_cancel_nested.py::test_a_sync_tool_two_agent_tools_deep_is_told_too",
+    ("cancellation", "library", "another thread"):
+        "tests/test_cancel_nested.py::test_a_cancel_from_another_thread_reaches_a_sync_tool_inside_an_agent_tool",
+    ("cancellation", "library", "a resume in another process"):
+        "tests/test_cancel.py::test_a_resumed_run_started_with_a_handle_is_cancelled_and_committed",
+    ("cancellation", "CLI", "a resume in another process"):
+        "tests/test_cli_ctrl_c.py::test_ctrl_c_after_an_approval_cancels_the_resumed_run_and_keeps_it",
+    ("cancellation", "MCP serve", "an agent tool"):
+        "tests/test_cancel_nested.py::test_an_mcp_call_inside_an_agent_tool_is_cancelled_at_the_server",
+    ("cancellation", "durable", "another thread"):
+        "tests/test_durable_run_control.py::test_a_durable_run_is_cancelled_in_its_call_and_its_workflow_ends_cancelled",
+    ("cancellation", "web/AG-UI", "another thread"):
+        "tests/test_agui_streaming.py::test_a_client_that_goes_away_stops_the_run_and_frees_the_thread",
+    ("cancellation", "durable", "a resume in another process"):
+        "tests/test_durable_run_control.py::test_a_durable_run_waiting_for_decisions_is_cancelled_and_nothing_runs",
 }  # fmt: skip
 
 # --- the cells that cannot apply, and why ------------------------------------------
@@ -530,6 +636,43 @@ RULES: list[tuple[tuple[str, str, str], Why]] = [
         "an MCP client calls tools one by one; no agent of tooldeck's holds a run to hand over"
     )),
     (("*", "MCP serve", "an agent tool"), Why(MCP_SERVE)),
+    (("cancellation", "*", "SIGKILL*"), Why(
+        "a killed process has nothing left in flight to cancel: what its calls became is the "
+        "nothing-lost cells'"
+    )),
+    (("cancellation", "*", "the same run after its commit"), Why(
+        "a committed run has nothing in flight: sent again, nothing is asked or run (the "
+        "at-most-once cells)"
+    )),
+    (("guardrails", "*", "the same run after its commit"), Why(
+        "a run sent again after its commit is answered from the session as stored, nothing "
+        "asked: its answer was judged when it ran (a tripped run stores no answer)"
+    )),
+    (("the untrusted policy", "*", "the same run after its commit"), Why(
+        "a run sent again after its commit runs no call: nothing is there to ask about (the "
+        "at-most-once cells)"
+    )),
+    (("the untrusted policy", "*", "SIGKILL in a side-effect call"), Why(
+        "under the policy a side-effect call after untrusted content runs only once a person "
+        "approved it: a kill inside it is the cell 'an approval binds its call × SIGKILL in a "
+        "side-effect call'; with the policy off it is the at-most-once cell"
+    )),
+    (("guardrails", "*", "another thread"), Why(
+        "guardrails judge the run they are given to, in any thread; a second run at once in "
+        "one conversation is refused before anything is judged (the at-most-once cells)"
+    )),
+    (("the untrusted policy", "web/AG-UI", "another thread"), Why(
+        "a second message while a run goes on is refused (thread_busy) before anything is read "
+        "or run: the at-most-once × web/AG-UI × another thread cell"
+    )),
+    (("budgets", "*", "a handoff"), Why(
+        "a handoff does not start a run: the agent handed to goes on with the run's counters "
+        "and its budget (tests/test_handoffs.py::test_each_transfer_counts_as_a_tool_call); "
+        "what a spent budget lets out is the same cell without a handoff"
+    )),
+    (("budgets", "MCP serve", "another thread"), Why(
+        "tooldeck mcp serve asks no model: there is nothing for a budget to count"
+    )),
     (("at most once", "MCP serve", "another thread"), Why(MCP_SERVE)),
     (("nothing lost", "MCP serve", "another thread"), Why(MCP_SERVE)),
     (("an approval binds its call", "MCP serve", "another thread"), Why(
@@ -539,12 +682,57 @@ RULES: list[tuple[tuple[str, str, str], Why]] = [
 ]  # fmt: skip
 
 
+NOT_YET = "not proven yet at this door under this fault"
+OPEN: dict[tuple[str, str, str], Open] = {
+    key: Open(NOT_YET)
+    for key in [
+        ("an approval binds its call", "web/AG-UI", "an agent tool"),
+        ("guardrails", "durable", "SIGKILL in a side-effect call"),
+        ("guardrails", "durable", "SIGKILL after the model's turn"),
+        ("guardrails", "durable", "an agent tool"),
+        ("guardrails", "durable", "a resume in another process"),
+        ("the untrusted policy", "CLI", "a resume in another process"),
+        ("the untrusted policy", "web/AG-UI", "a resume in another process"),
+        ("the untrusted policy", "durable", "SIGKILL after the model's turn"),
+        ("the untrusted policy", "durable", "a handoff"),
+        ("the untrusted policy", "durable", "an agent tool"),
+        ("the untrusted policy", "durable", "a resume in another process"),
+        ("the untrusted policy", "durable", "another thread"),
+        ("budgets", "library", "SIGKILL in a side-effect call"),
+        ("budgets", "CLI", "SIGKILL in a side-effect call"),
+        ("budgets", "CLI", "SIGKILL after the model's turn"),
+        ("budgets", "CLI", "an agent tool"),
+        ("budgets", "CLI", "a resume in another process"),
+        ("budgets", "web/AG-UI", "SIGKILL in a side-effect call"),
+        ("budgets", "web/AG-UI", "SIGKILL after the model's turn"),
+        ("budgets", "web/AG-UI", "an agent tool"),
+        ("budgets", "web/AG-UI", "a resume in another process"),
+        ("budgets", "web/AG-UI", "another thread"),
+        ("budgets", "durable", "SIGKILL in a side-effect call"),
+        ("budgets", "durable", "SIGKILL after the model's turn"),
+        ("budgets", "durable", "the same run after its commit"),
+        ("budgets", "durable", "a resume in another process"),
+        ("cancellation", "library", "a handoff"),
+        ("cancellation", "CLI", "a handoff"),
+        ("cancellation", "CLI", "an agent tool"),
+        ("cancellation", "web/AG-UI", "a handoff"),
+        ("cancellation", "web/AG-UI", "an agent tool"),
+        ("cancellation", "web/AG-UI", "a resume in another process"),
+        ("cancellation", "MCP serve", "another thread"),
+        ("cancellation", "durable", "a handoff"),
+        ("cancellation", "durable", "an agent tool"),
+    ]
+}
+
+
 def cell_of(promise: str, door: str, fault: str) -> Cell | None:
     """The cell of the matrix: registered, or the first rule that covers it."""
     if (promise, door, fault) in CELLS:
         return CELLS[(promise, door, fault)]
     if (promise, door, fault) in PROVEN_ELSEWHERE:
         return Elsewhere(PROVEN_ELSEWHERE[(promise, door, fault)])
+    if (promise, door, fault) in OPEN:
+        return OPEN[(promise, door, fault)]
     for (p, d, f), why in RULES:
         if all(
             pattern == "*"
@@ -582,6 +770,18 @@ def test_every_cell_is_proven_or_says_why() -> None:
             assert name in _tests_in(here.parent / file), f"{found.test} does not exist"
         if isinstance(found, Why):
             assert len(found.reason) > 40
+
+
+def test_the_open_cells_are_the_ones_written_down() -> None:
+    open_cells = [
+        (p, d, f)
+        for p in PROMISES
+        for d in DOORS
+        for f in FAULTS
+        if isinstance(cell_of(p, d, f), Open)
+    ]
+    assert len(open_cells) == len(OPEN)  # none shadowed by a cell proven since: drop it here
+    assert len(OPEN) <= 35  # the work left when the matrix was written; it only shrinks
 
 
 def _here_cells() -> Iterator[Any]:
