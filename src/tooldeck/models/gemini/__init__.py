@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models._http import Endpoint
+from tooldeck.models._loops import foreign_loop_errors
 from tooldeck.models._provider import ProviderModel
 from tooldeck.models.base import ModelSettings, StreamItem, ToolCallChunk
 from tooldeck.models.gemini import _request as request_format
@@ -165,7 +166,8 @@ class GeminiModel(ProviderModel):
     def _sdk_errors(self, streaming: Callable[[], bool] = lambda: False) -> Iterator[None]:
         connection = self._connection
         context = Endpoint(self.name, connection.endpoint, _KEY_HINT, connection.max_retries)
-        with sdk_errors(context, streaming):
+        given = not connection.owns_client
+        with foreign_loop_errors(self.name, given), sdk_errors(context, streaming):
             yield
 
     async def aclose(self) -> None:
