@@ -165,9 +165,10 @@ def foreign_loop_errors(model: str, given: bool) -> Iterator[None]:
         if said:
             raise ModelError(
                 f"{model}: the client passed in (client=) holds connections of another event "
-                f"loop, so this loop cannot use it ({said}): a model shared by "
-                "threads (run_sync) or asyncio.run calls needs a client for every loop. Pass "
-                "no client (tooldeck makes one per loop), or build the model in each thread"
+                f"loop, so this loop cannot use it ({said}; the request may have reached the "
+                "provider, its answer is lost): a model shared by threads (run_sync) or "
+                "asyncio.run calls needs a client for every loop. Pass no client (tooldeck "
+                "makes one per loop), or build the model in each thread"
             ) from error
         raise
 
