@@ -145,6 +145,25 @@ def test_each_loop_gets_a_client_built_like_the_first_and_a_closed_loops_is_let_
     assert asyncio_errors() == []
 
 
+def test_aclose_after_a_loop_ended_closes_its_client_as_far_as_it_can(
+    provider: Callable[..., ProviderSimulator], asyncio_errors: Callable[[], list[str]]
+) -> None:
+    sim = provider([answer_the_question])
+    model = sim.model()
+    agent = Agent(model)
+
+    async def ask() -> Any:
+        client = model.client
+        assert (await agent.run(QUESTIONS[0])).answer == answer_to(QUESTIONS[0])
+        return client
+
+    used = asyncio.run(ask())  # a kept-alive connection holds the loop, closed now
+    assert not used.is_closed()
+    asyncio.run(model.aclose())
+    assert used.is_closed()
+    assert asyncio_errors() == []
+
+
 def test_a_client_passed_in_is_used_on_every_loop_and_another_loop_is_told_what_to_do(
     provider: Callable[..., ProviderSimulator],
 ) -> None:
@@ -222,6 +241,27 @@ def test_aclose_closes_each_loops_client_where_it_can_and_the_model_goes_on(
         thread.join(timeout=30)
         running.close()
         idle.close()
+
+
+def test_an_azure_model_gets_an_azure_client_per_loop_built_like_the_first() -> None:
+    from openai import AsyncAzureOpenAI
+
+    from tooldeck.models.openai import OpenAIChatModel
+
+    model = OpenAIChatModel.azure(
+        "my-gpt",
+        endpoint="https://example-resource.openai.azure.com",
+        api_version="2024-10-21",
+        api_key="az-key",
+        max_retries=1,
+        timeout=9.0,
+    )
+    first, second = asyncio.run(client_of(model)), asyncio.run(client_of(model))
+    assert first is model.client  # outside a loop: the one built with the model
+    assert isinstance(second, AsyncAzureOpenAI)
+    assert second is not first
+    assert settings(second) == settings(first)
+    assert second.default_query == {"api-version": "2024-10-21"}
 
 
 # -- Anthropic and Gemini, through their loopback fakes ---------------------------------

@@ -92,15 +92,16 @@ class LoopClients(Generic[C]):
             self._unclaimed = None
             self._by_loop[loop] = client
         if stale:
-            _in_background(loop, _let_go([self._close(old) for old in stale]))
+            _in_background(loop, _let_go(self._close, stale))
         return client
 
     async def aclose(self) -> None:
         """Close the clients made here; a later request makes a new one.
 
         The running loop's client is closed here; another loop's is closed on that loop if
-        it is running (not waited for), else dropped (a closed loop cannot run the close,
-        and an idle one belongs to its thread). A client passed in is left to its owner.
+        it is running (not waited for), as far as it can be here if that loop has closed,
+        and else (an idle loop, which belongs to its thread) dropped. A client passed in is
+        left to its owner.
         """
         if self._make is None:
             return
@@ -111,6 +112,7 @@ class LoopClients(Generic[C]):
         current = asyncio.get_running_loop()
         if unclaimed is not None:  # never used: no loop holds its connections
             await self._close(unclaimed)
+        await _let_go(self._close, [client for loop, client in clients if loop.is_closed()])
         for loop, client in clients:
             if loop is current:
                 await self._close(client)
@@ -122,17 +124,18 @@ class LoopClients(Generic[C]):
                     closing.close()  # a coroutine never to run, not one "never awaited"
 
 
-async def _let_go(closings: list[Coroutine[Any, Any, None]]) -> None:
+async def _let_go(close: Callable[[C], Coroutine[Any, Any, None]], clients: list[C]) -> None:
     """Close clients whose loop has closed, as far as they can be.
 
     Their connections belong to a loop that will never run again, so closing them fails
-    (``Event loop is closed``): that is let go, and the sockets are freed with the objects.
+    (``Event loop is closed``, or the socket's own error): that is let go, and the sockets
+    are freed with the objects.
     Closing marks the client closed all the same, so the SDK's finalizer does not try again
     on whichever loop runs then and log the same failure as a task nobody awaited.
     """
-    for closing in closings:
-        with contextlib.suppress(RuntimeError):
-            await closing
+    for client in clients:
+        with contextlib.suppress(RuntimeError, OSError):
+            await close(client)
 
 
 _background: set[asyncio.Task[None]] = set()
