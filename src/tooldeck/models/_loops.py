@@ -15,8 +15,9 @@ that fails because it is not (``foreign_loop_errors``) says so and what to do.
 
 Kept by loop in a weak mapping: a loop nobody holds any more goes with its client. A
 client's pooled connections hold their loop, though, so that alone would keep a finished
-loop alive; a loop that is closed (``asyncio.run`` closes its own) is dropped, with its
-client, whenever another loop arrives. The request path costs one dict lookup.
+loop alive: the client of a loop that is closed (``asyncio.run`` closes its own) is closed
+as far as it can be and let go whenever another loop arrives, and by ``aclose()``. The
+request path costs one dict lookup.
 """
 
 from __future__ import annotations
@@ -129,9 +130,9 @@ async def _let_go(close: Callable[[C], Coroutine[Any, Any, None]], clients: list
 
     Their connections belong to a loop that will never run again, so closing them fails
     (``Event loop is closed``, or the socket's own error): that is let go, and the sockets
-    are freed with the objects.
-    Closing marks the client closed all the same, so the SDK's finalizer does not try again
-    on whichever loop runs then and log the same failure as a task nobody awaited.
+    are freed with the objects. Closing marks the client closed all the same, so the SDK's
+    finalizer does not try again on whichever loop runs then and log the same failure as a
+    task nobody awaited.
     """
     for client in clients:
         with contextlib.suppress(RuntimeError, OSError):

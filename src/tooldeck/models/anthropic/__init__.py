@@ -57,8 +57,8 @@ class AnthropicModel(ProviderModel):
             to other credentials (``auth_token=``, profiles), proxies and gateways. When
             given, pass no other connection option; its connections belong to the event
             loop that first used them, so a model shared by threads (``run_sync``) or
-            ``asyncio.run`` calls needs no client given (tooldeck keeps one per loop) or a
-            client per model.
+            ``asyncio.run`` calls needs no client given (tooldeck keeps one per loop), or a
+            model built in each thread.
         api_key: The key; defaults to ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``).
         base_url: Another endpoint of the same API; defaults to ``ANTHROPIC_BASE_URL`` or
             Anthropic. It gets a placeholder key when none is set.
@@ -107,8 +107,8 @@ class AnthropicModel(ProviderModel):
     @property
     def client(self) -> AsyncAnthropic:
         """The SDK client requests on the running event loop go through (outside a loop, the
-        first one). A client passed in is this one on every loop; tooldeck's own is one per
-        loop (see ``tooldeck.models._loops``)."""
+        first one built). A client passed in is this one on every loop; one tooldeck built
+        is one per loop (docs/models/index.md, "One model, many threads and event loops")."""
         return self._clients.current()
 
     async def _request_turn(

@@ -67,7 +67,9 @@ class GeminiModel(ProviderModel):
         model_name: The model, e.g. ``"gemini-2.5-flash"``.
         client: A ``google.genai.Client`` used as it is: the way to Vertex AI
             (``Client(vertexai=True, project=..., location=...)``), proxies and custom
-            HTTP options. When given, pass no other connection option.
+            HTTP options. When given, pass no other connection option. The SDK keeps a
+            connection pool per event loop itself, so one model serves many threads
+            (``run_sync``) and ``asyncio.run`` calls, with a client given or not.
         api_key: The key; defaults to ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY`` (the SDK's
             order).
         base_url: Another endpoint of the same API.

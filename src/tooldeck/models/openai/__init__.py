@@ -111,8 +111,8 @@ class _SDKModel(ProviderModel):
     @property
     def client(self) -> AsyncOpenAI:
         """The SDK client requests on the running event loop go through (outside a loop, the
-        first one). A client passed in is this one on every loop; tooldeck's own is one per
-        loop (see ``tooldeck.models._loops``)."""
+        first one built). A client passed in is this one on every loop; one tooldeck built
+        is one per loop (docs/models/index.md, "One model, many threads and event loops")."""
         return self._connection.clients.current()
 
     @contextmanager
@@ -140,8 +140,8 @@ class OpenAIResponsesModel(_SDKModel):
         client: An ``openai.AsyncOpenAI`` (or ``AsyncAzureOpenAI``) used as it is, on every
             event loop: the way to reach proxies and gateways. When given, pass no other
             connection option. Its connections belong to the event loop that first used
-            them: a model shared by threads (``run_sync``) or ``asyncio.run`` calls needs no
-            client given (tooldeck keeps one per loop) or a client per model.
+            them: a model shared by threads (``run_sync``) or ``asyncio.run`` calls needs
+            no client given (tooldeck keeps one per loop), or a model built in each thread.
         api_key: The key; defaults to ``OPENAI_API_KEY``.
         base_url: Another endpoint of the same API; defaults to ``OPENAI_BASE_URL`` or OpenAI.
         hosted_tools: Tools the provider runs (web search, file search, code interpreter,
@@ -252,8 +252,8 @@ class OpenAIChatModel(_SDKModel):
         client: An ``openai.AsyncOpenAI`` or ``AsyncAzureOpenAI`` used as it is, on every
             event loop. When given, pass no other connection option. Its connections belong
             to the event loop that first used them: a model shared by threads (``run_sync``)
-            or ``asyncio.run`` calls needs no client given (tooldeck keeps one per loop) or a
-            client per model.
+            or ``asyncio.run`` calls needs no client given (tooldeck keeps one per loop), or
+            a model built in each thread.
         base_url: An OpenAI-compatible server, e.g. ``"http://127.0.0.1:8000/v1"`` (vLLM,
             Ollama, llama.cpp, LM Studio). It gets a placeholder key when none is set.
         api_key: The key; defaults to ``OPENAI_API_KEY``.
