@@ -58,11 +58,13 @@ async def test_tooldeck_eval_reproduces_the_benchmark_case_for_case() -> None:
             old["made"],
         )
         assert result.text == old["text"]
-        # The signals are embedding similarities: their last digits follow the CPU's vector
-        # unit (0.7843097796116045 on AVX-512, ...043 on AVX2): compared to 1e-6, not exactly.
+        # The signals come from the model's numbers, which follow the CPU's vector unit and
+        # the flags llama.cpp was built with here (fit 0.863022 in the benchmark, 0.861193 on
+        # another EPYC's build): compared to 1%. The decisions they led to are compared
+        # exactly above, and the nearest fit (0.734) is 0.016 from the rule's 0.75.
         assert set(result.signals) == {"fit", "call_score"}
         for name in ("fit", "call_score"):
-            assert result.signals[name] == pytest.approx(old[name], rel=1e-6, abs=1e-6), name
+            assert result.signals[name] == pytest.approx(old[name], rel=0.01, abs=0.01), name
     assert [r.correct for r in report.results] == [True, False, False, True, False]
 
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from tooldeck.cli.display import call_text
 from tooldeck.cli.terminal import TerminalReader
 from tooldeck.errors import InvalidArguments
 from tooldeck.results import Approve, Decision, PendingCall, Reject
+from tooldeck.run.handoff import Handoff
 from tooldeck.tools.registry import ToolView
 
 _CHOICES = "[y]es / [n]o / [a]lways this tool / [e]dit"
@@ -182,3 +183,19 @@ def _read_prefilled(read: Callable[[str], str], prompt: str, text: str, shown: T
 def _read_below(read: Callable[[str], str], prompt: str, text: str, shown: TextIO) -> str:
     print(f"current: {text}", file=shown, flush=True)
     return read(prompt)
+
+
+def reachable_tools(view: ToolView, handoffs: Sequence[Any]) -> list[str]:
+    """The names of the tools in ``view`` and of every agent a run may be handed to from
+    there (``handoffs``: agents, or ``handoff(agent, ...)``): the calls a person may be asked
+    about."""
+    names, seen, waiting = list(view.names), set(), list(handoffs)
+    while waiting:
+        given = waiting.pop()
+        agent: Any = given.agent if isinstance(given, Handoff) else given
+        if id(agent) in seen:
+            continue
+        seen.add(id(agent))
+        names += [name for name in agent.tools.names if name not in names]
+        waiting.extend(agent.handoffs)
+    return names

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import TypeAdapter
 
-from tooldeck.cli.approve import Approver
+from tooldeck.cli.approve import Approver, reachable_tools
 from tooldeck.cli.args import EXIT_ANSWER, CliError
 from tooldeck.cli.display import Console, RunDisplay, recovered_lines
 from tooldeck.cli.interrupt import CTRL_C, Interrupted, interrupted, watched
@@ -220,7 +220,8 @@ def _answer_stored(run: Run, stored: Checkpoint, watch: Watch, voice: Voice) -> 
     session_id = run.session.session_id
     prompt, calls = paused_prompt(stored), waiting_calls(stored)
     discard = f"tooldeck sessions discard {session_id}"
-    missing = [p.call.name for p in stored.turn.pending if p.call.name not in run.agent.tools.names]
+    known = reachable_tools(run.agent.tools, run.agent.handoffs)
+    missing = [p.call.name for p in stored.turn.pending if p.call.name not in known]
     if missing:
         raise CliError(
             f"conversation {session_id!r} waits for a decision on {calls} (the run of the "

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from tooldeck.cli.approve import Approver
+from tooldeck.cli.approve import Approver, reachable_tools
 from tooldeck.cli.args import (
     ENVIRONMENT,
     EXIT_STATUSES,
@@ -215,8 +216,8 @@ def prepare(
     """The run the arguments describe on the tools ``loaded`` (with the settings their
     module defines: guardrails, handoffs, its untrusted policy), every argument checked
     first."""
-    view, _ = loaded
-    check_terminal(args, view)
+    view, module = loaded
+    check_terminal(args, view, module.handoffs)
     agent = build_agent(args, loaded, output_type, output_mode)
     return Run(
         agent,
@@ -279,9 +280,10 @@ def _final_answer_tool(output_type: Any, output_mode: OutputMode, model: Model) 
     return output_mode == "tool" or not model.native_output
 
 
-def check_terminal(args: argparse.Namespace, view: ToolView) -> None:
+def check_terminal(args: argparse.Namespace, view: ToolView, handoffs: Sequence[Any] = ()) -> None:
     """Refuse what a run in the terminal cannot do: external tools' calls (the application
-    runs them; the web page asks for their results), an ``--approve`` of no tool."""
+    runs them; the web page asks for their results), an ``--approve`` of no tool (of the
+    module, or of an agent it may hand the conversation to)."""
     external = [name for name, entry in view.dispatch.items() if entry.external]
     if external:
         raise CliError(
@@ -291,8 +293,9 @@ def check_terminal(args: argparse.Namespace, view: ToolView) -> None:
     for name in args.approve:
         if args.tools is None:
             raise UsageError(f"--approve {name!r}: there are no tools without -t/--tools")
-        if name not in view.names:
-            known = did_you_mean(name, view.names)
+        names = reachable_tools(view, handoffs)
+        if name not in names:
+            known = did_you_mean(name, names)
             raise UsageError(f"--approve {name!r} is no tool of {args.tools!r}{known}")
 
 

@@ -160,7 +160,11 @@ class AgentTool:
                 budget=budget,
                 inherited=inherited,
             )
-        inner_id = f"{context.run_id}/{context.call_id}" if self._derived_run_ids else None
+        inner_id = None
+        if self._derived_run_ids:  # a durable run's: its call ids are the same in replays
+            inner_id = f"{context.run_id}/{context.call_id}"
+        elif inherited is not None and inherited.records is not None:
+            inner_id = f"{context.run_id}/{context.round}:{context.place}"  # see run.inherited
         return self.agent.stream(
             self._prompt(arguments),
             deps=context.deps,

@@ -85,7 +85,7 @@ async def stream_in_session(
     commits)."""
     history = await session.load()
     journal = journal_of(session)
-    if run_id is not None and (known := _known_run(history, run_id)) is not None:
+    if run_id is not None and (known := _known_run(session, history, run_id, prompt)):
         for event in known:
             yield event
         return
@@ -217,18 +217,36 @@ async def _reopen(journal: RunJournal, unfinished: Journaled, writer: JournalWri
     return opening
 
 
-def _known_run(history: History, run_id: str) -> tuple[Event, ...] | None:
+def _known_run(
+    session: Session, history: History, run_id: str, prompt: str
+) -> tuple[Event, ...] | None:
     """A run submitted again after it committed (finished, or paused): its stored end,
-    without asking or running anything."""
+    without asking or running anything. The same id with another prompt is refused."""
     pending = history.pending
     if pending is not None and pending.run_id == run_id:
+        asked = [m.content for m in pending.messages if m.role == "user"]
+        _known_prompt(session, run_id, asked[-1] if asked else "", prompt)
         paused = _paused_result(pending)
         return (RunRecovered(run_id, "stored", pending.counters.rounds), FinalAnswer(paused))
     stored = stored_result(history.messages, history.stored_runs, run_id)
     if stored is None:
         return None
-    result, rounds = stored
+    result, rounds, asked_then = stored
+    _known_prompt(session, run_id, asked_then, prompt)
     return (RunRecovered(run_id, "stored", rounds), FinalAnswer(result))
+
+
+def _known_prompt(session: Session, run_id: str, stored: str | None, given: str) -> None:
+    if stored != given:
+        raise SessionConflict(
+            f"run id {run_id!r} names a run session {session.session_id!r} stored already, "
+            f"of another prompt ({_clip(stored or '')!r}): a run id names one run. Give this "
+            "prompt another run id (or none: tooldeck makes one)"
+        )
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _paused_result(checkpoint: Checkpoint) -> RunResult[Any]:
@@ -277,6 +295,17 @@ def _waiting(session: Session, pending: Checkpoint) -> SessionConflict:
         "waiting for decisions: resume it with agent.resume(session=..., decisions=...), "
         "or clear the session, before starting another run"
     )
+
+
+def retried_run(history: History, prompt: str) -> str | None:
+    """The id of the session's unfinished run that ``prompt`` sent again without a run id
+    would go on with (its own prompt again: a retry after a crash), or None. For a front
+    door whose clients draw a run id per request (AG-UI): give this one instead, and the
+    retry goes on with that run."""
+    unfinished = read_unfinished(history.unfinished, history.head)
+    if unfinished is None or not _retried(unfinished, (Message.user(prompt),)):
+        return None
+    return unfinished.run_id
 
 
 def _retried(run: Journaled, prompt: tuple[Message, ...]) -> bool:

@@ -5,7 +5,8 @@ run's: they apply to every agent that holds the run (after handoffs, ``run.hando
 inside its calls (an agent tool's inner run, ``run.agent_tool``), beside each agent's own
 while it holds the run (run-level first). An inner run also starts with the outer run's
 taint (the call whose result brought untrusted content in) and shares its cancel signal, so
-a ``RunHandle.cancel()`` reaches the tools of inner runs too (``ctx.cancelled``).
+a ``RunHandle.cancel()`` reaches the tools of inner runs too (``ctx.cancelled``), and its
+call records, so its ``side_effects`` calls are at most once too.
 
 ``Inherited`` is that record: made once as a run starts (``run.starting``), joined with each
 agent's own settings as it takes the run, and handed to the runs made inside its calls with
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from tooldeck.run.guardrails import Guards
+from tooldeck.run.session import CallRecords
 from tooldeck.safety import UntrustedSource
 from tooldeck.tools.guardrails import ToolGuardrail
 
@@ -48,6 +50,11 @@ class Inherited:
     cancel: threading.Event | None = None
     """For a run made inside a call: the outer run's cancel signal (``ctx.cancelled`` of
     the inner run's tools)."""
+    records: CallRecords | None = None
+    """For a run made inside a call: where the outer run records its ``side_effects`` calls
+    (its session). The inner run's are recorded there too, under the inner run's id, which
+    the agent tool derives from the call's place (``<outer run>/<round>:<place>``): a call
+    met again after a crash finds its record, however the provider names it this time."""
 
     @property
     def guarded(self) -> bool:
@@ -73,13 +80,19 @@ class Inherited:
             stricter(self.after_untrusted, after_untrusted),
             self.tainted_by,
             self.cancel,
+            self.records,
         )
 
-    def at(self, tainted_by: UntrustedSource | None, cancel: threading.Event | None) -> Inherited:
-        """These rules with the taint and cancel signal of the moment: what a run made inside
-        a call starts with."""
+    def at(
+        self,
+        tainted_by: UntrustedSource | None,
+        cancel: threading.Event | None,
+        records: CallRecords | None = None,
+    ) -> Inherited:
+        """These rules with the taint, cancel signal and call records of the moment: what a
+        run made inside a call starts with."""
         rules = self.guards, self.tool_guardrails, self.after_untrusted
-        return Inherited(*rules, tainted_by, cancel)
+        return Inherited(*rules, tainted_by, cancel, records)
 
 
 NOTHING = Inherited()

@@ -4,8 +4,10 @@ first — closed as it stood, each of its calls that had not reported answered t
 A call of the run's last turn that had not reported is settled without running it:
 a ``side_effects`` call by its record (its result if it reported, its ``reconcile`` or
 ``error[interrupted]`` if it started and never did, "it did not run" if it never started —
-and the record is finished with what the model reads); any other call is answered
-``error[interrupted]`` (it has no side effects: the model may call it again). A resume that
+and the record is finished with what the model reads); an agent tool's call is answered
+``error[interrupted]`` saying its agent may have acted (its run is not run again
+automatically); any other call is answered ``error[interrupted]`` (it has no side
+effects: the model may call it again). A resume that
 was killed before any of its rounds was written keeps its decisions: a rejected call reads
 its rejection, an external call its result.
 """
@@ -19,6 +21,7 @@ from typing import Any
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult, Usage
 from tooldeck.results import Decision, Reject, RunResult, StopReason, ToolTrace
+from tooldeck.run.agent_tool import NestingHandler
 from tooldeck.run.budget import Budget
 from tooldeck.run.checkpoint import restore
 from tooldeck.run.events import RunRecovered
@@ -38,6 +41,11 @@ NEVER_RAN = (
 NO_REPORT = (
     "the run stopped (its process ended) before this call reported a result. The tool has no "
     "side effects: call it again if you still need its result"
+)
+AGENT_NO_REPORT = (
+    "the run stopped (its process ended) while this agent's run was going on, before it "
+    "reported: it may have acted through its tools. It is not run again automatically: "
+    "check whether its work was done before calling it again"
 )
 NOT_DECIDED = (
     "the run stopped while this call waited for a person's decision: it did not run. Call "
@@ -127,6 +135,8 @@ async def _settled(
     if isinstance(decision, ToolResult):
         return decision
     entry = view.dispatch.get(call.name)
+    if entry is not None and isinstance(entry.handler, NestingHandler):  # an agent tool
+        return ToolResult.failure(ErrorCode.INTERRUPTED, AGENT_NO_REPORT)
     if entry is None or not entry.options.side_effects or records is None:
         return ToolResult.failure(ErrorCode.INTERRUPTED, NO_REPORT)
     key = context.idempotency_key
@@ -149,10 +159,10 @@ def _context(call: ToolCall, state: RunState, round_: int) -> RunContext[Any]:
 
 def stored_result(
     history: Sequence[Message], stored_runs: Sequence[tuple[str, int]], run_id: str
-) -> tuple[RunResult[Any], int] | None:
+) -> tuple[RunResult[Any], int, str] | None:
     """The result of run ``run_id`` as the session stored it, if it finished there (the
-    conversation up to its end, its answer: the last assistant message's text), and its
-    model rounds. Usage and trace are this call's: nothing was asked or run."""
+    conversation up to its end, its answer: the last assistant message's text), its model
+    rounds and its prompt. Usage and trace are this call's: nothing was asked or run."""
     end = 0
     for stored_id, count in stored_runs:
         end += count
@@ -170,5 +180,6 @@ def stored_result(
             stop_reason=StopReason.ANSWER,
             run_id=run_id,
         )
-        return result, sum(1 for message in own if message.role == "assistant")
+        prompt = own[0].content if own and own[0].role == "user" else ""
+        return result, sum(1 for message in own if message.role == "assistant"), prompt or ""
     return None

@@ -84,11 +84,14 @@ def run_events(
 
 def _inheriting(start: RunStart, inherited: Inherited) -> RunStart:
     """The start of a run made inside a call: tainted as its outer run was when the call
-    was made (unless it holds untrusted content of its own already), and told of the outer
-    run's cancel through its tools' ``ctx.cancelled`` (the outer run's handle cancels it)."""
+    was made (unless it holds untrusted content of its own already), told of the outer
+    run's cancel through its tools' ``ctx.cancelled`` (the outer run's handle cancels it),
+    its ``side_effects`` calls recorded where the outer run's are."""
     state = start.state
     if state.tainted_by is None:
         state.tainted_by = inherited.tainted_by
+    if start.records is None and inherited.records is not None:
+        start = replace(start, records=inherited.records)
     if start.cancel is None and inherited.cancel is not None:
         return replace(start, cancel=inherited.cancel)
     return start

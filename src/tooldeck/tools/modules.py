@@ -19,7 +19,7 @@ from typing import Any
 
 from tooldeck.errors import ToolDeckError
 from tooldeck.tools.function import FunctionTool
-from tooldeck.tools.registry import ToolRegistry, Toolset, ToolView
+from tooldeck.tools.registry import ToolEntry, ToolRegistry, Toolset, ToolView
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -75,26 +75,29 @@ def tools_and_settings(target: str) -> tuple[ToolRegistry, dict[str, Any]]:
 def _registry(module: ModuleType, attribute: str, target: str) -> ToolRegistry:
     if attribute:
         return _as_registry(_attribute(module, attribute, target), target)
-    found: list[FunctionTool[..., Any] | Toolset] = [*module_tools(module)]
+    found: list[FunctionTool[..., Any] | ToolEntry | Toolset] = [*module_tools(module)]
     found += module_toolsets(module)
     if not found:
         raise TargetError(
             f"{target!r} defines no tools; decorate functions with @tool, or name a "
             "ToolRegistry, a Toolset or a list of tools: module:attr"
         )
-    return ToolRegistry(dict.fromkeys(found))
+    return ToolRegistry({id(item): item for item in found}.values())  # each once, in order
 
 
-def module_tools(module: ModuleType) -> list[FunctionTool[..., Any]]:
+def module_tools(module: ModuleType) -> list[FunctionTool[..., Any] | ToolEntry]:
     """The tools a module offers: those named in its ``__all__``, else the ones it made
-    itself (not tools it imported from another module)."""
+    itself (not tools it imported from another module); an agent as a tool
+    (``agent.as_tool(...)``, a ToolEntry) is one of them."""
     names = vars(module).get("__all__")
     if names is not None:
-        return [vars(module)[n] for n in names if isinstance(vars(module).get(n), FunctionTool)]
+        named = [vars(module).get(n) for n in names]
+        return [value for value in named if isinstance(value, FunctionTool | ToolEntry)]
     return [
         value
         for value in vars(module).values()
-        if isinstance(value, FunctionTool) and not _imported(value, module)
+        if isinstance(value, ToolEntry)
+        or (isinstance(value, FunctionTool) and not _imported(value, module))
     ]
 
 

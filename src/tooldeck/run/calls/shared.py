@@ -77,10 +77,16 @@ class CallRound:
 
     def passed_on(self) -> Inherited | None:
         """What a run made inside a call of this round starts with: the run-level rules, the
-        taint and the cancel signal of the moment (None when there is none of these)."""
-        if self.inherits is None and self.tainted_by is None and self.cancelled is None:
+        taint, the cancel signal and the call records of the moment (None when there is none
+        of these)."""
+        if (
+            self.inherits is None
+            and self.tainted_by is None
+            and self.cancelled is None
+            and self.records is None
+        ):
             return None
-        return (self.inherits or NOTHING).at(self.tainted_by, self.cancelled)
+        return (self.inherits or NOTHING).at(self.tainted_by, self.cancelled, self.records)
 
     def context(
         self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None

@@ -12,7 +12,12 @@ put it behind the application's.
   conversation: a new run reads only the input's last message (a user message, the
   prompt); of the earlier messages a client sends back only the user messages' ids are
   read (to name the prompts in the snapshot as the client does); its ``tools``, ``context``
-  and ``state`` are not read.
+  and ``state`` are not read. A new run takes the client's ``runId`` as its id, so a run
+  the client sends again after the thread stored it (a retry after a lost response) is
+  known: its stored answer comes back (``tooldeck.recovered``, ``how: "stored"``) and
+  nothing is asked or run again (the same ``runId`` with another prompt is a
+  ``session_conflict``); a prompt sent again after its
+  run was cut off (the page closed, the server killed) goes on with that run.
 - **Streaming.** Text and tool arguments stream as the model writes them
   (``TEXT_MESSAGE_*``, ``TOOL_CALL_START`` / ``ARGS`` / ``END``); each call's result is a
   ``TOOL_CALL_RESULT`` whose ``metadata.tooldeck`` says ``ok``, ``errorCode`` and
@@ -23,7 +28,9 @@ put it behind the application's.
   the calls it waits for). ``RUN_FINISHED.result`` is the answer (a typed answer as data).
 - **Approvals are interrupts.** A call that needs approval ends the run with the interrupt
   outcome: one ``Interrupt`` per call (``reason: "tool_call"``, ``toolCallId``, and an
-  ``id`` that is the stored call's digest). The next input answers each with a resume entry,
+  ``id`` that is the stored call's digest; its ``message`` says why when the
+  untrusted-content policy asks, as ``metadata.tooldeck.reason`` does). The next input
+  answers each with a resume entry,
   payload ``{"approved": true}``, ``{"approved": true, "editedArgs": {...}}`` or
   ``{"approved": false, "reason": "..."}`` (status ``cancelled`` rejects it); the decisions
   go through ``agent.resume(session=...)``, which runs the stored call and checks its

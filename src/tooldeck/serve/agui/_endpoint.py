@@ -37,6 +37,7 @@ from tooldeck.results import RunResult
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, FinalAnswer
 from tooldeck.run.handoff import judges_answers
+from tooldeck.run.in_session import retried_run
 from tooldeck.run.session import Session
 from tooldeck.serve.agui._input import InputError, NewRun, Resume, describe, interrupts, plan
 from tooldeck.serve.agui._messages import as_agui, client_ids, with_answered
@@ -168,7 +169,10 @@ class AguiEndpoint:
     ) -> AsyncIterator[BaseEvent]:
         relay = Relay(self.show_exceptions, self.hold_answer)
         if isinstance(planned, NewRun):
-            stream = self.agent.stream(planned.prompt, session=session, deltas=True, deps=self.deps)
+            run_id = await _run_id(session, planned.prompt, run_input.run_id)
+            stream = self.agent.stream(
+                planned.prompt, session=session, deltas=True, deps=self.deps, run_id=run_id
+            )
         else:
             turn = planned.checkpoint.messages[-1]
             relay.turn_at, relay.turn_calls = len(planned.checkpoint.messages) - 1, turn.tool_calls
@@ -263,6 +267,14 @@ class AguiEndpoint:
                 total_tokens=spent_in + spent_out,
             )
         ]
+
+
+async def _run_id(session: Session, prompt: str, run_id: str) -> str:
+    """The run id of a new run: the client's, so a run it sends again after the thread
+    stored it is known (its stored answer comes back, nothing runs again); or, when this
+    prompt is the thread's unfinished run's own sent again (its run was cut off: the page
+    closed, the server killed), that run's, which then goes on."""
+    return retried_run(await session.load(), prompt) or run_id
 
 
 def _failure(error: Exception) -> RunErrorEvent:

@@ -118,10 +118,11 @@ def _interrupt(pending: PendingCall, view: ToolView) -> Interrupt:
         "additionalProperties": False,
     }
     inside = f" (inside {' > '.join(pending.path)})" if pending.path else ""
+    why = f" It is asked because {pending.reason}." if pending.reason else ""
     return Interrupt(
         id=pending.digest,
         reason="tool_call",
-        message=f"Approve {call.name}({call.arguments_json}){inside}?",
+        message=f"Approve {call.name}({call.arguments_json}){inside}?{why}",
         tool_call_id=pending.call_ids[0] if pending.call_ids else call.id,
         response_schema=schema,
         metadata={"tooldeck": describe(pending)},
@@ -137,6 +138,7 @@ def describe(pending: PendingCall) -> dict[str, Any]:
         "arguments": pending.call.arguments,
         "path": list(pending.path),
         "interruptId": pending.digest if pending.kind == "approval" else None,
+        "reason": pending.reason,
     }
 
 
