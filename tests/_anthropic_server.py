@@ -19,8 +19,8 @@ MODEL = "claude-sonnet-5"
 
 
 @contextmanager
-def anthropic_server() -> Iterator[LoopbackServer]:
-    with running(error_reply(500, "api_error", "the test queued no reply")) as server:
+def anthropic_server(keep_alive: bool = False) -> Iterator[LoopbackServer]:
+    with running(error_reply(500, "api_error", "the test queued no reply"), keep_alive) as server:
         yield server
 
 

@@ -20,8 +20,8 @@ STREAM = f"/v1/models/{MODEL}:streamGenerateContent?alt=sse"
 
 
 @contextmanager
-def gemini_server() -> Iterator[LoopbackServer]:
-    with running(error_reply(500, "INTERNAL", "the test queued no reply")) as server:
+def gemini_server(keep_alive: bool = False) -> Iterator[LoopbackServer]:
+    with running(error_reply(500, "INTERNAL", "the test queued no reply"), keep_alive) as server:
         yield server
 
 

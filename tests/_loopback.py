@@ -8,12 +8,13 @@ its path, headers and JSON body. The provider helpers (``_anthropic_server``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,16 +50,20 @@ class LoopbackServer:
     """Queue replies with ``reply()``, read what came in from ``requests``.
 
     ``unscripted`` answers a request the test queued no reply for (a 500 in the API's
-    error format), so a missing reply fails loudly instead of hanging.
+    error format), so a missing reply fails loudly instead of hanging. ``keep_alive`` speaks
+    HTTP/1.1 and keeps connections open between requests, as providers do (by default each
+    answer closes its connection).
     """
 
-    def __init__(self, unscripted: Reply) -> None:
+    def __init__(self, unscripted: Reply, keep_alive: bool = False) -> None:
         self.replies: deque[Reply] = deque()
+        self.answer: Callable[[Recorded], Reply] | None = None
+        """Answers every request from what it says, instead of the queued replies."""
         self.requests: list[Recorded] = []
         self.unscripted = unscripted
         self.client_left = threading.Event()
         """Set when a client closed a held response (see ``Reply.hold_after``)."""
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self, keep_alive))
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
@@ -85,8 +90,8 @@ class LoopbackServer:
 
 
 @contextmanager
-def running(unscripted: Reply) -> Iterator[LoopbackServer]:
-    server = LoopbackServer(unscripted)
+def running(unscripted: Reply, keep_alive: bool = False) -> Iterator[LoopbackServer]:
+    server = LoopbackServer(unscripted, keep_alive)
     server.start()
     try:
         yield server
@@ -94,15 +99,26 @@ def running(unscripted: Reply) -> Iterator[LoopbackServer]:
         server.stop()
 
 
-def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
+def _handler_for(server: LoopbackServer, keep_alive: bool) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
+        def handle(self) -> None:
+            # A client that lets a kept-alive connection go is not the server's failure.
+            with contextlib.suppress(ConnectionResetError):
+                super().handle()
+
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
             body = json.loads(raw) if raw else None
             headers = {key.lower(): value for key, value in self.headers.items()}
-            server.requests.append(Recorded("POST", self.path, headers, body))
-            reply = server.replies.popleft() if server.replies else server.unscripted
+            recorded = Recorded("POST", self.path, headers, body)
+            server.requests.append(recorded)
+            if server.answer is not None:
+                reply = server.answer(recorded)
+            else:
+                reply = server.replies.popleft() if server.replies else server.unscripted
             time.sleep(reply.delay)
             if reply.events is not None:
                 self._send_events(reply)

@@ -21,12 +21,13 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models._http import Endpoint
+from tooldeck.models._loops import LoopClients, foreign_loop_errors
 from tooldeck.models._provider import ProviderModel
 from tooldeck.models.anthropic import _request as request_format
 from tooldeck.models.anthropic import _response as response_format
@@ -47,21 +48,17 @@ _NO_KEY = "no-key-needed"
 """The key sent to a ``base_url`` server when none is configured (local servers need none)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Connection:
-    client: AsyncAnthropic
-    owns_client: bool
-    """Close the client in ``aclose()`` (tooldeck built it; a client passed in stays open)."""
-
-
 class AnthropicModel(ProviderModel):
     """Claude behind the Anthropic Messages API.
 
     Args:
         model_name: The model, e.g. ``"claude-sonnet-5"``.
-        client: An ``anthropic.AsyncAnthropic`` used as it is: the way to other credentials
-            (``auth_token=``, profiles), proxies and gateways. When given, pass no other
-            connection option.
+        client: An ``anthropic.AsyncAnthropic`` used as it is, on every event loop: the way
+            to other credentials (``auth_token=``, profiles), proxies and gateways. When
+            given, pass no other connection option; its connections belong to the event
+            loop that first used them, so a model shared by threads (``run_sync``) or
+            ``asyncio.run`` calls needs no client given (tooldeck keeps one per loop), or a
+            model built in each thread.
         api_key: The key; defaults to ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``).
         base_url: Another endpoint of the same API; defaults to ``ANTHROPIC_BASE_URL`` or
             Anthropic. It gets a placeholder key when none is set.
@@ -102,15 +99,17 @@ class AnthropicModel(ProviderModel):
         if max_tokens < 1:
             raise ModelNotConfigured(f"max_tokens must be at least 1, got {max_tokens!r}")
         super().__init__(f"anthropic:{model_name}", stream)
-        self._connection = _connect(client, api_key, base_url, max_retries, timeout)
+        self._clients = _connect(client, api_key, base_url, max_retries, timeout)
         self._parts = request_format.RequestParts(
             model_name, max_tokens, dict(request_options or {})
         )
 
     @property
     def client(self) -> AsyncAnthropic:
-        """The SDK client requests go through."""
-        return self._connection.client
+        """The SDK client requests on the running event loop go through (outside a loop, the
+        first one built). A client passed in is this one on every loop; one tooldeck built
+        is one per loop (docs/models/index.md, "One model, many threads and event loops")."""
+        return self._clients.current()
 
     async def _request_turn(
         self,
@@ -158,15 +157,15 @@ class AnthropicModel(ProviderModel):
 
     @contextmanager
     def _sdk_errors(self) -> Iterator[Endpoint]:
-        client = self._connection.client
+        client = self._clients.first  # every loop's client has its settings
         context = Endpoint(self.name, str(client.base_url), _KEY_HINT, client.max_retries)
-        with sdk_errors(context):
+        with foreign_loop_errors(self.name, not self._clients.owned), sdk_errors(context):
             yield context
 
     async def aclose(self) -> None:
-        """Close the SDK client, unless it was passed in (then its owner closes it)."""
-        if self._connection.owns_client:
-            await self._connection.client.close()
+        """Close the SDK clients tooldeck built (a later request builds a new one); a client
+        passed in is left open for its owner to close."""
+        await self._clients.aclose()
 
 
 def _connect(
@@ -175,8 +174,9 @@ def _connect(
     base_url: str | None,
     max_retries: int | None,
     timeout: float | None,
-) -> _Connection:
-    """The caller's client as it is, or a new one from the arguments and the environment."""
+) -> LoopClients[AsyncAnthropic]:
+    """The caller's client as it is, or new ones (one per event loop) from the arguments and
+    the environment."""
     if client is not None:
         given = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
         named = [name for name, value in {**given, "timeout": timeout}.items() if value is not None]
@@ -185,7 +185,7 @@ def _connect(
                 f"a client was passed, so {', '.join(named)} would be ignored: set them on "
                 "the client, or pass them without a client"
             )
-        return _Connection(client, owns_client=False)
+        return LoopClients(client, None, _close)
     try:
         from anthropic import AsyncAnthropic
     except ImportError as error:
@@ -206,5 +206,9 @@ def _connect(
         settings["max_retries"] = max_retries
     if timeout is not None:
         settings["timeout"] = timeout
-    built = AsyncAnthropic(api_key=key, auth_token=token, base_url=base_url, **settings)
-    return _Connection(built, owns_client=True)
+    make = partial(AsyncAnthropic, api_key=key, auth_token=token, base_url=base_url, **settings)
+    return LoopClients(make(), make, _close)
+
+
+async def _close(client: AsyncAnthropic) -> None:
+    await client.close()

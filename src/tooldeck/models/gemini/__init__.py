@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models._http import Endpoint
+from tooldeck.models._loops import foreign_loop_errors
 from tooldeck.models._provider import ProviderModel
 from tooldeck.models.base import ModelSettings, StreamItem, ToolCallChunk
 from tooldeck.models.gemini import _request as request_format
@@ -66,7 +67,9 @@ class GeminiModel(ProviderModel):
         model_name: The model, e.g. ``"gemini-2.5-flash"``.
         client: A ``google.genai.Client`` used as it is: the way to Vertex AI
             (``Client(vertexai=True, project=..., location=...)``), proxies and custom
-            HTTP options. When given, pass no other connection option.
+            HTTP options. When given, pass no other connection option. The SDK keeps a
+            connection pool per event loop itself, so one model serves many threads
+            (``run_sync``) and ``asyncio.run`` calls, with a client given or not.
         api_key: The key; defaults to ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY`` (the SDK's
             order).
         base_url: Another endpoint of the same API.
@@ -165,7 +168,8 @@ class GeminiModel(ProviderModel):
     def _sdk_errors(self, streaming: Callable[[], bool] = lambda: False) -> Iterator[None]:
         connection = self._connection
         context = Endpoint(self.name, connection.endpoint, _KEY_HINT, connection.max_retries)
-        with sdk_errors(context, streaming):
+        given = not connection.owns_client
+        with foreign_loop_errors(self.name, given), sdk_errors(context, streaming):
             yield
 
     async def aclose(self) -> None:

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models._http import Endpoint
+from tooldeck.models._loops import foreign_loop_errors
 from tooldeck.models._provider import ProviderModel
 from tooldeck.models.base import ModelSettings, StreamItem
 from tooldeck.models.openai import _chat as chat
 from tooldeck.models.openai import _responses as responses
-from tooldeck.models.openai._clients import Connection, azure_client, connect
+from tooldeck.models.openai._clients import Connection, azure_connection, connect
 from tooldeck.models.openai._errors import empty_stream, refuse_whole_body, sdk_errors
 
 if TYPE_CHECKING:
@@ -109,23 +110,26 @@ class _SDKModel(ProviderModel):
 
     @property
     def client(self) -> AsyncOpenAI:
-        """The SDK client requests go through."""
-        return self._connection.client
+        """The SDK client requests on the running event loop go through (outside a loop, the
+        first one built). A client passed in is this one on every loop; one tooldeck built
+        is one per loop (docs/models/index.md, "One model, many threads and event loops")."""
+        return self._connection.clients.current()
 
     @contextmanager
     def _sdk_errors(self, reading: bool = False) -> Iterator[None]:
         """The SDK's errors as tooldeck's; ``reading``: inside a stream that has started."""
-        client = self._connection.client
+        clients = self._connection.clients
+        client = clients.first  # every loop's client has its settings
         context = Endpoint(
             self.name, str(client.base_url), self._connection.key_hint, client.max_retries
         )
-        with sdk_errors(context, reading):
+        with foreign_loop_errors(self.name, not clients.owned), sdk_errors(context, reading):
             yield
 
     async def aclose(self) -> None:
-        """Close the SDK client, unless it was passed in (then its owner closes it)."""
-        if self._connection.owns_client:
-            await self._connection.client.close()
+        """Close the SDK clients tooldeck built (a later request builds a new one); a client
+        passed in is left open for its owner to close."""
+        await self._connection.clients.aclose()
 
 
 class OpenAIResponsesModel(_SDKModel):
@@ -133,8 +137,11 @@ class OpenAIResponsesModel(_SDKModel):
 
     Args:
         model_name: The model, e.g. ``"gpt-4.1-mini"``.
-        client: An ``openai.AsyncOpenAI`` (or ``AsyncAzureOpenAI``) used as it is: the way to
-            reach proxies and gateways. When given, pass no other connection option.
+        client: An ``openai.AsyncOpenAI`` (or ``AsyncAzureOpenAI``) used as it is, on every
+            event loop: the way to reach proxies and gateways. When given, pass no other
+            connection option. Its connections belong to the event loop that first used
+            them: a model shared by threads (``run_sync``) or ``asyncio.run`` calls needs
+            no client given (tooldeck keeps one per loop), or a model built in each thread.
         api_key: The key; defaults to ``OPENAI_API_KEY``.
         base_url: Another endpoint of the same API; defaults to ``OPENAI_BASE_URL`` or OpenAI.
         hosted_tools: Tools the provider runs (web search, file search, code interpreter,
@@ -242,8 +249,11 @@ class OpenAIChatModel(_SDKModel):
 
     Args:
         model_name: The model (for Azure: the deployment), e.g. ``"gpt-4.1-mini"``.
-        client: An ``openai.AsyncOpenAI`` or ``AsyncAzureOpenAI`` used as it is. When given,
-            pass no other connection option.
+        client: An ``openai.AsyncOpenAI`` or ``AsyncAzureOpenAI`` used as it is, on every
+            event loop. When given, pass no other connection option. Its connections belong
+            to the event loop that first used them: a model shared by threads (``run_sync``)
+            or ``asyncio.run`` calls needs no client given (tooldeck keeps one per loop), or
+            a model built in each thread.
         base_url: An OpenAI-compatible server, e.g. ``"http://127.0.0.1:8000/v1"`` (vLLM,
             Ollama, llama.cpp, LM Studio). It gets a placeholder key when none is set.
         api_key: The key; defaults to ``OPENAI_API_KEY``.
@@ -321,14 +331,10 @@ class OpenAIChatModel(_SDKModel):
         ``client=AsyncAzureOpenAI(...)`` to OpenAIChatModel itself for Entra ID token providers.
         """
         _require_name("azure", deployment)
-        client = azure_client(endpoint, api_version, api_key, max_retries, timeout)
-        model = cls(deployment, client=client, **options)
+        connection = azure_connection(endpoint, api_version, api_key, max_retries, timeout)
+        model = cls(deployment, client=connection.clients.first, **options)
         model.name = f"azure:{deployment}"
-        model._connection = replace(
-            model._connection,
-            owns_client=True,
-            key_hint="set AZURE_OPENAI_API_KEY or pass api_key=",
-        )
+        model._connection = connection
         return model
 
     async def _request_turn(

@@ -2,16 +2,19 @@
 
 A client passed in is used as it is; otherwise the key, base URL (and for Azure the endpoint
 and API version) come from the arguments or the usual environment variables, and a missing
-one is named in the error.
+one is named in the error. A client tooldeck builds is kept per event loop
+(``tooldeck.models._loops``): another loop gets its own, built with the same arguments.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelNotConfigured
+from tooldeck.models._loops import LoopClients
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -22,11 +25,10 @@ _NO_KEY = "no-key-needed"
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """The SDK client an adapter talks through, and whose it is."""
+    """The SDK clients an adapter talks through (one per event loop when tooldeck built
+    them; a client passed in on every loop), and how to fix a refused key."""
 
-    client: AsyncOpenAI
-    owns_client: bool
-    """Close the client in ``aclose()`` (tooldeck built it; a client passed in stays open)."""
+    clients: LoopClients[AsyncOpenAI]
     key_hint: str
     """How to supply a key, quoted when the provider refuses one."""
 
@@ -54,7 +56,7 @@ def connect(
                 f"a client was passed, so {', '.join(named)} would be ignored: set them on "
                 "the client, or pass them without a client"
             )
-        return Connection(client, owns_client=False, key_hint=key_hint)
+        return Connection(LoopClients(client, None, _close), key_hint)
     try:
         from openai import AsyncOpenAI
     except ImportError as error:
@@ -68,18 +70,18 @@ def connect(
             )
         key = _NO_KEY
     settings = _client_settings(max_retries, timeout)
-    return Connection(
-        AsyncOpenAI(api_key=key, base_url=base_url, **settings), True, key_hint=key_hint
-    )
+    make = partial(AsyncOpenAI, api_key=key, base_url=base_url, **settings)
+    return Connection(LoopClients(make(), make, _close), key_hint)
 
 
-def azure_client(
+def azure_connection(
     endpoint: str | None,
     api_version: str | None,
     api_key: str | None,
     max_retries: int | None,
     timeout: float | None,
-) -> AsyncOpenAI:
+) -> Connection:
+    """Clients of an Azure OpenAI endpoint, from the arguments and the environment."""
     try:
         from openai import AsyncAzureOpenAI
     except ImportError as error:
@@ -99,13 +101,20 @@ def azure_client(
     ]
     if missing:
         raise ModelNotConfigured(f"Azure OpenAI is not configured: set {', '.join(missing)}")
-    return AsyncAzureOpenAI(
+    make = partial(
+        AsyncAzureOpenAI,
         azure_endpoint=endpoint or "",
         api_version=api_version,
         api_key=api_key,
         azure_ad_token=token,
         **_client_settings(max_retries, timeout),
     )
+    first: AsyncOpenAI = make()
+    return Connection(LoopClients(first, make, _close), "set AZURE_OPENAI_API_KEY or pass api_key=")
+
+
+async def _close(client: AsyncOpenAI) -> None:
+    await client.close()
 
 
 def _client_settings(max_retries: int | None, timeout: float | None) -> dict[str, Any]:
