@@ -528,3 +528,21 @@ def test_a_setting_written_wrong_is_one_line_naming_the_module_at_every_door(
     (line,) = done.stderr.splitlines()
     assert line.startswith("tooldeck: error: 'bad.py': ")
     assert said in line
+
+
+@pytest.mark.parametrize("door", ["run", "web", "mcp"])
+def test_a_modules_shared_budget_is_refused_at_every_door_not_left_unspent(
+    door: str, tmp_path: Path
+) -> None:
+    budget = "from tooldeck import Budget\nbudget = Budget(max_requests=3)\n"
+    (tmp_path / "spending.py").write_text(f"{SHOP.split('def no_passwords')[0]}\n{budget}")
+    command = {
+        "run": ["run", "Hi", "-t"],
+        "web": ["web", "--port", "0", "-t"],
+        "mcp": ["mcp", "serve"],
+    }
+    done = tooldeck(tmp_path, None, *command[door], "spending.py")
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert "'spending.py' defines budget (a shared Budget)" in line
+    assert "--max-cost" in line

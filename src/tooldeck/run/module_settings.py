@@ -15,6 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import get_args
 
+from tooldeck.run.budget import Budget
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handoff import Handoff, HandoffAgent
 from tooldeck.run.inherited import AfterUntrusted
@@ -85,6 +86,7 @@ def module_settings(target: str) -> tuple[ToolRegistry, ModuleSettings]:
         TargetError: The module cannot be loaded, or a setting is not what it must be.
     """
     registry, found = modules.tools_and_settings(target)
+    _refuse_a_budget(target, found.get("budget"))
     policy = found.get("after_untrusted", "allow")
     if policy not in _STRICTNESS:
         raise modules.TargetError(
@@ -108,3 +110,15 @@ def module_settings(target: str) -> tuple[ToolRegistry, ModuleSettings]:
         after_untrusted=policy,
     )
     return registry, settings
+
+
+def _refuse_a_budget(target: str, budget: object) -> None:
+    """A module that holds a shared ``Budget`` as ``budget`` is refused, not run without it:
+    no front door reads a module's budget; each takes its spending limits as options."""
+    if isinstance(budget, Budget):
+        raise modules.TargetUsageError(
+            f"{target!r} defines budget (a shared {type(budget).__name__}), which the command "
+            "line does not read: its runs would not spend from it. Give the command its "
+            "limits (--max-cost, --price IN,OUT, --on-limit), or run the agent from Python "
+            "with run(..., budget=...)"
+        )
