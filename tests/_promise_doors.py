@@ -60,11 +60,15 @@ from tooldeck import Agent, RunContext, tool
 from tooldeck.run.guardrails import GuardrailResult
 
 
-def hang_here(point: str) -> None:
+def hang_here(point: str, ctx: RunContext | None = None) -> None:
     hang = os.environ.get("SHOP_HANG")
     if hang in (point, point + "-briefly"):
         Path(os.environ["SHOP_EFFECTS"] + ".hanging").touch()
         time.sleep(600 if hang == point else 3)
+    if hang == point + "-until-cancelled" and ctx is not None and ctx.cancelled is not None:
+        Path(os.environ["SHOP_EFFECTS"] + ".hanging").touch()
+        if ctx.cancelled.wait(timeout=120):
+            Path(os.environ["SHOP_EFFECTS"] + ".told").touch()  # the tool was told
 
 
 @tool(trust="untrusted" if os.environ.get("SHOP_UNTRUSTED") == "1" else "trusted")
@@ -79,7 +83,7 @@ def refund_order(ctx: RunContext, order_id: str) -> str:
     """Refund an order."""
     with open(os.environ["SHOP_EFFECTS"], "a") as effects:
         effects.write(ctx.idempotency_key + "\\n")
-    hang_here("refund")
+    hang_here("refund", ctx)
     return f"refunded {order_id}"
 
 
@@ -199,13 +203,16 @@ class Shop:
         return effects.read_text().splitlines() if effects.exists() else []
 
     def agent_here(self) -> Any:
-        """The shop's agent in this process (the shop's tools imported from its file)."""
+        """The shop's agent in this process (the shop's tools and handoffs imported from its
+        file, under the environment ``env()`` gives)."""
         spec = importlib.util.spec_from_file_location("shop", self.workdir / "shop.py")
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return Agent(self.sim.model(), tools=[module.lookup_order, module.refund_order])
+        names = getattr(module, "__all__", ["lookup_order", "refund_order"])
+        tools = [getattr(module, name) for name in names]
+        return Agent(self.sim.model(), tools=tools, handoffs=getattr(module, "handoffs", []))
 
     def model_read(self) -> list[tuple[str, str | None]]:
         """The conversation the model was sent in its last request: (role, text)."""
