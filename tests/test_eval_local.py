@@ -59,12 +59,16 @@ async def test_tooldeck_eval_reproduces_the_benchmark_case_for_case() -> None:
         )
         assert result.text == old["text"]
         # The signals come from the model's numbers, which follow the CPU's vector unit and
-        # the flags llama.cpp was built with here (fit 0.863022 in the benchmark, 0.861193 on
-        # another EPYC's build): compared to 1%. The decisions they led to are compared
-        # exactly above, and the nearest fit (0.734) is 0.016 from the rule's 0.75.
+        # the flags llama.cpp was built with here (the benchmark's fit 0.8630 and call score
+        # 1.4175 for simple_python_1 read 0.8612 and 1.6127 on another EPYC's build): what
+        # must reproduce is the decision they lead to, so each falls on the same side of
+        # the rule the benchmark ran with (min_fit 0.75, min_score 0), and near its value.
         assert set(result.signals) == {"fit", "call_score"}
-        for name in ("fit", "call_score"):
-            assert result.signals[name] == pytest.approx(old[name], rel=0.01, abs=0.01), name
+        fit, score = result.signals["fit"], result.signals["call_score"]
+        assert (fit >= 0.75) == (old["fit"] >= 0.75)
+        assert (score >= 0.0) == (old["call_score"] >= 0.0)
+        assert fit == pytest.approx(old["fit"], abs=0.05)
+        assert score == pytest.approx(old["call_score"], rel=0.5)
     assert [r.correct for r in report.results] == [True, False, False, True, False]
 
 
