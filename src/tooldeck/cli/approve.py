@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from tooldeck.cli.display import call_text
 from tooldeck.cli.terminal import TerminalReader
 from tooldeck.errors import InvalidArguments
 from tooldeck.results import Approve, Decision, PendingCall, Reject
-from tooldeck.run.handoff import Handoff
+from tooldeck.run.agent import Agent
+from tooldeck.run.handover import reachable
 from tooldeck.tools.registry import ToolView
 
 _CHOICES = "[y]es / [n]o / [a]lways this tool / [e]dit"
@@ -185,17 +186,10 @@ def _read_below(read: Callable[[str], str], prompt: str, text: str, shown: TextI
     return read(prompt)
 
 
-def reachable_tools(view: ToolView, handoffs: Sequence[Any]) -> list[str]:
-    """The names of the tools in ``view`` and of every agent a run may be handed to from
-    there (``handoffs``: agents, or ``handoff(agent, ...)``): the calls a person may be asked
-    about."""
-    names, seen, waiting = list(view.names), set(), list(handoffs)
-    while waiting:
-        given = waiting.pop()
-        agent: Any = given.agent if isinstance(given, Handoff) else given
-        if id(agent) in seen:
-            continue
-        seen.add(id(agent))
-        names += [name for name in agent.tools.names if name not in names]
-        waiting.extend(agent.handoffs)
-    return names
+def reachable_tools(agent: Agent[Any, Any]) -> list[str]:
+    """The names of the tools of ``agent`` and of every agent a run may be handed to from it
+    (``run.handover.reachable``): the calls a person may be asked about."""
+    names: dict[str, None] = {}
+    for each in reachable(agent).values():
+        names.update(dict.fromkeys(cast(Agent[Any, Any], each).tools.names))
+    return list(names)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -216,9 +215,9 @@ def prepare(
     """The run the arguments describe on the tools ``loaded`` (with the settings their
     module defines: guardrails, handoffs, its untrusted policy), every argument checked
     first."""
-    view, module = loaded
-    check_terminal(args, view, module.handoffs)
+    view, _ = loaded
     agent = build_agent(args, loaded, output_type, output_mode)
+    check_terminal(args, view, agent)
     return Run(
         agent,
         prompt,
@@ -280,7 +279,7 @@ def _final_answer_tool(output_type: Any, output_mode: OutputMode, model: Model) 
     return output_mode == "tool" or not model.native_output
 
 
-def check_terminal(args: argparse.Namespace, view: ToolView, handoffs: Sequence[Any] = ()) -> None:
+def check_terminal(args: argparse.Namespace, view: ToolView, agent: Agent[Any, Any]) -> None:
     """Refuse what a run in the terminal cannot do: external tools' calls (the application
     runs them; the web page asks for their results), an ``--approve`` of no tool (of the
     module, or of an agent it may hand the conversation to)."""
@@ -293,7 +292,7 @@ def check_terminal(args: argparse.Namespace, view: ToolView, handoffs: Sequence[
     for name in args.approve:
         if args.tools is None:
             raise UsageError(f"--approve {name!r}: there are no tools without -t/--tools")
-        names = reachable_tools(view, handoffs)
+        names = reachable_tools(agent)
         if name not in names:
             known = did_you_mean(name, names)
             raise UsageError(f"--approve {name!r} is no tool of {args.tools!r}{known}")
