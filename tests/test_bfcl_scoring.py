@@ -222,7 +222,7 @@ def test_irrelevance_no_call_is_right_and_relevance_any_call_is_right() -> None:
     irrelevant = {"category": "irrelevance", "functions": [AREA], "ground_truth": None}
     call = Call("geometry.area", {"base": 1})
     assert scoring.score({**irrelevant, "expect_call": False}, []).correct
-    assert scoring.score({**irrelevant, "expect_call": False}, [call]).reason == "made 1 call(s)"
+    assert scoring.score({**irrelevant, "expect_call": False}, [call]).reason == "made 1 call"
     assert scoring.score({**irrelevant, "expect_call": True}, [call]).correct
     assert not scoring.score({**irrelevant, "expect_call": True}, []).correct
 

@@ -20,7 +20,7 @@ from _openai_server import (
 )
 from helpers import answer, call, calls
 from test_cli import TOOLS_MODULE
-from tooldeck import Agent, Approve, AssistantOutput, Limits, Reject, ScriptedModel, tool
+from tooldeck import Agent, Approve, AssistantOutput, Budget, Limits, Reject, ScriptedModel, tool
 from tooldeck.errors import LimitExceeded
 from tooldeck.messages import Usage
 from tooldeck.runlog import SCHEMA_VERSION, RunLog
@@ -263,9 +263,26 @@ def test_logs_show_a_stopped_run_says_why(home: Path) -> None:
         "round 1: 1 tool call (0.25 s)",
         "  → add_numbers(left=0, right=1)",
         "  ← 1  (250.0 ms)",
-        "stopped: the model asked for tools after 1 rounds (max_rounds=1)",
+        "stopped: the model asked for tools after 1 round (max_rounds=1)",
         "1.25 s total, 0.25 s in the model; 1 model turn, 1 tool call, 0 input / 0 output tokens; stop: max_rounds",
     ]
+
+
+def test_logs_show_a_run_stopped_without_an_answer_prints_no_empty_answer(
+    tmp_path: Path,
+) -> None:
+    budget = Budget(max_requests=1)
+    with RunLog(tmp_path / "logs.db") as log:
+        agent = Agent(ScriptedModel([answer("Sunny.")]), run_log=log, on_limit="final_answer")
+        agent.run_sync("Weather in Oslo?", budget=budget)
+        spent = agent.run_sync("And in Bergen?", budget=budget)  # no request left to send
+    assert (spent.stop_reason, spent.answer) == ("budget", "")
+
+    done = tooldeck(tmp_path, "logs", "show", run_ids(tmp_path)["And"])
+
+    assert "answer:" not in done.stdout
+    assert "the run stopped without an answer (budget)" in done.stdout
+    assert done.stdout.splitlines()[-1].endswith("stop: budget")
 
 
 def test_logs_show_as_json_has_the_turns_and_calls(home: Path) -> None:

@@ -343,7 +343,7 @@ def test_a_stopped_run_as_json_says_why(server: FakeOpenAI, workdir: Path) -> No
         "max_rounds",
         1,
     )
-    assert document["error"] == "the model asked for tools after 1 rounds (max_rounds=1)"
+    assert document["error"] == "the model asked for tools after 1 round (max_rounds=1)"
 
 
 @pytest.mark.parametrize(

@@ -212,7 +212,7 @@ def test_a_stopped_turn_is_a_line_and_the_chat_goes_on(server: FakeOpenAI, workd
     terminal.send("Double forever.\r")
     terminal.expect(
         "tooldeck: error: the run stopped without an answer: the model asked for tools after 1 "
-        "rounds (max_rounds=1)"
+        "round (max_rounds=1)"
     )
     terminal.send("Hello?\r")
     terminal.expect("answer: Hi again.")

@@ -80,7 +80,7 @@ async def test_by_bfcls_rule_a_turn_whose_call_does_not_parse_made_no_call() -> 
         False,
         False,
     )
-    assert result.reason == "made 1 call(s)"
+    assert result.reason == "made 1 call"
 
 
 async def test_an_answer_is_right_for_irrelevance_and_wrong_for_simple() -> None:

@@ -87,7 +87,7 @@ def test_json_report_and_stored_results(server: FakeOpenAI, folder: Path) -> Non
     report = json.loads(done.stdout)  # stdout is only the JSON: the progress went to stderr
     assert report["models"] == ["openai-chat:gpt-4.1-mini"]
     verdicts = {case["id"]: (case["correct"], case["reason"]) for case in report["cases"]}
-    assert verdicts == {"sum": (True, ""), "hello": (False, "made 1 call(s)"), "oslo": (True, "")}
+    assert verdicts == {"sum": (True, ""), "hello": (False, "made 1 call"), "oslo": (True, "")}
     (row,) = report["summary"]
     assert (row["cases"], row["accuracy"], row["decision_accuracy"]) == (3, 2 / 3, 0.5)
     assert row["cost"] is None  # a server at --base-url is not priced as OpenAI's model
@@ -211,7 +211,7 @@ def test_the_benchmark_script_runs_on_tooldeck_eval(server: FakeOpenAI, tmp_path
     rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert [(r["id"], r["correct"], r["reason"]) for r in rows] == [
         ("irrelevance_0", True, ""),
-        ("irrelevance_1", False, "made 1 call(s)"),
+        ("irrelevance_1", False, "made 1 call"),
     ]
 
 

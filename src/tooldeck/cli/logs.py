@@ -193,8 +193,10 @@ def replay(run: LoggedRun, console: Console) -> None:
         return
     if run.error:
         console.line(f"stopped: {run.error}", "red")
-    else:
-        console.line(f"answer: {run.answer or ''}", "bold")
+    elif run.answer:
+        console.line(f"answer: {run.answer}", "bold")
+    else:  # stopped at a limit, a guardrail, a cancel: no empty "answer:" to read as one
+        console.line(f"the run stopped without an answer ({run.stop_reason or run.status})", "red")
     usage = Usage(
         input_tokens=run.input_tokens,
         output_tokens=run.output_tokens,

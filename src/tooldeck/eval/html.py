@@ -66,12 +66,14 @@ def write_report(report: EvalReport, path: str | Path, title: str = "tooldeck ev
 
 def render_report(report: EvalReport, title: str = "tooldeck eval") -> str:
     """The whole page as text."""
+    results = len(report.results)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        f"<p>{len(report.results)} results; models: {escape(', '.join(report.models))}</p>",
+        f"<p>{results} result{'' if results == 1 else 's'}; models: "
+        f"{escape(', '.join(report.models))}</p>",
         '<h2 id="summary">Summary</h2>',
         _summary_table(report.summary()),
         '<h2>Accuracy per category</h2><div class="plot" id="plot-accuracy">',

@@ -95,7 +95,9 @@ def score_decision(expect_call: bool, calls: Sequence[Call]) -> Verdict:
     """A case where any call is right (``expect_call``), or where making none is."""
     if expect_call:
         return Verdict.ok() if calls else Verdict.wrong("no call was made")
-    return Verdict.ok() if not calls else Verdict.wrong(f"made {len(calls)} call(s)")
+    if not calls:
+        return Verdict.ok()
+    return Verdict.wrong(f"made {len(calls)} call{'' if len(calls) == 1 else 's'}")
 
 
 def score_calls(

@@ -189,7 +189,8 @@ class RunPolicy:
         """The limit that forbids asking the model again, if any."""
         if self.rounds >= self.limits.max_rounds:
             return LimitExceeded(
-                f"the model asked for tools after {self.rounds} rounds "
+                f"the model asked for tools after {self.rounds} "
+                f"round{'' if self.rounds == 1 else 's'} "
                 f"(max_rounds={self.limits.max_rounds})",
                 StopReason.MAX_ROUNDS,
             )
