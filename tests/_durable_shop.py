@@ -117,7 +117,9 @@ async def outcome(waiting: Any) -> dict[str, Any]:
 async def run(durable: DurableAgent[Any, str], args: argparse.Namespace) -> None:
     if args.prompts is None:
         session = args.session or None
-        print(json.dumps(await outcome(durable.run(args.prompt, run_id=args.run_id, session=session))))
+        print(
+            json.dumps(await outcome(durable.run(args.prompt, run_id=args.run_id, session=session)))
+        )
         return
     pairs = list(zip(args.prompts.split(","), args.sessions.split(","), strict=True))
 
@@ -130,7 +132,7 @@ async def run(durable: DurableAgent[Any, str], args: argparse.Namespace) -> None
         return told(result)
 
     said = await asyncio.gather(*(asyncio.to_thread(one, *pair) for pair in pairs))
-    print(json.dumps({session: outcome for (_, session), outcome in zip(pairs, said)}))
+    print(json.dumps({session: outcome for (_, session), outcome in zip(pairs, said, strict=True)}))
 
 
 def decided(workdir: Path) -> set[str]:

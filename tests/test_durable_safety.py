@@ -34,6 +34,7 @@ from tooldeck.testing import (
     reply,
     rule,
 )
+from tooldeck.testing.steps import Calls
 
 APP = Path(__file__).with_name("_durable_shop.py")
 WAIT_S = 180.0
@@ -114,6 +115,11 @@ def durable(shop: Shop, postgres_server: str, postgres_dsn: str) -> Iterator[Dur
     runs.close()
 
 
+def offered(request: dict[str, Any]) -> list[str]:
+    """The tools a request to the model offered (``ask_billing``: the shop's agent's)."""
+    return [tool["function"]["name"] for tool in request.get("tools", [])]
+
+
 # --- guardrails ----------------------------------------------------------------------
 
 
@@ -166,13 +172,13 @@ def test_a_durable_runs_output_guardrail_judges_an_agent_tool_recovered_after_a_
     billing_read = [
         r["messages"][-1]["content"]
         for r in shop.sim.requests
-        if r["messages"][-1]["role"] == "tool" and "ask_billing" not in r_tools(r)
+        if r["messages"][-1]["role"] == "tool" and "ask_billing" not in offered(r)
     ]
     assert billing_read[-1].startswith("error[interrupted]")  # billing's model, recovered
     shop_read = [
         m["content"]
         for r in shop.sim.requests
-        if "ask_billing" in r_tools(r)
+        if "ask_billing" in offered(r)
         for m in r["messages"]
         if m["role"] == "tool"
     ]
@@ -180,10 +186,6 @@ def test_a_durable_runs_output_guardrail_judges_an_agent_tool_recovered_after_a_
     assert billing_said, "the shop's model read what became of billing's run"
     assert all("Refunded." not in text for text in shop_read)  # billing's answer kept out
     assert "stop reason: guardrail" in billing_said[-1]
-
-
-def r_tools(request: dict[str, Any]) -> list[str]:
-    return [tool["function"]["name"] for tool in request.get("tools", [])]
 
 
 def test_a_durable_run_approved_in_another_process_keeps_its_output_guardrail(
@@ -270,7 +272,7 @@ def test_an_agent_tool_of_a_durable_run_starts_tainted_after_a_kill_and_recovery
 
     asked_about_untrusted(told)  # billing's refund waits, inside its call
     assert shop.refunds() == []
-    asked_of_billing = [r for r in shop.sim.requests if "refund_order" in r_tools(r)]
+    asked_of_billing = [r for r in shop.sim.requests if "refund_order" in offered(r)]
     assert asked_of_billing, "billing's model was asked"
 
 
@@ -303,7 +305,7 @@ def test_a_durable_run_approved_in_another_process_still_asks_after_untrusted_co
     assert ("tool", "refunded A1") in shop.model_read()
 
 
-def _refund_named(request: SimRequest) -> Any:
+def _refund_named(request: SimRequest) -> Calls:
     """The refund of the order the person named last (``Refund order B2.``)."""
     assert request.last is not None
     return call("refund_order", {"order_id": request.last.text.split()[-1].rstrip(".")})
@@ -342,7 +344,9 @@ def test_the_next_durable_run_of_a_tainted_conversation_asks_on_another_worker(
     assert both["bob"]["tainted_by"] is None
     (refunded,) = shop.refunds()
     assert refunded.startswith("bob-run:")  # bob's refund, once; not alice's
-    alice_asked = [r for r in shop.sim.requests if r["messages"][-1].get("content") == "Refund order A1."]
+    alice_asked = [
+        r for r in shop.sim.requests if r["messages"][-1].get("content") == "Refund order A1."
+    ]
     assert len(alice_asked) == 1
     assert ("tool", "order A1: paid, not refunded") in [
         (m["role"], m.get("content")) for m in alice_asked[0]["messages"]
