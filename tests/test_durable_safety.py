@@ -1,0 +1,353 @@
+"""Run-level safety in durable runs: the guardrails and the untrusted-content policy of the
+agent a durable run starts with hold whichever agent holds it, after its worker is killed
+(SIGKILL) and the run recovered in a new process, after a handoff, inside an agent tool, after
+a resume in another process, and in the next run of its conversation on another worker.
+
+The shop of the promise matrix (tests/_promise_doors.py) on the provider simulator (a fresh
+call id in every response), its agent wrapped in a DurableAgent on DBOS with PostgreSQL (the
+suite's own server), each process of tests/_durable_shop.py a worker or a client as the
+person's code would run them. Each test asserts what happened in the world (the refunds),
+what the model read (the simulator's requests) and what the person's code read.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _promise_doors import PROMPT, Shop, interrupted, kill_when_hanging, shop_rules
+from tooldeck.testing import (
+    ProviderSimulator,
+    SimRequest,
+    after_tool,
+    call,
+    fail,
+    last_user_contains,
+    reply,
+    rule,
+)
+from tooldeck.testing.steps import Calls
+
+APP = Path(__file__).with_name("_durable_shop.py")
+WAIT_S = 180.0
+GUARD_SAYS = "a refund is confirmed by e-mail, never in the chat"
+UNTRUSTED = "untrusted content"
+
+
+class DurableShop:
+    """The shop's durable runs: workers and clients started, killed and read."""
+
+    def __init__(self, shop: Shop, db: str, sessions_dsn: str) -> None:
+        self.shop = shop
+        self.db = db
+        self.schema = f"dbos_{uuid.uuid4().hex[:8]}"
+        self.sessions_dsn = sessions_dsn
+        self.processes: list[subprocess.Popen[str]] = []
+
+    def spawn(
+        self, mode: str, *, executor: str = "worker-1", hang: str = "", **options: str
+    ) -> subprocess.Popen[str]:
+        argv = [sys.executable, str(APP), mode, str(self.shop.workdir), "--db", self.db]
+        argv += ["--schema", self.schema, "--sessions-dsn", self.sessions_dsn]
+        argv += ["--base-url", self.shop.sim.base_url, "--executor", executor]
+        for name, value in options.items():
+            argv += [f"--{name.replace('_', '-')}", value]
+        process = subprocess.Popen(
+            argv,
+            env=self.shop.env(hang),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.processes.append(process)
+        return process
+
+    def told(self, mode: str, **options: str) -> dict[str, Any]:
+        """What the person's code read, from a process of ``mode`` that ended well."""
+        process = self.spawn(mode, **options)
+        out, err = process.communicate(timeout=WAIT_S)
+        assert process.returncode == 0, f"exit {process.returncode}\n{err[-3000:]}"
+        said: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        return said
+
+    def killed(self, hang: str, **options: str) -> None:
+        """A run started as ``options`` say, its worker SIGKILLed where a shop tool hangs."""
+        kill_when_hanging(self.spawn("run", hang=hang, **options), self.shop)
+
+    def killed_asking(self, requests: int, **options: str) -> None:
+        """A run started as ``options`` say, its worker SIGKILLed while it waits for the
+        model's answer to its ``requests``-th request (the simulator hangs there)."""
+        process = self.spawn("run", **options)
+        deadline = time.monotonic() + WAIT_S
+        try:
+            while len(self.shop.sim.requests) < requests:
+                assert process.poll() is None, process.communicate()[1][-3000:]
+                assert time.monotonic() < deadline, "the run never asked the model again"
+                time.sleep(0.01)
+        finally:
+            process.kill()
+            process.communicate(timeout=60)
+
+    def close(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.communicate(timeout=60)
+
+
+@pytest.fixture
+def shop(tmp_path: Path, provider: Callable[..., ProviderSimulator]) -> Shop:
+    return Shop(tmp_path, provider([], rules=shop_rules()))
+
+
+@pytest.fixture
+def durable(shop: Shop, postgres_server: str, postgres_dsn: str) -> Iterator[DurableShop]:
+    runs = DurableShop(shop, postgres_server, postgres_dsn)
+    yield runs
+    runs.close()
+
+
+def offered(request: dict[str, Any]) -> list[str]:
+    """The tools a request to the model offered (``ask_billing``: the shop's agent's)."""
+    return [tool["function"]["name"] for tool in request.get("tools", [])]
+
+
+# --- guardrails ----------------------------------------------------------------------
+
+
+def test_a_durable_run_recovered_after_a_kill_in_its_refund_keeps_its_output_guardrail(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.guarded = True
+    durable.killed("refund", prompt=PROMPT, run_id="run-7")
+    assert len(shop.refunds()) == 1
+
+    told = durable.told("serve", run_id="run-7")  # a new worker recovers the run
+
+    assert told["stopped_by"].startswith("GuardrailTripped")
+    assert told["guardrails"] == [["output", "no_refund_promises", "tripped", GUARD_SAYS]]
+    assert not told["answer"]  # "Refunded." kept out
+    assert len(shop.refunds()) == 1  # the recovered run did not refund again
+    assert interrupted(shop.model_read()[-1])  # what the recovered run's model read
+    assert shop.times_asked(PROMPT) == 1  # its first turn read back, not asked again
+
+
+def test_a_durable_run_recovered_after_a_kill_in_its_lookup_keeps_its_output_guardrail(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.guarded = True
+    durable.killed("lookup", prompt=PROMPT, run_id="run-7")  # the model's turn came
+    assert shop.refunds() == []
+
+    told = durable.told("serve", run_id="run-7")
+
+    assert told["stopped_by"].startswith("GuardrailTripped")
+    assert GUARD_SAYS in told["stopped_by"]
+    assert not told["answer"]
+    assert len(shop.refunds()) == 1  # the refund the model then asked for
+    assert ("tool", "refunded A1") in shop.model_read()
+    assert shop.times_asked(PROMPT) == 1
+
+
+def test_a_durable_runs_output_guardrail_judges_an_agent_tool_recovered_after_a_kill(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.guarded = shop.agent_tool = True
+    durable.killed("refund", prompt=PROMPT, run_id="run-7")  # inside billing's run
+    assert len(shop.refunds()) == 1
+
+    told = durable.told("serve", run_id="run-7")
+
+    assert told["stopped_by"].startswith("GuardrailTripped")
+    assert not told["answer"]
+    assert len(shop.refunds()) == 1
+    billing_read = [
+        r["messages"][-1]["content"]
+        for r in shop.sim.requests
+        if r["messages"][-1]["role"] == "tool" and "ask_billing" not in offered(r)
+    ]
+    assert billing_read[-1].startswith("error[interrupted]")  # billing's model, recovered
+    shop_read = [
+        m["content"]
+        for r in shop.sim.requests
+        if "ask_billing" in offered(r)
+        for m in r["messages"]
+        if m["role"] == "tool"
+    ]
+    billing_said = [text for text in shop_read if "the agent" in text]
+    assert billing_said, "the shop's model read what became of billing's run"
+    assert all("Refunded." not in text for text in shop_read)  # billing's answer kept out
+    assert "stop reason: guardrail" in billing_said[-1]
+
+
+def test_a_durable_run_approved_in_another_process_keeps_its_output_guardrail(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.guarded = shop.approval = True
+    paused = durable.told("run", prompt=PROMPT, run_id="run-7")
+    assert (paused["stop_reason"], paused["pending"]) == ("paused", ["refund_order"])
+    assert shop.refunds() == []
+
+    approved = durable.told("approve", executor="web", run_id="run-7")  # a client
+    assert approved == {"pause": 1, "approved": ["refund_order"]}
+    told = durable.told("serve", run_id="run-7")  # the worker, started again, goes on
+
+    assert told["stopped_by"].startswith("GuardrailTripped")
+    assert GUARD_SAYS in told["stopped_by"]
+    assert not told["answer"]
+    assert len(shop.refunds()) == 1
+    assert ("tool", "refunded A1") in shop.model_read()
+
+
+# --- the untrusted policy --------------------------------------------------------------
+
+
+def asked_about_untrusted(told: dict[str, Any], source: str = "lookup_order") -> None:
+    assert told["stop_reason"] == "paused", told
+    assert told["pending"] == ["refund_order"]
+    (why,) = told["asked_because"]
+    assert UNTRUSTED in why, why
+    assert source in why, why  # which call brought it in
+
+
+def test_a_durable_run_recovered_after_a_kill_once_the_lookup_came_asks_before_refunding(
+    tmp_path: Path,
+    provider: Callable[..., ProviderSimulator],
+    postgres_server: str,
+    postgres_dsn: str,
+) -> None:
+    refund = call("refund_order", {"order_id": "A1"})
+    rules = [  # the request after the lookup hangs once: the worker is killed waiting for it
+        rule(after_tool("lookup_order"), [fail.hang(), refund]),
+        rule(last_user_contains("refund"), call("lookup_order", {"order_id": "A1"})),
+    ]
+    shop = Shop(tmp_path, provider([], rules=rules))
+    shop.untrusted = True
+    durable = DurableShop(shop, postgres_server, postgres_dsn)
+    try:
+        durable.killed_asking(2, prompt=PROMPT, run_id="run-7")  # the lookup's step recorded
+
+        told = durable.told("serve", run_id="run-7")
+    finally:
+        durable.close()
+
+    asked_about_untrusted(told)  # the taint came back from the recorded lookup
+    assert told["tainted_by"] == "lookup_order"
+    assert shop.refunds() == []
+    assert shop.times_asked(PROMPT) == 1  # the lookup's turn read back, not asked again
+    lookups = [r for r in shop.sim.requests if r["messages"][-1]["role"] == "tool"]
+    assert len(lookups) == 2  # the request cut off by the kill, and the recovered run's
+    assert lookups[-1]["messages"][-1]["content"] == "order A1: paid, not refunded"
+
+
+def test_the_agent_a_durable_run_is_handed_to_asks_after_a_kill_and_recovery(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.untrusted = shop.handoff = True  # billing itself would not ask: the run's policy does
+    durable.killed("lookup", prompt=PROMPT, run_id="run-7")
+
+    told = durable.told("serve", run_id="run-7")
+
+    asked_about_untrusted(told)
+    assert told["agent"] == "billing"
+    assert shop.refunds() == []
+    assert ("tool", "Transferred to 'billing'.") in shop.model_read()
+
+
+def test_an_agent_tool_of_a_durable_run_starts_tainted_after_a_kill_and_recovery(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.untrusted = shop.agent_tool = True  # the lookup tainted the shop's run, not billing's
+    durable.killed("lookup", prompt=PROMPT, run_id="run-7")
+
+    told = durable.told("serve", run_id="run-7")
+
+    asked_about_untrusted(told)  # billing's refund waits, inside its call
+    assert shop.refunds() == []
+    asked_of_billing = [r for r in shop.sim.requests if "refund_order" in offered(r)]
+    assert asked_of_billing, "billing's model was asked"
+
+
+def test_a_durable_run_approved_in_another_process_still_asks_after_untrusted_content(
+    tmp_path: Path,
+    provider: Callable[..., ProviderSimulator],
+    postgres_server: str,
+    postgres_dsn: str,
+) -> None:
+    rules = [  # once A1 is refunded, the model (led by what it read) wants B2 refunded too
+        rule(after_tool("refund_order"), call("refund_order", {"order_id": "B2"})),
+        *shop_rules(),
+    ]
+    shop = Shop(tmp_path, provider([], rules=rules))
+    shop.untrusted = True
+    durable = DurableShop(shop, postgres_server, postgres_dsn)
+    try:
+        paused = durable.told("run", prompt=PROMPT, run_id="run-7")
+        asked_about_untrusted(paused)
+        approved = durable.told("approve", executor="web", run_id="run-7")
+        assert approved == {"pause": 1, "approved": ["refund_order"]}
+
+        told = durable.told("serve", run_id="run-7")  # the worker goes on, to the next stop
+    finally:
+        durable.close()
+
+    asked_about_untrusted(told)  # the taint survived the resume: B2 waits for a person
+    assert told["pending_ids"] != paused["pending_ids"]
+    assert len(shop.refunds()) == 1  # A1, approved; not B2
+    assert ("tool", "refunded A1") in shop.model_read()
+
+
+def _refund_named(request: SimRequest) -> Calls:
+    """The refund of the order the person named last (``Refund order B2.``)."""
+    assert request.last is not None
+    return call("refund_order", {"order_id": request.last.text.split()[-1].rstrip(".")})
+
+
+def test_the_next_durable_run_of_a_tainted_conversation_asks_on_another_worker(
+    tmp_path: Path,
+    provider: Callable[..., ProviderSimulator],
+    postgres_server: str,
+    postgres_dsn: str,
+) -> None:
+    rules = [
+        rule(after_tool("refund_order"), reply("Refunded.")),
+        rule(after_tool("lookup_order"), reply("Order A1 is paid.")),
+        rule(last_user_contains("refund order"), _refund_named),
+        rule(last_user_contains("look"), call("lookup_order", {"order_id": "A1"})),
+    ]
+    shop = Shop(tmp_path, provider([], rules=rules))
+    shop.untrusted = True
+    durable = DurableShop(shop, postgres_server, postgres_dsn)
+    try:
+        first = durable.told("run", prompt="Look order A1 up.", session="alice", run_id="a-1")
+        assert (first["answer"], first["tainted_by"]) == ("Order A1 is paid.", "lookup_order")
+
+        # The conversation's next message lands on another worker, in a thread of its own,
+        # while another conversation's runs beside it in another thread.
+        both = durable.told(
+            "run", executor="worker-2", prompts="Refund order A1.,Refund order B2.",
+            sessions="alice,bob",
+        )  # fmt: skip
+    finally:
+        durable.close()
+
+    asked_about_untrusted(both["alice"])  # the lookup of alice's earlier run
+    assert both["bob"]["answer"] == "Refunded."  # bob's conversation read nothing untrusted
+    assert both["bob"]["tainted_by"] is None
+    (refunded,) = shop.refunds()
+    assert refunded.startswith("bob-run:")  # bob's refund, once; not alice's
+    alice_asked = [
+        r for r in shop.sim.requests if r["messages"][-1].get("content") == "Refund order A1."
+    ]
+    assert len(alice_asked) == 1
+    assert ("tool", "order A1: paid, not refunded") in [
+        (m["role"], m.get("content")) for m in alice_asked[0]["messages"]
+    ]  # the model read alice's history: the same worker did not need to have run it
