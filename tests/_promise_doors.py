@@ -33,6 +33,7 @@ import httpx
 from ag_ui.core import CustomEvent, RunFinishedEvent, TextMessageContentEvent
 
 from _agui import approve, new_input, parse
+from _pty import Terminal
 from test_cli_web import _read_until_url, url_of
 from tooldeck import Agent
 from tooldeck.testing import (
@@ -330,6 +331,22 @@ class CliDoor:
         said = {"continued": "goes on from its journal", "closed": "stopped before it finished"}
         recovered = [how for how, words in said.items() if words in done.stderr]
         return Told(done.stdout.rstrip("\n"), recovered, done.stdout + done.stderr)
+
+    def ctrl_c(self, prompt: str, hang: str) -> tuple[int, str]:
+        """``prompt`` run at a terminal (a pty, its controlling terminal) until a shop tool
+        hangs there, then Ctrl-C typed: the exit status and everything shown."""
+        terminal = Terminal(self._command(prompt), self.shop.workdir, self.shop.env(hang), controlling=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not self.shop.hanging.exists():
+                assert terminal.process.poll() is None, f"it ended first:\n{terminal.shown}"
+                assert time.monotonic() < deadline, f"it never hung:\n{terminal.shown}"
+                time.sleep(0.01)
+            terminal.send("\x03")
+            return terminal.finish()
+        finally:
+            terminal.kill()
+            self.shop.hanging.unlink(missing_ok=True)
 
     def approve(self, ok: bool = True) -> Told:
         """Another prompt with ``--approve refund_order``: the session's paused run goes on
