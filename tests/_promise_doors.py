@@ -332,10 +332,16 @@ class CliDoor:
         recovered = [how for how, words in said.items() if words in done.stderr]
         return Told(done.stdout.rstrip("\n"), recovered, done.stdout + done.stderr)
 
+    def at_terminal(self, prompt: str) -> Terminal:
+        """``prompt`` run at a terminal (a pty): a person there answers its questions."""
+        return Terminal(self._command(prompt), self.shop.workdir, self.shop.env())
+
     def ctrl_c(self, prompt: str, hang: str) -> tuple[int, str]:
         """``prompt`` run at a terminal (a pty, its controlling terminal) until a shop tool
         hangs there, then Ctrl-C typed: the exit status and everything shown."""
-        terminal = Terminal(self._command(prompt), self.shop.workdir, self.shop.env(hang), controlling=True)
+        terminal = Terminal(
+            self._command(prompt), self.shop.workdir, self.shop.env(hang), controlling=True
+        )
         try:
             deadline = time.monotonic() + 120
             while not self.shop.hanging.exists():

@@ -46,7 +46,7 @@ from tooldeck import Agent
 from tooldeck.errors import RunStopped, SessionConflict
 from tooldeck.results import RunResult
 from tooldeck.sessions import SQLiteSession
-from tooldeck.testing import ProviderSimulator
+from tooldeck.testing import ProviderSimulator, SimRequest, after_tool, call, rule
 
 PROMISES = (
     "at most once",  # docs/run-control.md: a side-effect call runs at most once per place
@@ -489,6 +489,40 @@ def an_agent_tool_starts_tainted_and_asks_before_acting(shop: Shop, door: Door) 
     assert "untrusted content" in told.shown
 
 
+def _refunded_a1(request: SimRequest) -> bool:
+    last = request.last
+    return after_tool("refund_order")(request) and last is not None and last.text == "refunded A1"
+
+
+@cell("the untrusted policy", "a resume in another process", "CLI", "web/AG-UI")
+def the_rounds_after_a_resume_in_another_process_still_ask(shop: Shop, door: Door) -> None:
+    shop.untrusted = True  # the lookup's result taints the run; its refund waits for a yes
+    paused = LibraryDoor(shop, run_id="-").ask(PROMPT)
+    assert paused.stop == "paused"
+    second = call("refund_order", {"order_id": "A2"})  # what the model asks after the resume
+    with ProviderSimulator([], rules=[rule(_refunded_a1, second), *shop_rules()]) as sim:
+        shop.sim = sim  # the same shop's model, which goes on to refund A2 too
+        if isinstance(door, CliDoor):
+            terminal = door.at_terminal(LATER)  # the paused run goes on first, asking
+            terminal.expect('approve refund_order(order_id="A1")?')
+            terminal.send("y\r")
+            shown = terminal.expect('approve refund_order(order_id="A2")?')
+            terminal.send("n\r")
+            status, shown = terminal.finish()
+            assert status == 0, shown
+            asked_again = shown[shown.index('order_id="A1")?') :]
+        else:
+            assert isinstance(door, WebDoor)
+            told = door.approve()  # approved, posted to a fresh tooldeck web
+            assert '"outcome":{"type":"interrupt"' in told.shown.replace(" ", ""), told.shown
+            asked_again = told.shown
+            assert len(sim.requests) == 1  # its one round after the resume: it asked again
+
+    assert len(shop.refunds()) == 1  # A1, approved; A2 not without a yes
+    assert "untrusted content" in asked_again  # why the second refund waits too
+    assert "lookup_order" in asked_again
+
+
 # --- budgets -------------------------------------------------------------------------
 
 
@@ -776,8 +810,6 @@ OPEN: dict[tuple[str, str, str], Open] = {
         ("guardrails", "durable", "SIGKILL after the model's turn"),
         ("guardrails", "durable", "an agent tool"),
         ("guardrails", "durable", "a resume in another process"),
-        ("the untrusted policy", "CLI", "a resume in another process"),
-        ("the untrusted policy", "web/AG-UI", "a resume in another process"),
         ("the untrusted policy", "durable", "SIGKILL after the model's turn"),
         ("the untrusted policy", "durable", "a handoff"),
         ("the untrusted policy", "durable", "an agent tool"),
@@ -862,7 +894,7 @@ def test_the_open_cells_are_the_ones_written_down() -> None:
         if isinstance(cell_of(p, d, f), Open)
     ]
     assert len(open_cells) == len(OPEN)  # none shadowed by a cell proven since: drop it here
-    assert len(OPEN) <= 30  # the work left when the matrix was written; it only shrinks
+    assert len(OPEN) <= 28  # the work left when the matrix was written; it only shrinks
 
 
 def _here_cells() -> Iterator[Any]:

@@ -184,7 +184,9 @@ class _CallRunner:
         call = ToolCall(id=request_id, name=name, arguments=arguments)
         cancelled = CancelSignal()
         policy = RunPolicy(_ONE_CALL)
-        round_ = CallRound(self._view, policy, self._options, self._deps, 0, "", cancelled=cancelled)
+        round_ = CallRound(
+            self._view, policy, self._options, self._deps, 0, "", cancelled=cancelled
+        )
         try:
             trace = await answer_call(call, round_)
         except anyio.get_cancelled_exc_class():  # the client cancelled the request
