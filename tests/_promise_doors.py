@@ -418,6 +418,24 @@ class WebDoor:
             process.wait(timeout=60)
         self.shop.hanging.unlink(missing_ok=True)
 
+    def gone(self, prompt: str, hang: str, approving: bool = False) -> bool:
+        """``prompt`` posted (or the approval, ``approving``); once a shop tool hangs, the
+        client goes away (the stream closed, as a page closed). Whether the tool was then
+        told (``effects.told``, written while the server still runs; 120 s at most)."""
+        told = self.shop.workdir / "effects.told"
+        body = self._input(prompt, approving)
+        with self._server(hang) as (process, client):
+            with client.stream("POST", "/agui/", json=body):  # closed once the tool hangs
+                deadline = time.monotonic() + 120
+                while not self.shop.hanging.exists():
+                    assert time.monotonic() < deadline, "tooldeck web never reached the hang"
+                    time.sleep(0.01)
+            deadline = time.monotonic() + 120
+            while not told.exists() and time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.01)
+        self.shop.hanging.unlink(missing_ok=True)
+        return told.exists()
+
     def ask(self, prompt: str, approving: bool = False, ok: bool = True) -> Told:
         with self._server("") as (_, client):
             response = client.post("/agui/", json=self._input(prompt, approving))
