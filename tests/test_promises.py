@@ -643,7 +643,10 @@ def a_client_that_goes_away_tells_the_tool_inside_an_agent_tool(shop: Shop, door
 
     told = door.ask(LATER)
     assert told.recovered == ["closed"]
-    assert shop.model_read()[0] == ("user", PROMPT)
+    read = shop.model_read()
+    assert read[0] == ("user", PROMPT)
+    assert interrupted(read[4], side_effects=False)  # ask_billing, which may have acted
+    assert "it may have acted through its tools" in str(read[4][1])
     assert len(shop.refunds()) == 1
 
 
