@@ -33,6 +33,7 @@ import httpx
 from ag_ui.core import CustomEvent, RunFinishedEvent, TextMessageContentEvent
 
 from _agui import approve, new_input, parse
+from _pty import Terminal
 from test_cli_web import _read_until_url, url_of
 from tooldeck import Agent
 from tooldeck.testing import (
@@ -331,6 +332,28 @@ class CliDoor:
         recovered = [how for how, words in said.items() if words in done.stderr]
         return Told(done.stdout.rstrip("\n"), recovered, done.stdout + done.stderr)
 
+    def at_terminal(self, prompt: str) -> Terminal:
+        """``prompt`` run at a terminal (a pty): a person there answers its questions."""
+        return Terminal(self._command(prompt), self.shop.workdir, self.shop.env())
+
+    def ctrl_c(self, prompt: str, hang: str) -> tuple[int, str]:
+        """``prompt`` run at a terminal (a pty, its controlling terminal) until a shop tool
+        hangs there, then Ctrl-C typed: the exit status and everything shown."""
+        terminal = Terminal(
+            self._command(prompt), self.shop.workdir, self.shop.env(hang), controlling=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not self.shop.hanging.exists():
+                assert terminal.process.poll() is None, f"it ended first:\n{terminal.shown}"
+                assert time.monotonic() < deadline, f"it never hung:\n{terminal.shown}"
+                time.sleep(0.01)
+            terminal.send("\x03")
+            return terminal.finish()
+        finally:
+            terminal.kill()
+            self.shop.hanging.unlink(missing_ok=True)
+
     def approve(self, ok: bool = True) -> Told:
         """Another prompt with ``--approve refund_order``: the session's paused run goes on
         first, its call approved (its answer, if it gave one, is the one told)."""
@@ -394,6 +417,24 @@ class WebDoor:
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=60)
         self.shop.hanging.unlink(missing_ok=True)
+
+    def gone(self, prompt: str, hang: str, approving: bool = False) -> bool:
+        """``prompt`` posted (or the approval, ``approving``); once a shop tool hangs, the
+        client goes away (the stream closed, as a page closed). Whether the tool was then
+        told (``effects.told``, written while the server still runs; 120 s at most)."""
+        told = self.shop.workdir / "effects.told"
+        body = self._input(prompt, approving)
+        with self._server(hang) as (process, client):
+            with client.stream("POST", "/agui/", json=body):  # closed once the tool hangs
+                deadline = time.monotonic() + 120
+                while not self.shop.hanging.exists():
+                    assert time.monotonic() < deadline, "tooldeck web never reached the hang"
+                    time.sleep(0.01)
+            deadline = time.monotonic() + 120
+            while not told.exists() and time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.01)
+        self.shop.hanging.unlink(missing_ok=True)
+        return told.exists()
 
     def ask(self, prompt: str, approving: bool = False, ok: bool = True) -> Told:
         with self._server("") as (_, client):

@@ -10,12 +10,16 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _mcp import SLOW
+from _promise_doors import Shop
+from tooldeck.testing import ProviderSimulator
 
 TOOLS = textwrap.dedent(
     '''
@@ -162,3 +166,70 @@ def test_a_module_with_only_tool_guardrails_serves_without_a_warning(tmp_path: P
 
     assert "warning" not in errors
     assert "tooldeck mcp serve: 'guarded' on stdio; tools: echo" in errors
+
+
+def _answer(server: subprocess.Popen[str], request_id: int) -> dict[str, Any]:
+    """Read the server's stdout until the answer to ``request_id``."""
+    assert server.stdout is not None
+    answer: dict[str, Any] = {}
+    while answer.get("id") != request_id:
+        line = server.stdout.readline()
+        assert line, "the server ended without answering"
+        answer = json.loads(line)
+    return answer
+
+
+def _until(path: Path, server: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + SLOW
+    while not path.exists():
+        assert server.poll() is None, "the server ended"
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.01)
+
+
+def test_a_client_that_cancels_a_call_tells_the_sync_tool_and_the_server_goes_on(
+    tmp_path: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    shop = Shop(tmp_path, provider([]))  # the refund polls ctx.cancelled until it is told
+    argv = [sys.executable, "-m", "tooldeck.cli", "mcp", "serve", "shop.py"]
+    server = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=shop.env("refund-until-cancelled"),
+    )
+    try:
+        assert server.stdin is not None
+        refund = {"name": "refund_order", "arguments": {"order_id": "A1"}}
+        for request in [*REQUESTS[:2], {**REQUESTS[2], "params": refund}]:
+            server.stdin.write(json.dumps(request) + "\n")
+        server.stdin.flush()
+        _until(shop.hanging, server)  # the refund runs, in a worker thread
+        cancel = {"requestId": 2, "reason": "the person pressed stop"}
+        server.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+            + "\n"
+        )
+        server.stdin.flush()
+        _until(tmp_path / "effects.told", server)  # the tool was told
+        lookup = {"name": "lookup_order", "arguments": {"order_id": "A1"}}
+        request = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": lookup}
+        server.stdin.write(json.dumps(request) + "\n")
+        server.stdin.flush()
+        answer = _answer(server, 3)
+        server.stdin.close()
+        server.wait(timeout=SLOW)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for stream in (server.stdout, server.stderr):
+            assert stream is not None
+            stream.close()
+
+    assert answer["result"]["content"][0]["text"] == "order A1: paid, not refunded"
+    assert len(shop.refunds()) == 1  # it ran once, and stopped when told
+    assert server.returncode == 0

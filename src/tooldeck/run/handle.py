@@ -183,3 +183,25 @@ def start_resumed_run(
     signal = CancelSignal()
     opts = replace(RunOptions.of(options, resuming=True), cancel=signal)
     return RunHandle(agent._resume(checkpoint, decisions, opts), signal)
+
+
+def stream_told(
+    agent: _Starts, prompt: str, signal: CancelSignal, **options: Unpack[RunArgs[Any]]
+) -> AsyncGenerator[Event, None]:
+    """``Agent.stream`` whose tools read ``signal`` as ``ctx.cancelled``: for a front door
+    that stops the stream itself (its client went away). Closing a stream stops what the run
+    awaits; setting ``signal`` as it closes tells the sync tools still running, at any depth.
+    The run stops as a closed stream does (its session keeps its journal)."""
+    return agent._stream(prompt, replace(RunOptions.of(options), cancel=signal))
+
+
+def resume_stream_told(
+    agent: _Starts,
+    decisions: Mapping[str, Decision] | None,
+    signal: CancelSignal,
+    **options: Unpack[RunArgs[Any]],
+) -> AsyncGenerator[Event, None]:
+    """``Agent.resume_stream`` of the session's paused run, its tools told as
+    ``stream_told``'s are."""
+    opts = replace(RunOptions.of(options, resuming=True), cancel=signal)
+    return agent._resume(None, decisions, opts)

@@ -2,7 +2,9 @@
 
 Each tool is listed with exactly the schema tooldeck shows a model, and each ``tools/call``
 goes through tooldeck's own call runner: the same validation, timeout and error texts as in
-an agent run, with ``RunContext.call_id`` set to the MCP request's id. A failure answers
+an agent run, with ``RunContext.call_id`` set to the MCP request's id. A client that cancels
+a call (``notifications/cancelled``) cancels it as a run's cancel does: an async tool is
+cancelled, and a sync tool is told through ``ctx.cancelled``. A failure answers
 with ``isError`` and the observation text a model would read. Tools that need a person's
 approval are served only when allowed (an MCP client cannot be trusted to ask one);
 external tools never. A tool's exception is logged (logger ``tooldeck.serve.mcp``, level
@@ -25,6 +27,7 @@ from tooldeck.errors import InvalidArguments
 from tooldeck.messages import ToolCall, ToolResult, ToolSpec
 from tooldeck.run.calls.round import answer_call
 from tooldeck.run.calls.shared import CallOptions, CallRound
+from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.serve._stdio import serve_stdio
 from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
@@ -179,8 +182,16 @@ class _CallRunner:
 
     async def call(self, name: str, arguments: dict[str, Any], request_id: str) -> ToolResult:
         call = ToolCall(id=request_id, name=name, arguments=arguments)
-        round_ = CallRound(self._view, RunPolicy(_ONE_CALL), self._options, self._deps, 0, "")
-        trace = await answer_call(call, round_)
+        cancelled = CancelSignal()
+        policy = RunPolicy(_ONE_CALL)
+        round_ = CallRound(
+            self._view, policy, self._options, self._deps, 0, "", cancelled=cancelled
+        )
+        try:
+            trace = await answer_call(call, round_)
+        except anyio.get_cancelled_exc_class():  # the client cancelled the request
+            cancelled.cancel(f"the MCP client cancelled request {request_id}")
+            raise
         if trace.error is not None and not isinstance(trace.error, InvalidArguments):
             # the tool's failure, answered to the client: the server itself goes on
             logger.warning(

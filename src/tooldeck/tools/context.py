@@ -87,7 +87,8 @@ class RunContext(Generic[DepsT]):
     """The run's stored outputs (``large_output="store"``), read by ``read_output``."""
     cancelled: threading.Event | None = field(default=None, repr=False)
     """Set when the run is cancelled (a run started with ``agent.start()``): a long sync
-    tool can poll ``ctx.cancelled.is_set()`` and stop early. None for other runs."""
+    tool can poll ``ctx.cancelled.is_set()`` and stop early; set too when an AG-UI client
+    goes away or an MCP client cancels a served call. None for other runs."""
     budget: Any = field(default=None, repr=False)
     """The spending budget the run draws on (``run(budget=...)``, a
     ``tooldeck.run.budget.Budget``), None without one: the inner runs of agent tools draw

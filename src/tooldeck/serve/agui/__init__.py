@@ -17,7 +17,9 @@ put it behind the application's.
   known: its stored answer comes back (``tooldeck.recovered``, ``how: "stored"``) and
   nothing is asked or run again (the same ``runId`` with another prompt is a
   ``session_conflict``); a prompt sent again after its
-  run was cut off (the page closed, the server killed) goes on with that run.
+  run was cut off (the page closed, the server killed) goes on with that run. A client that
+  goes away mid-run stops it as it stood: what it awaited is cancelled, and its sync tools
+  still running are told (``ctx.cancelled``), at any depth.
 - **Streaming.** Text and tool arguments stream as the model writes them
   (``TEXT_MESSAGE_*``, ``TOOL_CALL_START`` / ``ARGS`` / ``END``); each call's result is a
   ``TOOL_CALL_RESULT`` whose ``metadata.tooldeck`` says ``ok``, ``errorCode`` and

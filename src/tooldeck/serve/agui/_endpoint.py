@@ -7,6 +7,7 @@ run is a ``RUN_ERROR`` with a code and a message that says what to send instead.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import aclosing
@@ -35,7 +36,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, ToolDeckError
 from tooldeck.results import RunResult
 from tooldeck.run.agent import Agent
+from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.handle import resume_stream_told, stream_told
 from tooldeck.run.handoff import judges_answers
 from tooldeck.run.in_session import retried_run
 from tooldeck.run.session import Session
@@ -50,6 +53,8 @@ SessionFactory = Callable[[str], Session]
 """Makes the session of a thread id (closed with ``aclose()`` after each request)."""
 
 _MAX_THREAD_ID = 200
+CLIENT_GONE = "the client went away"
+"""Why a run's tools are told to stop when its client closed the stream."""
 
 
 class Sessions:
@@ -168,22 +173,32 @@ class AguiEndpoint:
         self, planned: NewRun | Resume, session: Session, run_input: RunAgentInput
     ) -> AsyncIterator[BaseEvent]:
         relay = Relay(self.show_exceptions, self.hold_answer)
+        gone = CancelSignal()  # set when the client goes away: the sync tools running are told
         if isinstance(planned, NewRun):
             run_id = await _run_id(session, planned.prompt, run_input.run_id)
-            stream = self.agent.stream(
-                planned.prompt, session=session, deltas=True, deps=self.deps, run_id=run_id
+            stream = stream_told(
+                self.agent,
+                planned.prompt,
+                gone,
+                session=session,
+                deltas=True,
+                deps=self.deps,
+                run_id=run_id,
             )
         else:
             turn = planned.checkpoint.messages[-1]
             relay.turn_at, relay.turn_calls = len(planned.checkpoint.messages) - 1, turn.tool_calls
-            stream = self.agent.resume_stream(
-                session=session, decisions=planned.decisions, deltas=True, deps=self.deps
+            stream = resume_stream_told(
+                self.agent, planned.decisions, gone, session=session, deltas=True, deps=self.deps
             )
         try:
             async with aclosing(stream):
                 async for event in stream:
                     for translated in self._translated(event, relay, planned, run_input):
                         yield translated
+        except (asyncio.CancelledError, GeneratorExit):  # the client went away
+            gone.cancel(CLIENT_GONE)
+            raise
         except (RunStopped, ToolDeckError) as error:
             yield _failure(error)
         except Exception as error:
