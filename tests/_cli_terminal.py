@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 from _openai_server import FakeOpenAI
+from helpers import MAY_HAVE_RUN
 
 CANCELLED_BY_CTRL_C = (
     "error[cancelled]: the run was cancelled (interrupted by Ctrl-C) before this call finished"
+    + MAY_HAVE_RUN
 )
 
 

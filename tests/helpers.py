@@ -52,3 +52,10 @@ def reading_model(turns: list[AssistantOutput]) -> Any:
         return turn.model_copy(update={"tool_calls": fresh})
 
     return ScriptedModel([pick] * (4 * len(turns)))
+
+
+MAY_HAVE_RUN = (
+    ": it had started, so it may have done its work. Check whether it happened before calling "
+    "it again"
+)
+"""What follows "before this call finished" for a call a cancel cut short (run/handle.py)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from _mcp import FIXTURES, SLOW
+from helpers import MAY_HAVE_RUN
 from tooldeck import Agent, RunContext, ToolCallStarted, tool
 from tooldeck.results import StopReason
 from tooldeck.run.events import NestedEvent
@@ -23,6 +24,7 @@ from tooldeck.tools.mcp import MCPToolset
 
 CANCELLED = (
     "error[cancelled]: the run was cancelled (the user pressed stop) before this call finished"
+    + MAY_HAVE_RUN
 )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from dbos import DBOS
 
-from helpers import call, tool_messages
+from helpers import MAY_HAVE_RUN, call, tool_messages
 from tooldeck import Agent, AssistantOutput, ModelSettings, ScriptedModel, tool
 from tooldeck.durable import DurableAgent
 from tooldeck.errors import LimitExceeded
@@ -158,6 +158,7 @@ async def test_a_durable_run_is_cancelled_in_its_call_and_its_workflow_ends_canc
     assert result.stop_reason == "cancelled"
     assert tool_messages(result.messages) == [
         "error[cancelled]: the run was cancelled (the user pressed stop) before this call finished"
+        + MAY_HAVE_RUN
     ]
     handle = await DBOS.retrieve_workflow_async(run_id)
     recorded = await handle.get_result()  # the workflow's own end is the cancelled run
@@ -186,7 +187,7 @@ async def test_a_durable_run_waiting_for_decisions_is_cancelled_and_nothing_runs
     assert result.stop_reason == "cancelled"
     assert tool_messages(result.messages) == [
         "error[cancelled]: the run was cancelled (the order was withdrawn) before this call "
-        "finished"
+        "ran: it did not run"  # it waited for a decision: it never started
     ]
     assert len(model.requests) == 1  # the model was not asked again
     assert await agent.paused(run_id) is None

@@ -42,6 +42,7 @@ from _promise_doors import (
     interrupted,
     shop_rules,
 )
+from helpers import MAY_HAVE_RUN
 from tooldeck import Agent
 from tooldeck.errors import RunStopped, SessionConflict
 from tooldeck.results import RunResult
@@ -574,7 +575,10 @@ def a_cancel_from_another_thread_reaches_the_tool_of_the_agent_handed_to(
     assert len(shop.refunds()) == 1
 
 
-CTRL_C = "error[cancelled]: the run was cancelled (interrupted by Ctrl-C) before this call finished"
+CTRL_C = (
+    "error[cancelled]: the run was cancelled (interrupted by Ctrl-C) before this call finished"
+    + MAY_HAVE_RUN
+)
 
 
 @cell("cancellation", "a handoff", "CLI")

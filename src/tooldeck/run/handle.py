@@ -26,7 +26,7 @@ from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint, Decision, RunResult, StopReason, ToolTrace
 from tooldeck.run.cancel import CancelSignal
-from tooldeck.run.events import Event, FinalAnswer, ToolCallFinished
+from tooldeck.run.events import Event, FinalAnswer, ToolCallFinished, ToolCallStarted
 from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.state import RunState
 
@@ -104,12 +104,15 @@ async def cancellable(
     had not finished (answered ``error[cancelled]``), then its FinalAnswer with stop reason
     ``cancelled``."""
     finished: dict[tuple[int, str], ToolTrace] = {}  # by round: a call id may come again
+    started: set[tuple[int, str]] = set()
     signal.started = True
     try:
         if signal.is_set():  # cancelled before its loop started
             raise asyncio.CancelledError
         async for event in events:
-            if isinstance(event, ToolCallFinished):
+            if isinstance(event, ToolCallStarted):
+                started.add((event.round, event.call.id))
+            elif isinstance(event, ToolCallFinished):
                 finished[event.round, event.trace.call.id] = event.trace
             elif isinstance(event, FinalAnswer):
                 signal.ended = True
@@ -121,34 +124,53 @@ async def cancellable(
         if task is not None:
             task.uncancel()  # the run ends here, normally: its session may commit
         signal.ended = True
-        for answered in close_cancelled(state, finished, signal.reason):
+        for answered in close_cancelled(state, finished, signal.reason, started):
             answered.agent = state.agent
             yield answered
         yield FinalAnswer(state.result("", StopReason.CANCELLED), state.agent)
 
 
 def close_cancelled(
-    state: RunState, finished: dict[tuple[int, str], ToolTrace], reason: str
+    state: RunState,
+    finished: dict[tuple[int, str], ToolTrace],
+    reason: str,
+    started: set[tuple[int, str]],
 ) -> list[ToolCallFinished]:
     """Answer the open turn's calls as the run is cancelled (a call whose result was passed
-    on keeps it, the others read ``error[cancelled]``); the events of the calls answered."""
+    on keeps it, the others read ``error[cancelled]``); the events of the calls answered.
+
+    A call that had started (``started``: by round and call id) may have done its work
+    before it heard of the cancel: the model is told so, not to call it again blindly — the
+    next run has another id, so no record would stop a second refund."""
     turn = state.turn
     if turn is None:
         return []
-    text = f"the run was cancelled ({reason}) before this call finished"
-    refusal = ToolResult.failure(ErrorCode.CANCELLED, text)
+    never_ran = ToolResult.failure(
+        ErrorCode.CANCELLED,
+        f"the run was cancelled ({reason}) before this call ran: it did not run",
+    )
+    cut_short = ToolResult.failure(ErrorCode.CANCELLED, cancelled_while_running(reason))
     traces, ended = [], []
     for call in turn.calls:
         if call.id in turn.answered:
             continue
         trace = finished.get((turn.round, call.id))
         if trace is None:
+            refusal = cut_short if (turn.round, call.id) in started else never_ran
             trace = ToolTrace(call=call, result=refusal, duration_s=0.0)
             ended.append(ToolCallFinished(turn.round, trace))
         traces.append(trace)
     turn.pending = ()
     state.close_round(turn, traces, ())
     return ended
+
+
+def cancelled_while_running(reason: str) -> str:
+    """What the model reads for a call that was running when its run was cancelled."""
+    return (
+        f"the run was cancelled ({reason}) before this call finished: it had started, so it "
+        "may have done its work. Check whether it happened before calling it again"
+    )
 
 
 class _Starts(Protocol):
