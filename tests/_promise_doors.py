@@ -56,7 +56,8 @@ import os
 import time
 from pathlib import Path
 
-from tooldeck import Agent, RunContext, tool
+from tooldeck import Agent, ModelSettings, RunContext, tool
+from tooldeck.models import ModelPrices
 from tooldeck.run.guardrails import GuardrailResult
 
 
@@ -87,6 +88,10 @@ def refund_order(ctx: RunContext, order_id: str) -> str:
     return f"refunded {order_id}"
 
 
+# SHOP_MAX_COST: the shop's runs have a cost limit; billing's turns are priced as theirs
+PRICED = ModelSettings(prices=ModelPrices(0, 1_000_000)) if os.environ.get("SHOP_MAX_COST") else None
+
+
 def no_refund_promises(ctx, answer):
     if "Refunded" in str(answer):
         return GuardrailResult.tripped("a refund is confirmed by e-mail, never in the chat")
@@ -104,7 +109,9 @@ if os.environ.get("SHOP_HANDOFF") == "1":  # the refund is billing's, handed the
     handoffs = [billing]
 
 if os.environ.get("SHOP_AGENT_TOOL") == "1":  # the refund is billing's, asked as a tool
-    billing = Agent("openai-chat:gpt-4.1-mini", tools=[refund_order], name="billing")
+    billing = Agent(
+        "openai-chat:gpt-4.1-mini", tools=[refund_order], name="billing", settings=PRICED
+    )
     ask_billing = billing.as_tool(name="ask_billing", description="Ask billing for a refund.")
     __all__ = ["lookup_order", "ask_billing"]
 '''

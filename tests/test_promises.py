@@ -540,6 +540,24 @@ def a_run_going_on_after_a_kill_in_the_refund_counts_what_was_spent(shop: Shop, 
     assert "$3" not in told.shown
 
 
+@cell("budgets", "an agent tool", "CLI", "web/AG-UI")
+def an_agent_tools_run_spends_what_the_outer_run_has_left(shop: Shop, door: Door) -> None:
+    shop.agent_tool = True
+    shop.max_cost = 30  # $11 the lookup's turn, $14 asking billing: $5 left for billing
+
+    told = door.ask(PROMPT, ok=False)
+
+    assert len(shop.sim.requests) == 3  # billing's first turn ($11) spent it: nothing after
+    assert shop.refunds() == []  # that turn's refund did not run
+    assert not told.answer
+    if isinstance(door, CliDoor):
+        assert "$36; stop: max_cost" in told.shown  # billing's turn counted in the run's cost
+        assert "the run stopped without an answer: the run spent its cost limit" in told.shown
+    else:
+        assert '"stopReason":"max_cost"' in told.shown.replace(" ", "")
+        assert "the agent 'ask_billing' stopped without an answer" in told.shown
+
+
 @cell("budgets", "SIGKILL in a side-effect call", "library")
 def a_shared_budget_counts_the_requests_of_a_process_killed_in_the_refund(
     shop: Shop, door: Door
