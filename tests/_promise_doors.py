@@ -57,7 +57,8 @@ import os
 import time
 from pathlib import Path
 
-from tooldeck import Agent, RunContext, tool
+from tooldeck import Agent, ModelSettings, RunContext, tool
+from tooldeck.models import ModelPrices
 from tooldeck.run.guardrails import GuardrailResult
 
 
@@ -88,6 +89,10 @@ def refund_order(ctx: RunContext, order_id: str) -> str:
     return f"refunded {order_id}"
 
 
+# SHOP_MAX_COST: the shop's runs have a cost limit; billing's turns are priced as theirs
+PRICED = ModelSettings(prices=ModelPrices(0, 1_000_000)) if os.environ.get("SHOP_MAX_COST") else None
+
+
 def no_refund_promises(ctx, answer):
     if "Refunded" in str(answer):
         return GuardrailResult.tripped("a refund is confirmed by e-mail, never in the chat")
@@ -105,7 +110,9 @@ if os.environ.get("SHOP_HANDOFF") == "1":  # the refund is billing's, handed the
     handoffs = [billing]
 
 if os.environ.get("SHOP_AGENT_TOOL") == "1":  # the refund is billing's, asked as a tool
-    billing = Agent("openai-chat:gpt-4.1-mini", tools=[refund_order], name="billing")
+    billing = Agent(
+        "openai-chat:gpt-4.1-mini", tools=[refund_order], name="billing", settings=PRICED
+    )
     ask_billing = billing.as_tool(name="ask_billing", description="Ask billing for a refund.")
     __all__ = ["lookup_order", "ask_billing"]
 '''
@@ -170,6 +177,10 @@ class Shop:
     """The refund belongs to billing, an agent the shop's agent calls as a tool."""
     max_requests: int | None = None
     """The library's runs share a budget of this many model requests."""
+    max_cost: int | None = None
+    """Each run may spend this many dollars, each output token priced a dollar: at the CLI and
+    web ``--max-cost N --price 0,1000000 --on-limit final-answer``, the library the same
+    ``Limits``, prices and ``on_limit``."""
     guarded: bool = False
     """The shop's module has an output guardrail: no answer may confirm a refund."""
     untrusted: bool = False
@@ -190,10 +201,19 @@ class Shop:
             "SHOP_HANDOFF": "1" if self.handoff else "",
             "SHOP_AGENT_TOOL": "1" if self.agent_tool else "",
             "SHOP_MAX_REQUESTS": str(self.max_requests or ""),
+            "SHOP_MAX_COST": str(self.max_cost or ""),
             "SHOP_GUARD": "1" if self.guarded else "",
             "SHOP_UNTRUSTED": "1" if self.untrusted else "",
             "PYTHONUNBUFFERED": "1",
         }
+
+    def run_options(self) -> list[str]:
+        """The options ``tooldeck run`` and ``tooldeck web`` are given for the shop's runs."""
+        if self.max_cost is None:
+            return []
+        return [
+            "--max-cost", str(self.max_cost), "--price", "0,1000000", "--on-limit", "final-answer"
+        ]  # fmt: skip
 
     @property
     def hanging(self) -> Path:
@@ -304,7 +324,8 @@ class CliDoor:
         return [
             sys.executable, "-m", "tooldeck.cli", "run", prompt, "--session", "crash1",
             "-t", str(self.shop.workdir / "shop.py"), "--model", "openai-chat:gpt-4.1-mini",
-            "--base-url", self.shop.sim.base_url, "--no-display", *extra,
+            "--base-url", self.shop.sim.base_url, "--no-display", *self.shop.run_options(),
+            *extra,
         ]  # fmt: skip
 
     def killed(self, prompt: str, hang: str, approving: bool = False) -> None:
@@ -374,7 +395,7 @@ class WebDoor:
         command = [
             sys.executable, "-m", "tooldeck.cli", "web", "--port", "0",
             "-t", str(self.shop.workdir / "shop.py"), "--model", "openai-chat:gpt-4.1-mini",
-            "--base-url", self.shop.sim.base_url,
+            "--base-url", self.shop.sim.base_url, *self.shop.run_options(),
         ]  # fmt: skip
         process = subprocess.Popen(
             command,
@@ -442,7 +463,9 @@ class WebDoor:
             assert response.status_code == 200, response.text
             page = client.get("/chat/crash1")
             assert page.status_code == 200
-        return told_by(response.text, page.text)
+            runs = client.get("/runs", params={"session": "crash1"})  # each run's cost
+            assert runs.status_code == 200
+        return told_by(response.text, page.text + runs.text)
 
     def approve(self, ok: bool = True) -> Told:
         """The session's paused run resumed: its interrupt answered, approved."""
@@ -461,6 +484,21 @@ class WebDoor:
                 text = "".join(first.iter_text())
             page = client.get("/chat/crash1")
         return told_by(text, page.text), second.text
+
+    def two_threads(self, prompt: str) -> tuple[Told, Told]:
+        """``prompt`` posted to the thread crash1 and, while its lookup runs
+        (SHOP_HANG=lookup-briefly), to the thread crash2 of the same server: what each was
+        told (its events and its conversation's page)."""
+        with self._server("lookup-briefly") as (_, client):
+            with client.stream("POST", "/agui/", json=self._input(prompt)) as first:
+                deadline = time.monotonic() + 120
+                while not self.shop.hanging.exists():
+                    assert time.monotonic() < deadline, "tooldeck web never reached the lookup"
+                    time.sleep(0.01)
+                second = client.post("/agui/", json=new_input("crash2", prompt))
+                text = "".join(first.iter_text())
+            pages = [client.get(f"/chat/{thread}").text for thread in ("crash1", "crash2")]
+        return told_by(text, pages[0]), told_by(second.text, pages[1])
 
 
 def told_by(stream: str, page: str) -> Told:

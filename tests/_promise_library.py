@@ -8,7 +8,8 @@ in the SQLite session ``crash1`` of WORKDIR/home/sessions.db (where ``tooldeck r
 DECIDE is ``approve``/``reject``, resumes the session's paused run with that decision for
 each call it waited on (their ids kept in WORKDIR/pending.json when it paused, as the
 person's code would keep them). With SHOP_MAX_REQUESTS set, its runs share a budget of that
-many requests (an SQLiteBudget in WORKDIR/budget.db). The last line of stdout is what the person's code read, as JSON.
+many requests (an SQLiteBudget in WORKDIR/budget.db); with SHOP_MAX_COST, each run may spend
+that many dollars, each output token priced a dollar (as ``tooldeck run`` is given them). The last line of stdout is what the person's code read, as JSON.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import os
 import sys
 from pathlib import Path
 
-from tooldeck import Agent, Approve, Reject
+from tooldeck import Agent, Approve, Limits, ModelSettings, Reject
 from tooldeck.errors import RunStopped
+from tooldeck.models import ModelPrices
 from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.results import RunResult
 from tooldeck.run.events import FinalAnswer, RunRecovered
@@ -38,12 +40,17 @@ spec.loader.exec_module(shop)
 model = OpenAIChatModel("gpt-4.1-mini", base_url=base_url, api_key=API_KEY, max_retries=0)
 # what tooldeck run takes of a tools module: its tools (__all__), handoffs, guardrails, policy
 tools = [getattr(shop, name) for name in getattr(shop, "__all__", ["lookup_order", "refund_order"])]
+# SHOP_MAX_COST: what tooldeck run's --max-cost N --price 0,1000000 --on-limit final-answer give
+max_cost = os.environ.get("SHOP_MAX_COST")
 agent = Agent(
     model,
     tools=tools,
     handoffs=getattr(shop, "handoffs", []),
     output_guardrails=getattr(shop, "output_guardrails", []),
     after_untrusted=getattr(shop, "after_untrusted", "allow"),
+    settings=ModelSettings(prices=ModelPrices(0, 1_000_000)) if max_cost else None,
+    limits=Limits(max_cost_usd=float(max_cost)) if max_cost else Limits(),
+    on_limit="final_answer" if max_cost else "raise",
 )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import call, calls, tool_messages
-from tooldeck import Agent, Approve, AssistantOutput, ScriptedModel, tool
+from tooldeck import Agent, Approve, AssistantOutput, Limits, ScriptedModel, tool
 from tooldeck.errors import LimitExceeded
 from tooldeck.messages import Usage
 from tooldeck.run.budget import Budget
@@ -135,3 +135,20 @@ def test_an_inner_agent_ending_at_the_budget_with_its_last_text_still_stops_the_
     assert raised.value.result is not None
     assert raised.value.result.stop_reason == "budget"
     assert (len(outer.requests), len(inner.requests), budget.spent.requests) == (1, 2, 3)
+
+
+def test_the_inner_run_of_an_agent_tool_spends_what_the_outer_runs_own_limits_left() -> None:
+    inner = ScriptedModel(counting(5))
+    agent, outer = delegating(inner)
+    agent = Agent(outer, agent.tools, limits=Limits(max_total_tokens=120), on_limit="final_answer")
+
+    result = agent.run_sync("Count 'a b c'.")  # 50 tokens a response: 70 left for the inner run
+
+    assert (len(outer.requests), len(inner.requests)) == (1, 2)  # none past the run's limit
+    assert result.stop_reason == "max_tokens"
+    assert result.usage.total_tokens == 150
+    inner_trace = result.tool_trace[0].inner_trace
+    assert inner_trace[-1].result.output == (
+        "error[call_limit]: not run: the run that made this call spent its limit: "
+        "max_total_tokens=120"
+    )

@@ -186,7 +186,9 @@ def drive(
 
     A conversation left with a run waiting for approval (the command was interrupted at
     the question) gets that run's question first (its result goes to ``earlier``), then
-    the new prompt runs; ``voice`` says so.
+    the new prompt runs; ``voice`` says so. When a limit stops that run without an answer
+    (``--on-limit final-answer``), it is the command's run: the new prompt does not run,
+    as when a limit raises.
     """
     voice = voice or Voice(None, echo=False)
 
@@ -199,6 +201,8 @@ def drive(
         if stored is not None:
             resumed = _answer_stored(run, stored, watch, voice)
             interrupted(session_id, resumed)
+            if unanswered(resumed) is not None:  # a limit stopped it, and it has no answer:
+                return Driven(resumed)  # the command's run, reported as any stop; no prompt
             earlier(resumed)
     voice.prompt(run.prompt, after_other_run=resumed is not None)
     result = watch(
@@ -239,7 +243,11 @@ def _answer_stored(run: Run, stored: Checkpoint, watch: Watch, voice: Voice) -> 
             f"the paused run of conversation {session_id!r} cannot go on: {error}; drop it "
             f"with: {discard}"
         ) from error
-    if voice.console is None and resumed.stop_reason != "cancelled":  # else ``earlier``
+    if unanswered(resumed) is not None:  # no empty answer shown as one
+        voice.note(
+            f"the run of the prompt {prompt!r} stopped without an answer: your prompt is not run"
+        )
+    elif voice.console is None and resumed.stop_reason != "cancelled":  # else ``earlier``
         voice.note(f"answer to {prompt!r}: {resumed.answer}")
     return resumed
 

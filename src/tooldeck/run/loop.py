@@ -49,7 +49,7 @@ from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.request import Asking, Delta, ask, with_deltas
 from tooldeck.run.session import CallRecords
-from tooldeck.run.spending import SPENDING_STOPS, not_run
+from tooldeck.run.spending import SPENDING_STOPS, left_for_calls, not_run
 from tooldeck.run.state import OpenTurn, RunState, attach
 from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
@@ -392,6 +392,12 @@ def _moved(calls: CallRound, view: ToolView, turn: OpenTurn, state: RunState) ->
     """The run's CallRound for this round (one per run: a 12-field record and a helper frame
     each round were ~2% of a W1a round's bytecodes)."""
     calls.view, calls.round, calls.tainted_by = view, turn.round, state.tainted_by
+    spending = calls.policy.spending  # the runs inside its calls spend what the run has left
+    calls.budget = (
+        calls.policy.budget
+        if spending is None
+        else left_for_calls(spending, state, calls.policy.budget)
+    )
     return calls
 
 

@@ -1,5 +1,6 @@
 """The run's token and cost limits (``Limits.max_*_tokens``, ``max_cost_usd``): when a run's
-usage has reached one, it sends no more requests (not even for a last answer)."""
+usage has reached one, it sends no more requests (not even for a last answer). The runs
+made inside its calls (agent tools) draw on what is left of them (``left_for_calls``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from tooldeck.errors import ErrorCode, LimitExceeded
-from tooldeck.messages import ToolResult
+from tooldeck.messages import ToolResult, Usage
 from tooldeck.results import StopReason
+from tooldeck.run.budget import Budget, Counts
 
 if TYPE_CHECKING:
     from tooldeck.run.state import RunState
@@ -63,6 +65,62 @@ class SpendingLimits:
                 StopReason.MAX_COST,
             )
         return None
+
+
+class LeftForCalls(Budget):
+    """What is left of a run's own token and cost limits as a round's calls start: the
+    budget the runs made inside them (agent tools) draw on, together with the run's shared
+    budget (``shared``), so a request of theirs is never sent once the run's limit is spent.
+    The calls of one round share it; the run counts their usage in its own after the round.
+    A limit on input or output tokens alone bounds their input and output tokens together
+    (the stricter reading: nothing past it is let out)."""
+
+    def __init__(
+        self, cost_usd: float | None, tokens: int | None, shared: Budget | None, what: str
+    ) -> None:
+        super().__init__(max_requests=1)  # then the limits left, which may be spent already
+        self.max_requests, self.max_cost_usd, self.max_total_tokens = None, cost_usd, tokens
+        self.shared = shared
+        self._what = what
+
+    def take_request(self) -> LimitExceeded | None:
+        """Refused when the run's limit is spent, or the shared budget is."""
+        own = super().take_request()
+        if own is not None or self.shared is None:
+            return own
+        return self.shared.take_request()
+
+    def record(self, usage: Usage | None) -> LimitExceeded | None:
+        """Counted here and in the shared budget; the stop when either is spent."""
+        own = super().record(usage)
+        shared = None if self.shared is None else self.shared.record(usage)
+        return own or shared
+
+    def _reached(self, counts: Counts) -> LimitExceeded | None:
+        spent = super()._reached(counts)
+        if spent is None:
+            return None
+        return LimitExceeded(
+            f"the run that made this call spent its limit: {self._what}", StopReason.BUDGET
+        )
+
+
+def left_for_calls(limits: SpendingLimits, state: RunState, shared: Budget | None) -> Budget:
+    """The budget the runs made inside a round's calls draw on: what is left of the run's
+    spending limits, and ``shared`` (``LeftForCalls``). Nothing may be left: calls approved
+    in a run resumed under a lower limit run, and the runs inside them ask nothing."""
+    cost = None
+    if limits.max_cost_usd is not None:
+        cost = limits.max_cost_usd - state.cost_usd
+    tokens = None
+    for name, limit in limits.tokens:
+        left = limit - _tokens(name, state)
+        tokens = left if tokens is None else min(tokens, left)
+    what = ", ".join(
+        [f"max_cost_usd={limits.max_cost_usd}"] * (cost is not None)
+        + [f"{name}={limit}" for name, limit in limits.tokens]
+    )
+    return LeftForCalls(cost, tokens, shared, what)
 
 
 def spending_limits(limits: _SpendingFields) -> SpendingLimits | None:

@@ -74,7 +74,7 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None, once: bool
         item.resumed,
         round_.outputs,
         round_.cancelled,
-        round_.policy.budget,
+        round_.budget,
         None if emit is None else round_.passed_on(),  # a run inside the call inherits
     )
     if round_.records is not None and once and options.side_effects:

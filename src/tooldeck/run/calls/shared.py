@@ -11,6 +11,7 @@ from tooldeck._untrusted import repaired, valid_text
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult
 from tooldeck.results import ToolTrace
+from tooldeck.run.budget import Budget
 from tooldeck.run.events import Event
 from tooldeck.run.inherited import NOTHING, AfterUntrusted, Inherited
 from tooldeck.run.middleware import MiddlewareStack
@@ -74,6 +75,9 @@ class CallRound:
     """The call whose result first brought untrusted content into the conversation."""
     inherits: Inherited | None = None
     """The run-level rules the runs made inside its calls inherit (None: none)."""
+    budget: Budget | None = None
+    """The budget the runs made inside its calls draw on: the run's shared one, and what is
+    left of its own spending limits (``run.spending.left_for_calls``)."""
 
     def passed_on(self) -> Inherited | None:
         """What a run made inside a call of this round starts with: the run-level rules, the
@@ -104,7 +108,7 @@ class CallRound:
             resumed,
             self.outputs,
             self.cancelled,
-            self.policy.budget,
+            self.budget,
         )
 
 
