@@ -1,0 +1,199 @@
+"""The promise matrix's durable door for budgets and cancellation (tests/test_promises.py):
+the shop's agent as a DurableAgent on DBOS with the PostgreSQL the suite starts, its model the
+provider simulator (a fresh call id in every response), in real processes killed with
+SIGKILL (tests/_durable_shop_door.py).
+
+Budgets (docs/run-control.md, docs/durable.md): a run recovered in a new process counts what
+the killed worker spent (its recorded model requests, charged again as they are replayed)
+and a spent budget lets no request out; the same run id started again after its commit asks
+nothing and spends nothing; a paused run approved from another process keeps drawing on its
+budget. Cancellation: a cancel reaches a sync tool polling ``ctx.cancelled`` in the agent the
+run was handed to, and in an agent tool's inner run; the workflow ends cancelled.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _promise_doors import Shop, interrupted, kill_when_hanging, shop_rules
+from tooldeck.testing import ProviderSimulator
+
+HERE = Path(__file__).parent
+LOOKED_UP = "order A1: paid, not refunded"
+
+
+@dataclass
+class DurableDoor:
+    """The shop's durable runs, each mode a process of its own (tests/_durable_shop_door.py)."""
+
+    shop: Shop
+    db: str
+    schema: str
+    run_id: str = "run-7"
+
+    def _command(self, mode: str) -> list[str]:
+        shop = self.shop
+        script = str(HERE / "_durable_shop_door.py")
+        return [sys.executable, script, mode, str(shop.workdir), shop.sim.base_url]  + [
+            self.db, self.schema, self.run_id
+        ]  # fmt: skip
+
+    def killed(self, hang: str) -> None:
+        """The run started, and its worker killed where a shop tool hangs."""
+        child = subprocess.Popen(
+            self._command("run"),
+            env=self.shop.env(hang),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        kill_when_hanging(child, self.shop)
+
+    def ask(self, mode: str, hang: str = "") -> dict[str, Any]:
+        """What a process of ``mode`` printed last (JSON) when it ended well."""
+        done = subprocess.run(
+            self._command(mode),
+            env=self.shop.env(hang),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.fixture
+def shop(tmp_path: Path, provider: Callable[..., ProviderSimulator]) -> Shop:
+    return Shop(tmp_path, provider([], rules=shop_rules()))
+
+
+@pytest.fixture
+def door(shop: Shop, postgres_server: str) -> Iterator[DurableDoor]:
+    yield DurableDoor(shop, postgres_server, f"dbos_{uuid.uuid4().hex[:8]}")
+
+
+# --- budgets ----------------------------------------------------------------------------
+
+
+def test_a_durable_run_recovered_after_a_kill_once_the_turn_came_counts_that_request(
+    shop: Shop, door: DurableDoor
+) -> None:
+    shop.max_requests = 2
+    door.killed("lookup")  # the model's turn came (one request spent), its lookup ran
+    assert len(shop.sim.requests) == 1
+
+    told = door.ask("serve")  # worker-1 again: DBOS recovers the run, replaying its request
+
+    assert told["budget_spent"] == 2  # the killed worker's request, counted, and one more
+    assert len(shop.sim.requests) == 2  # the budget's second request was its last
+    assert (told["stop_reason"], told["answer"]) == ("budget", "")
+    assert shop.refunds() == []  # the turn that spent the budget: its refund did not run
+    assert told["tool_messages"] == [
+        LOOKED_UP,
+        "error[call_limit]: not run: the shared budget is spent: 2 requests (max_requests=2)",
+    ]
+    assert ("tool", LOOKED_UP) in shop.model_read()  # the second request read the lookup
+
+
+def test_a_durable_run_recovered_after_a_kill_in_its_refund_counts_what_the_worker_spent(
+    shop: Shop, door: DurableDoor
+) -> None:
+    shop.max_requests = 3
+    door.killed("refund")  # two requests spent, the refund made, then the worker killed
+    assert (len(shop.sim.requests), len(shop.refunds())) == (2, 1)
+
+    told = door.ask("serve")
+
+    assert told["budget_spent"] == 3  # the two recorded requests replayed, and the answer's
+    assert len(shop.sim.requests) == 3  # none past the budget
+    assert (told["stop_reason"], told["answer"]) == ("answer", "Refunded.")
+    assert len(shop.refunds()) == 1  # settled from its record, not made again
+    assert interrupted(shop.model_read()[-1])  # the model read that it may have happened
+
+
+def test_the_same_durable_run_started_again_after_its_commit_asks_and_spends_nothing(
+    shop: Shop, door: DurableDoor
+) -> None:
+    shop.max_requests = 3
+    first = door.ask("run")
+    assert (first["answer"], first["budget_spent"]) == ("Refunded.", 3)
+
+    again = door.ask("run")  # another process: the caller could not tell it had committed
+
+    assert again["answer"] == "Refunded."
+    assert again["tool_messages"] == first["tool_messages"]
+    assert again["budget_spent"] == 0  # its budget here was not drawn on
+    assert len(shop.sim.requests) == 3  # nothing asked
+    assert len(shop.refunds()) == 1
+
+
+def test_a_paused_durable_run_approved_from_another_process_keeps_drawing_on_its_budget(
+    shop: Shop, door: DurableDoor
+) -> None:
+    shop.approval = True
+    shop.max_requests = 3
+    paused = door.ask("run")  # the refund waits; the worker that ran it exits
+    assert (paused["stop_reason"], paused["pending"]) == ("paused", ["refund_order"])
+    assert paused["budget_spent"] == 2
+
+    assert door.ask("decide")["decided"] == ["refund_order"]  # a client: it runs nothing
+    assert shop.refunds() == []
+    told = door.ask("serve")  # worker-1 recovers the run, which reads the decision
+
+    assert (told["stop_reason"], told["answer"]) == ("answer", "Refunded.")
+    assert told["budget_spent"] == 3  # the requests before the pause, and the answer's
+    assert len(shop.sim.requests) == 3
+    assert len(shop.refunds()) == 1
+    assert ("tool", "refunded A1") in shop.model_read()
+
+
+# --- cancellation ------------------------------------------------------------------------
+
+
+def test_a_durable_run_is_cancelled_while_the_agent_handed_to_is_in_a_sync_tool(
+    shop: Shop, door: DurableDoor
+) -> None:
+    shop.handoff = True
+
+    told = door.ask("cancel", hang="refund-until-cancelled")  # billing's refund polls its cancel
+
+    assert told["cancel_returned"] == [True]
+    assert (shop.workdir / "effects.told").exists()  # billing's sync tool was told
+    assert (told["stop_reason"], told["agent"]) == ("cancelled", "billing")
+    assert told["tool_messages"][:2] == [LOOKED_UP, "Transferred to 'billing'."]  # kept
+    assert len(shop.refunds()) == 1
+    recorded = told["recorded"]  # the workflow's own end is the cancelled run
+    assert (recorded["stop_reason"], recorded["tool_messages"]) == (
+        "cancelled",
+        told["tool_messages"],
+    )
+    assert told["status"] == "SUCCESS"
+
+
+def test_a_durable_run_is_cancelled_while_an_agent_tools_inner_run_is_in_a_sync_tool(
+    shop: Shop, door: DurableDoor
+) -> None:
+    shop.agent_tool = True
+
+    told = door.ask("cancel", hang="refund-until-cancelled")  # billing's refund, as a tool
+
+    assert told["cancel_returned"] == [True]
+    assert (shop.workdir / "effects.told").exists()  # the inner run's sync tool was told
+    assert told["stop_reason"] == "cancelled"
+    assert told["tool_messages"][0] == LOOKED_UP  # kept
+    assert len(shop.refunds()) == 1
+    recorded = told["recorded"]
+    assert (recorded["stop_reason"], recorded["tool_messages"]) == (
+        "cancelled",
+        told["tool_messages"],
+    )
+    assert told["status"] == "SUCCESS"
