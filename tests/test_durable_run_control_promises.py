@@ -17,7 +17,7 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from tooldeck.testing import ProviderSimulator
 
 HERE = Path(__file__).parent
 LOOKED_UP = "order A1: paid, not refunded"
+CANCELLED = "error[cancelled]: the run was cancelled (the customer left) before this call finished"
 
 
 @dataclass
@@ -41,11 +42,9 @@ class DurableDoor:
     run_id: str = "run-7"
 
     def _command(self, mode: str) -> list[str]:
-        shop = self.shop
-        script = str(HERE / "_durable_shop_door.py")
-        return [sys.executable, script, mode, str(shop.workdir), shop.sim.base_url]  + [
-            self.db, self.schema, self.run_id
-        ]  # fmt: skip
+        script, workdir = str(HERE / "_durable_shop_door.py"), str(self.shop.workdir)
+        place = (self.shop.sim.base_url, self.db, self.schema, self.run_id)
+        return [sys.executable, script, mode, workdir, *place]
 
     def killed(self, hang: str) -> None:
         """The run started, and its worker killed where a shop tool hangs."""
@@ -77,8 +76,8 @@ def shop(tmp_path: Path, provider: Callable[..., ProviderSimulator]) -> Shop:
 
 
 @pytest.fixture
-def door(shop: Shop, postgres_server: str) -> Iterator[DurableDoor]:
-    yield DurableDoor(shop, postgres_server, f"dbos_{uuid.uuid4().hex[:8]}")
+def door(shop: Shop, postgres_server: str) -> DurableDoor:
+    return DurableDoor(shop, postgres_server, f"dbos_{uuid.uuid4().hex[:8]}")
 
 
 # --- budgets ----------------------------------------------------------------------------
@@ -169,8 +168,10 @@ def test_a_durable_run_is_cancelled_while_the_agent_handed_to_is_in_a_sync_tool(
     assert told["cancel_returned"] == [True]
     assert (shop.workdir / "effects.told").exists()  # billing's sync tool was told
     assert (told["stop_reason"], told["agent"]) == ("cancelled", "billing")
-    assert told["tool_messages"][:2] == [LOOKED_UP, "Transferred to 'billing'."]  # kept
+    assert told["tool_messages"] == [LOOKED_UP, "Transferred to 'billing'.", CANCELLED]  # kept
     assert len(shop.refunds()) == 1
+    assert len(shop.sim.requests) == 3  # nothing asked after the cancel
+    assert [t["function"]["name"] for t in shop.sim.requests[-1]["tools"]] == ["refund_order"]
     recorded = told["recorded"]  # the workflow's own end is the cancelled run
     assert (recorded["stop_reason"], recorded["tool_messages"]) == (
         "cancelled",
@@ -188,9 +189,11 @@ def test_a_durable_run_is_cancelled_while_an_agent_tools_inner_run_is_in_a_sync_
 
     assert told["cancel_returned"] == [True]
     assert (shop.workdir / "effects.told").exists()  # the inner run's sync tool was told
-    assert told["stop_reason"] == "cancelled"
-    assert told["tool_messages"][0] == LOOKED_UP  # kept
+    assert (told["stop_reason"], told["agent"]) == ("cancelled", "agent")
+    assert told["tool_messages"] == [LOOKED_UP, CANCELLED]  # the lookup kept; ask_billing cut
     assert len(shop.refunds()) == 1
+    assert len(shop.sim.requests) == 3  # the shop's two, billing's one: none after the cancel
+    assert shop.sim.requests[-1]["messages"][-1]["content"] == "Refund order A1."  # billing's
     recorded = told["recorded"]
     assert (recorded["stop_reason"], recorded["tool_messages"]) == (
         "cancelled",
