@@ -36,6 +36,7 @@ from tooldeck.errors import RunStopped
 from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.results import RunResult
 from tooldeck.run.budget import Budget
+from tooldeck.sessions import PostgresBudget
 from tooldeck.testing.simulator import API_KEY
 
 PROMPT = "Did my refund go through? If not, refund it."
@@ -64,7 +65,11 @@ model = OpenAIChatModel("gpt-4.1-mini", base_url=base_url, api_key=API_KEY, max_
 tools = [getattr(shop, name) for name in getattr(shop, "__all__", ["lookup_order", "refund_order"])]
 agent = Agent(model, tools=tools, handoffs=getattr(shop, "handoffs", []))
 allowed = os.environ.get("SHOP_MAX_REQUESTS")
-budget = Budget(max_requests=int(allowed)) if allowed else None
+budget: Budget | None = None
+if allowed and os.environ.get("SHOP_BUDGET_DSN"):  # one budget for every process: a store
+    budget = PostgresBudget(os.environ["SHOP_BUDGET_DSN"], schema, max_requests=int(allowed))
+elif allowed:
+    budget = Budget(max_requests=int(allowed))
 durable = DurableAgent(agent, name="shop", budgets={"shop": budget} if budget else None)
 
 

@@ -40,6 +40,11 @@ class DurableDoor:
     db: str
     schema: str
     run_id: str = "run-7"
+    budget_dsn: str = ""
+    """Where the shop's budget keeps its counts (a PostgresBudget), if not in each process."""
+
+    def env(self, hang: str = "") -> dict[str, str]:
+        return {**self.shop.env(hang), "SHOP_BUDGET_DSN": self.budget_dsn}
 
     def _command(self, mode: str) -> list[str]:
         script, workdir = str(HERE / "_durable_shop_door.py"), str(self.shop.workdir)
@@ -50,7 +55,7 @@ class DurableDoor:
         """The run started, and its worker killed where a shop tool hangs."""
         child = subprocess.Popen(
             self._command("run"),
-            env=self.shop.env(hang),
+            env=self.env(hang),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -61,7 +66,7 @@ class DurableDoor:
         """What a process of ``mode`` printed last (JSON) when it ended well."""
         done = subprocess.run(
             self._command(mode),
-            env=self.shop.env(hang),
+            env=self.env(hang),
             capture_output=True,
             text=True,
             timeout=180,
@@ -80,19 +85,29 @@ def door(shop: Shop, postgres_server: str) -> DurableDoor:
     return DurableDoor(shop, postgres_server, f"dbos_{uuid.uuid4().hex[:8]}")
 
 
+@pytest.fixture(params=["in each process", "in PostgreSQL"])
+def budgeted(request: pytest.FixtureRequest, door: DurableDoor) -> DurableDoor:
+    """The door, its runs drawing on the budget ``shop``: a ``Budget`` each process declares
+    (a new process counts what the run spent by replaying it), or one ``PostgresBudget`` for
+    every process (it holds what the killed worker charged: a replay charges nothing again)."""
+    if request.param == "in PostgreSQL":
+        door.budget_dsn = door.db
+    return door
+
+
 # --- budgets ----------------------------------------------------------------------------
 
 
 def test_a_durable_run_recovered_after_a_kill_once_the_turn_came_counts_that_request(
-    shop: Shop, door: DurableDoor
+    shop: Shop, budgeted: DurableDoor
 ) -> None:
     shop.max_requests = 2
-    door.killed("lookup")  # the model's turn came (one request spent), its lookup ran
+    budgeted.killed("lookup")  # the model's turn came (one request spent), its lookup ran
     assert len(shop.sim.requests) == 1
 
-    told = door.ask("serve")  # worker-1 again: DBOS recovers the run, replaying its request
+    told = budgeted.ask("serve")  # worker-1 again: DBOS recovers the run, replaying its turn
 
-    assert told["budget_spent"] == 2  # the killed worker's request, counted, and one more
+    assert told["budget_spent"] == 2  # the killed worker's request, counted once, and one more
     assert len(shop.sim.requests) == 2  # the budget's second request was its last
     assert (told["stop_reason"], told["answer"]) == ("budget", "")
     assert shop.refunds() == []  # the turn that spent the budget: its refund did not run
@@ -104,15 +119,15 @@ def test_a_durable_run_recovered_after_a_kill_once_the_turn_came_counts_that_req
 
 
 def test_a_durable_run_recovered_after_a_kill_in_its_refund_counts_what_the_worker_spent(
-    shop: Shop, door: DurableDoor
+    shop: Shop, budgeted: DurableDoor
 ) -> None:
     shop.max_requests = 3
-    door.killed("refund")  # two requests spent, the refund made, then the worker killed
+    budgeted.killed("refund")  # two requests spent, the refund made, then the worker killed
     assert (len(shop.sim.requests), len(shop.refunds())) == (2, 1)
 
-    told = door.ask("serve")
+    told = budgeted.ask("serve")
 
-    assert told["budget_spent"] == 3  # the two recorded requests replayed, and the answer's
+    assert told["budget_spent"] == 3  # the killed worker's two, counted once, and the answer's
     assert len(shop.sim.requests) == 3  # none past the budget
     assert (told["stop_reason"], told["answer"]) == ("answer", "Refunded.")
     assert len(shop.refunds()) == 1  # settled from its record, not made again
@@ -120,33 +135,33 @@ def test_a_durable_run_recovered_after_a_kill_in_its_refund_counts_what_the_work
 
 
 def test_the_same_durable_run_started_again_after_its_commit_asks_and_spends_nothing(
-    shop: Shop, door: DurableDoor
+    shop: Shop, budgeted: DurableDoor
 ) -> None:
     shop.max_requests = 3
-    first = door.ask("run")
+    first = budgeted.ask("run")
     assert (first["answer"], first["budget_spent"]) == ("Refunded.", 3)
 
-    again = door.ask("run")  # another process: the caller could not tell it had committed
+    again = budgeted.ask("run")  # another process: the caller could not tell it had committed
 
     assert again["answer"] == "Refunded."
     assert again["tool_messages"] == first["tool_messages"]
-    assert again["budget_spent"] == 0  # its budget here was not drawn on
+    assert again["budget_spent"] == (3 if budgeted.budget_dsn else 0)  # nothing drawn on
     assert len(shop.sim.requests) == 3  # nothing asked
     assert len(shop.refunds()) == 1
 
 
 def test_a_paused_durable_run_approved_from_another_process_keeps_drawing_on_its_budget(
-    shop: Shop, door: DurableDoor
+    shop: Shop, budgeted: DurableDoor
 ) -> None:
     shop.approval = True
     shop.max_requests = 3
-    paused = door.ask("run")  # the refund waits; the worker that ran it exits
+    paused = budgeted.ask("run")  # the refund waits; the worker that ran it exits
     assert (paused["stop_reason"], paused["pending"]) == ("paused", ["refund_order"])
     assert paused["budget_spent"] == 2
 
-    assert door.ask("decide")["decided"] == ["refund_order"]  # a client: it runs nothing
+    assert budgeted.ask("decide")["decided"] == ["refund_order"]  # a client: it runs nothing
     assert shop.refunds() == []
-    told = door.ask("serve")  # worker-1 recovers the run, which reads the decision
+    told = budgeted.ask("serve")  # worker-1 recovers the run, which reads the decision
 
     assert (told["stop_reason"], told["answer"]) == ("answer", "Refunded.")
     assert told["budget_spent"] == 3  # the requests before the pause, and the answer's
