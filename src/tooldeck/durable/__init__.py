@@ -36,7 +36,8 @@ carrying its result, as a plain run would.
 
 Run control: the agent's token and cost limits hold as in a plain run; a shared budget is
 named, ``durable.run(prompt, budget="team")`` with ``DurableAgent(..., budgets={"team":
-budget})``; ``durable.cancel(run_id, reason=...)`` cancels a run executing in this process
+budget})`` (a store's charges are steps: a recovery reads them back, never charges twice);
+``durable.cancel(run_id, reason=...)`` cancels a run executing in this process
 (stop reason ``cancelled``, the workflow's result), ``await durable.cancel_paused(run_id,
 reason=...)`` one waiting for decisions, from any process.
 

@@ -13,6 +13,7 @@ from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
 from dbos import error as dbos_errors
 from typing_extensions import TypeVar, Unpack
 
+from tooldeck.durable._budget import durable_budget
 from tooldeck.durable._named import Named, checked_name, looked_up
 from tooldeck.durable._pauses import (
     Cancel,
@@ -224,7 +225,9 @@ class DurableAgent(Generic[DepsT, OutputT]):
             raise RuntimeError("a durable run executes only as its DBOS workflow")
         reserved_steps.set({})
         deps = looked_up(self._deps, key, "deps", self.name)
-        budget = looked_up(self._budgets, budget_name, "budgets", self.name)
+        budget = durable_budget(
+            looked_up(self._budgets, budget_name, "budgets", self.name), self.name
+        )
         run = RunIn(run_id, deps, budget, session_id)
         if session_id is None:
             return await self._run_and_wait(prompt, history, run)

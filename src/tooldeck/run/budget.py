@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from tooldeck.errors import LimitExceeded, SessionError
 from tooldeck.messages import Usage
@@ -61,6 +61,9 @@ class Budget:
         >>> budget.left.requests
         100
     """
+
+    kept_in_process: ClassVar[bool] = True
+    """Whether the counts live in this process only (a store's outlive it: False)."""
 
     def __init__(
         self,

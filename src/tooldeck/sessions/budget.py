@@ -39,6 +39,8 @@ class SQLiteBudget(Budget):
     Each check and each count is a short transaction on the caller's thread.
     """
 
+    kept_in_process = False
+
     def __init__(
         self,
         path: str | os.PathLike[str],

@@ -37,6 +37,8 @@ class PostgresBudget(Budget):
     connection the object keeps (``close()`` it).
     """
 
+    kept_in_process = False
+
     def __init__(
         self,
         dsn: str,
