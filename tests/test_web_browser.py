@@ -20,7 +20,16 @@ from pydantic import BaseModel
 from _asgi_server import listening, serving
 from _browser import LAUNCH_ARGS, SAVED, artifacts, chromium
 from helpers import answer, call, calls
-from tooldeck import Agent, AssistantOutput, Model, ScriptedModel, external_tool, tool
+from tooldeck import (
+    Agent,
+    AssistantOutput,
+    Limits,
+    Model,
+    ScriptedModel,
+    external_tool,
+    tool,
+)
+from tooldeck.messages import Usage
 from tooldeck.models.base import TextChunk
 from tooldeck.runlog import RunLog
 from tooldeck.web import create_app
@@ -326,6 +335,28 @@ def test_a_typed_answer_is_shown_as_data(serve: Any, browser: BrowserContext) ->
     expect(data.locator(".label")).to_have_text("typed answer")
     expect(data.locator("tr")).to_have_text(["nameZagreb", "countryCroatia", "population800000"])
     shot(page, "chat-typed-answer")
+
+
+def test_a_run_stopped_at_a_limit_says_it_has_no_answer(
+    serve: Any, browser: BrowserContext
+) -> None:
+    spending = AssistantOutput(
+        tool_calls=(call("add_numbers", "c1", left=2, right=3),),
+        usage=Usage(input_tokens=10, output_tokens=50),
+    )
+    limited = Limits(max_output_tokens=40)  # spent by the first turn: no request may follow
+    agent = Agent(ScriptedModel([spending]), [add_numbers], limits=limited, on_limit="final_answer")
+    served = serve(agent)
+    page = logged_in(browser, served, "/chat/limited")
+
+    ask(page, "What is 2 + 3?")
+
+    foot = page.locator(".run-foot")
+    expect(foot).to_contain_text("stopped without an answer (max_tokens)", timeout=WAIT_MS)
+    expect(page.locator(".msg.assistant")).to_have_count(0)  # no empty answer shown as one
+    page.reload()  # the log's foot says the same
+    expect(page.locator(".run-foot")).to_contain_text("stopped without an answer (max_tokens)")
+    shot(page, "chat-stopped-at-a-limit")
 
 
 def test_a_conversation_goes_on_after_a_reload(serve: Any, browser: BrowserContext) -> None:

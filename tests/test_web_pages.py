@@ -290,6 +290,7 @@ async def test_the_chat_page_embeds_each_runs_foot_from_the_run_log(
             "end": 4 * number,
             "runId": logged[prompt].run_id,
             "stopReason": "answer",
+            "answered": True,
             "usage": {"requests": 2, "inputTokens": 0, "outputTokens": 0},
         }
         for number, prompt in ((1, "2 + 3?"), (2, "1 / 0?"))

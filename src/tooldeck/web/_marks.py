@@ -52,6 +52,7 @@ def _foot(run: LoggedRun | None) -> dict[str, Any]:
         return {}
     return {
         "stopReason": run.status,
+        "answered": bool(run.answer) or run.ended_at is None,  # (a killed run: not a stop)
         "usage": {
             "requests": run.model_turns,
             "inputTokens": run.input_tokens,

@@ -236,6 +236,7 @@ class AguiEndpoint:
             "runId": result.run_id,
             "model": self.agent.model.name,
             "stopReason": result.stop_reason,
+            "answered": bool(result.answer) or result.output is not None,
             "usage": {
                 "inputTokens": result.usage.input_tokens,
                 "outputTokens": result.usage.output_tokens,

@@ -143,7 +143,11 @@
     if (usage.inputTokens || usage.outputTokens) {
       parts.push(usage.inputTokens + " in / " + usage.outputTokens + " out tokens");
     }
-    if (state.stopReason === "paused") parts.push("waits for decisions");
+    if (state.stopReason === "paused") {
+      parts.push("waits for decisions");
+    } else if (state.answered === false) {
+      parts.push("stopped without an answer (" + state.stopReason + ")");  // a limit, a cancel
+    }
     foot.append(link, document.createTextNode(" · " + parts.join(" · ")));
     thread.append(foot);
   }
