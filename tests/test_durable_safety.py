@@ -157,6 +157,27 @@ def test_a_durable_run_recovered_after_a_kill_in_its_lookup_keeps_its_output_gua
     assert shop.times_asked(PROMPT) == 1
 
 
+def test_the_starting_agents_output_guardrail_judges_the_agent_a_durable_run_is_handed_to(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.guarded = shop.handoff = True  # the module's guardrail; billing has none of its own
+    durable.killed("refund", prompt=PROMPT, run_id="run-7")  # billing's refund, handed over
+    assert len(shop.refunds()) == 1
+
+    told = durable.told("serve", run_id="run-7")  # a new worker recovers the run
+
+    assert told["stopped_by"].startswith("GuardrailTripped")
+    assert told["agent"] == "billing"  # billing held the run when its answer was judged
+    assert told["guardrails"] == [["output", "no_refund_promises", "tripped", GUARD_SAYS]]
+    assert not told["answer"]  # billing's "Refunded." kept out
+    assert len(shop.refunds()) == 1  # the recovered run did not refund again
+    read = shop.model_read()
+    assert ("tool", "Transferred to 'billing'.") in read
+    assert interrupted(read[-1])  # billing's model, recovered, read what became of its refund
+    assert offered(shop.sim.requests[-1]) == ["refund_order"]  # billing's tools, not the shop's
+    assert shop.times_asked(PROMPT) == 1  # the shop's turn read back, not asked again
+
+
 def test_a_durable_runs_output_guardrail_judges_an_agent_tool_recovered_after_a_kill(
     shop: Shop, durable: DurableShop
 ) -> None:

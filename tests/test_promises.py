@@ -594,7 +594,7 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("guardrails", "MCP serve", "another thread"):
         "tests/test_mcp_serve_guardrails.py::test_guardrails_given_to_the_server_judge_every_served_call",
     ("guardrails", "durable", "a handoff"):
-        "tests/test_durable_handoffs.py::test_the_starting_agents_guardrails_judge_the_agent_handed_to_in_a_durable_run",
+        "tests/test_durable_safety.py::test_the_starting_agents_output_guardrail_judges_the_agent_a_durable_run_is_handed_to",
     ("guardrails", "durable", "SIGKILL in a side-effect call"):
         "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_refund_keeps_its_output_guardrail",
     ("guardrails", "durable", "SIGKILL after the model's turn"):
