@@ -1,7 +1,9 @@
 """Run-level safety in durable runs: the guardrails and the untrusted-content policy of the
 agent a durable run starts with hold whichever agent holds it, after its worker is killed
 (SIGKILL) and the run recovered in a new process, after a handoff, inside an agent tool, after
-a resume in another process, and in the next run of its conversation on another worker.
+a resume in another process, and in the next run of its conversation on another worker;
+and its side-effect calls run at most once (an approved one: the call approved), the turn a
+kill cut short kept whole, with the fresh call ids a provider gives when asked again.
 
 The shop of the promise matrix (tests/_promise_doors.py) on the provider simulator (a fresh
 call id in every response), its agent wrapped in a DurableAgent on DBOS with PostgreSQL (the
@@ -23,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from _promise_doors import PROMPT, Shop, interrupted, kill_when_hanging, shop_rules
+from _promise_doors import LATER, PROMPT, Shop, interrupted, kill_when_hanging, shop_rules
 from tooldeck.testing import (
     ProviderSimulator,
     SimRequest,
@@ -118,6 +120,127 @@ def durable(shop: Shop, postgres_server: str, postgres_dsn: str) -> Iterator[Dur
 def offered(request: dict[str, Any]) -> list[str]:
     """The tools a request to the model offered (``ask_billing``: the shop's agent's)."""
     return [tool["function"]["name"] for tool in request.get("tools", [])]
+
+
+# --- at most once, nothing lost, an approval binds its call --------------------------
+
+
+def test_a_durable_run_recovered_after_a_kill_in_its_refund_refunds_once_and_loses_nothing(
+    shop: Shop, durable: DurableShop
+) -> None:
+    durable.killed("refund", prompt=PROMPT, run_id="run-7", session="s1")
+    assert len(shop.refunds()) == 1
+
+    told = durable.told("serve", run_id="run-7")  # a new worker recovers the run
+    later = durable.told("run", prompt=LATER, run_id="run-8", session="s1")
+
+    assert told["answer"] == "Refunded."
+    assert len(shop.refunds()) == 1  # the recovered run did not refund again
+    assert shop.times_asked(PROMPT) == 1  # its first turn read back, not asked again
+    assert later["answer"] == "It is on its way."
+    read = shop.model_read()  # the conversation's next run reads the whole recovered turn
+    assert read[0] == ("user", PROMPT)
+    assert read[2] == ("tool", "order A1: paid, not refunded")
+    assert interrupted(read[4])  # the refund its model was told of, not run again
+    assert read[5:] == [("assistant", "Refunded."), ("user", LATER)]
+
+
+def test_a_durable_run_killed_while_its_model_answers_asks_again_and_refunds_once(
+    tmp_path: Path,
+    provider: Callable[..., ProviderSimulator],
+    postgres_server: str,
+    postgres_dsn: str,
+) -> None:
+    refund = call("refund_order", {"order_id": "A1"})
+    rules = [  # the request after the lookup hangs once: the worker is killed waiting for it
+        rule(after_tool("refund_order"), reply("Refunded.")),
+        rule(after_tool("lookup_order"), [fail.hang(), refund]),
+        rule(last_user_contains("refund"), call("lookup_order", {"order_id": "A1"})),
+    ]
+    shop = Shop(tmp_path, provider([], rules=rules))
+    durable = DurableShop(shop, postgres_server, postgres_dsn)
+    try:
+        durable.killed_asking(2, prompt=PROMPT, run_id="run-7")  # the lookup's step recorded
+
+        told = durable.told("serve", run_id="run-7")
+    finally:
+        durable.close()
+
+    assert told["answer"] == "Refunded."
+    assert len(shop.refunds()) == 1  # the refund the model asked for when asked again
+    assert shop.times_asked(PROMPT) == 1  # the lookup's turn read back, not asked again
+    after_lookup = [r for r in shop.sim.requests if r["messages"][-1]["role"] == "tool"]
+    assert len(after_lookup) == 3  # cut off by the kill, asked again, after the refund
+    refunded = after_lookup[-1]["messages"]
+    assert refunded[-1]["content"] == "refunded A1"
+    refund_ids = [c["id"] for m in refunded if m.get("tool_calls") for c in m["tool_calls"]]
+    assert len(refund_ids) == len(set(refund_ids)) == 2  # the lookup's id and a fresh one
+
+
+def test_the_agent_a_durable_run_is_handed_to_refunds_once_after_a_kill_in_its_refund(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.handoff = True
+    durable.killed("refund", prompt=PROMPT, run_id="run-7")  # billing's refund, handed over
+    assert len(shop.refunds()) == 1
+
+    told = durable.told("serve", run_id="run-7")
+
+    assert (told["agent"], told["answer"]) == ("billing", "Refunded.")
+    assert len(shop.refunds()) == 1
+    assert offered(shop.sim.requests[-1]) == ["refund_order"]  # billing's model, recovered
+    read = shop.model_read()
+    assert ("tool", "Transferred to 'billing'.") in read
+    assert interrupted(read[-1])
+    assert shop.times_asked(PROMPT) == 1
+
+
+def test_an_agent_tool_of_a_durable_run_refunds_once_after_a_kill_inside_it(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.agent_tool = True
+    durable.killed("refund", prompt=PROMPT, run_id="run-7")  # inside billing's run
+    assert len(shop.refunds()) == 1
+
+    told = durable.told("serve", run_id="run-7")
+
+    assert told["answer"] == "Refunded."
+    assert len(shop.refunds()) == 1  # billing's refund step is not run again
+    billing_read = [
+        r["messages"][-1]["content"]
+        for r in shop.sim.requests
+        if r["messages"][-1]["role"] == "tool" and "ask_billing" not in offered(r)
+    ]
+    assert billing_read[-1].startswith("error[interrupted]")  # billing's model is told
+    assert shop.model_read()[-1] == ("tool", "Refunded.")  # the shop's, billing's answer
+    assert shop.times_asked(PROMPT) == 1
+
+
+def test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.approval = True
+    paused = durable.told("run", prompt=PROMPT, run_id="run-7")
+    assert (paused["stop_reason"], paused["pending"]) == ("paused", ["refund_order"])
+    assert shop.refunds() == []
+    (waiting,) = paused["pending_ids"]
+
+    approved = durable.told("approve", executor="web", run_id="run-7")  # a client
+    assert approved == {"pause": 1, "approved": ["refund_order"]}
+    told = durable.told("serve", run_id="run-7")  # the worker, started again, goes on
+    again = durable.told("serve", run_id="run-7")  # and once more: the run ended
+
+    assert told["answer"] == again["answer"] == "Refunded."
+    assert len(shop.refunds()) == 1
+    read = shop.sim.requests[-1]["messages"]
+    (refund_call,) = [
+        c
+        for m in read
+        for c in m.get("tool_calls") or []
+        if c["function"]["name"] == "refund_order"
+    ]
+    assert refund_call["id"] in waiting  # the call approved is the call that ran
+    assert (read[-1]["tool_call_id"], read[-1]["content"]) == (refund_call["id"], "refunded A1")
 
 
 # --- guardrails ----------------------------------------------------------------------

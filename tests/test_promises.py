@@ -544,21 +544,21 @@ def a_cancel_from_another_thread_reaches_the_tool_of_the_agent_handed_to(
 
 PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("at most once", "durable", "SIGKILL in a side-effect call"):
-        "tests/test_durable_side_effects.py::test_a_call_killed_after_its_effect_is_not_run_again",
+        "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_refund_refunds_once_and_loses_nothing",
     ("at most once", "durable", "SIGKILL after the model's turn"):
-        "tests/test_durable_crash.py::test_killed_while_a_tool_sleeps_the_run_finishes_in_a_new_process",
+        "tests/test_durable_safety.py::test_a_durable_run_killed_while_its_model_answers_asks_again_and_refunds_once",
     ("at most once", "durable", "the same run after its commit"):
         "tests/test_durable.py::test_starting_a_run_id_again_joins_that_run_without_asking_the_model",
     ("at most once", "durable", "a handoff"):
-        "tests/test_durable_handoffs.py::test_a_handoff_and_the_next_agents_work_are_steps_of_the_run",
+        "tests/test_durable_safety.py::test_the_agent_a_durable_run_is_handed_to_refunds_once_after_a_kill_in_its_refund",
     ("at most once", "durable", "an agent tool"):
-        "tests/test_durable_crash.py::test_killed_inside_an_agent_tool_the_inner_run_resumes_where_it_was",
+        "tests/test_durable_safety.py::test_an_agent_tool_of_a_durable_run_refunds_once_after_a_kill_inside_it",
     ("at most once", "durable", "a resume in another process"):
-        "tests/test_durable_approval.py::test_a_run_approved_from_another_process_after_its_worker_exited",
+        "tests/test_durable_safety.py::test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once",
     ("at most once", "durable", "another thread"):
         "tests/test_durable_postgres.py::test_two_workers_drain_a_queue_and_the_survivor_finishes_a_killed_workers_runs",
     ("nothing lost", "durable", "SIGKILL in a side-effect call"):
-        "tests/test_durable_side_effects.py::test_a_call_killed_after_its_effect_is_not_run_again",
+        "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_refund_refunds_once_and_loses_nothing",
     ("nothing lost", "durable", "SIGKILL after the model's turn"):
         "tests/test_durable_sessions.py::test_a_replay_starts_from_the_history_it_read_and_commits_once",
     ("nothing lost", "durable", "the same run after its commit"):
@@ -566,7 +566,7 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("nothing lost", "durable", "a handoff"):
         "tests/test_durable_handoffs.py::test_a_durable_run_paused_in_the_agent_handed_to_resumes_there",
     ("nothing lost", "durable", "an agent tool"):
-        "tests/test_durable_crash.py::test_killed_inside_an_agent_tool_the_inner_run_resumes_where_it_was",
+        "tests/test_durable_safety.py::test_an_agent_tool_of_a_durable_run_refunds_once_after_a_kill_inside_it",
     ("nothing lost", "durable", "a resume in another process"):
         "tests/test_durable_sessions.py::test_a_paused_durable_run_commits_its_turn_when_it_ends",
     ("nothing lost", "durable", "another thread"):
@@ -578,7 +578,7 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("an approval binds its call", "durable", "an agent tool"):
         "tests/test_durable.py::test_a_call_inside_an_agent_tool_pauses_the_durable_run_until_approved",
     ("an approval binds its call", "durable", "a resume in another process"):
-        "tests/test_durable_approval.py::test_a_run_approved_from_another_process_after_its_worker_exited",
+        "tests/test_durable_safety.py::test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once",
     ("an approval binds its call", "library", "an agent tool"):
         "tests/test_agents_as_tools.py::test_two_levels_deep_an_approval_pauses_the_top_run_and_resumes_exactly_where_it_was",
     ("an approval binds its call", "CLI", "an agent tool"):
