@@ -385,6 +385,29 @@ def an_approved_refund_of_the_agent_handed_to_runs_once_there(shop: Shop, door: 
     assert [tool["function"]["name"] for tool in answered["tools"]] == ["refund_order"]  # billing
 
 
+@cell("an approval binds its call", "an agent tool", *LIVE_DOORS)
+def an_approved_refund_inside_an_agent_tool_runs_once_there(shop: Shop, door: Door) -> None:
+    shop.approval = shop.agent_tool = True
+    paused = LibraryDoor(shop, run_id="-").ask(PROMPT)  # billing's refund waits, the shop's run
+    assert paused.stop == "paused"
+    assert shop.refunds() == []
+
+    approved = door.approve()
+
+    assert approved.answer == "Refunded."
+    assert len(shop.refunds()) == 1
+    (answered,) = [
+        r for r in shop.sim.requests if r["messages"][-1].get("content") == "refunded A1"
+    ]
+    assert [tool["function"]["name"] for tool in answered["tools"]] == ["refund_order"]  # billing
+    shop_read = [
+        r["messages"][-1].get("content")
+        for r in shop.sim.requests
+        if "ask_billing" in [tool["function"]["name"] for tool in r.get("tools", [])]
+    ]
+    assert "Refunded." in shop_read  # the shop's model read billing's answer to its call
+
+
 # --- guardrails and the untrusted policy ---------------------------------------------
 
 
@@ -579,16 +602,10 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
         "tests/test_durable.py::test_a_call_inside_an_agent_tool_pauses_the_durable_run_until_approved",
     ("an approval binds its call", "durable", "a resume in another process"):
         "tests/test_durable_safety.py::test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once",
-    ("an approval binds its call", "library", "an agent tool"):
-        "tests/test_agents_as_tools.py::test_two_levels_deep_an_approval_pauses_the_top_run_and_resumes_exactly_where_it_was",
-    ("an approval binds its call", "CLI", "an agent tool"):
-        "tests/test_agents_as_tools.py::test_the_cli_asks_about_a_nested_call_naming_its_agent_and_keys_it_by_its_full_id",
     ("an approval binds its call", "library", "another thread"):
         "tests/test_session_processes.py::test_a_pause_is_resumed_by_exactly_one_of_racing_processes",
     ("an approval binds its call", "web/AG-UI", "the same run after its commit"):
         "tests/test_agui.py::test_an_answer_to_an_interrupt_no_call_waits_for_is_refused",
-    ("an approval binds its call", "web/AG-UI", "an agent tool"):
-        "tests/test_agui_streaming.py::test_a_call_inside_an_agent_tool_is_an_interrupt_of_the_outer_call",
     ("an approval binds its call", "web/AG-UI", "another thread"):
         "tests/test_agui.py::test_a_new_message_while_a_call_waits_is_refused_and_changes_nothing",
     ("guardrails", "MCP serve", "another thread"):
