@@ -631,9 +631,9 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("the untrusted policy", "durable", "another thread"):
         "tests/test_durable_safety.py::test_the_next_durable_run_of_a_tainted_conversation_asks_on_another_worker",
     ("the untrusted policy", "library", "a resume in another process"):
-        "tests/test_untrusted_content.py::test_the_taint_survives_a_checkpoint_for_the_rounds_after_the_resume",
+        "tests/test_untrusted_content.py::test_a_run_approved_in_another_process_still_asks_after_untrusted_content",
     ("the untrusted policy", "library", "another thread"):
-        "tests/test_untrusted_content.py::test_the_next_run_of_a_session_still_knows",
+        "tests/test_untrusted_content.py::test_the_next_run_of_a_conversation_in_another_process_still_asks",
     ("the untrusted policy", "MCP serve", "another thread"):
         "tests/test_cli_doors.py::test_mcp_serve_and_eval_refuse_a_modules_untrusted_policy",
     ("budgets", "library", "an agent tool"):
