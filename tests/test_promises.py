@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -408,6 +410,37 @@ def an_approved_refund_inside_an_agent_tool_runs_once_there(shop: Shop, door: Do
     assert "Refunded." in shop_read  # the shop's model read billing's answer to its call
 
 
+@cell("an approval binds its call", "another thread", "library")
+def one_approval_sent_from_two_processes_at_once_refunds_once(shop: Shop, door: Door) -> None:
+    assert isinstance(door, LibraryDoor)
+    shop.approval = True
+    paused = LibraryDoor(shop, run_id="-").ask(PROMPT)
+    assert paused.stop == "paused"
+
+    children = [  # the person's code, in two workers at once, both resume the pause
+        subprocess.Popen(
+            door.command("", "approve"),
+            env=shop.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    said = [child.communicate(timeout=180) for child in children]
+
+    assert len(shop.refunds()) == 1  # the call approved ran once
+    answered = [
+        out for child, (out, _) in zip(children, said, strict=True) if child.returncode == 0
+    ]
+    refused = [err for child, (_, err) in zip(children, said, strict=True) if child.returncode]
+    assert len(answered) == 1, said  # one resumed it; the other was told, and ran nothing
+    assert json.loads(answered[0].splitlines()[-1])["answer"] == "Refunded."
+    assert len(refused) == 1
+    assert "SessionConflict" in refused[0] or "CheckpointError" in refused[0], refused[0][-2000:]
+    assert ("tool", "refunded A1") in shop.model_read()
+
+
 # --- guardrails and the untrusted policy ---------------------------------------------
 
 
@@ -602,8 +635,6 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
         "tests/test_durable.py::test_a_call_inside_an_agent_tool_pauses_the_durable_run_until_approved",
     ("an approval binds its call", "durable", "a resume in another process"):
         "tests/test_durable_safety.py::test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once",
-    ("an approval binds its call", "library", "another thread"):
-        "tests/test_session_processes.py::test_a_pause_is_resumed_by_exactly_one_of_racing_processes",
     ("an approval binds its call", "web/AG-UI", "the same run after its commit"):
         "tests/test_agui.py::test_an_answer_to_an_interrupt_no_call_waits_for_is_refused",
     ("an approval binds its call", "web/AG-UI", "another thread"):
