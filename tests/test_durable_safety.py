@@ -243,6 +243,105 @@ def test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once
     assert (read[-1]["tool_call_id"], read[-1]["content"]) == (refund_call["id"], "refunded A1")
 
 
+def test_a_durable_run_recovered_after_a_kill_in_its_lookup_keeps_its_turn_whole(
+    shop: Shop, durable: DurableShop
+) -> None:
+    durable.killed("lookup", prompt=PROMPT, run_id="run-7", session="s1")  # the turn came
+
+    told = durable.told("serve", run_id="run-7")
+    later = durable.told("run", prompt=LATER, run_id="run-8", session="s1")
+
+    assert (told["answer"], later["answer"]) == ("Refunded.", "It is on its way.")
+    assert len(shop.refunds()) == 1
+    assert shop.times_asked(PROMPT) == 1  # the turn read back from its step, not asked again
+    read = shop.model_read()
+    assert read[0] == ("user", PROMPT)
+    assert read[2:] == [
+        ("tool", "order A1: paid, not refunded"),  # the lookup, run again by the recovered run
+        ("assistant", ""),  # the refund's call
+        ("tool", "refunded A1"),
+        ("assistant", "Refunded."),
+        ("user", LATER),
+    ]
+
+
+def test_a_committed_durable_run_started_again_asks_and_runs_nothing(
+    shop: Shop, durable: DurableShop
+) -> None:
+    first = durable.told("run", prompt=PROMPT, run_id="run-7", session="s1")
+    asked = len(shop.sim.requests)
+
+    again = durable.told("run", prompt=PROMPT, run_id="run-7", session="s1", executor="worker-2")
+    later = durable.told("run", prompt=LATER, run_id="run-8", session="s1")
+
+    assert first["answer"] == again["answer"] == "Refunded."
+    assert again["run_id"] == "run-7"
+    assert len(shop.refunds()) == 1
+    assert later["answer"] == "It is on its way."
+    assert len(shop.sim.requests) == asked + 1  # only the later prompt's request
+    read = shop.model_read()
+    assert [text for role, text in read if role == "user"] == [PROMPT, LATER]  # kept once
+
+
+def test_an_approved_durable_run_keeps_its_turn_for_the_conversations_next_run(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.approval = True
+    paused = durable.told("run", prompt=PROMPT, run_id="run-7", session="s1")
+    assert paused["stop_reason"] == "paused"
+    durable.told("approve", executor="web", run_id="run-7")
+    told = durable.told("serve", run_id="run-7")
+
+    later = durable.told("run", prompt=LATER, run_id="run-8", session="s1")
+
+    assert (told["answer"], later["answer"]) == ("Refunded.", "It is on its way.")
+    assert len(shop.refunds()) == 1
+    read = shop.model_read()
+    assert [text for role, text in read if role == "user"] == [PROMPT, LATER]
+    assert ("tool", "refunded A1") in read
+
+
+def test_a_durable_run_paused_in_the_agent_handed_to_refunds_once_when_approved(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.approval = shop.handoff = True
+    paused = durable.told("run", prompt=PROMPT, run_id="run-7")
+    assert (paused["stop_reason"], paused["agent"]) == ("paused", "billing")
+    assert shop.refunds() == []
+
+    durable.told("approve", executor="web", run_id="run-7")
+    told = durable.told("serve", run_id="run-7")
+
+    assert (told["agent"], told["answer"]) == ("billing", "Refunded.")
+    assert len(shop.refunds()) == 1
+    assert offered(shop.sim.requests[-1]) == ["refund_order"]  # billing's model read it
+    assert shop.model_read()[-1] == ("tool", "refunded A1")
+
+
+def test_a_durable_run_paused_inside_an_agent_tool_refunds_once_when_approved(
+    shop: Shop, durable: DurableShop
+) -> None:
+    shop.approval = shop.agent_tool = True
+    paused = durable.told("run", prompt=PROMPT, run_id="run-7")
+    assert (paused["stop_reason"], paused["pending"]) == ("paused", ["refund_order"])
+    (waiting,) = paused["pending_ids"]
+    assert "/" in waiting  # the outer call's fresh id, then billing's
+    assert shop.refunds() == []
+
+    durable.told("approve", executor="web", run_id="run-7")
+    told = durable.told("serve", run_id="run-7")
+
+    assert told["answer"] == "Refunded."
+    assert len(shop.refunds()) == 1
+    billing_read = [
+        r["messages"][-1]["content"]
+        for r in shop.sim.requests
+        if r["messages"][-1]["role"] == "tool" and "ask_billing" not in offered(r)
+    ]
+    assert billing_read[-1] == "refunded A1"
+    assert shop.model_read()[-1] == ("tool", "Refunded.")  # the shop's model, billing's answer
+
+
 # --- guardrails ----------------------------------------------------------------------
 
 

@@ -604,7 +604,7 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("at most once", "durable", "SIGKILL after the model's turn"):
         "tests/test_durable_safety.py::test_a_durable_run_killed_while_its_model_answers_asks_again_and_refunds_once",
     ("at most once", "durable", "the same run after its commit"):
-        "tests/test_durable.py::test_starting_a_run_id_again_joins_that_run_without_asking_the_model",
+        "tests/test_durable_safety.py::test_a_committed_durable_run_started_again_asks_and_runs_nothing",
     ("at most once", "durable", "a handoff"):
         "tests/test_durable_safety.py::test_the_agent_a_durable_run_is_handed_to_refunds_once_after_a_kill_in_its_refund",
     ("at most once", "durable", "an agent tool"):
@@ -616,23 +616,23 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("nothing lost", "durable", "SIGKILL in a side-effect call"):
         "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_refund_refunds_once_and_loses_nothing",
     ("nothing lost", "durable", "SIGKILL after the model's turn"):
-        "tests/test_durable_sessions.py::test_a_replay_starts_from_the_history_it_read_and_commits_once",
+        "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_lookup_keeps_its_turn_whole",
     ("nothing lost", "durable", "the same run after its commit"):
-        "tests/test_durable_sessions.py::test_a_replay_starts_from_the_history_it_read_and_commits_once",
+        "tests/test_durable_safety.py::test_a_committed_durable_run_started_again_asks_and_runs_nothing",
     ("nothing lost", "durable", "a handoff"):
-        "tests/test_durable_handoffs.py::test_a_durable_run_paused_in_the_agent_handed_to_resumes_there",
+        "tests/test_durable_safety.py::test_a_durable_run_paused_in_the_agent_handed_to_refunds_once_when_approved",
     ("nothing lost", "durable", "an agent tool"):
         "tests/test_durable_safety.py::test_an_agent_tool_of_a_durable_run_refunds_once_after_a_kill_inside_it",
     ("nothing lost", "durable", "a resume in another process"):
-        "tests/test_durable_sessions.py::test_a_paused_durable_run_commits_its_turn_when_it_ends",
+        "tests/test_durable_safety.py::test_an_approved_durable_run_keeps_its_turn_for_the_conversations_next_run",
     ("nothing lost", "durable", "another thread"):
         "tests/test_durable_sessions.py::test_a_run_that_finds_the_session_changed_raises_session_conflict",
     ("nothing lost", "library", "another thread"):
         "tests/test_cancel.py::test_a_cancelled_run_commits_to_its_session_and_the_next_run_goes_on",
     ("an approval binds its call", "durable", "a handoff"):
-        "tests/test_durable_handoffs.py::test_a_durable_run_paused_in_the_agent_handed_to_resumes_there",
+        "tests/test_durable_safety.py::test_a_durable_run_paused_in_the_agent_handed_to_refunds_once_when_approved",
     ("an approval binds its call", "durable", "an agent tool"):
-        "tests/test_durable.py::test_a_call_inside_an_agent_tool_pauses_the_durable_run_until_approved",
+        "tests/test_durable_safety.py::test_a_durable_run_paused_inside_an_agent_tool_refunds_once_when_approved",
     ("an approval binds its call", "durable", "a resume in another process"):
         "tests/test_durable_safety.py::test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once",
     ("an approval binds its call", "web/AG-UI", "the same run after its commit"):
