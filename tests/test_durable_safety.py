@@ -342,6 +342,22 @@ def test_a_durable_run_paused_inside_an_agent_tool_refunds_once_when_approved(
     assert shop.model_read()[-1] == ("tool", "Refunded.")  # the shop's model, billing's answer
 
 
+def test_the_same_durable_run_started_from_two_threads_at_once_refunds_once(
+    shop: Shop, durable: DurableShop
+) -> None:
+    asked = "Refund order A1."  # --prompts is split at commas: PROMPT has one
+    said = durable.told(  # two threads of a web server, the same message retried at once
+        "run", prompts=f"{asked},{asked}", sessions="s1,s1", run_id="run-7"
+    )
+
+    assert len(shop.refunds()) == 1
+    assert [(one["run_id"], one["answer"]) for one in said] == [("run-7", "Refunded.")] * 2
+    assert shop.times_asked(asked) == 1  # one run asked the model; the other joined it
+    later = durable.told("run", prompt=LATER, run_id="run-8", session="s1")
+    assert later["answer"] == "It is on its way."
+    assert [text for role, text in shop.model_read() if role == "user"] == [asked, LATER]
+
+
 # --- guardrails ----------------------------------------------------------------------
 
 

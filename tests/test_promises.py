@@ -612,7 +612,7 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("at most once", "durable", "a resume in another process"):
         "tests/test_durable_safety.py::test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once",
     ("at most once", "durable", "another thread"):
-        "tests/test_durable_postgres.py::test_two_workers_drain_a_queue_and_the_survivor_finishes_a_killed_workers_runs",
+        "tests/test_durable_safety.py::test_the_same_durable_run_started_from_two_threads_at_once_refunds_once",
     ("nothing lost", "durable", "SIGKILL in a side-effect call"):
         "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_refund_refunds_once_and_loses_nothing",
     ("nothing lost", "durable", "SIGKILL after the model's turn"):
