@@ -12,7 +12,8 @@ Modes:
 - ``run``: start ``--prompt`` as the run ``--run-id`` (``--session``) and print its first
   stop: its end, a guardrail's trip, or its pause (the process then exits; the run waits,
   durably). ``--prompts P,Q`` with ``--sessions S,T``: one run per pair, each started from
-  a thread of its own at once, as a web server's threads would.
+  a thread of its own at once, as a web server's threads would (with ``--run-id``: each
+  thread starts that one run; what each was told is printed as a list).
 - ``serve``: launch (DBOS recovers this executor's unfinished runs, a killed process's) and
   print the next stop of ``--run-id``: its end, or a pause other than the one decided
   (WORKDIR/decided.json).
@@ -125,13 +126,17 @@ async def run(durable: DurableAgent[Any, str], args: argparse.Namespace) -> None
 
     def one(prompt: str, session: str) -> dict[str, Any]:  # a thread of a web server, say
         try:
-            result = durable.run_sync(prompt, session=session, run_id=f"{session}-run")
+            run_id = args.run_id or f"{session}-run"  # --run-id: every thread starts that run
+            result = durable.run_sync(prompt, session=session, run_id=run_id)
         except RunStopped as stopped:
             partial = stopped.result if isinstance(stopped.result, RunResult) else None
             return told(partial, stopped)
         return told(result)
 
     said = await asyncio.gather(*(asyncio.to_thread(one, *pair) for pair in pairs))
+    if args.run_id:  # the same run from each thread: what each was told, in order
+        print(json.dumps(said))
+        return
     print(json.dumps({session: outcome for (_, session), outcome in zip(pairs, said, strict=True)}))
 
 

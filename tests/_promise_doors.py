@@ -279,7 +279,8 @@ class LibraryDoor:
     another prompt is a new run ("-": tooldeck makes its id)."""
     name: str = "library"
 
-    def _command(self, prompt: str, decide: str) -> list[str]:
+    def command(self, prompt: str, decide: str) -> list[str]:
+        """The argv of the person's code running ``prompt`` (or the decision ``decide``)."""
         script = str(HERE / "_promise_library.py")
         workdir, url = str(self.shop.workdir), self.shop.sim.base_url
         run_id = self.run_id if prompt in (PROMPT, "") else "-"
@@ -287,7 +288,7 @@ class LibraryDoor:
 
     def killed(self, prompt: str, hang: str, approving: bool = False) -> None:
         child = subprocess.Popen(
-            self._command("" if approving else prompt, "approve" if approving else "-"),
+            self.command("" if approving else prompt, "approve" if approving else "-"),
             env=self.shop.env(hang),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -297,7 +298,7 @@ class LibraryDoor:
 
     def ask(self, prompt: str, decide: str = "-", ok: bool = True) -> Told:
         done = subprocess.run(
-            self._command(prompt, decide),
+            self.command(prompt, decide),
             env=self.shop.env(),
             capture_output=True,
             text=True,

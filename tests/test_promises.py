@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -384,6 +386,60 @@ def an_approved_refund_of_the_agent_handed_to_runs_once_there(shop: Shop, door: 
         r for r in shop.sim.requests if r["messages"][-1].get("content") == "refunded A1"
     ]
     assert [tool["function"]["name"] for tool in answered["tools"]] == ["refund_order"]  # billing
+
+
+@cell("an approval binds its call", "an agent tool", *LIVE_DOORS)
+def an_approved_refund_inside_an_agent_tool_runs_once_there(shop: Shop, door: Door) -> None:
+    shop.approval = shop.agent_tool = True
+    paused = LibraryDoor(shop, run_id="-").ask(PROMPT)  # billing's refund waits, the shop's run
+    assert paused.stop == "paused"
+    assert shop.refunds() == []
+
+    approved = door.approve()
+
+    assert approved.answer == "Refunded."
+    assert len(shop.refunds()) == 1
+    (answered,) = [
+        r for r in shop.sim.requests if r["messages"][-1].get("content") == "refunded A1"
+    ]
+    assert [tool["function"]["name"] for tool in answered["tools"]] == ["refund_order"]  # billing
+    shop_read = [
+        r["messages"][-1].get("content")
+        for r in shop.sim.requests
+        if "ask_billing" in [tool["function"]["name"] for tool in r.get("tools", [])]
+    ]
+    assert "Refunded." in shop_read  # the shop's model read billing's answer to its call
+
+
+@cell("an approval binds its call", "another thread", "library")
+def one_approval_sent_from_two_processes_at_once_refunds_once(shop: Shop, door: Door) -> None:
+    assert isinstance(door, LibraryDoor)
+    shop.approval = True
+    paused = LibraryDoor(shop, run_id="-").ask(PROMPT)
+    assert paused.stop == "paused"
+
+    children = [  # the person's code, in two workers at once, both resume the pause
+        subprocess.Popen(
+            door.command("", "approve"),
+            env=shop.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    said = [child.communicate(timeout=180) for child in children]
+
+    assert len(shop.refunds()) == 1  # the call approved ran once
+    answered = [
+        out for child, (out, _) in zip(children, said, strict=True) if child.returncode == 0
+    ]
+    refused = [err for child, (_, err) in zip(children, said, strict=True) if child.returncode]
+    assert len(answered) == 1, said  # one resumed it; the other was told, and ran nothing
+    assert json.loads(answered[0].splitlines()[-1])["answer"] == "Refunded."
+    assert len(refused) == 1
+    assert "SessionConflict" in refused[0] or "CheckpointError" in refused[0], refused[0][-2000:]
+    assert ("tool", "refunded A1") in shop.model_read()
 
 
 # --- guardrails and the untrusted policy ---------------------------------------------
@@ -786,57 +842,49 @@ def a_client_that_goes_away_from_a_resume_tells_the_approved_tool(shop: Shop, do
 
 PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("at most once", "durable", "SIGKILL in a side-effect call"):
-        "tests/test_durable_side_effects.py::test_a_call_killed_after_its_effect_is_not_run_again",
+        "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_refund_refunds_once_and_loses_nothing",
     ("at most once", "durable", "SIGKILL after the model's turn"):
-        "tests/test_durable_crash.py::test_killed_while_a_tool_sleeps_the_run_finishes_in_a_new_process",
+        "tests/test_durable_safety.py::test_a_durable_run_killed_while_its_model_answers_asks_again_and_refunds_once",
     ("at most once", "durable", "the same run after its commit"):
-        "tests/test_durable.py::test_starting_a_run_id_again_joins_that_run_without_asking_the_model",
+        "tests/test_durable_safety.py::test_a_committed_durable_run_started_again_asks_and_runs_nothing",
     ("at most once", "durable", "a handoff"):
-        "tests/test_durable_handoffs.py::test_a_handoff_and_the_next_agents_work_are_steps_of_the_run",
+        "tests/test_durable_safety.py::test_the_agent_a_durable_run_is_handed_to_refunds_once_after_a_kill_in_its_refund",
     ("at most once", "durable", "an agent tool"):
-        "tests/test_durable_crash.py::test_killed_inside_an_agent_tool_the_inner_run_resumes_where_it_was",
+        "tests/test_durable_safety.py::test_an_agent_tool_of_a_durable_run_refunds_once_after_a_kill_inside_it",
     ("at most once", "durable", "a resume in another process"):
-        "tests/test_durable_approval.py::test_a_run_approved_from_another_process_after_its_worker_exited",
+        "tests/test_durable_safety.py::test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once",
     ("at most once", "durable", "another thread"):
-        "tests/test_durable_postgres.py::test_two_workers_drain_a_queue_and_the_survivor_finishes_a_killed_workers_runs",
+        "tests/test_durable_safety.py::test_the_same_durable_run_started_from_two_threads_at_once_refunds_once",
     ("nothing lost", "durable", "SIGKILL in a side-effect call"):
-        "tests/test_durable_side_effects.py::test_a_call_killed_after_its_effect_is_not_run_again",
+        "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_refund_refunds_once_and_loses_nothing",
     ("nothing lost", "durable", "SIGKILL after the model's turn"):
-        "tests/test_durable_sessions.py::test_a_replay_starts_from_the_history_it_read_and_commits_once",
+        "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_lookup_keeps_its_turn_whole",
     ("nothing lost", "durable", "the same run after its commit"):
-        "tests/test_durable_sessions.py::test_a_replay_starts_from_the_history_it_read_and_commits_once",
+        "tests/test_durable_safety.py::test_a_committed_durable_run_started_again_asks_and_runs_nothing",
     ("nothing lost", "durable", "a handoff"):
-        "tests/test_durable_handoffs.py::test_a_durable_run_paused_in_the_agent_handed_to_resumes_there",
+        "tests/test_durable_safety.py::test_a_durable_run_paused_in_the_agent_handed_to_refunds_once_when_approved",
     ("nothing lost", "durable", "an agent tool"):
-        "tests/test_durable_crash.py::test_killed_inside_an_agent_tool_the_inner_run_resumes_where_it_was",
+        "tests/test_durable_safety.py::test_an_agent_tool_of_a_durable_run_refunds_once_after_a_kill_inside_it",
     ("nothing lost", "durable", "a resume in another process"):
-        "tests/test_durable_sessions.py::test_a_paused_durable_run_commits_its_turn_when_it_ends",
+        "tests/test_durable_safety.py::test_an_approved_durable_run_keeps_its_turn_for_the_conversations_next_run",
     ("nothing lost", "durable", "another thread"):
         "tests/test_durable_sessions.py::test_a_run_that_finds_the_session_changed_raises_session_conflict",
     ("nothing lost", "library", "another thread"):
         "tests/test_cancel.py::test_a_cancelled_run_commits_to_its_session_and_the_next_run_goes_on",
     ("an approval binds its call", "durable", "a handoff"):
-        "tests/test_durable_handoffs.py::test_a_durable_run_paused_in_the_agent_handed_to_resumes_there",
+        "tests/test_durable_safety.py::test_a_durable_run_paused_in_the_agent_handed_to_refunds_once_when_approved",
     ("an approval binds its call", "durable", "an agent tool"):
-        "tests/test_durable.py::test_a_call_inside_an_agent_tool_pauses_the_durable_run_until_approved",
+        "tests/test_durable_safety.py::test_a_durable_run_paused_inside_an_agent_tool_refunds_once_when_approved",
     ("an approval binds its call", "durable", "a resume in another process"):
-        "tests/test_durable_approval.py::test_a_run_approved_from_another_process_after_its_worker_exited",
-    ("an approval binds its call", "library", "an agent tool"):
-        "tests/test_agents_as_tools.py::test_two_levels_deep_an_approval_pauses_the_top_run_and_resumes_exactly_where_it_was",
-    ("an approval binds its call", "CLI", "an agent tool"):
-        "tests/test_agents_as_tools.py::test_the_cli_asks_about_a_nested_call_naming_its_agent_and_keys_it_by_its_full_id",
-    ("an approval binds its call", "library", "another thread"):
-        "tests/test_session_processes.py::test_a_pause_is_resumed_by_exactly_one_of_racing_processes",
+        "tests/test_durable_safety.py::test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once",
     ("an approval binds its call", "web/AG-UI", "the same run after its commit"):
         "tests/test_agui.py::test_an_answer_to_an_interrupt_no_call_waits_for_is_refused",
-    ("an approval binds its call", "web/AG-UI", "an agent tool"):
-        "tests/test_agui_streaming.py::test_a_call_inside_an_agent_tool_is_an_interrupt_of_the_outer_call",
     ("an approval binds its call", "web/AG-UI", "another thread"):
         "tests/test_agui.py::test_a_new_message_while_a_call_waits_is_refused_and_changes_nothing",
     ("guardrails", "MCP serve", "another thread"):
         "tests/test_mcp_serve_guardrails.py::test_guardrails_given_to_the_server_judge_every_served_call",
     ("guardrails", "durable", "a handoff"):
-        "tests/test_durable_handoffs.py::test_the_starting_agents_guardrails_judge_the_agent_handed_to_in_a_durable_run",
+        "tests/test_durable_safety.py::test_the_starting_agents_output_guardrail_judges_the_agent_a_durable_run_is_handed_to",
     ("guardrails", "durable", "SIGKILL in a side-effect call"):
         "tests/test_durable_safety.py::test_a_durable_run_recovered_after_a_kill_in_its_refund_keeps_its_output_guardrail",
     ("guardrails", "durable", "SIGKILL after the model's turn"):
@@ -856,9 +904,9 @@ PROVEN_ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("the untrusted policy", "durable", "another thread"):
         "tests/test_durable_safety.py::test_the_next_durable_run_of_a_tainted_conversation_asks_on_another_worker",
     ("the untrusted policy", "library", "a resume in another process"):
-        "tests/test_untrusted_content.py::test_the_taint_survives_a_checkpoint_for_the_rounds_after_the_resume",
+        "tests/test_untrusted_content.py::test_a_run_approved_in_another_process_still_asks_after_untrusted_content",
     ("the untrusted policy", "library", "another thread"):
-        "tests/test_untrusted_content.py::test_the_next_run_of_a_session_still_knows",
+        "tests/test_untrusted_content.py::test_the_next_run_of_a_conversation_in_another_process_still_asks",
     ("the untrusted policy", "MCP serve", "another thread"):
         "tests/test_cli_doors.py::test_mcp_serve_and_eval_refuse_a_modules_untrusted_policy",
     ("budgets", "library", "an agent tool"):

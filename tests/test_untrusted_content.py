@@ -4,14 +4,21 @@ side effects (or sensitive ones) from then on — across pauses, checkpoints and
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from _promise_doors import PROMPT, LibraryDoor, Shop, Told, shop_rules
 from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, Approve, Checkpoint, ScriptedModel, StopReason, tool
 from tooldeck.run.events import UntrustedContent
 from tooldeck.sessions import SQLiteSession
+from tooldeck.testing import ProviderSimulator, SimRequest, after_tool, last_user_contains, rule
+from tooldeck.testing import call as sim_call
+from tooldeck.testing import reply as sim_reply
+from tooldeck.testing.steps import Calls
 from tooldeck.tools.builtin import file_tools
 
 sent: list[str] = []
@@ -243,3 +250,69 @@ async def test_an_agent_tool_whose_inner_run_read_nothing_untrusted_taints_nothi
     result = await Agent(model, [helper, send_email], after_untrusted="refuse").run("Mail a")
     assert sent == ["me@example.com"]
     assert result.tainted_by is None
+
+
+# --- on the provider simulator, each run a process of its own ------------------------
+# The shop of the promise matrix (tests/_promise_doors.py): a fresh call id in every
+# response, as a hosted provider gives; the person's code (tests/_promise_library.py) runs
+# each prompt or decision in a new process, so the taint can come only from what was stored.
+
+
+def _refund_named(request: SimRequest) -> Calls:
+    """The refund of the order the person named last (``Refund order B2.``)."""
+    assert request.last is not None
+    return sim_call("refund_order", {"order_id": request.last.text.split()[-1].rstrip(".")})
+
+
+def _asked_about_untrusted(told: Told) -> None:
+    assert told.stop == "paused", told.shown
+    outcome = json.loads(told.shown.splitlines()[-1])
+    assert outcome["pending"] == ["refund_order"]
+    (why,) = outcome["asked_because"]
+    assert "untrusted content" in why, why
+    assert "lookup_order" in why, why  # which call brought it in
+
+
+def test_a_run_approved_in_another_process_still_asks_after_untrusted_content(
+    tmp_path: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    rules = [  # once A1 is refunded, the model (led by what it read) wants B2 refunded too
+        rule(after_tool("refund_order"), sim_call("refund_order", {"order_id": "B2"})),
+        *shop_rules(),
+    ]
+    shop = Shop(tmp_path, provider([], rules=rules))
+    shop.untrusted = True
+    door = LibraryDoor(shop, run_id="-")
+    paused = door.ask(PROMPT)
+    _asked_about_untrusted(paused)
+    assert shop.refunds() == []
+
+    resumed = door.approve()  # another process: the checkpoint is all it has
+
+    _asked_about_untrusted(resumed)  # B2 waits for a person: the taint survived the resume
+    assert len(shop.refunds()) == 1  # A1, approved; not B2
+    read = [(m["role"], m.get("content")) for m in shop.sim.requests[-1]["messages"]]
+    assert ("tool", "refunded A1") in read
+
+
+def test_the_next_run_of_a_conversation_in_another_process_still_asks(
+    tmp_path: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    rules = [
+        rule(after_tool("refund_order"), sim_reply("Refunded.")),
+        rule(after_tool("lookup_order"), sim_reply("Order A1 is paid.")),
+        rule(last_user_contains("refund order"), _refund_named),
+        rule(last_user_contains("look"), sim_call("lookup_order", {"order_id": "A1"})),
+    ]
+    shop = Shop(tmp_path, provider([], rules=rules))
+    shop.untrusted = True
+    door = LibraryDoor(shop, run_id="-")
+    first = door.ask("Look order A1 up.")
+    assert first.answer == "Order A1 is paid."
+
+    second = door.ask("Refund order A1.")  # the conversation's next run, a new process
+
+    _asked_about_untrusted(second)
+    assert shop.refunds() == []
+    read = [(m["role"], m.get("content")) for m in shop.sim.requests[-1]["messages"]]
+    assert ("tool", "order A1: paid, not refunded") in read  # the model read the stored turn

@@ -25,6 +25,7 @@ from tooldeck.cli.terminal import TerminalReader
 from tooldeck.errors import InvalidArguments
 from tooldeck.results import Approve, Decision, PendingCall, Reject
 from tooldeck.run.agent import Agent
+from tooldeck.run.agent_tool import AgentTool
 from tooldeck.run.handover import reachable
 from tooldeck.tools.registry import ToolView
 
@@ -187,9 +188,20 @@ def _read_below(read: Callable[[str], str], prompt: str, text: str, shown: TextI
 
 
 def reachable_tools(agent: Agent[Any, Any]) -> list[str]:
-    """The names of the tools of ``agent`` and of every agent a run may be handed to from it
-    (``run.handover.reachable``): the calls a person may be asked about."""
+    """The names of the tools of ``agent``, of every agent a run may be handed to from it
+    (``run.handover.reachable``) and of every agent asked as a tool by one of them: the calls
+    a person may be asked about (a call inside an agent tool waits as the top run's)."""
     names: dict[str, None] = {}
-    for each in reachable(agent).values():
-        names.update(dict.fromkeys(cast(Agent[Any, Any], each).tools.names))
+    seen: set[int] = set()
+    waiting = [agent]
+    while waiting:
+        for each in reachable(waiting.pop()).values():
+            if id(each) in seen:
+                continue
+            seen.add(id(each))
+            tools = cast(Agent[Any, Any], each).tools
+            names.update(dict.fromkeys(tools.names))
+            for entry in tools.dispatch.values():
+                if isinstance(entry.handler, AgentTool) and isinstance(entry.handler.agent, Agent):
+                    waiting.append(entry.handler.agent)
     return list(names)

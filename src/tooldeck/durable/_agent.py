@@ -143,7 +143,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 handle = await DBOS.start_workflow_async(self._workflow, *args)
             return await next_stop(handle, told, run_id, 1, _LOCAL_FIRST_S)
         finally:
-            self._pauses.forget(run_id, 1)
+            self._pauses.forget(run_id, 1, told)
 
     def run_sync(self, prompt: str, **options: Unpack[DurableRunArgs]) -> RunResult[OutputT]:
         """``run()`` for synchronous code."""
@@ -191,7 +191,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
             handle = await DBOS.retrieve_workflow_async(run_id)
             return await next_stop(handle, told, run_id, pause + 1, 0.0)
         finally:
-            self._pauses.forget(run_id, pause + 1)
+            self._pauses.forget(run_id, pause + 1, told)
 
     def resume_sync(self, run_id: str, decisions: Mapping[str, Decision]) -> RunResult[OutputT]:
         """``resume()`` for synchronous code."""

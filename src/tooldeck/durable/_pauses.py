@@ -15,6 +15,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -177,21 +178,38 @@ async def send_cancel(run_id: str, reason: str) -> bool:
 
 class LocalPauses:
     """Pauses of runs executing in this process, told to the callers waiting here at once
-    (without reading the database); ``watch`` covers runs executing elsewhere."""
+    (without reading the database); ``watch`` covers runs executing elsewhere.
+
+    Each caller waits on a future of its own: two callers of one run (the same run id
+    started from two threads at once) must not share one, or the first to stop waiting
+    would cancel it under the other."""
 
     def __init__(self) -> None:
-        self._waiting: dict[tuple[str, int], concurrent.futures.Future[RunResult[Any]]] = {}
+        self._waiting: dict[tuple[str, int], list[concurrent.futures.Future[RunResult[Any]]]] = {}
+        self._lock = threading.Lock()
 
     def expect(self, run_id: str, pause: int) -> concurrent.futures.Future[RunResult[Any]]:
-        return self._waiting.setdefault((run_id, pause), concurrent.futures.Future())
+        told: concurrent.futures.Future[RunResult[Any]] = concurrent.futures.Future()
+        with self._lock:
+            self._waiting.setdefault((run_id, pause), []).append(told)
+        return told
 
     def paused(self, run_id: str, pause: int, result: RunResult[Any]) -> None:
-        waiting = self._waiting.pop((run_id, pause), None)
-        if waiting is not None and not waiting.done():
-            waiting.set_result(result)
+        with self._lock:
+            waiting = self._waiting.pop((run_id, pause), [])
+        for told in waiting:
+            if not told.done():
+                told.set_result(result)
 
-    def forget(self, run_id: str, pause: int) -> None:
-        self._waiting.pop((run_id, pause), None)
+    def forget(
+        self, run_id: str, pause: int, told: concurrent.futures.Future[RunResult[Any]]
+    ) -> None:
+        with self._lock:
+            waiting = self._waiting.get((run_id, pause), [])
+            if told in waiting:
+                waiting.remove(told)
+            if not waiting:
+                self._waiting.pop((run_id, pause), None)
 
 
 async def watch(run_id: str, pause: int) -> RunResult[Any]:
