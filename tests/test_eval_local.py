@@ -38,6 +38,12 @@ def before(category: str) -> dict[str, dict[str, object]]:
         return {row["id"]: row for row in map(json.loads, lines)}
 
 
+def worded_now(reason: str) -> str:
+    """A reason of the benchmark's files as tooldeck words it since ("made 1 call(s)" reads
+    "made 1 call"): the verdict is the same, its English was corrected after they ran."""
+    return reason.replace("made 1 call(s)", "made 1 call").replace("call(s)", "calls")
+
+
 async def test_tooldeck_eval_reproduces_the_benchmark_case_for_case() -> None:
     cases = [c for category, ids in SLICE.items() for c in load_suite(f"bfcl:{category}", ids=ids)]
     model = LocalModel(call_rule=CallRule(min_fit=0.75))  # the rule the benchmark ran with
@@ -52,7 +58,7 @@ async def test_tooldeck_eval_reproduces_the_benchmark_case_for_case() -> None:
         seen = (result.correct, result.reason, result.calls, result.valid_calls, result.made)
         assert seen == (
             old["correct"],
-            old["reason"],
+            worded_now(str(old["reason"])),
             old["calls"],
             old["valid_calls"],
             old["made"],
