@@ -1,4 +1,5 @@
-"""Starting, watching and killing the processes of ``_durable_app.py`` from a test."""
+"""Starting, watching and killing the processes of ``_durable_app.py`` from a test (and,
+``command`` overridden, of ``_durable_shop.py``: tests/_promise_doors.py's ``DurableDoor``)."""
 
 from __future__ import annotations
 
@@ -29,12 +30,16 @@ class DurableApp:
         """DBOS's system schema in a PostgreSQL database (one per test)."""
         self.log = root / "calls.log"
         self.processes: list[subprocess.Popen[str]] = []
+        self.wait_s = WAIT_S
+
+    def command(self, mode: str) -> list[str]:
+        """A process of ``mode``: the program and the options every process of a test takes."""
+        return [sys.executable, str(APP), mode, "--db", self.db, "--log", str(self.log)]
 
     def spawn(
         self, mode: str, *, executor: str, env: dict[str, str] | None = None, **options: Any
     ) -> subprocess.Popen[str]:
-        argv = [sys.executable, str(APP), mode, "--db", self.db, "--log", str(self.log)]
-        argv += ["--executor", executor]
+        argv = [*self.command(mode), "--executor", executor]
         if self.schema:
             argv += ["--schema", self.schema]
         for name, value in options.items():
@@ -49,11 +54,11 @@ class DurableApp:
         self.processes.append(process)
         return process
 
-    def output(self, process: subprocess.Popen[str]) -> dict[str, Any]:
+    def output(self, process: subprocess.Popen[str]) -> Any:
         """The JSON line a process printed when it ended well."""
-        out, err = process.communicate(timeout=WAIT_S)
+        out, err = process.communicate(timeout=self.wait_s)
         assert process.returncode == 0, f"exit {process.returncode}\n{err[-3000:]}"
-        return dict(json.loads(out.strip().splitlines()[-1]))
+        return json.loads(out.strip().splitlines()[-1])
 
     def lines(self) -> list[str]:
         return self.log.read_text().splitlines() if self.log.exists() else []
@@ -63,7 +68,7 @@ class DurableApp:
         return Counter(" ".join(line.split()[:3]) for line in self.lines())
 
     def wait_until(self, ready: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + WAIT_S
+        deadline = time.monotonic() + self.wait_s
         while not ready():
             for process in self.processes:
                 if process.poll() is not None and process.returncode > 0:
@@ -97,7 +102,7 @@ class DurableApp:
 
     def kill(self, process: subprocess.Popen[str]) -> None:
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=WAIT_S)
+        process.wait(timeout=self.wait_s)
         assert process.returncode == -signal.SIGKILL
 
     def close(self) -> None:

@@ -1,12 +1,16 @@
 """The shop of the promise matrix as a durable run: the durable door, a process of its own.
 
-    python tests/_durable_shop.py MODE WORKDIR --db URL --schema S --executor ID [options]
+    python tests/_durable_shop.py MODE WORKDIR --db URL --schema S --base-url URL [options]
 
 The shop's agent (WORKDIR/shop.py, tests/_promise_doors.py: its tools, handoffs, guardrails
 and untrusted policy, read as ``tooldeck run`` reads them) on the provider simulator
 (``OPENAI_BASE_URL``), wrapped in a DurableAgent on DBOS (the system database ``--db``, a
-PostgreSQL the suite starts, in the schema ``--schema``). Its conversations, when a run
-names one (``--session``), are PostgresSessions in the same database.
+PostgreSQL the suite starts, in the schema ``--schema``), as the executor ``--executor``
+(``worker-1`` unless told). Its conversations, when a run names one (``--session``), are
+PostgresSessions in ``--sessions-dsn``. With SHOP_MAX_REQUESTS set, its runs draw on the named
+budget ``shop``: a ``Budget`` of that many requests in this process, as
+``DurableAgent(budgets=...)`` declares it in each process, or, with SHOP_BUDGET_DSN, one
+``PostgresBudget`` there for every process.
 
 Modes:
 - ``run``: start ``--prompt`` as the run ``--run-id`` (``--session``) and print its first
@@ -19,8 +23,11 @@ Modes:
   (WORKDIR/decided.json).
 - ``approve``: a client (it executes no run): approve every call the run waits on, and
   keep their ids in WORKDIR/decided.json.
+- ``cancel``: start ``--prompt`` as ``--run-id``, cancel it from another thread once a shop
+  tool waits for its cancel, and print how it ends and what its workflow recorded.
 
-The last line of stdout is what the person's code read, as JSON.
+The last line of stdout is what the person's code read, as JSON (with ``tool_messages``, the
+tool results the run kept, and ``budget_spent``, what this process's budget counted).
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -41,7 +50,8 @@ from tooldeck.durable import DurableAgent
 from tooldeck.errors import RunStopped
 from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.results import RunResult
-from tooldeck.sessions import PostgresSession
+from tooldeck.run.budget import Budget
+from tooldeck.sessions import PostgresBudget, PostgresSession
 from tooldeck.testing.simulator import API_KEY
 
 WAIT_S = 120.0
@@ -66,7 +76,22 @@ def shop_agent(workdir: Path, base_url: str) -> Agent[Any, str]:
     )
 
 
+def shop_budget(schema: str) -> Budget | None:
+    """The budget ``shop`` the runs draw on, if SHOP_MAX_REQUESTS sets one."""
+    allowed = os.environ.get("SHOP_MAX_REQUESTS")
+    if not allowed:
+        return None
+    if os.environ.get("SHOP_BUDGET_DSN"):  # one budget for every process: a store
+        return PostgresBudget(os.environ["SHOP_BUDGET_DSN"], schema, max_requests=int(allowed))
+    return Budget(max_requests=int(allowed))
+
+
+BUDGET: Budget | None = None
+"""The budget ``shop`` of this process (``declare`` sets it)."""
+
+
 def declare(args: argparse.Namespace) -> DurableAgent[Any, str]:
+    global BUDGET
     config: DBOSConfig = {
         "name": "tooldeck-durable-shop",
         "system_database_url": args.db,
@@ -84,7 +109,14 @@ def declare(args: argparse.Namespace) -> DurableAgent[Any, str]:
     def session(session_id: str) -> PostgresSession:
         return PostgresSession(args.sessions_dsn, session_id)
 
-    return DurableAgent(agent, name="shop", sessions=session)
+    BUDGET = shop_budget(args.schema)
+    budgets = {"shop": BUDGET} if BUDGET else None
+    return DurableAgent(agent, name="shop", sessions=session, budgets=budgets)
+
+
+def options(session: str | None = None) -> dict[str, Any]:
+    """A run's options: its conversation, and the budget ``shop`` if this process has one."""
+    return {"session": session or None, **({"budget": "shop"} if BUDGET else {})}
 
 
 def told(result: RunResult[Any] | None, stopped: RunStopped | None = None) -> dict[str, Any]:
@@ -102,6 +134,8 @@ def told(result: RunResult[Any] | None, stopped: RunStopped | None = None) -> di
         "tainted_by": result.tainted_by.tool_name if result.tainted_by else None,
         "guardrails": [(d.stage, d.name, d.verdict, d.message) for d in result.guardrails],
         "stopped_by": f"{type(stopped).__name__}: {stopped}" if stopped else "",
+        "tool_messages": [m.content for m in result.messages if m.role == "tool"],
+        "budget_spent": None if BUDGET is None else BUDGET.spent.requests,
     }
 
 
@@ -117,17 +151,15 @@ async def outcome(waiting: Any) -> dict[str, Any]:
 
 async def run(durable: DurableAgent[Any, str], args: argparse.Namespace) -> None:
     if args.prompts is None:
-        session = args.session or None
-        print(
-            json.dumps(await outcome(durable.run(args.prompt, run_id=args.run_id, session=session)))
-        )
+        running = durable.run(args.prompt, run_id=args.run_id, **options(args.session))
+        print(json.dumps(await outcome(running)))
         return
     pairs = list(zip(args.prompts.split(","), args.sessions.split(","), strict=True))
 
     def one(prompt: str, session: str) -> dict[str, Any]:  # a thread of a web server, say
         try:
             run_id = args.run_id or f"{session}-run"  # --run-id: every thread starts that run
-            result = durable.run_sync(prompt, session=session, run_id=run_id)
+            result = durable.run_sync(prompt, run_id=run_id, **options(session))
         except RunStopped as stopped:
             partial = stopped.result if isinstance(stopped.result, RunResult) else None
             return told(partial, stopped)
@@ -171,7 +203,27 @@ async def approve(durable: DurableAgent[Any, str], args: argparse.Namespace) -> 
     print(json.dumps({"pause": pause, "approved": [w.call.name for w in paused.pending]}))
 
 
-MODES = {"run": run, "serve": serve, "approve": approve}
+async def cancel(durable: DurableAgent[Any, str], args: argparse.Namespace) -> None:
+    running = asyncio.ensure_future(outcome(durable.run(args.prompt, run_id=args.run_id)))
+    hanging = Path(os.environ["SHOP_EFFECTS"] + ".hanging")
+    deadline = time.monotonic() + WAIT_S  # a shop tool waits for its cancel
+    while not (hanging.exists() or running.done()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert hanging.exists(), "no shop tool came to wait for its cancel"
+    returned: list[bool] = []
+    canceller = threading.Thread(
+        target=lambda: returned.append(durable.cancel(args.run_id, reason="the customer left"))
+    )
+    canceller.start()
+    canceller.join()
+    said = await asyncio.wait_for(running, 60)
+    handle = await DBOS.retrieve_workflow_async(args.run_id)
+    recorded = await outcome(handle.get_result())
+    status = (await handle.get_status()).status
+    print(json.dumps({**said, "cancel_returned": returned, "recorded": recorded, "status": status}))
+
+
+MODES = {"run": run, "serve": serve, "approve": approve, "cancel": cancel}
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -189,9 +241,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("workdir")
     parser.add_argument("--db", required=True)
     parser.add_argument("--schema", required=True)
-    parser.add_argument("--sessions-dsn", required=True)
+    parser.add_argument("--sessions-dsn", default="")
     parser.add_argument("--base-url", required=True)
-    parser.add_argument("--executor", required=True)
+    parser.add_argument("--executor", default="worker-1")
     parser.add_argument("--run-id", default=None)
     parser.add_argument("--prompt", default="")
     parser.add_argument("--session", default="")

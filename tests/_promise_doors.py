@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ import httpx
 from ag_ui.core import CustomEvent, RunFinishedEvent, TextMessageContentEvent
 
 from _agui import approve, new_input, parse
+from _durable_harness import DurableApp
 from _pty import Terminal
 from test_cli_web import _read_until_url, url_of
 from tooldeck import Agent
@@ -267,6 +269,46 @@ def kill_when_hanging(child: subprocess.Popen[Any], shop: Shop) -> None:
         child.communicate(timeout=60)
         shop.hanging.unlink(missing_ok=True)
     assert child.returncode == -signal.SIGKILL
+
+
+class DurableDoor(DurableApp):
+    """The promise matrix's shop (tests/_promise_doors.py) as a DurableAgent: its workers and
+    clients, processes of ``_durable_shop.py`` on the suite's PostgreSQL, started, killed and
+    read. ``budget_dsn``: where the shop's budget keeps its counts (a PostgresBudget), if not
+    in each process."""
+
+    def __init__(self, shop: Shop, db: str, sessions_dsn: str = "", budget_dsn: str = "") -> None:
+        super().__init__(shop.workdir, db, f"dbos_{uuid.uuid4().hex[:8]}")
+        self.shop = shop
+        self.sessions_dsn = sessions_dsn
+        self.budget_dsn = budget_dsn
+        self.wait_s = 180.0
+
+    def command(self, mode: str) -> list[str]:
+        script, workdir = str(HERE / "_durable_shop.py"), str(self.shop.workdir)
+        argv = [sys.executable, script, mode, workdir, "--db", self.db]
+        return [*argv, "--base-url", self.shop.sim.base_url, "--sessions-dsn", self.sessions_dsn]
+
+    def spawn(
+        self, mode: str, *, executor: str = "worker-1", hang: str = "", **options: Any
+    ) -> subprocess.Popen[str]:
+        env = {**self.shop.env(hang), "SHOP_BUDGET_DSN": self.budget_dsn}
+        return super().spawn(mode, executor=executor, env=env, **options)
+
+    def told(self, mode: str, **options: str) -> Any:
+        """What the person's code read, from a process of ``mode`` that ended well."""
+        return self.output(self.spawn(mode, **options))
+
+    def killed(self, hang: str, **options: str) -> None:
+        """A run started as ``options`` say, its worker SIGKILLed where a shop tool hangs."""
+        kill_when_hanging(self.spawn("run", hang=hang, **options), self.shop)
+
+    def killed_asking(self, requests: int, **options: str) -> None:
+        """A run started as ``options`` say, its worker SIGKILLed while it waits for the
+        model's answer to its ``requests``-th request (the simulator hangs there)."""
+        process = self.spawn("run", **options)
+        self.wait_until(lambda: len(self.shop.sim.requests) >= requests, "the model asked again")
+        self.kill(process)
 
 
 @dataclass

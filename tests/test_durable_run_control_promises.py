@@ -1,7 +1,7 @@
 """The promise matrix's durable door for budgets and cancellation (tests/test_promises.py):
 the shop's agent as a DurableAgent on DBOS with the PostgreSQL the suite starts, its model the
 provider simulator (a fresh call id in every response), in real processes killed with
-SIGKILL (tests/_durable_shop_door.py).
+SIGKILL (tests/_promise_doors.py's ``DurableDoor``, tests/_durable_shop.py).
 
 Budgets (docs/run-control.md, docs/durable.md): a run recovered in a new process counts what
 the killed worker spent (its recorded model requests, charged again as they are replayed)
@@ -13,70 +13,20 @@ run was handed to, and in an agent tool's inner run; the workflow ends cancelled
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from _promise_doors import Shop, interrupted, kill_when_hanging, shop_rules
-from helpers import MAY_HAVE_RUN
+from _promise_doors import PROMPT, DurableDoor, Shop, interrupted, shop_rules
 from tooldeck.testing import ProviderSimulator
 
 HERE = Path(__file__).parent
 LOOKED_UP = "order A1: paid, not refunded"
 CANCELLED = (
-    "error[cancelled]: the run was cancelled (the customer left) before this call finished"
-    + MAY_HAVE_RUN
+    "error[cancelled]: the run was cancelled (the customer left) before this call finished: it "
+    "had started, so it may have done its work. Check whether it happened before calling it again"
 )
-
-
-@dataclass
-class DurableDoor:
-    """The shop's durable runs, each mode a process of its own (tests/_durable_shop_door.py)."""
-
-    shop: Shop
-    db: str
-    schema: str
-    run_id: str = "run-7"
-    budget_dsn: str = ""
-    """Where the shop's budget keeps its counts (a PostgresBudget), if not in each process."""
-
-    def env(self, hang: str = "") -> dict[str, str]:
-        return {**self.shop.env(hang), "SHOP_BUDGET_DSN": self.budget_dsn}
-
-    def _command(self, mode: str) -> list[str]:
-        script, workdir = str(HERE / "_durable_shop_door.py"), str(self.shop.workdir)
-        place = (self.shop.sim.base_url, self.db, self.schema, self.run_id)
-        return [sys.executable, script, mode, workdir, *place]
-
-    def killed(self, hang: str) -> None:
-        """The run started, and its worker killed where a shop tool hangs."""
-        child = subprocess.Popen(
-            self._command("run"),
-            env=self.env(hang),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        kill_when_hanging(child, self.shop)
-
-    def ask(self, mode: str, hang: str = "") -> dict[str, Any]:
-        """What a process of ``mode`` printed last (JSON) when it ended well."""
-        done = subprocess.run(
-            self._command(mode),
-            env=self.env(hang),
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return dict(json.loads(done.stdout.splitlines()[-1]))
 
 
 @pytest.fixture
@@ -85,8 +35,10 @@ def shop(tmp_path: Path, provider: Callable[..., ProviderSimulator]) -> Shop:
 
 
 @pytest.fixture
-def door(shop: Shop, postgres_server: str) -> DurableDoor:
-    return DurableDoor(shop, postgres_server, f"dbos_{uuid.uuid4().hex[:8]}")
+def door(shop: Shop, postgres_server: str) -> Iterator[DurableDoor]:
+    runs = DurableDoor(shop, postgres_server)
+    yield runs
+    runs.close()
 
 
 @pytest.fixture(params=["in each process", "in PostgreSQL"])
@@ -106,10 +58,12 @@ def test_a_durable_run_recovered_after_a_kill_once_the_turn_came_counts_that_req
     shop: Shop, budgeted: DurableDoor
 ) -> None:
     shop.max_requests = 2
-    budgeted.killed("lookup")  # the model's turn came (one request spent), its lookup ran
+    # the model's turn came (one request spent), its lookup ran
+    budgeted.killed("lookup", prompt=PROMPT, run_id="run-7")
     assert len(shop.sim.requests) == 1
 
-    told = budgeted.ask("serve")  # worker-1 again: DBOS recovers the run, replaying its turn
+    # worker-1 again: DBOS recovers the run, replaying its turn
+    told = budgeted.told("serve", run_id="run-7")
 
     assert told["budget_spent"] == 2  # the killed worker's request, counted once, and one more
     assert len(shop.sim.requests) == 2  # the budget's second request was its last
@@ -126,10 +80,11 @@ def test_a_durable_run_recovered_after_a_kill_in_its_refund_counts_what_the_work
     shop: Shop, budgeted: DurableDoor
 ) -> None:
     shop.max_requests = 3
-    budgeted.killed("refund")  # two requests spent, the refund made, then the worker killed
+    # two requests spent, the refund made, then the worker killed
+    budgeted.killed("refund", prompt=PROMPT, run_id="run-7")
     assert (len(shop.sim.requests), len(shop.refunds())) == (2, 1)
 
-    told = budgeted.ask("serve")
+    told = budgeted.told("serve", run_id="run-7")
 
     assert told["budget_spent"] == 3  # the killed worker's two, counted once, and the answer's
     assert len(shop.sim.requests) == 3  # none past the budget
@@ -142,10 +97,11 @@ def test_the_same_durable_run_started_again_after_its_commit_asks_and_spends_not
     shop: Shop, budgeted: DurableDoor
 ) -> None:
     shop.max_requests = 3
-    first = budgeted.ask("run")
+    first = budgeted.told("run", prompt=PROMPT, run_id="run-7")
     assert (first["answer"], first["budget_spent"]) == ("Refunded.", 3)
 
-    again = budgeted.ask("run")  # another process: the caller could not tell it had committed
+    # another process: the caller could not tell it had committed
+    again = budgeted.told("run", prompt=PROMPT, run_id="run-7")
 
     assert again["answer"] == "Refunded."
     assert again["tool_messages"] == first["tool_messages"]
@@ -159,13 +115,16 @@ def test_a_paused_durable_run_approved_from_another_process_keeps_drawing_on_its
 ) -> None:
     shop.approval = True
     shop.max_requests = 3
-    paused = budgeted.ask("run")  # the refund waits; the worker that ran it exits
+    # the refund waits; the worker that ran it exits
+    paused = budgeted.told("run", prompt=PROMPT, run_id="run-7")
     assert (paused["stop_reason"], paused["pending"]) == ("paused", ["refund_order"])
     assert paused["budget_spent"] == 2
 
-    assert budgeted.ask("decide")["decided"] == ["refund_order"]  # a client: it runs nothing
+    approved = budgeted.told("approve", executor="web", run_id="run-7")  # a client: runs nothing
+    assert approved["approved"] == ["refund_order"]
     assert shop.refunds() == []
-    told = budgeted.ask("serve")  # worker-1 recovers the run, which reads the decision
+    # worker-1 recovers the run, which reads the decision
+    told = budgeted.told("serve", run_id="run-7")
 
     assert (told["stop_reason"], told["answer"]) == ("answer", "Refunded.")
     assert told["budget_spent"] == 3  # the requests before the pause, and the answer's
@@ -182,7 +141,8 @@ def test_a_durable_run_is_cancelled_while_the_agent_handed_to_is_in_a_sync_tool(
 ) -> None:
     shop.handoff = True
 
-    told = door.ask("cancel", hang="refund-until-cancelled")  # billing's refund polls its cancel
+    # billing's refund polls its cancel
+    told = door.told("cancel", hang="refund-until-cancelled", prompt=PROMPT, run_id="run-7")
 
     assert told["cancel_returned"] == [True]
     assert (shop.workdir / "effects.told").exists()  # billing's sync tool was told
@@ -204,7 +164,8 @@ def test_a_durable_run_is_cancelled_while_an_agent_tools_inner_run_is_in_a_sync_
 ) -> None:
     shop.agent_tool = True
 
-    told = door.ask("cancel", hang="refund-until-cancelled")  # billing's refund, as a tool
+    # billing's refund, as a tool
+    told = door.told("cancel", hang="refund-until-cancelled", prompt=PROMPT, run_id="run-7")
 
     assert told["cancel_returned"] == [True]
     assert (shop.workdir / "effects.told").exists()  # the inner run's sync tool was told

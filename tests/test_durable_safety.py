@@ -8,24 +8,20 @@ kill cut short kept whole, with the fresh call ids a provider gives when asked a
 The shop of the promise matrix (tests/_promise_doors.py) on the provider simulator (a fresh
 call id in every response), its agent wrapped in a DurableAgent on DBOS with PostgreSQL (the
 suite's own server), each process of tests/_durable_shop.py a worker or a client as the
-person's code would run them. Each test asserts what happened in the world (the refunds),
-what the model read (the simulator's requests) and what the person's code read.
+person's code would run them (tests/_promise_doors.py's ``DurableDoor``). Each test asserts
+what happened in the world (the refunds), what the model read (the simulator's requests) and
+what the person's code read.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _promise_doors import LATER, PROMPT, Shop, interrupted, kill_when_hanging, shop_rules
+from _promise_doors import LATER, PROMPT, DurableDoor, Shop, interrupted, shop_rules
 from tooldeck.testing import (
     ProviderSimulator,
     SimRequest,
@@ -38,71 +34,8 @@ from tooldeck.testing import (
 )
 from tooldeck.testing.steps import Calls
 
-APP = Path(__file__).with_name("_durable_shop.py")
-WAIT_S = 180.0
 GUARD_SAYS = "a refund is confirmed by e-mail, never in the chat"
 UNTRUSTED = "untrusted content"
-
-
-class DurableShop:
-    """The shop's durable runs: workers and clients started, killed and read."""
-
-    def __init__(self, shop: Shop, db: str, sessions_dsn: str) -> None:
-        self.shop = shop
-        self.db = db
-        self.schema = f"dbos_{uuid.uuid4().hex[:8]}"
-        self.sessions_dsn = sessions_dsn
-        self.processes: list[subprocess.Popen[str]] = []
-
-    def spawn(
-        self, mode: str, *, executor: str = "worker-1", hang: str = "", **options: str
-    ) -> subprocess.Popen[str]:
-        argv = [sys.executable, str(APP), mode, str(self.shop.workdir), "--db", self.db]
-        argv += ["--schema", self.schema, "--sessions-dsn", self.sessions_dsn]
-        argv += ["--base-url", self.shop.sim.base_url, "--executor", executor]
-        for name, value in options.items():
-            argv += [f"--{name.replace('_', '-')}", value]
-        process = subprocess.Popen(
-            argv,
-            env=self.shop.env(hang),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.processes.append(process)
-        return process
-
-    def told(self, mode: str, **options: str) -> dict[str, Any]:
-        """What the person's code read, from a process of ``mode`` that ended well."""
-        process = self.spawn(mode, **options)
-        out, err = process.communicate(timeout=WAIT_S)
-        assert process.returncode == 0, f"exit {process.returncode}\n{err[-3000:]}"
-        said: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-        return said
-
-    def killed(self, hang: str, **options: str) -> None:
-        """A run started as ``options`` say, its worker SIGKILLed where a shop tool hangs."""
-        kill_when_hanging(self.spawn("run", hang=hang, **options), self.shop)
-
-    def killed_asking(self, requests: int, **options: str) -> None:
-        """A run started as ``options`` say, its worker SIGKILLed while it waits for the
-        model's answer to its ``requests``-th request (the simulator hangs there)."""
-        process = self.spawn("run", **options)
-        deadline = time.monotonic() + WAIT_S
-        try:
-            while len(self.shop.sim.requests) < requests:
-                assert process.poll() is None, process.communicate()[1][-3000:]
-                assert time.monotonic() < deadline, "the run never asked the model again"
-                time.sleep(0.01)
-        finally:
-            process.kill()
-            process.communicate(timeout=60)
-
-    def close(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.kill()
-                process.communicate(timeout=60)
 
 
 @pytest.fixture
@@ -111,8 +44,8 @@ def shop(tmp_path: Path, provider: Callable[..., ProviderSimulator]) -> Shop:
 
 
 @pytest.fixture
-def durable(shop: Shop, postgres_server: str, postgres_dsn: str) -> Iterator[DurableShop]:
-    runs = DurableShop(shop, postgres_server, postgres_dsn)
+def durable(shop: Shop, postgres_server: str, postgres_dsn: str) -> Iterator[DurableDoor]:
+    runs = DurableDoor(shop, postgres_server, postgres_dsn)
     yield runs
     runs.close()
 
@@ -126,7 +59,7 @@ def offered(request: dict[str, Any]) -> list[str]:
 
 
 def test_a_durable_run_recovered_after_a_kill_in_its_refund_refunds_once_and_loses_nothing(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     durable.killed("refund", prompt=PROMPT, run_id="run-7", session="s1")
     assert len(shop.refunds()) == 1
@@ -158,7 +91,7 @@ def test_a_durable_run_killed_while_its_model_answers_asks_again_and_refunds_onc
         rule(last_user_contains("refund"), call("lookup_order", {"order_id": "A1"})),
     ]
     shop = Shop(tmp_path, provider([], rules=rules))
-    durable = DurableShop(shop, postgres_server, postgres_dsn)
+    durable = DurableDoor(shop, postgres_server, postgres_dsn)
     try:
         durable.killed_asking(2, prompt=PROMPT, run_id="run-7")  # the lookup's step recorded
 
@@ -178,7 +111,7 @@ def test_a_durable_run_killed_while_its_model_answers_asks_again_and_refunds_onc
 
 
 def test_the_agent_a_durable_run_is_handed_to_refunds_once_after_a_kill_in_its_refund(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.handoff = True
     durable.killed("refund", prompt=PROMPT, run_id="run-7")  # billing's refund, handed over
@@ -196,7 +129,7 @@ def test_the_agent_a_durable_run_is_handed_to_refunds_once_after_a_kill_in_its_r
 
 
 def test_an_agent_tool_of_a_durable_run_refunds_once_after_a_kill_inside_it(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.agent_tool = True
     durable.killed("refund", prompt=PROMPT, run_id="run-7")  # inside billing's run
@@ -217,7 +150,7 @@ def test_an_agent_tool_of_a_durable_run_refunds_once_after_a_kill_inside_it(
 
 
 def test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.approval = True
     paused = durable.told("run", prompt=PROMPT, run_id="run-7")
@@ -244,7 +177,7 @@ def test_a_durable_run_approved_in_another_process_runs_the_approved_refund_once
 
 
 def test_a_durable_run_recovered_after_a_kill_in_its_lookup_keeps_its_turn_whole(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     durable.killed("lookup", prompt=PROMPT, run_id="run-7", session="s1")  # the turn came
 
@@ -266,7 +199,7 @@ def test_a_durable_run_recovered_after_a_kill_in_its_lookup_keeps_its_turn_whole
 
 
 def test_a_committed_durable_run_started_again_asks_and_runs_nothing(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     first = durable.told("run", prompt=PROMPT, run_id="run-7", session="s1")
     asked = len(shop.sim.requests)
@@ -284,7 +217,7 @@ def test_a_committed_durable_run_started_again_asks_and_runs_nothing(
 
 
 def test_an_approved_durable_run_keeps_its_turn_for_the_conversations_next_run(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.approval = True
     paused = durable.told("run", prompt=PROMPT, run_id="run-7", session="s1")
@@ -302,7 +235,7 @@ def test_an_approved_durable_run_keeps_its_turn_for_the_conversations_next_run(
 
 
 def test_a_durable_run_paused_in_the_agent_handed_to_refunds_once_when_approved(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.approval = shop.handoff = True
     paused = durable.told("run", prompt=PROMPT, run_id="run-7")
@@ -319,7 +252,7 @@ def test_a_durable_run_paused_in_the_agent_handed_to_refunds_once_when_approved(
 
 
 def test_a_durable_run_paused_inside_an_agent_tool_refunds_once_when_approved(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.approval = shop.agent_tool = True
     paused = durable.told("run", prompt=PROMPT, run_id="run-7")
@@ -343,7 +276,7 @@ def test_a_durable_run_paused_inside_an_agent_tool_refunds_once_when_approved(
 
 
 def test_the_same_durable_run_started_from_two_threads_at_once_refunds_once(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     asked = "Refund order A1."  # --prompts is split at commas: PROMPT has one
     said = durable.told(  # two threads of a web server, the same message retried at once
@@ -362,7 +295,7 @@ def test_the_same_durable_run_started_from_two_threads_at_once_refunds_once(
 
 
 def test_a_durable_run_recovered_after_a_kill_in_its_refund_keeps_its_output_guardrail(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.guarded = True
     durable.killed("refund", prompt=PROMPT, run_id="run-7")
@@ -379,7 +312,7 @@ def test_a_durable_run_recovered_after_a_kill_in_its_refund_keeps_its_output_gua
 
 
 def test_a_durable_run_recovered_after_a_kill_in_its_lookup_keeps_its_output_guardrail(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.guarded = True
     durable.killed("lookup", prompt=PROMPT, run_id="run-7")  # the model's turn came
@@ -396,7 +329,7 @@ def test_a_durable_run_recovered_after_a_kill_in_its_lookup_keeps_its_output_gua
 
 
 def test_the_starting_agents_output_guardrail_judges_the_agent_a_durable_run_is_handed_to(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.guarded = shop.handoff = True  # the module's guardrail; billing has none of its own
     durable.killed("refund", prompt=PROMPT, run_id="run-7")  # billing's refund, handed over
@@ -417,7 +350,7 @@ def test_the_starting_agents_output_guardrail_judges_the_agent_a_durable_run_is_
 
 
 def test_a_durable_runs_output_guardrail_judges_an_agent_tool_recovered_after_a_kill(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.guarded = shop.agent_tool = True
     durable.killed("refund", prompt=PROMPT, run_id="run-7")  # inside billing's run
@@ -448,7 +381,7 @@ def test_a_durable_runs_output_guardrail_judges_an_agent_tool_recovered_after_a_
 
 
 def test_a_durable_run_approved_in_another_process_keeps_its_output_guardrail(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.guarded = shop.approval = True
     paused = durable.told("run", prompt=PROMPT, run_id="run-7")
@@ -490,7 +423,7 @@ def test_a_durable_run_recovered_after_a_kill_once_the_lookup_came_asks_before_r
     ]
     shop = Shop(tmp_path, provider([], rules=rules))
     shop.untrusted = True
-    durable = DurableShop(shop, postgres_server, postgres_dsn)
+    durable = DurableDoor(shop, postgres_server, postgres_dsn)
     try:
         durable.killed_asking(2, prompt=PROMPT, run_id="run-7")  # the lookup's step recorded
 
@@ -508,7 +441,7 @@ def test_a_durable_run_recovered_after_a_kill_once_the_lookup_came_asks_before_r
 
 
 def test_the_agent_a_durable_run_is_handed_to_asks_after_a_kill_and_recovery(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.untrusted = shop.handoff = True  # billing itself would not ask: the run's policy does
     durable.killed("lookup", prompt=PROMPT, run_id="run-7")
@@ -522,7 +455,7 @@ def test_the_agent_a_durable_run_is_handed_to_asks_after_a_kill_and_recovery(
 
 
 def test_an_agent_tool_of_a_durable_run_starts_tainted_after_a_kill_and_recovery(
-    shop: Shop, durable: DurableShop
+    shop: Shop, durable: DurableDoor
 ) -> None:
     shop.untrusted = shop.agent_tool = True  # the lookup tainted the shop's run, not billing's
     durable.killed("lookup", prompt=PROMPT, run_id="run-7")
@@ -547,7 +480,7 @@ def test_a_durable_run_approved_in_another_process_still_asks_after_untrusted_co
     ]
     shop = Shop(tmp_path, provider([], rules=rules))
     shop.untrusted = True
-    durable = DurableShop(shop, postgres_server, postgres_dsn)
+    durable = DurableDoor(shop, postgres_server, postgres_dsn)
     try:
         paused = durable.told("run", prompt=PROMPT, run_id="run-7")
         asked_about_untrusted(paused)
@@ -584,7 +517,7 @@ def test_the_next_durable_run_of_a_tainted_conversation_asks_on_another_worker(
     ]
     shop = Shop(tmp_path, provider([], rules=rules))
     shop.untrusted = True
-    durable = DurableShop(shop, postgres_server, postgres_dsn)
+    durable = DurableDoor(shop, postgres_server, postgres_dsn)
     try:
         first = durable.told("run", prompt="Look order A1 up.", session="alice", run_id="a-1")
         assert (first["answer"], first["tainted_by"]) == ("Order A1 is paid.", "lookup_order")
