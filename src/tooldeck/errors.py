@@ -7,6 +7,36 @@ module stays below every other.
 An error class with a ``docs`` page says where the documentation explains it: raised, it
 carries the note ``see the documentation: docs/<page>`` (shown under its traceback; its
 message is unchanged).
+
+The tree (a second base in brackets; ``tests/test_errors_tree.py`` holds it to the code)::
+
+    ToolDeckError
+        ToolDefinitionError (TypeError)
+        DuplicateToolError (ValueError)
+        RunStopped
+            LimitExceeded
+            ToolExecutionError
+            GuardrailTripped
+            ModelError
+                ScriptExhausted
+                ProviderError
+                    ModelAuthError
+                    ModelRateLimited
+                    ModelBadRequest
+                    ModelUnavailable
+                ModelRefused
+                ModelStreamMissing
+                ModelOutputTruncated
+            MiddlewareError
+        ModelRetry
+        CheckpointError (ValueError)
+        SessionError
+            SessionConflict
+        RunLogError
+        ModelNotConfigured (ValueError)
+        InvalidArguments (ValueError)
+
+    ToolDefinitionWarning (UserWarning)
 """
 
 from __future__ import annotations
