@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from _stores import Store, execute
-from tooldeck.run.recovery import NO_REPORT
+from tooldeck.run._engine.recovery import NO_REPORT
 
 CHILD = Path(__file__).with_name("_journal_child.py")
 PROMPT = "Did my refund go through? If not, refund it."

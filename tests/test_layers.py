@@ -236,3 +236,30 @@ def test_the_architecture_page_names_every_room() -> None:
         m.split(".")[1] for m in MODULES if m.count(".") >= 2 and MODULES[m].name == "__init__.py"
     }
     assert {room for room in rooms if f"{room}/" not in text} == set()
+
+
+RUN = PACKAGE / "run"
+
+
+def test_run_has_a_small_public_top_over_a_private_engine() -> None:
+    """Users read run/'s top level; the engine's many parts live out of their way."""
+    public = sorted(p.stem for p in RUN.glob("*.py") if p.name != "__init__.py")
+    assert len(public) <= 20, public
+    assert (RUN / "_engine" / "__init__.py").exists()
+    assert not [name for name in public if name.startswith("_")], public
+
+
+def test_the_engine_is_imported_only_by_tooldeck_itself() -> None:
+    """``run._engine`` is private: no example, doc snippet or test helper teaches it."""
+    import re
+
+    root = PACKAGE.parents[1]
+    teaching = [*root.glob("docs/**/*.md"), *root.glob("examples/**/*.py"), root / "README.md"]
+    found = [
+        f"{path.relative_to(root)}: {line.strip()}"
+        for path in teaching
+        if path.exists()
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.search(r"^\s*(from|import) tooldeck\.run\._engine", line)
+    ]
+    assert found == []

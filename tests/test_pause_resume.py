@@ -349,7 +349,7 @@ def test_tampered_arguments_are_refused_without_a_key() -> None:
 
 
 def test_tampered_arguments_with_a_matching_digest_are_refused_with_a_key() -> None:
-    from tooldeck.run.checkpoint import call_digest
+    from tooldeck.run._engine.checkpoint import call_digest
 
     agent, checkpoint = paused_run(checkpoint_key=b"secret")
     data = json.loads(tampered(checkpoint))

@@ -157,7 +157,7 @@ def test_importing_tooldeck_loads_neither_pydantic_nor_asyncio() -> None:
         ("tooldeck.contracts", "tooldeck.messages", "ToolCall"),
         ("tooldeck.contracts", "tooldeck.results", "RunResult"),
         ("tooldeck.policy", "tooldeck.run.policy", "Limits"),
-        ("tooldeck.checkpoint", "tooldeck.run.checkpoint", "call_digest"),
+        ("tooldeck.checkpoint", "tooldeck.run._engine.checkpoint", "call_digest"),
         ("tooldeck.events", "tooldeck.run.events", "NestedEvent"),
         ("tooldeck.middleware", "tooldeck.run.middleware", "Middleware"),
         ("tooldeck.history", "tooldeck.run.history", "Summarize"),

@@ -21,8 +21,8 @@ from pathlib import Path
 from _stores import Store
 from helpers import answer, call, calls
 from tooldeck import Agent, Message, ScriptedModel, tool
+from tooldeck.run._engine.recovery import NO_REPORT
 from tooldeck.run.events import FinalAnswer, RunRecovered
-from tooldeck.run.recovery import NO_REPORT
 
 CHILD = Path(__file__).with_name("_session_child.py")
 

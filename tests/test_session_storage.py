@@ -13,7 +13,7 @@ from _stores import Store, execute
 from helpers import answer, call, calls
 from tooldeck import Agent, AssistantOutput, Limits, Message, ScriptedModel, ToolCall, tool
 from tooldeck.errors import SessionError
-from tooldeck.run.repair import repair
+from tooldeck.run._engine.repair import repair
 from tooldeck.sessions import StoredRun
 
 INTERRUPTED = (

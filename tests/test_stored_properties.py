@@ -26,7 +26,7 @@ from tooldeck import AssistantOutput, Checkpoint, Message, Reject, ScriptedModel
 from tooldeck.durable._pauses import stored_pause
 from tooldeck.durable._steps import RecordedTurn, _recorded_turn
 from tooldeck.errors import CheckpointError, ModelError, RunLogError, SessionError
-from tooldeck.run.checkpoint import check_decisions, verify
+from tooldeck.run._engine.checkpoint import check_decisions, verify
 from tooldeck.run.session import StoredRun
 
 PROPERTY = settings(
@@ -41,7 +41,7 @@ PROPERTY = settings(
 def _steady(checkpoint: Checkpoint, key: bytes | None = None) -> Checkpoint:
     """The checkpoint with its timings fixed, so each run of the suite draws the same cases
     (its run id is random, but always 32 characters)."""
-    from tooldeck.run.checkpoint import _sign
+    from tooldeck.run._engine.checkpoint import _sign
 
     trace = tuple(item.model_copy(update={"duration_s": 0.25}) for item in checkpoint.trace)
     counters = checkpoint.counters.model_copy(update={"elapsed_s": 0.5})

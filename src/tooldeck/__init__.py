@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # `as` re-exports each name for type checkers; at run time th
     from tooldeck.results import StopReason as StopReason
     from tooldeck.results import ToolTrace as ToolTrace
     from tooldeck.run.agent import Agent as Agent
+    from tooldeck.run.agent import run_agent as run_agent
     from tooldeck.run.budget import Budget as Budget
     from tooldeck.run.events import Event as Event
     from tooldeck.run.events import FinalAnswer as FinalAnswer
@@ -47,7 +48,6 @@ if TYPE_CHECKING:  # `as` re-exports each name for type checkers; at run time th
     from tooldeck.run.events import ToolCallFinished as ToolCallFinished
     from tooldeck.run.events import ToolCallStarted as ToolCallStarted
     from tooldeck.run.handoff import handoff as handoff
-    from tooldeck.run.oneshot import run_agent as run_agent
     from tooldeck.run.policy import Limits as Limits
     from tooldeck.tools.context import RunContext as RunContext
     from tooldeck.tools.function import FunctionTool as FunctionTool
@@ -64,7 +64,7 @@ from tooldeck._version import __version__ as __version__
 _EXPORTS: dict[str, str] = {
     # building and running agents
     "Agent": "tooldeck.run.agent",
-    "run_agent": "tooldeck.run.oneshot",
+    "run_agent": "tooldeck.run.agent",
     "Limits": "tooldeck.run.policy",
     "Budget": "tooldeck.run.budget",
     "handoff": "tooldeck.run.handoff",

@@ -49,7 +49,7 @@ def trusted(cls: type[RecordT], fields: dict[str, Any], given: Iterable[str]) ->
     Python loop over the fields (half the time of ``build``; the loop makes four a round).
 
     ``fields`` holds every field, defaults included; ``given`` names those the caller set
-    (``model_fields_set``). Only for the loop's own records (``tooldeck.run.records``), each
+    (``model_fields_set``). Only for the loop's own records (``tooldeck.run._engine.records``), each
     of which tests/test_records.py holds equal to the record made with validation.
     """
     record = _new(cls)

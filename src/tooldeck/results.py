@@ -1,7 +1,7 @@
 """What a run produces for the host: stop reasons, call traces, pauses and the run's result.
 
 ``Checkpoint`` is a paused run as versioned JSON (its signing and restoring live in
-``tooldeck.run.checkpoint``). May import: ``tooldeck.errors``, ``tooldeck._untrusted``,
+``tooldeck.run._engine.checkpoint``). May import: ``tooldeck.errors``, ``tooldeck._untrusted``,
 ``tooldeck.messages``, ``tooldeck.safety``, ``tooldeck._traced``.
 """
 

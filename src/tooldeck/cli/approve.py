@@ -24,9 +24,9 @@ from tooldeck.cli.display import call_text
 from tooldeck.cli.terminal import TerminalReader
 from tooldeck.errors import InvalidArguments
 from tooldeck.results import Approve, Decision, PendingCall, Reject
+from tooldeck.run._engine.handing_over import reachable
 from tooldeck.run.agent import Agent
 from tooldeck.run.agent_tool import AgentTool
-from tooldeck.run.handover import reachable
 from tooldeck.tools.registry import ToolView
 
 _CHOICES = "[y]es / [n]o / [a]lways this tool / [e]dit"
@@ -189,7 +189,7 @@ def _read_below(read: Callable[[str], str], prompt: str, text: str, shown: TextI
 
 def reachable_tools(agent: Agent[Any, Any]) -> list[str]:
     """The names of the tools of ``agent``, of every agent a run may be handed to from it
-    (``run.handover.reachable``) and of every agent asked as a tool by one of them: the calls
+    (``handing_over.reachable``) and of every agent asked as a tool by one of them: the calls
     a person may be asked about (a call inside an agent tool waits as the top run's)."""
     names: dict[str, None] = {}
     seen: set[int] = set()

@@ -27,7 +27,7 @@ from tooldeck.cli.sessions import session_options
 from tooldeck.cli.terminal import TerminalReader
 from tooldeck.cli.totals import Tally
 from tooldeck.errors import ErrorCode, SessionError
-from tooldeck.run.calls.texts import keeps_running
+from tooldeck.run._engine.calls.texts import keeps_running
 
 _LEAVE = {"exit", "quit", "/exit", "/quit"}
 

@@ -38,11 +38,11 @@ from tooldeck.errors import (
     SessionError,
 )
 from tooldeck.results import Checkpoint, RunResult, ToolTrace
+from tooldeck.run._engine.prompted import FORCED_CALL_REFUSED
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, RunRecovered
 from tooldeck.run.handle import RunHandle
 from tooldeck.run.handoff import judges_answers
-from tooldeck.run.prompted import FORCED_CALL_REFUSED
 
 if TYPE_CHECKING:
     from tooldeck.sessions import Session

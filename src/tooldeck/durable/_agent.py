@@ -32,7 +32,7 @@ from tooldeck.errors import RunStopped
 from tooldeck.messages import Message
 from tooldeck.models.base import Model
 from tooldeck.results import Decision, RunResult
-from tooldeck.run._sync import run_sync
+from tooldeck.run._engine._sync import run_sync
 from tooldeck.run.agent import Agent
 from tooldeck.run.budget import Budget
 from tooldeck.run.handle import RunHandle

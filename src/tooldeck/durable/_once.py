@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from dbos import DBOS, StepOptions
 
-from tooldeck.run.once import reconciled
+from tooldeck.run._engine.once import reconciled
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.handler import HandlerOutput
 from tooldeck.tools.options import Reconcile

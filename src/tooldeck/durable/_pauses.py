@@ -24,7 +24,7 @@ from dbos import DBOS, WorkflowHandleAsync
 
 from tooldeck.errors import CheckpointError
 from tooldeck.results import Checkpoint, Decision, RecordedError, RunResult
-from tooldeck.run.checkpoint import check_decisions, verify
+from tooldeck.run._engine.checkpoint import check_decisions, verify
 
 DECISIONS_TOPIC = "tooldeck.decisions"
 WAITING_EVENT = "tooldeck.waiting"

@@ -16,7 +16,7 @@ from dbos import DBOS, StepOptions
 from tooldeck.errors import SessionConflict, SessionError
 from tooldeck.messages import Message
 from tooldeck.results import HistorySummary, RunResult
-from tooldeck.run.repair import repair
+from tooldeck.run._engine.repair import repair
 from tooldeck.sessions import Session, StoredRun
 
 SessionSource = Callable[[str], Session]

@@ -32,8 +32,8 @@ from tooldeck.errors import ErrorCode, ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.results import RecordedError
+from tooldeck.run._engine.calls.texts import timeout_text
 from tooldeck.run.agent_tool import NestingHandler
-from tooldeck.run.calls.texts import timeout_text
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.handler import HandlerOutput, ToolHandler, ToolOutcome
 from tooldeck.tools.registry import EntryWrapper, ToolEntry

@@ -1,12 +1,14 @@
-"""The run: the agent (the front door), the one loop, and everything a run is made of.
+"""The run: what users import to build and drive agents, over a private engine.
 
-``agent.py`` holds ``Agent``, whose entry points share one set of run options
-(``options.py``); ``loop.py`` is the only loop: ask the model (``request.py``), decide
-whether the turn ends the run (``answers.py``, ``output.py``; ``prompted.py`` where a
-server refuses structured output), run the turn's calls (``calls/``), record
-(``state.py``), repeat. Every stop rule is in ``policy.py``; a pause is stored by
-``checkpoint.py``; what watches a run plugs in through ``observer.py``, and a store of
-conversations through ``session.py``.
+The public modules: ``agent.py`` (``Agent``, ``run_agent``), whose entry points share one set
+of run options (``options.py``); ``capabilities.py`` (the one extension point); the limits
+and budgets of a run (``policy.py``, ``budget.py``); its events (``events.py``) and handle
+(``handle.py``, ``cancel.py``); what may shape a run — guardrails, the untrusted-content
+policy, history strategies, middleware, typed output, handoffs and agent tools; and the
+protocols that the rooms above plug in through (``session.py``, ``observer.py``).
+``module_settings.py`` reads an agent module's settings for every door.
+
+``_engine/`` is the engine those drive (the loop, its requests, calls and records): private.
 
 May import: ``tooldeck.errors``, ``tooldeck.messages``, ``tooldeck.results``,
 ``tooldeck._untrusted``, ``tooldeck.tools``, ``tooldeck.models``. Never the rooms above it

@@ -19,37 +19,37 @@ from tooldeck.messages import Message
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.results import Checkpoint, Decision, RunResult
-from tooldeck.run._checks import (
+from tooldeck.run._engine._checks import (
     call_options,
     check_settings,
     instrumenter,
     stores_outputs,
     strategy,
 )
-from tooldeck.run._sync import run_sync
+from tooldeck.run._engine._sync import run_sync
+from tooldeck.run._engine.answers import asked_with, output_plan, request_settings
+from tooldeck.run._engine.checkpoint import check_decisions, check_tools, restore, verify
+from tooldeck.run._engine.handing_over import agent_named, handoffs_of, paused_in, starting_agent
+from tooldeck.run._engine.in_session import resume_in_session, stream_in_session
+from tooldeck.run._engine.inherited import AfterUntrusted
+from tooldeck.run._engine.journal import Journaled, JournalWriter
+from tooldeck.run._engine.loop import OnLimit, RunSetup, RunStart
+from tooldeck.run._engine.recovery import Closed, close, folded
+from tooldeck.run._engine.request import Asking
+from tooldeck.run._engine.starting import run_events
+from tooldeck.run._engine.state import RunState, untrusted_source
 from tooldeck.run.agent_tool import agent_tool
-from tooldeck.run.answers import asked_with, output_plan, request_settings
-from tooldeck.run.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run.events import Event, last_result
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handle import start_resumed_run, start_run
 from tooldeck.run.handoff import Handoff, HandoffAgent, RunWrappers
-from tooldeck.run.handover import agent_named, handoffs_of, paused_in, starting_agent
 from tooldeck.run.history import HistoryStrategy
-from tooldeck.run.in_session import resume_in_session, stream_in_session
-from tooldeck.run.inherited import AfterUntrusted
-from tooldeck.run.journal import Journaled, JournalWriter
-from tooldeck.run.loop import OnLimit, RunSetup, RunStart
 from tooldeck.run.middleware import Middleware, MiddlewareStack
 from tooldeck.run.observer import Instrumenter, StreamObserver
 from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
-from tooldeck.run.recovery import Closed, close, folded
-from tooldeck.run.request import Asking
 from tooldeck.run.session import records_of
-from tooldeck.run.starting import run_events
-from tooldeck.run.state import RunState, untrusted_source
 from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
 from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
@@ -116,7 +116,7 @@ class Agent(Generic[DepsT, OutputT]):
             calls of ``side_effects``/``sensitive`` tools: "allow", "ask" (approval), "refuse".
             The guardrails and this policy of the agent a run starts on hold for the whole
             run: after handoffs and inside agent tools, beside each agent's own
-            (``tooldeck.run.inherited``).
+            (``tooldeck.run._engine.inherited``).
         name: The agent's name (in events, ``RunResult.agent``, checkpoints, handoffs).
         handoffs: Agents (or ``handoff(agent, ...)``) it may hand the conversation to; a
             list, which may be changed (for cycles) until a run starts.
@@ -465,3 +465,25 @@ class _SessionRuns:
         agent = agent_named(self._agent, run.holder)
         view = await agent._setup().tools.view()
         return await close(run, history, view, self._opts.records, agent.limits)
+
+
+def run_agent(
+    prompt: str,
+    model: Model | str,
+    tool_view: ToolsLike | None = None,
+    max_rounds: int | None = None,
+    **options: Any,
+) -> RunResult[Any]:
+    """Run one prompt synchronously: the original entry point, a wrapper over ``Agent``.
+
+    ``options`` are Agent's keyword options (``instructions=``, ``limits=``, ...).
+    ``max_rounds``, when given, overrides the one in ``limits``; by default the run has
+    ``Limits().max_rounds`` (10) rounds, like an ``Agent``. A run that pauses returns its
+    result (``stop_reason == "paused"``); go on with
+    ``Agent(...).resume_sync(result.checkpoint, ...)``.
+    """
+    limits = options.pop("limits", None) or Limits()
+    if max_rounds is not None:
+        limits = replace(limits, max_rounds=max_rounds)
+    agent: Agent[Any, Any] = Agent(model, tool_view, limits=limits, **options)
+    return agent.run_sync(prompt)

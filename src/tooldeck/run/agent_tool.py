@@ -25,9 +25,9 @@ from tooldeck.errors import ErrorCode, LimitExceeded, RunStopped, ToolDefinition
 from tooldeck.messages import Message, ToolResult
 from tooldeck.models.base import Model
 from tooldeck.results import Checkpoint, Decision, RunResult
+from tooldeck.run._engine.spending import SPENDING_STOPS
 from tooldeck.run.events import Event, FinalAnswer
 from tooldeck.run.options import ParentCall, RunArgs
-from tooldeck.run.spending import SPENDING_STOPS
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import FunctionTool
 from tooldeck.tools.handler import Pause, ToolHandler, ToolOutcome
@@ -232,7 +232,7 @@ def agent_tool(
 
     The inner run uses the agent's own instructions, tools, limits and model, with the outer
     run's ``deps`` and shared ``budget`` (its requests, tokens and cost are drawn from it).
-    It is part of the outer run's safety (``run.inherited``): the outer run's guardrails and
+    It is part of the outer run's safety (``run._engine.inherited``): the outer run's guardrails and
     untrusted-content policy apply in it beside the agent's own, it starts with the outer
     run's taint, and the outer run's cancel reaches its tools (``ctx.cancelled``).
     Its events appear in the outer stream as NestedEvents, its usage counts in the outer

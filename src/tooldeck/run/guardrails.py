@@ -6,7 +6,7 @@ and stops the run before any tool of that round runs. ``Agent(output_guardrails=
 judge the answer (the text, or the typed output) before the run ends; one that trips stops
 the run, or (``Guardrail(check, retry=True)``) the model reads its message and answers
 again, within ``output_retries``. Tool guardrails (``@tool(guardrails=[...])``,
-``Agent(tool_guardrails=[...])``, see ``ToolGuardrail``) are applied by ``run.calls.guard``.
+``Agent(tool_guardrails=[...])``, see ``ToolGuardrail``) are applied by ``run._engine.calls.guard``.
 
 A stop is ``GuardrailTripped`` (``stop_reason == "guardrail"``); every decision is a
 ``GuardrailChecked`` event and is kept in ``RunResult.guardrails``.
@@ -24,10 +24,10 @@ from typing import Any, TypeVar
 from tooldeck.errors import ErrorCode, GuardrailTripped
 from tooldeck.messages import AssistantOutput, Message, ToolResult
 from tooldeck.results import RunResult, StopReason
+from tooldeck.run._engine.request import Delta, Emit, with_deltas
+from tooldeck.run._engine.state import RunState, attach
 from tooldeck.run.events import GuardrailChecked
 from tooldeck.run.policy import RunPolicy
-from tooldeck.run.request import Delta, Emit, with_deltas
-from tooldeck.run.state import RunState, attach
 from tooldeck.safety import GuardrailDecision, GuardrailStage
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.guardrails import GuardrailResult, ToolGuardrail

@@ -25,10 +25,10 @@ from typing_extensions import Unpack
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint, Decision, RunResult, StopReason, ToolTrace
+from tooldeck.run._engine.state import RunState
 from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.events import Event, FinalAnswer, ToolCallFinished, ToolCallStarted
 from tooldeck.run.options import RunArgs, RunOptions
-from tooldeck.run.state import RunState
 
 OutputT = TypeVar("OutputT")
 

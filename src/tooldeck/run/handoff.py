@@ -4,7 +4,7 @@
 ``transfer_to_<name>`` tool per handoff. Its call runs like any tool call (it counts
 against the run's call limit and its round against ``max_rounds``, it is a step of a
 durable run, ``on_handoff`` runs inside it), and is answered ``Transferred to 'billing'.``;
-then the loop of the agent handed to goes on with the run (``run.handover``): its
+then the loop of the agent handed to goes on with the run (``run._engine.handing_over``): its
 instructions, tools, model, limits and output type, from what ``history=`` gives it.
 """
 
@@ -22,9 +22,9 @@ from tooldeck.errors import ErrorCode, ToolDefinitionError
 from tooldeck.messages import AssistantOutput, Message, ToolResult
 from tooldeck.models.base import Model
 from tooldeck.results import HistorySummary, ShownHistory
+from tooldeck.run._engine.loop import RunSetup
 from tooldeck.run.events import HandedOff
 from tooldeck.run.history import HistoryRequest, HistoryStrategy, Prepared, current_exchange
-from tooldeck.run.loop import RunSetup
 from tooldeck.run.policy import Limits
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import TOOL_NAME, FunctionTool

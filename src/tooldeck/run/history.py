@@ -36,7 +36,7 @@ from tooldeck.messages import Message, Usage
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.results import HistorySummary
-from tooldeck.run.state import RunState
+from tooldeck.run._engine.state import RunState
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import get_args
 
+from tooldeck.run._engine.inherited import AfterUntrusted
 from tooldeck.run.budget import Budget
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handoff import Handoff, HandoffAgent
-from tooldeck.run.inherited import AfterUntrusted
 from tooldeck.tools import modules
 from tooldeck.tools.guardrails import ToolGuardrail
 from tooldeck.tools.registry import ToolRegistry

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypedDict, TypeVar
 
 from tooldeck.messages import Message
+from tooldeck.run._engine.inherited import Inherited
+from tooldeck.run._engine.journal import JournalWriter
 from tooldeck.run.budget import Budget
 from tooldeck.run.cancel import CancelSignal
-from tooldeck.run.inherited import Inherited
-from tooldeck.run.journal import JournalWriter
 from tooldeck.run.session import CallRecords, Session
 
 DepsT = TypeVar("DepsT")
@@ -60,7 +60,7 @@ class RunArgs(TypedDict, Generic[DepsT], total=False):
     inherited: Inherited | None
     """What the run inherits from the run whose call it runs inside (set by agent tools):
     that run's guardrails and untrusted-content policy, which apply beside this agent's
-    own, its taint and its cancel signal (``tooldeck.run.inherited``)."""
+    own, its taint and its cancel signal (``tooldeck.run._engine.inherited``)."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -140,6 +140,6 @@ def _checked_inherited(inherited: object) -> Inherited | None:
     if inherited is None or isinstance(inherited, Inherited):
         return inherited
     raise TypeError(
-        "inherited= takes what an agent tool passes on (tooldeck.run.inherited.Inherited), "
+        "inherited= takes what an agent tool passes on (tooldeck.run._engine.inherited.Inherited), "
         f"got {type(inherited).__name__}: {inherited!r}"
     )

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 from tooldeck.errors import ErrorCode, LimitExceeded, SessionError, ToolExecutionError
 from tooldeck.messages import AssistantOutput, ToolCall, ToolResult
 from tooldeck.results import RepeatRecord, RunCounters, StopReason
+from tooldeck.run._engine.spending import SPENDING_STOPS, SpendingLimits, spending_limits
 from tooldeck.run.budget import Budget
-from tooldeck.run.spending import SPENDING_STOPS, SpendingLimits, spending_limits
 from tooldeck.tools.registry import ToolEntry
 
 if TYPE_CHECKING:
-    from tooldeck.run.state import RunState
+    from tooldeck.run._engine.state import RunState
 
 CallSignature = tuple[object, ...]
 """A hashable key: the tool's name and its arguments in a canonical order."""

@@ -36,13 +36,13 @@ class History:
     submitted again with the id of one of them is recognised, not stored twice."""
     unfinished: UnfinishedRun | None = None
     """The run the session's journal holds that never finished, if the head is one
-    (``RunJournal``; ``tooldeck.run.journal`` reads it)."""
+    (``RunJournal``; ``tooldeck.run._engine.journal`` reads it)."""
 
 
 @dataclass(frozen=True, slots=True)
 class UnfinishedRun:
     """The latest run opened in the session's journal, as the store holds it (it may have
-    committed since, or still run somewhere: ``tooldeck.run.journal`` reads the bodies and
+    committed since, or still run somewhere: ``tooldeck.run._engine.journal`` reads the bodies and
     tells)."""
 
     run_id: str
@@ -151,7 +151,7 @@ class CallRecords(Protocol):
 
 @runtime_checkable
 class RunJournal(Protocol):
-    """A session that keeps a journal of its runs, written ahead (``tooldeck.run.journal``:
+    """A session that keeps a journal of its runs, written ahead (``tooldeck.run._engine.journal``:
     ``SQLiteSession`` and ``PostgresSession`` do), so a run met again goes on from it. Each
     verb is one transaction. Appending a stored run drops the session's journal with it."""
 

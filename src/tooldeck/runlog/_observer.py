@@ -17,6 +17,7 @@ from typing import Any
 from tooldeck.errors import RunStopped
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import Decision, RunResult
+from tooldeck.run._engine.journal import this_process
 from tooldeck.run.events import (
     Event,
     FinalAnswer,
@@ -28,7 +29,6 @@ from tooldeck.run.events import (
     ToolCallStarted,
     UntrustedContent,
 )
-from tooldeck.run.journal import this_process
 from tooldeck.run.observer import RunInfo
 from tooldeck.runlog._rows import CALL, END, GUARD, HAND, PENDING, START, TAINT, TURN, error_text
 from tooldeck.runlog._writer import Put, Writer

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tooldeck.run.journal import Writer
+from tooldeck.run._engine.journal import Writer
 from tooldeck.runlog._checked import checked, json_object
 from tooldeck.runlog._schema import RunLogError, connect
 
@@ -335,7 +335,7 @@ def _run(row: tuple[Any, ...]) -> LoggedRun:
 
 def _gone(host: str | None, pid: int | None, started: int | None) -> bool:
     """Whether the process a run's row names is no longer there (as the run journal judges
-    the writer of a run: ``tooldeck.run.journal.Writer``)."""
+    the writer of a run: ``tooldeck.run._engine.journal.Writer``)."""
     if host is None or pid is None:
         return False  # a log older than version 5: it does not say
     return not Writer(host=host, pid=pid, started=started).alive()

@@ -25,8 +25,8 @@ from pydantic import PrivateAttr
 
 from tooldeck.errors import InvalidArguments
 from tooldeck.messages import ToolCall, ToolResult, ToolSpec
-from tooldeck.run.calls.round import answer_call
-from tooldeck.run.calls.shared import CallOptions, CallRound
+from tooldeck.run._engine.calls.round import answer_call
+from tooldeck.run._engine.calls.shared import CallOptions, CallRound
 from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.serve._stdio import serve_stdio

@@ -1,4 +1,4 @@
-"""The journal of a session's runs, as both databases keep it (``tooldeck.run.journal``).
+"""The journal of a session's runs, as both databases keep it (``tooldeck.run._engine.journal``).
 
 One table, ``tooldeck_session_journal``, keyed by (session id, run id, step): step 0 is a
 run's opening (a JSON body the run layer writes and reads: who runs it, from which head,

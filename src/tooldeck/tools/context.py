@@ -95,7 +95,7 @@ class RunContext(Generic[DepsT]):
     on it too. (Typed loosely: the tools layer cannot name the run layer's class.)"""
     inherited: Any = field(default=None, repr=False)
     """For a tool whose entry says ``emits_events`` (an agent tool): what the run made
-    inside this call inherits from this run, a ``tooldeck.run.inherited.Inherited`` (the
+    inside this call inherits from this run, a ``tooldeck.run._engine.inherited.Inherited`` (the
     run-level guardrails and untrusted-content policy, the taint, the cancel signal); None
     for other calls. (Typed loosely, as ``budget``.)"""
 

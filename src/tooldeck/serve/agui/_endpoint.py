@@ -35,12 +35,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, ToolDeckError
 from tooldeck.results import RunResult
+from tooldeck.run._engine.in_session import retried_run
 from tooldeck.run.agent import Agent
 from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.events import Event, FinalAnswer
 from tooldeck.run.handle import resume_stream_told, stream_told
 from tooldeck.run.handoff import judges_answers
-from tooldeck.run.in_session import retried_run
 from tooldeck.run.session import Session
 from tooldeck.serve.agui._input import InputError, NewRun, Resume, describe, interrupts, plan
 from tooldeck.serve.agui._messages import as_agui, client_ids, with_answered

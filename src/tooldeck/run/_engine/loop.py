@@ -26,10 +26,15 @@ from tooldeck.errors import (
 from tooldeck.messages import AssistantOutput, ToolSpec
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import Checkpoint, Decision, RunResult, StopReason, ToolTrace
-from tooldeck.run.answers import shown_specs, take_answer
-from tooldeck.run.calls.round import RoundOutcome, run_round
-from tooldeck.run.calls.shared import CallOptions, CallRound
-from tooldeck.run.checkpoint import check_tools, make_checkpoint
+from tooldeck.run._engine.answers import shown_specs, take_answer
+from tooldeck.run._engine.calls.round import RoundOutcome, run_round
+from tooldeck.run._engine.calls.shared import CallOptions, CallRound
+from tooldeck.run._engine.checkpoint import check_tools, make_checkpoint
+from tooldeck.run._engine.inherited import Inherited
+from tooldeck.run._engine.journal import JournalWriter, journaled
+from tooldeck.run._engine.request import Asking, Delta, ask, with_deltas
+from tooldeck.run._engine.spending import SPENDING_STOPS, left_for_calls, not_run
+from tooldeck.run._engine.state import OpenTurn, RunState, attach
 from tooldeck.run.events import (
     Event,
     FinalAnswer,
@@ -41,16 +46,11 @@ from tooldeck.run.events import (
 )
 from tooldeck.run.guardrails import Guards, InputCheck, judge_answer
 from tooldeck.run.history import current_exchange
-from tooldeck.run.inherited import Inherited
-from tooldeck.run.journal import JournalWriter, journaled
 from tooldeck.run.observer import RunInfo, RunObserver
 from tooldeck.run.options import RunOptions
 from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
-from tooldeck.run.request import Asking, Delta, ask, with_deltas
 from tooldeck.run.session import CallRecords
-from tooldeck.run.spending import SPENDING_STOPS, left_for_calls, not_run
-from tooldeck.run.state import OpenTurn, RunState, attach
 from tooldeck.run.untrusted import safe_output
 from tooldeck.tools.registry import ToolSource, ToolView
 
@@ -84,7 +84,7 @@ class RunSetup:
     """Transfer tool name -> the agent it hands the run to (None: no handoffs)."""
     inherits: Inherited | None = None
     """The run-level rules the runs made inside its calls inherit, when the run has some
-    beside this agent's own (None: this agent's own, ``run.inherited``)."""
+    beside this agent's own (None: this agent's own, ``run._engine.inherited``)."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -416,7 +416,7 @@ def _last_request(setup: RunSetup, state: RunState, stop: RunStopped) -> StopRea
 def driven(
     setup: RunSetup, start: RunStart, observer: RunObserver | None
 ) -> AsyncGenerator[Event, None]:
-    """``drive``, its journal written ahead when the run keeps one (``run.journal``)."""
+    """``drive``, its journal written ahead when the run keeps one (``run._engine.journal``)."""
     events = drive(setup, start, observer)
     if start.journal is None:
         return events

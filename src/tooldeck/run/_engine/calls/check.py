@@ -15,14 +15,14 @@ from collections.abc import Mapping, Sequence
 from tooldeck.errors import ErrorCode, InvalidArguments
 from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.results import Approve, Decision, PendingCall, PendingKind, Reject, ToolTrace
-from tooldeck.run.calls.shared import CallRound, Ready, refused, trace
-from tooldeck.run.calls.texts import (
+from tooldeck.run._engine.calls.shared import CallRound, Ready, refused, trace
+from tooldeck.run._engine.calls.texts import (
     invalid_arguments_text,
     invalid_json_text,
     unknown_tool_text,
     with_edit_note,
 )
-from tooldeck.run.checkpoint import call_digest
+from tooldeck.run._engine.checkpoint import call_digest
 from tooldeck.run.policy import CallSignature
 from tooldeck.tools.context import Resumption
 

@@ -1,14 +1,14 @@
 """Run-level safety: what a run holds whichever agent has it, at any depth.
 
 The guardrails and the untrusted-content policy of the agent a run is started on are the
-run's: they apply to every agent that holds the run (after handoffs, ``run.handover``) and
+run's: they apply to every agent that holds the run (after handoffs, ``handing_over``) and
 inside its calls (an agent tool's inner run, ``run.agent_tool``), beside each agent's own
 while it holds the run (run-level first). An inner run also starts with the outer run's
 taint (the call whose result brought untrusted content in) and shares its cancel signal, so
 a ``RunHandle.cancel()`` reaches the tools of inner runs too (``ctx.cancelled``), and its
 call records, so its ``side_effects`` calls are at most once too.
 
-``Inherited`` is that record: made once as a run starts (``run.starting``), joined with each
+``Inherited`` is that record: made once as a run starts (``run._engine.starting``), joined with each
 agent's own settings as it takes the run, and handed to the runs made inside its calls with
 the taint of the moment (``CallRound.passed_on``). A run that has none of it (no
 guardrails, ``after_untrusted="allow"``, no taint, no handle) never makes one.

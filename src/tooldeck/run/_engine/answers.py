@@ -11,6 +11,8 @@ from tooldeck.errors import ErrorCode
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.results import RunResult, StopReason, ToolTrace
+from tooldeck.run._engine.prompted import ForcedCallHint, PromptedFallback
+from tooldeck.run._engine.state import RunState, attach
 from tooldeck.run.output import (
     FINAL_ANSWER,
     Accepted,
@@ -20,8 +22,6 @@ from tooldeck.run.output import (
     prompted_instructions,
 )
 from tooldeck.run.policy import RunPolicy
-from tooldeck.run.prompted import ForcedCallHint, PromptedFallback
-from tooldeck.run.state import RunState, attach
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import ToolView
 

@@ -7,7 +7,7 @@ agent's limits. Every event is stamped with the name of the agent whose loop yie
 What stays the run's, whichever agent has it: its id, state, checkpoint key, deps, session,
 observer and run log (those of the agent the run was started on), and that agent's
 guardrails and untrusted-content policy, which apply beside each agent's own while it
-holds the run (``run.inherited``).
+holds the run (``run._engine.inherited``).
 
 Runs without handoffs never come here (``starting.run_events`` checks once per run).
 """
@@ -22,6 +22,8 @@ from typing import Literal
 from tooldeck.errors import CheckpointError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, ShownHistory
+from tooldeck.run._engine.inherited import NOTHING, Inherited, without_input
+from tooldeck.run._engine.loop import RunSetup, RunStart, driven
 from tooldeck.run.events import Event, HandedOff
 from tooldeck.run.handoff import (
     Handoff,
@@ -31,8 +33,6 @@ from tooldeck.run.handoff import (
     handed_history,
     transferred,
 )
-from tooldeck.run.inherited import NOTHING, Inherited, without_input
-from tooldeck.run.loop import RunSetup, RunStart, driven
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import RunPolicy
 from tooldeck.tools.outputs import OutputStore

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from tooldeck.errors import ErrorCode
 from tooldeck.results import ToolTrace
-from tooldeck.run.calls.shared import CallRound, Ready, refused
+from tooldeck.run._engine.calls.shared import CallRound, Ready, refused
 from tooldeck.safety import UntrustedSource
 
 

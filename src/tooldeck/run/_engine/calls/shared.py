@@ -11,13 +11,13 @@ from tooldeck._untrusted import repaired, valid_text
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult
 from tooldeck.results import ToolTrace
+from tooldeck.run._engine.inherited import NOTHING, AfterUntrusted, Inherited
+from tooldeck.run._engine.records import traced
 from tooldeck.run.budget import Budget
 from tooldeck.run.events import Event
-from tooldeck.run.inherited import NOTHING, AfterUntrusted, Inherited
 from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
-from tooldeck.run.records import traced
 from tooldeck.run.session import CallRecords
 from tooldeck.safety import UntrustedSource
 from tooldeck.tools.context import Resumption, RunContext, ToolChanges

@@ -11,12 +11,12 @@ from dataclasses import replace
 from typing import Literal, Protocol
 
 from tooldeck.models.base import Model
+from tooldeck.run._engine.handing_over import handing_over, ruled, run_level
+from tooldeck.run._engine.inherited import Inherited
+from tooldeck.run._engine.loop import RunSetup, RunStart, driven, run_info
 from tooldeck.run.events import Event
 from tooldeck.run.handle import cancellable
 from tooldeck.run.handoff import Handoff, HandoffAgent
-from tooldeck.run.handover import handing_over, ruled, run_level
-from tooldeck.run.inherited import Inherited
-from tooldeck.run.loop import RunSetup, RunStart, driven, run_info
 from tooldeck.run.observer import (
     Instrumenter,
     StreamObserver,

@@ -1,5 +1,5 @@
 """Runs in a session: the history loaded before the loop, the run journaled as it goes
-(``tooldeck.run.journal``), its end committed before its FinalAnswer is handed over.
+(``tooldeck.run._engine.journal``), its end committed before its FinalAnswer is handed over.
 
 A run meets what the session's journal holds first. A run that finished there, asked for
 again by its id, is not run again: its stored result is returned. An unfinished run (its
@@ -23,10 +23,7 @@ from typing import Any, Protocol
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, SessionError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, Decision, RunResult, StopReason
-from tooldeck.run.cancel import CancelSignal
-from tooldeck.run.events import Event, FinalAnswer, RunRecovered
-from tooldeck.run.history import HistoryStrategy, give_back
-from tooldeck.run.journal import (
+from tooldeck.run._engine.journal import (
     Journaled,
     JournalWriter,
     Opening,
@@ -36,10 +33,13 @@ from tooldeck.run.journal import (
     running,
     this_process,
 )
-from tooldeck.run.recovery import Closed, stored_result
-from tooldeck.run.repair import repair
+from tooldeck.run._engine.recovery import Closed, stored_result
+from tooldeck.run._engine.repair import repair
+from tooldeck.run._engine.state import new_run_id
+from tooldeck.run.cancel import CancelSignal
+from tooldeck.run.events import Event, FinalAnswer, RunRecovered
+from tooldeck.run.history import HistoryStrategy, give_back
 from tooldeck.run.session import History, RunJournal, Session, StoredRun, journal_of
-from tooldeck.run.state import new_run_id
 
 Events = AsyncGenerator[Event, None]
 

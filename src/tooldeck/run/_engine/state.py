@@ -18,8 +18,8 @@ from tooldeck.results import (
     StopReason,
     ToolTrace,
 )
+from tooldeck.run._engine.records import assistant_message, tool_message
 from tooldeck.run.events import AgentEvent, Event, GuardrailChecked, ModelResponse, NestedEvent
-from tooldeck.run.records import assistant_message, tool_message
 from tooldeck.safety import GuardrailDecision, UntrustedSource
 from tooldeck.tools.outputs import OutputStore
 

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.results import Decision, PendingCall, ToolTrace
-from tooldeck.run.calls.check import check_decided, check_new, hold_back
-from tooldeck.run.calls.execute import Ran, execute
-from tooldeck.run.calls.guard import answer_guarded, execute_guarded, guard_arguments
-from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
-from tooldeck.run.calls.trust import after_untrusted
+from tooldeck.run._engine.calls.check import check_decided, check_new, hold_back
+from tooldeck.run._engine.calls.execute import Ran, execute
+from tooldeck.run._engine.calls.guard import answer_guarded, execute_guarded, guard_arguments
+from tooldeck.run._engine.calls.shared import CallRound, Emit, Ready, trace
+from tooldeck.run._engine.calls.trust import after_untrusted
+from tooldeck.run._engine.state import OpenTurn
 from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, UntrustedContent, nest
 from tooldeck.run.policy import CallSignature
-from tooldeck.run.state import OpenTurn
 from tooldeck.safety import UntrustedSource
 
 

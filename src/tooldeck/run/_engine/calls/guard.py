@@ -14,9 +14,9 @@ from dataclasses import replace
 from tooldeck.errors import ErrorCode, GuardrailTripped, InvalidArguments
 from tooldeck.messages import ToolResult
 from tooldeck.results import ToolTrace
-from tooldeck.run.calls.execute import Ran, execute
-from tooldeck.run.calls.shared import CallRound, Emit, Ready, refused
-from tooldeck.run.calls.texts import invalid_arguments_text
+from tooldeck.run._engine.calls.execute import Ran, execute
+from tooldeck.run._engine.calls.shared import CallRound, Emit, Ready, refused
+from tooldeck.run._engine.calls.texts import invalid_arguments_text
 from tooldeck.run.events import Event, GuardrailChecked
 from tooldeck.run.guardrails import judge, stop
 from tooldeck.tools.guardrails import ToolGuardrail

@@ -5,10 +5,10 @@ run is *opened* before its first request — an entry of the session's log holdi
 (or a resume's decisions) and the process that runs it, so two runs of one session never
 interleave — and writes a *step* after each model response that holds calls, before they
 run, and after each round of calls. Its ``side_effects`` calls are recorded as they start and
-finish (``tooldeck.run.once``), keyed by the run id and the call's place in the run. The
+finish (``tooldeck.run._engine.once``), keyed by the run id and the call's place in the run. The
 journal is dropped when the run commits (its stored run or its pause).
 
-Whatever meets the run again goes on from its journal (``tooldeck.run.in_session``) and
+Whatever meets the run again goes on from its journal (``tooldeck.run._engine.in_session``) and
 never asks the model for a round it already answered. Without a session nothing is
 journaled, and nothing is paid for it.
 """
@@ -37,10 +37,10 @@ from tooldeck.results import (
     StopReason,
     ToolTrace,
 )
+from tooldeck.run._engine.state import OpenTurn, RunState
 from tooldeck.run.events import Event, ModelRequest, ModelResponse
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.session import History, RunJournal, UnfinishedRun
-from tooldeck.run.state import OpenTurn, RunState
 from tooldeck.safety import GuardrailDecision, UntrustedSource
 
 

@@ -16,11 +16,16 @@ from functools import partial
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.results import PendingCall, ToolTrace
-from tooldeck.run.calls.shared import CallRound, Emit, Ready, trace
-from tooldeck.run.calls.texts import error_result, run_time_text, timeout_text, with_edit_note
-from tooldeck.run.checkpoint import call_digest
-from tooldeck.run.once import run_once
-from tooldeck.run.records import succeeded
+from tooldeck.run._engine.calls.shared import CallRound, Emit, Ready, trace
+from tooldeck.run._engine.calls.texts import (
+    error_result,
+    run_time_text,
+    timeout_text,
+    with_edit_note,
+)
+from tooldeck.run._engine.checkpoint import call_digest
+from tooldeck.run._engine.once import run_once
+from tooldeck.run._engine.records import succeeded
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.handler import HandlerOutput, Pause, ToolOutcome
 from tooldeck.tools.outputs import limited

@@ -19,11 +19,11 @@ from tooldeck.errors import MiddlewareError, ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, TextChunk
 from tooldeck.results import StopReason
+from tooldeck.run._engine.state import RunState, attach
 from tooldeck.run.events import TextDelta, ToolCallDelta
 from tooldeck.run.history import HistoryStrategy, prepare_history
 from tooldeck.run.middleware import MiddlewareStack, ModelCall, RequestContext
 from tooldeck.run.policy import RunPolicy
-from tooldeck.run.state import RunState, attach
 
 T = TypeVar("T")
 Delta = TextDelta | ToolCallDelta

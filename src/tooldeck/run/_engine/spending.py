@@ -13,7 +13,7 @@ from tooldeck.results import StopReason
 from tooldeck.run.budget import Budget, Counts
 
 if TYPE_CHECKING:
-    from tooldeck.run.state import RunState
+    from tooldeck.run._engine.state import RunState
 
 SPENDING_STOPS = frozenset({StopReason.MAX_TOKENS, StopReason.MAX_COST, StopReason.BUDGET})
 """The stops of the limits on what requests spend (the run's tokens and cost, a shared

@@ -21,16 +21,16 @@ from typing import Any
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult, Usage
 from tooldeck.results import Decision, Reject, RunResult, StopReason, ToolTrace
+from tooldeck.run._engine.checkpoint import restore
+from tooldeck.run._engine.journal import Journaled, apply_steps
+from tooldeck.run._engine.once import reconciled
+from tooldeck.run._engine.records import traced
+from tooldeck.run._engine.state import OpenTurn, RunState, untrusted_source
 from tooldeck.run.agent_tool import NestingHandler
 from tooldeck.run.budget import Budget
-from tooldeck.run.checkpoint import restore
 from tooldeck.run.events import RunRecovered
-from tooldeck.run.journal import Journaled, apply_steps
-from tooldeck.run.once import reconciled
 from tooldeck.run.policy import Limits, RunPolicy
-from tooldeck.run.records import traced
 from tooldeck.run.session import CallRecords, StoredRun
-from tooldeck.run.state import OpenTurn, RunState, untrusted_source
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import ToolView
 

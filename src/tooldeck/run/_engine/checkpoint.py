@@ -24,10 +24,10 @@ from typing import Any
 from tooldeck.errors import CheckpointError
 from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.results import Approve, Checkpoint, Decision, PausedTurn, PendingCall, Reject
+from tooldeck.run._engine.state import OpenTurn, RunState
 from tooldeck.run.agent_tool import NestingHandler
 from tooldeck.run.budget import Budget
 from tooldeck.run.policy import Limits, RunPolicy
-from tooldeck.run.state import OpenTurn, RunState
 from tooldeck.tools.registry import ToolView
 
 

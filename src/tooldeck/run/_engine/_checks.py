@@ -5,9 +5,9 @@ from __future__ import annotations
 import warnings
 from typing import Literal
 
-from tooldeck.run.calls.shared import CallOptions
+from tooldeck.run._engine.calls.shared import CallOptions
+from tooldeck.run._engine.inherited import AfterUntrusted
 from tooldeck.run.history import HistoryStrategy
-from tooldeck.run.inherited import AfterUntrusted
 from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import Instrumenter
 from tooldeck.run.policy import Limits

@@ -20,7 +20,7 @@ from typing import Any
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolResult
 from tooldeck.results import PendingCall, ToolTrace
-from tooldeck.run.calls.shared import Ready, trace
+from tooldeck.run._engine.calls.shared import Ready, trace
 from tooldeck.run.session import CallRecords
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.options import Reconcile
