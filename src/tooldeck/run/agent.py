@@ -11,7 +11,7 @@ import copy
 import warnings
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Generic, Literal
+from typing import Any, Generic, Literal, cast
 
 from typing_extensions import TypeVar, Unpack
 
@@ -22,16 +22,20 @@ from tooldeck.results import Checkpoint, Decision, RunResult
 from tooldeck.run._engine._checks import (
     call_options,
     check_settings,
-    instrumenter,
     stores_outputs,
     strategy,
 )
 from tooldeck.run._engine._sync import run_sync
 from tooldeck.run._engine.answers import asked_with, output_plan, request_settings
+from tooldeck.run._engine.assembly import (
+    AgentShorthands,
+    assemble,
+    check_shorthands,
+    shorthand_capabilities,
+)
 from tooldeck.run._engine.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run._engine.handing_over import agent_named, handoffs_of, paused_in, starting_agent
 from tooldeck.run._engine.in_session import resume_in_session, stream_in_session
-from tooldeck.run._engine.inherited import AfterUntrusted
 from tooldeck.run._engine.journal import Journaled, JournalWriter
 from tooldeck.run._engine.loop import OnLimit, RunSetup, RunStart
 from tooldeck.run._engine.recovery import Closed, close, folded
@@ -39,19 +43,17 @@ from tooldeck.run._engine.request import Asking
 from tooldeck.run._engine.starting import run_events
 from tooldeck.run._engine.state import RunState, untrusted_source
 from tooldeck.run.agent_tool import agent_tool
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.events import Event, last_result
-from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handle import start_resumed_run, start_run
 from tooldeck.run.handoff import Handoff, HandoffAgent, RunWrappers
 from tooldeck.run.history import HistoryStrategy
-from tooldeck.run.middleware import Middleware, MiddlewareStack
-from tooldeck.run.observer import Instrumenter, StreamObserver
+from tooldeck.run.observer import Observing, StreamObserver, Tracing, observing
 from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.session import records_of
-from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
-from tooldeck.tools.outputs import LargeOutput, OutputStore
+from tooldeck.tools.outputs import OutputStore
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
 
 DepsT = TypeVar("DepsT", default=Any)
@@ -140,32 +142,26 @@ class Agent(Generic[DepsT, OutputT]):
         settings: ModelSettings | None = None,
         limits: Limits | None = None,
         on_limit: OnLimit = "raise",
-        include_error_details: bool = False,
-        max_concurrency: int | None = None,
-        max_output_chars: int | None = None,
-        large_output: LargeOutput = "truncate",
-        checkpoint_key: bytes | None = None,
         output_type: type[OutputT] | None = None,
         output_mode: OutputMode = "auto",
-        output_retries: int | None = None,
-        output_validators: Sequence[Callable[..., Any]] = (),
-        middleware: Sequence[Middleware] = (),
+        capabilities: Sequence[Capability] = (),
+        checkpoint_key: bytes | None = None,
         deps_type: type[DepsT] | None = None,
-        instrument: Instrumenter | bool | None = None,
-        history_strategy: HistoryStrategy | None = None,
-        run_log: StreamObserver | None = None,
-        history: HistoryStrategy | None = None,
-        input_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
-        output_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
-        tool_guardrails: Sequence[ToolGuardrail | ArgumentsCheck] = (),
-        after_untrusted: AfterUntrusted = "allow",
         name: str = "agent",
         handoffs: Sequence[HandoffAgent | Handoff] = (),
-        handoff_resume: Literal["last", "first"] = "last",
+        **shorthands: Unpack[AgentShorthands],
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
-        check_settings(on_limit, max_concurrency, checkpoint_key, after_untrusted)
-        self.name, self.handoffs, self.handoff_resume = handoffs_of(name, handoffs, handoff_resume)
+        check_shorthands(shorthands)
+        if isinstance(capabilities, Capability):
+            raise TypeError(f"capabilities= takes a list, got one capability: {capabilities!r}")
+        shorthands["history_strategy"] = strategy(
+            shorthands.get("history_strategy"), shorthands.get("history")
+        )
+        max_concurrency = shorthands.get("max_concurrency")
+        check_settings(on_limit, max_concurrency, checkpoint_key, shorthands)
+        resume = shorthands.get("handoff_resume", "last")
+        self.name, self.handoffs, self.handoff_resume = handoffs_of(name, handoffs, resume)
         self._owns_model = isinstance(model, str)
         self.model = resolve_model(model)
         self._tools = ToolSource(tools)
@@ -174,26 +170,65 @@ class Agent(Generic[DepsT, OutputT]):
         self.limits = limits or Limits()
         self.on_limit: OnLimit = on_limit
         self.checkpoint_key = checkpoint_key
-        self.instrument = instrumenter(instrument)
-        self.history_strategy = strategy(history_strategy, history)
-        self.run_log = run_log
-        self._middleware = MiddlewareStack(middleware) if middleware else None
-        self._guards = guards_of(input_guardrails, output_guardrails)
-        self._call_options = call_options(
-            include_error_details,
-            max_concurrency,
-            self.limits,
-            self._middleware,
-            self._tools.registry,
-            (max_output_chars, large_output),
-            tuple(ToolGuardrail.of(item, "tool_guardrails") for item in tool_guardrails),
-            after_untrusted,
+        self.capabilities = (*shorthand_capabilities(shorthands), *capabilities)
+        """Everything the agent's runs are given beyond its tools, the keywords' included."""
+        self._take(self.capabilities, shorthands)
+        self._plan_output(
+            output_type,
+            output_mode,
+            shorthands.get("output_validators", ()),
+            shorthands.get("output_retries"),
         )
-        self._stores_outputs = stores_outputs(large_output, self._tools)
-        self._plan_output(output_type, output_mode, output_validators, output_retries)
 
-    run_log: StreamObserver | None
-    """The run log (or any StreamObserver) that sees every run's events; None: off."""
+    def _take(self, capabilities: tuple[Capability, ...], shorthands: AgentShorthands) -> None:
+        """Read the capabilities into what the engine applies (again when they change)."""
+        built = assemble(capabilities)
+        if built.tools:
+            self._tools = self._tools.extended(built.tools)
+        self.history_strategy = built.history
+        self._observers = built.observers
+        instrument = shorthands.get("instrument")
+        self.instrument: Tracing | Literal[False] | None = (
+            False if instrument is False else built.tracing
+        )
+        hooks = built.hooks
+        self._request_hooks = hooks if hooks is not None and hooks.requests else None
+        self._run_hooks = hooks if hooks is not None and hooks.runs else None
+        self._guards = built.guards
+        large = built.large
+        self._call_options = call_options(
+            shorthands.get("include_error_details", False),
+            shorthands.get("max_concurrency"),
+            self.limits,
+            hooks if hooks is not None and hooks.calls else None,
+            self._tools.registry,
+            (large.max_chars, large.mode),
+            built.tool_guardrails,
+            built.after_untrusted,
+        )
+        self._stores_outputs = stores_outputs(large.mode, self._tools)
+
+    @property
+    def observers(self) -> tuple[Observing, ...]:
+        """The agent's capabilities that read each run's events (the run log among them)."""
+        return self._observers
+
+    @property
+    def run_log(self) -> StreamObserver | None:
+        """The run log (or any StreamObserver) that sees every run's events; None: off.
+        Setting it replaces the agent's ``Observing`` capabilities with it."""
+        if not self._observers:
+            return None
+        first = self._observers[0]
+        inner = getattr(first, "_observer", None)
+        return first if inner is None else cast(StreamObserver, inner)
+
+    @run_log.setter
+    def run_log(self, log: StreamObserver | None) -> None:
+        kept = [item for item in self.capabilities if not isinstance(item, Observing)]
+        self.capabilities = (*kept, *(() if log is None else (observing(log),)))
+        self._observers = tuple(item for item in self.capabilities if isinstance(item, Observing))
+
     _wrappers = RunWrappers()
     """What ``wrapped`` passed this copy through (agents handed its runs pass through too)."""
 
@@ -424,7 +459,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _setup(self) -> RunSetup:
         model, instructions = asked_with(self._output, self.model, self.instructions)
-        asking = Asking(model, instructions, self._middleware, self.history_strategy)
+        asking = Asking(model, instructions, self._request_hooks, self.history_strategy)
         return RunSetup(
             asking,
             self._tools,
@@ -435,6 +470,8 @@ class Agent(Generic[DepsT, OutputT]):
             self.on_limit,
             self.checkpoint_key,
             self._guards,
+            hooks=self._run_hooks,
+            capabilities=self.capabilities,
         )
 
 
