@@ -79,52 +79,52 @@ class Agent(Generic[DepsT, OutputT]):
             asks the model once more, without tools, for an answer — unless a token or cost
             limit or a shared budget is spent (a spent budget lets no request out): then the
             run ends without an answer (``output`` None, the limit as its stop reason).
-        include_error_details: Show the model the exception text of a failing tool
-            (by default it reads a generic line; the host always has the exception).
-        max_concurrency: At most this many calls of one turn run at once.
-        max_output_chars: Characters of a tool's output the model reads whole, for tools
-            without their own ``max_output_chars`` (None: no limit).
-        large_output: What happens to a longer output, for tools without their own:
-            ``"truncate"`` (the default), ``"store"`` (the head, the size and a handle the
-            model reads further with the built-in ``read_output`` tool) or ``"error"``.
-        checkpoint_key: Sign the checkpoints of paused runs (HMAC-SHA256) and refuse to
-            resume one that was changed or signed with another key.
-        middleware: Hooks around each model request and each tool call
-            (``tooldeck.run.middleware.Middleware``), in order going in, reverse coming out.
         output_type: The type of the answer (a pydantic model, dataclass, TypedDict,
             ``list[...]``, ``Literal``, a scalar): ``result.output`` holds it, validated.
         output_mode: ``"auto"`` (the model's own structured output when it has one, and
             the prompted way where its server refuses that; else a ``final_answer`` tool),
             ``"native"``, ``"tool"`` or ``"prompted"`` (the schema in the instructions, the
             answer read from the model's text).
-        output_retries: Answers that do not validate before the run stops (default: the
-            limits' ``tool_retries``).
-        output_validators: Functions ``(output)`` or ``(ctx, output)``, sync or async, run on
-            the validated answer in order; each may return a new value, or raise ModelRetry
-            to ask the model again with its message.
+        capabilities: What the agent's runs have beyond its tools: tools, instructions and
+            hooks as one piece each (``tooldeck.run.capabilities``): guardrails, middleware,
+            history strategies, the run log, your own.
+        checkpoint_key: Sign the checkpoints of paused runs (HMAC-SHA256) and refuse to
+            resume one that was changed or signed with another key.
         deps_type: The type of the ``deps`` runs pass to tools, for type checkers only.
-        instrument: Trace this agent's runs: a ``tooldeck.observe.Instrumentation``; False
-            never traces it; None (the default) follows ``tooldeck.instrument()``.
-        history_strategy: What each request carries of a long conversation
-            (``KeepLastExchanges``, ``TokenBudget``, ``Summarize`` from
-            ``tooldeck.run.history``); everything by default. The run keeps the whole
-            conversation either way. (The history a run starts from is ``run(history=...)``.)
-        run_log: Where every run is recorded (``RunLog(path)`` from ``tooldeck.runlog``):
-            an observer of the event stream, off by default. The runs of this agent as an
-            agent tool are logged as their own runs, linked to the call that made them.
-        input_guardrails: Checks on the prompt; ``output_guardrails`` on the answer,
-            ``tool_guardrails`` on each call (see ``tooldeck.run.guardrails``).
-        after_untrusted: Once a ``trust="untrusted"`` tool's result is in the conversation,
-            calls of ``side_effects``/``sensitive`` tools: "allow", "ask" (approval), "refuse".
-            The guardrails and this policy of the agent a run starts on hold for the whole
-            run: after handoffs and inside agent tools, beside each agent's own
-            (``tooldeck.run._engine.inherited``).
         name: The agent's name (in events, ``RunResult.agent``, checkpoints, handoffs).
         handoffs: Agents (or ``handoff(agent, ...)``) it may hand the conversation to; a
             list, which may be changed (for cycles) until a run starts.
-        handoff_resume: In a session, the agent a new prompt goes to: ``"last"``, the one
-            the conversation was last handed to, or ``"first"``, this one.
-        history: The name ``history_strategy`` had before 0.2 (deprecated).
+        **shorthands: Keywords that build capabilities, and a few settings
+            (``AgentShorthands``; see below).
+
+    Keyword shorthands (each builds the capability named, added before ``capabilities``):
+
+    - ``middleware=[...]``: ``Middleware`` objects, hooks around each model request and
+      each tool call, in order going in, reverse coming out.
+    - ``input_guardrails=``, ``output_guardrails=``, ``tool_guardrails=``: checks on the
+      prompt, the answer and each call: ``Guardrails(input=, output=, tool=)``.
+    - ``after_untrusted=``: once a ``trust="untrusted"`` tool's result is in the
+      conversation, calls of ``side_effects``/``sensitive`` tools: "allow", "ask"
+      (approval), "refuse": ``UntrustedPolicy(...)``. The guardrails and this policy of the
+      agent a run starts on hold for the whole run, after handoffs and inside agent tools.
+    - ``history_strategy=``: what each request carries of a long conversation
+      (``KeepLastExchanges``, ``TokenBudget``, ``Summarize``); everything by default (the
+      history a run starts from is ``run(history=...)``). ``history=`` is its name before
+      0.2 (deprecated).
+    - ``max_output_chars=``, ``large_output=``: characters of a tool's output the model
+      reads whole, and what happens to a longer one (``"truncate"``, ``"store"`` with the
+      ``read_output`` tool, ``"error"``), for tools without their own: ``LargeOutputs``.
+    - ``run_log=``: where every run is recorded (``RunLog(path)``): an ``Observing``
+      capability. The runs of this agent as an agent tool are logged as their own runs.
+    - ``instrument=``: trace this agent's runs (``tooldeck.observe.Instrumentation``, a
+      ``Tracing`` capability); False never traces it; None follows ``tooldeck.instrument()``.
+
+    And settings: ``include_error_details`` (show the model a failing tool's exception
+    text), ``max_concurrency`` (calls of one turn at once), ``output_retries`` (answers that
+    do not validate before the run stops; default the limits' ``tool_retries``),
+    ``output_validators`` (functions on the validated answer, which may raise ModelRetry),
+    ``handoff_resume`` (in a session, the agent a new prompt goes to: ``"last"`` or
+    ``"first"``).
 
     Example:
         >>> from tooldeck import Agent, AssistantOutput, ScriptedModel

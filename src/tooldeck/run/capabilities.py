@@ -211,6 +211,7 @@ class LargeOutputs(Capability):
         self.max_chars, self.mode = max_chars, mode
 
     def tools(self) -> Sequence[Any]:
+        """The ``read_output`` tool, when long outputs are stored."""
         if self.mode != "store":
             return ()
         from tooldeck.tools.read_output import read_output  # only for the agents that store
@@ -222,6 +223,7 @@ class LargeOutputs(Capability):
 
 
 def check_output_limit(max_output_chars: int | None, large_output: LargeOutput) -> None:
+    """Refuse an output limit below 1 and a mode that is not one of ``LARGE_OUTPUTS``."""
     if max_output_chars is not None and (
         not isinstance(max_output_chars, int) or max_output_chars < 1
     ):
