@@ -6,10 +6,22 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
 
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, StreamItem, final_output
 from tooldeck.models.prices import priced
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """What one turn is asked with: the arguments of ``Model.complete``, kept together from
+    ``ProviderModel`` to the adapter's wire format, which spells them as one request."""
+
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec]
+    settings: ModelSettings
+    instructions: str
 
 
 class ProviderModel(Model):
@@ -30,7 +42,7 @@ class ProviderModel(Model):
             return await final_output(
                 self.name, self.stream(messages, tools, settings, instructions)
             )
-        output = await self._request_turn(messages, tools, settings, instructions)
+        output = await self._request_turn(Ask(messages, tools, settings, instructions))
         return priced(output, settings.prices, self.name)
 
     async def stream(
@@ -41,7 +53,7 @@ class ProviderModel(Model):
         instructions: str = "",
     ) -> AsyncGenerator[StreamItem, None]:
         """The turn as the provider streams it: chunks, then the whole turn, priced."""
-        items = self._stream_turn(messages, tools, settings, instructions)
+        items = self._stream_turn(Ask(messages, tools, settings, instructions))
         try:
             async for item in items:
                 if isinstance(item, AssistantOutput):
@@ -51,21 +63,9 @@ class ProviderModel(Model):
             await items.aclose()
 
     @abstractmethod
-    async def _request_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-    ) -> AssistantOutput:
+    async def _request_turn(self, ask: Ask) -> AssistantOutput:
         """The turn, asked in one request and answered whole."""
 
     @abstractmethod
-    def _stream_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-    ) -> AsyncGenerator[StreamItem, None]:
+    def _stream_turn(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The turn from the provider's stream: chunks, then the whole turn."""

@@ -19,21 +19,21 @@ Part of ``tooldeck.models``: may import what it may, and the ``anthropic`` SDK.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelNotConfigured
-from tooldeck.messages import AssistantOutput, Message, ToolSpec
+from tooldeck.messages import AssistantOutput
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import LoopClients, foreign_loop_errors
-from tooldeck.models._provider import ProviderModel
+from tooldeck.models._provider import Ask, ProviderModel
 from tooldeck.models.anthropic import _request as request_format
 from tooldeck.models.anthropic import _response as response_format
 from tooldeck.models.anthropic._errors import refused_by_sdk, sdk_errors
 from tooldeck.models.anthropic._stream import EventReader
-from tooldeck.models.base import ModelSettings, StreamItem
+from tooldeck.models.base import StreamItem
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -111,15 +111,9 @@ class AnthropicModel(ProviderModel):
         is one per loop (docs/models/index.md, "One model, many threads and event loops")."""
         return self._clients.current()
 
-    async def _request_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-    ) -> AssistantOutput:
+    async def _request_turn(self, ask: Ask) -> AssistantOutput:
         """One Messages API request, as an AssistantOutput."""
-        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
+        request = request_format.build_request(self._parts, ask)
         named, extra = request_format.split_request(request)
         with self._sdk_errors() as context:
             try:
@@ -129,19 +123,13 @@ class AnthropicModel(ProviderModel):
             turn = response_format.turn_from_message(self.name, message)
         return response_format.to_output(self.name, turn)
 
-    async def _stream_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    async def _stream_turn(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The message as server-sent events: text and tool input pieces, then the whole turn.
 
         Thinking is assembled into the turn (signatures kept for replay) without pieces.
         Closing the generator closes the HTTP response.
         """
-        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
+        request = request_format.build_request(self._parts, ask)
         named, extra = request_format.split_request(request)
         reader = EventReader(self.name)
         with self._sdk_errors():
