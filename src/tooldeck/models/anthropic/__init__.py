@@ -28,7 +28,14 @@ from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import LoopClients, foreign_loop_errors
-from tooldeck.models._provider import Ask, ProviderModel
+from tooldeck.models._provider import (
+    Ask,
+    ProviderModel,
+    client_settings,
+    key_or_placeholder,
+    refuse_beside_client,
+    require_name,
+)
 from tooldeck.models.anthropic import _request as request_format
 from tooldeck.models.anthropic import _response as response_format
 from tooldeck.models.anthropic._errors import refused_by_sdk, sdk_errors
@@ -44,8 +51,6 @@ DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` when neither the model nor ``ModelSettings`` sets it (the API requires it)."""
 
 _KEY_HINT = "set ANTHROPIC_API_KEY or pass api_key="
-_NO_KEY = "no-key-needed"
-"""The key sent to a ``base_url`` server when none is configured (local servers need none)."""
 
 
 class AnthropicModel(ProviderModel):
@@ -94,8 +99,7 @@ class AnthropicModel(ProviderModel):
         timeout: float | None = None,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
-        if not model_name or not model_name.strip():
-            raise ModelNotConfigured(f"anthropic needs a model name, got {model_name!r}")
+        require_name("anthropic", model_name)
         if max_tokens < 1:
             raise ModelNotConfigured(f"max_tokens must be at least 1, got {max_tokens!r}")
         super().__init__(f"anthropic:{model_name}", stream)
@@ -166,13 +170,9 @@ def _connect(
     """The caller's client as it is, or new ones (one per event loop) from the arguments and
     the environment."""
     if client is not None:
-        given = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
-        named = [name for name, value in {**given, "timeout": timeout}.items() if value is not None]
-        if named:
-            raise ModelNotConfigured(
-                f"a client was passed, so {', '.join(named)} would be ignored: set them on "
-                "the client, or pass them without a client"
-            )
+        refuse_beside_client(
+            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        )
         return LoopClients(client, None, _close)
     try:
         from anthropic import AsyncAnthropic
@@ -182,18 +182,15 @@ def _connect(
         ) from error
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
-    if not key and not token:
-        if base_url is None and not os.environ.get("ANTHROPIC_BASE_URL"):
-            raise ModelNotConfigured(
-                "no Anthropic API key: set the ANTHROPIC_API_KEY environment variable or pass "
-                "api_key=... (for other credentials pass client=anthropic.AsyncAnthropic(...))"
-            )
-        key = _NO_KEY
-    settings: dict[str, Any] = {}
-    if max_retries is not None:
-        settings["max_retries"] = max_retries
-    if timeout is not None:
-        settings["timeout"] = timeout
+    if not token:
+        key = key_or_placeholder(
+            key,
+            base_url,
+            "ANTHROPIC_BASE_URL",
+            "no Anthropic API key: set the ANTHROPIC_API_KEY environment variable or pass "
+            "api_key=... (for other credentials pass client=anthropic.AsyncAnthropic(...))",
+        )
+    settings = client_settings(max_retries, timeout)
     make = partial(AsyncAnthropic, api_key=key, auth_token=token, base_url=base_url, **settings)
     return LoopClients(make(), make, _close)
 

@@ -33,7 +33,7 @@ from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import foreign_loop_errors
-from tooldeck.models._provider import Ask, ProviderModel
+from tooldeck.models._provider import Ask, ProviderModel, refuse_beside_client, require_name
 from tooldeck.models.base import StreamItem, ToolCallChunk
 from tooldeck.models.gemini import _request as request_format
 from tooldeck.models.gemini import _response as response_format
@@ -106,8 +106,7 @@ class GeminiModel(ProviderModel):
         timeout: float | None = None,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
-        if not model_name or not model_name.strip():
-            raise ModelNotConfigured(f"gemini needs a model name, got {model_name!r}")
+        require_name("gemini", model_name)
         if tool_schema not in ("openapi", "json_schema"):
             raise ModelNotConfigured(
                 f"tool_schema must be 'openapi' or 'json_schema', got {tool_schema!r}"
@@ -194,12 +193,7 @@ class _ClientOptions:
 def _connect(client: Client | None, options: _ClientOptions) -> _Connection:
     """The caller's client as it is, or a new one from the options and the environment."""
     if client is not None:
-        named = [name for name, value in asdict(options).items() if value is not None]
-        if named:
-            raise ModelNotConfigured(
-                f"a client was passed, so {', '.join(named)} would be ignored: set them on "
-                "the client, or pass them without a client"
-            )
+        refuse_beside_client(**asdict(options))
         return _Connection(client, False, "the client's endpoint", None)
     try:
         from google import genai

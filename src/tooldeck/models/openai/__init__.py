@@ -24,7 +24,7 @@ from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import foreign_loop_errors
-from tooldeck.models._provider import Ask, ProviderModel
+from tooldeck.models._provider import Ask, ProviderModel, require_name
 from tooldeck.models.base import StreamItem
 from tooldeck.models.openai import _chat as chat
 from tooldeck.models.openai import _responses as responses
@@ -177,7 +177,7 @@ class OpenAIResponsesModel(_SDKModel):
         timeout: float | None = None,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
-        _require_name("openai", model_name)
+        require_name("openai", model_name)
         if server_state and store is False:
             raise ModelNotConfigured(
                 "server_state=True continues stored responses: drop store=False"
@@ -273,7 +273,7 @@ class OpenAIChatModel(_SDKModel):
         timeout: float | None = None,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
-        _require_name("openai-chat", model_name)
+        require_name("openai-chat", model_name)
         if hosted_tools:
             names = ", ".join(repr(param["type"]) for param in _hosted_params(hosted_tools))
             raise ModelNotConfigured(
@@ -313,7 +313,7 @@ class OpenAIChatModel(_SDKModel):
         ``options`` are OpenAIChatModel's (``stream=``, ``request_options=``, ...); pass
         ``client=AsyncAzureOpenAI(...)`` to OpenAIChatModel itself for Entra ID token providers.
         """
-        _require_name("azure", deployment)
+        require_name("azure", deployment)
         connection = azure_connection(endpoint, api_version, api_key, max_retries, timeout)
         model = cls(deployment, client=connection.clients.first, **options)
         model.name = f"azure:{deployment}"
@@ -342,8 +342,3 @@ class OpenAIChatModel(_SDKModel):
         if not assembler.chunks:
             raise empty_stream(self.name)
         yield chat.to_output(self.name, assembler.turn())
-
-
-def _require_name(provider: str, name: str) -> None:
-    if not name or not name.strip():
-        raise ModelNotConfigured(f"{provider} needs a model name, got {name!r}")
