@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from tooldeck.errors import SessionError
-from tooldeck.run.budget import Budget, Counts
+from tooldeck.run.budget import Counts
+from tooldeck.sessions._budget import StoredBudget
 
 T = TypeVar("T")
 
@@ -25,7 +26,7 @@ _TABLE = (
 )
 
 
-class SQLiteBudget(Budget):
+class SQLiteBudget(StoredBudget):
     """A ``Budget`` (``tooldeck.run.budget``) whose counts are kept in a SQLite file.
 
     Args:
@@ -39,7 +40,8 @@ class SQLiteBudget(Budget):
     Each check and each count is a short transaction on the caller's thread.
     """
 
-    kept_in_process = False
+    _errors = sqlite3.Error
+    _connection: sqlite3.Connection
 
     def __init__(
         self,
@@ -52,12 +54,12 @@ class SQLiteBudget(Budget):
         busy_timeout_s: float = 5.0,
     ) -> None:
         super().__init__(
-            max_cost_usd=max_cost_usd, max_total_tokens=max_total_tokens, max_requests=max_requests
+            name,
+            max_cost_usd=max_cost_usd,
+            max_total_tokens=max_total_tokens,
+            max_requests=max_requests,
         )
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"SQLiteBudget name must be a non-empty string, got {name!r}")
         self.path = Path(path)
-        self.name = name
         self._where = f"budget {name!r} in SQLite database {str(self.path)!r}"
         try:
             self._connection = sqlite3.connect(
@@ -68,23 +70,6 @@ class SQLiteBudget(Budget):
             self._connection.execute(_TABLE)
         except sqlite3.Error as error:
             raise SessionError(f"cannot open the {self._where}: {error}") from error
-
-    def close(self) -> None:
-        """Close the database connection."""
-        self._connection.close()
-
-    def reset(self) -> None:
-        """Start the budget again from nothing spent (nothing owed either)."""
-        self._change(Counts.reset)
-        with self._owed_lock:
-            self._owed = (0, 0.0)
-
-    def _change(self, change: Callable[[Counts], T]) -> T:
-        with self._lock:
-            try:
-                return self._transaction(change)
-            except sqlite3.Error as error:
-                raise SessionError(f"cannot use the {self._where}: {error}") from error
 
     def _transaction(self, change: Callable[[Counts], T]) -> T:
         connection = self._connection
