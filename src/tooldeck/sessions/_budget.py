@@ -1,13 +1,15 @@
 """What the budgets kept in a database share (``SQLiteBudget``, ``PostgresBudget``).
 
-A change to the counts is one transaction of the store's (``_transaction``), taken under
-the object's lock; a database error is raised as SessionError naming the budget.
+A change to the counts is one transaction of the store's, taken under the object's lock:
+read the budget's row, apply the change, write the row if it changed. A database error is
+raised as SessionError naming the budget.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import ClassVar, Protocol, TypeVar
 
 from tooldeck.errors import SessionError
@@ -58,11 +60,26 @@ class StoredBudget(Budget):
     def _change(self, change: Callable[[Counts], T]) -> T:
         with self._lock:
             try:
-                return self._transaction(change)
+                with self._transaction():
+                    row = self._read()
+                    counts = Counts() if row is None else Counts(*row)
+                    answer = change(counts)
+                    changed = (counts.requests, counts.total_tokens, counts.cost_usd)
+                    if row is None or changed != tuple(row):
+                        self._write(changed)
             except self._errors as error:
                 raise SessionError(f"cannot use the {self._where}: {error}") from error
+        return answer
 
     @abstractmethod
-    def _transaction(self, change: Callable[[Counts], T]) -> T:
-        """Read the budget's row, apply ``change``, write the row if it changed: one
-        transaction, committed whole or not at all."""
+    def _transaction(self) -> AbstractContextManager[object]:
+        """One transaction around a read and a write: committed whole, or rolled back."""
+
+    @abstractmethod
+    def _read(self) -> tuple[int, int, float] | None:
+        """The budget's row (requests, tokens, dollars), locked for this transaction; None
+        when there is none yet."""
+
+    @abstractmethod
+    def _write(self, counts: tuple[int, int, float]) -> None:
+        """Keep the budget's row as ``counts``."""

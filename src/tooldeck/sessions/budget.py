@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 from tooldeck.errors import SessionError
-from tooldeck.run.budget import Counts
 from tooldeck.sessions._budget import StoredBudget
-
-T = TypeVar("T")
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS budgets (name TEXT PRIMARY KEY, requests INTEGER NOT NULL,"
@@ -71,26 +68,27 @@ class SQLiteBudget(StoredBudget):
         except sqlite3.Error as error:
             raise SessionError(f"cannot open the {self._where}: {error}") from error
 
-    def _transaction(self, change: Callable[[Counts], T]) -> T:
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         connection = self._connection
         connection.execute("BEGIN IMMEDIATE")
         try:
-            row = connection.execute(
-                "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = ?",
-                (self.name,),
-            ).fetchone()
-            counts = Counts() if row is None else Counts(*row)
-            answer = change(counts)
-            changed = (counts.requests, counts.total_tokens, counts.cost_usd)
-            if row is None or changed != tuple(row):
-                connection.execute(
-                    "INSERT INTO budgets VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET"
-                    " requests = excluded.requests, total_tokens = excluded.total_tokens,"
-                    " cost_usd = excluded.cost_usd",
-                    (self.name, *changed),
-                )
+            yield
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")
             raise
-        return answer
+
+    def _read(self) -> tuple[int, int, float] | None:
+        row: tuple[int, int, float] | None = self._connection.execute(
+            "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = ?", (self.name,)
+        ).fetchone()
+        return row
+
+    def _write(self, counts: tuple[int, int, float]) -> None:
+        self._connection.execute(
+            "INSERT INTO budgets VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET"
+            " requests = excluded.requests, total_tokens = excluded.total_tokens,"
+            " cost_usd = excluded.cost_usd",
+            (self.name, *counts),
+        )

@@ -7,17 +7,13 @@ that locks the row (``SELECT ... FOR UPDATE``), so no update is lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from contextlib import AbstractContextManager
 
 import psycopg
 from psycopg.rows import TupleRow
 
 from tooldeck.errors import SessionError
-from tooldeck.run.budget import Counts
 from tooldeck.sessions._budget import StoredBudget
-
-T = TypeVar("T")
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS budgets (name TEXT PRIMARY KEY, requests BIGINT NOT NULL,"
@@ -69,19 +65,18 @@ class PostgresBudget(StoredBudget):
         except psycopg.Error as error:
             raise SessionError(f"cannot open the {self._where}: {error}") from error
 
-    def _transaction(self, change: Callable[[Counts], T]) -> T:
-        with self._connection.transaction():
-            row = self._connection.execute(
-                "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = %s FOR UPDATE",
-                (self.name,),
-            ).fetchone()
-            counts = Counts() if row is None else Counts(*row)
-            answer = change(counts)
-            changed = (counts.requests, counts.total_tokens, counts.cost_usd)
-            if row is None or changed != tuple(row):
-                self._connection.execute(
-                    "UPDATE budgets SET requests = %s, total_tokens = %s, cost_usd = %s"
-                    " WHERE name = %s",
-                    (*changed, self.name),
-                )
-        return answer
+    def _transaction(self) -> AbstractContextManager[object]:
+        return self._connection.transaction()
+
+    def _read(self) -> tuple[int, int, float] | None:
+        row: tuple[int, int, float] | None = self._connection.execute(
+            "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = %s FOR UPDATE",
+            (self.name,),
+        ).fetchone()
+        return row
+
+    def _write(self, counts: tuple[int, int, float]) -> None:
+        self._connection.execute(
+            "UPDATE budgets SET requests = %s, total_tokens = %s, cost_usd = %s WHERE name = %s",
+            (*counts, self.name),
+        )
