@@ -28,6 +28,16 @@ class Ask:
     instructions: str
 
 
+def spec_param(spec: ToolSpec, schema_key: str) -> dict[str, Any]:
+    """A ToolSpec as the wire formats spell a tool or a typed answer: its name, its
+    description when it has one, and its JSON Schema under ``schema_key``."""
+    param: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        param["description"] = spec.description
+    param[schema_key] = spec.parameters
+    return param
+
+
 class ProviderModel(Model):
     """A hosted provider's model (OpenAI, Anthropic, Gemini)."""
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooldeck.messages import Message, ToolSpec
-from tooldeck.models._provider import Ask
+from tooldeck.models._provider import Ask, spec_param
 from tooldeck.models._turns import ToolResults, call_id, grouped, is_failure
 from tooldeck.models.base import ModelSettings
 
@@ -66,11 +66,7 @@ def split_request(request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
 
 def tool_param(spec: ToolSpec) -> dict[str, Any]:
     """A ToolSpec as a Messages API tool: name, description, ``input_schema``."""
-    tool: dict[str, Any] = {"name": spec.name}
-    if spec.description:
-        tool["description"] = spec.description
-    tool["input_schema"] = spec.parameters
-    return tool
+    return spec_param(spec, "input_schema")
 
 
 def tool_choice(settings: ModelSettings) -> dict[str, Any]:

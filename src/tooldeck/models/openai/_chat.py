@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec, Usage
-from tooldeck.models._provider import Ask
+from tooldeck.models._provider import Ask, spec_param
 from tooldeck.models.base import TextChunk, ToolCallChunk
 
 if TYPE_CHECKING:
@@ -63,20 +63,12 @@ def build_request(parts: RequestParts, ask: Ask) -> dict[str, Any]:
 
 def json_schema_format(spec: ToolSpec) -> dict[str, Any]:
     """A typed answer's schema as both APIs' ``json_schema`` format names it."""
-    shown: dict[str, Any] = {"name": spec.name}
-    if spec.description:
-        shown["description"] = spec.description
-    shown["schema"] = spec.parameters
-    shown["strict"] = spec.strict
-    return shown
+    return {**spec_param(spec, "schema"), "strict": spec.strict}
 
 
 def function_tool(spec: ToolSpec) -> dict[str, Any]:
     """A ToolSpec as a Chat Completions function tool, ``strict`` set when the schema is strict."""
-    function: dict[str, Any] = {"name": spec.name}
-    if spec.description:
-        function["description"] = spec.description
-    function["parameters"] = spec.parameters
+    function = spec_param(spec, "parameters")
     if spec.strict:
         function["strict"] = True
     return {"type": "function", "function": function}
