@@ -14,12 +14,17 @@ from tooldeck.sessions._cache import turn_cache
 from tooldeck.sessions._rows import Row
 
 
+def check_session_id(session_id: str) -> None:
+    """Refuse a session id that is not a non-empty string."""
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+
+
 class StoredSession(ABC):
     """A conversation kept in a database, its decoded turns shared in the process."""
 
     def __init__(self, session_id: str, where: str, cache_key: Hashable) -> None:
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+        """``session_id`` as ``check_session_id`` accepted it (before the store's own checks)."""
         self._session_id = session_id
         self._where = where
         """The database, as an error names it."""

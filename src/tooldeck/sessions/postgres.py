@@ -26,7 +26,7 @@ from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, RecordedCall, StoredRun
 from tooldeck.sessions import _calls, _journal, _log
-from tooldeck.sessions._stored import StoredSession
+from tooldeck.sessions._stored import StoredSession, check_session_id
 
 if TYPE_CHECKING:
     from tooldeck.sessions._listing import SessionInfo
@@ -80,6 +80,7 @@ class PostgresSession(StoredSession):
         max_connections: int = 4,
         connect_timeout_s: float = 10.0,
     ) -> None:
+        check_session_id(session_id)
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {max_connections!r}")
         self._timeout = connect_timeout_s

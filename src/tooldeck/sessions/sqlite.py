@@ -28,7 +28,7 @@ from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, RecordedCall, StoredRun
 from tooldeck.sessions import _calls, _journal, _log
-from tooldeck.sessions._stored import StoredSession
+from tooldeck.sessions._stored import StoredSession, check_session_id
 from tooldeck.sessions._thread import ConnectionThread
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ class SQLiteSession(StoredSession):
         synchronous: Synchronous = "NORMAL",
         busy_timeout_s: float = 5.0,
     ) -> None:
+        check_session_id(session_id)
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         if busy_timeout_s < 0:
