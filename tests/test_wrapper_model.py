@@ -7,16 +7,16 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tooldeck
-from tooldeck import Agent, AssistantOutput, Message, Model, ModelSettings, ScriptedModel, tool
+from tooldeck import Agent, AssistantOutput, Model, ModelSettings, ScriptedModel, tool
 from tooldeck.durable._steps import DurableModel
-from tooldeck.messages import ToolCall, ToolSpec
+from tooldeck.messages import ToolCall
 from tooldeck.models import FallbackModel, RetryingModel, WrapperModel
 from tooldeck.models.base import StreamItem
 from tooldeck.observe._spans import TracedModel
@@ -37,13 +37,7 @@ DATA = [name for name in MEMBERS if name not in METHODS]
 class Shouting(WrapperModel):
     """A user's wrapper: the answer in capitals, nothing else changed."""
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
+    async def complete(self, messages, tools, settings, instructions=""):
         output = await self.wrapped.complete(messages, tools, settings, instructions)
         return output.model_copy(update={"content": output.content.upper()})
 
@@ -83,17 +77,8 @@ async def test_a_users_wrapper_streams_through_the_wrapped_model_when_it_keeps_s
 # --- every member of Model reaches the wrapped model ------------------------------------
 
 
-class Probe(Model):
+class Probe(ScriptedModel):
     """A wrapped model whose every member is replaced, per instance, by a recorder."""
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
-        raise AssertionError("replaced by a recorder")
 
 
 Calls = list[tuple[str, dict[str, Any]]]
@@ -146,7 +131,7 @@ def _unlike_the_default(name: str) -> object:
 def _probe(calls: Calls) -> tuple[Probe, dict[str, object]]:
     """A wrapped model with a recorder for each method and a value of its own for each
     attribute; and what each member gives back."""
-    inner = Probe()
+    inner = Probe([])
     given: dict[str, object] = {}
     for name in METHODS:
         given[name] = object()

@@ -19,7 +19,7 @@ import asyncio
 import hashlib
 import json
 import pickle
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from tooldeck.durable._once import Work, at_most_once
 from tooldeck.errors import ErrorCode, ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
-from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.wrapper import WrapperModel
 from tooldeck.results import RecordedError
 from tooldeck.run._engine.calls.texts import timeout_text
@@ -79,15 +79,9 @@ class DurableModel(WrapperModel):
             _reserve(self.agent_name, output.tool_calls)
         return output
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
-        """The turn as one item, no chunks: a step records a whole turn (``complete``)."""
-        yield await self.complete(messages, tools, settings, instructions)
+    stream = Model.stream
+    """Model's own: the turn as one item from ``complete`` (a step records a whole turn),
+    never the wrapped model's chunks."""
 
     async def _ask(
         self,
