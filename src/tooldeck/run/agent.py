@@ -185,6 +185,8 @@ class Agent(Generic[DepsT, OutputT]):
         built = assemble(capabilities)
         if built.tools:
             self._tools = self._tools.extended(built.tools)
+        if built.wrap_tool is not None:
+            self._tools = self._tools.wrapped(built.wrap_tool)
         self.history_strategy = built.history
         self._observers = built.observers
         instrument = shorthands.get("instrument")
