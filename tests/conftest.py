@@ -102,3 +102,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _browser.SAVED:
         folder = _browser.SAVED[0].parent
         terminalreporter.write_line(f"screenshots of the web app: {folder}")
+
+
+@pytest.fixture
+def sim_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[ProviderSimulator], None]:
+    """Point the models a ``tooldeck web`` process makes (the module's too) at ``sim``."""
+
+    def point(sim: ProviderSimulator) -> None:
+        for name, value in sim.env.items():
+            monkeypatch.setenv(name, value)
+
+    return point

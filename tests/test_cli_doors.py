@@ -119,17 +119,6 @@ def web(shop: Path, sim: ProviderSimulator, *options: str) -> list[str]:
     return ["--tools", str(shop / "shop.py"), *on(sim), "--port", "0", *options]
 
 
-@pytest.fixture
-def sim_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[ProviderSimulator], None]:
-    """Point the models a ``tooldeck web`` process makes (the module's too) at ``sim``."""
-
-    def point(sim: ProviderSimulator) -> None:
-        for name, value in sim.env.items():
-            monkeypatch.setenv(name, value)
-
-    return point
-
-
 # -- --price -------------------------------------------------------------------------------
 
 
