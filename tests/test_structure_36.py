@@ -1,0 +1,85 @@
+"""Structural checks of issue 36's small moves, read from the code's own syntax trees.
+
+A budget is typed wherever it is declared (no ``Any`` standing in for a class a layer could
+not name), and a tool's ``RunContext`` is built in one place, by name, never positionally.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "tooldeck"
+
+
+def trees() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted(SRC.rglob("*.py")):
+        yield path, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _names_any(annotation: ast.expr | None) -> bool:
+    """Whether the annotation says ``Any`` anywhere (``Any``, ``typing.Any``, ``Any | None``,
+    a quoted ``"Any"``)."""
+    if annotation is None:
+        return False
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Name) and node.id == "Any":
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "Any":
+            return True
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _names_any(ast.parse(node.value, mode="eval").body)
+        ):
+            return True
+    return False
+
+
+def _annotated(tree: ast.Module) -> Iterator[tuple[str, ast.expr | None, int]]:
+    """Every annotated name: fields and variables, and the parameters of functions."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+            name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+            yield name, node.annotation, node.lineno
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args
+            for argument in [
+                *arguments.posonlyargs,
+                *arguments.args,
+                *arguments.kwonlyargs,
+                *([arguments.vararg] if arguments.vararg else []),
+                *([arguments.kwarg] if arguments.kwarg else []),
+            ]:
+                yield argument.arg, argument.annotation, argument.lineno
+            if "budget" in node.name:
+                yield node.name, node.returns, node.lineno
+
+
+def test_no_budget_is_typed_any() -> None:
+    """``RunContext.budget`` was ``Any`` because tools/ could not name the run's ``Budget``;
+    the class now lives below the tools (``tooldeck._budget``)."""
+    loose = [
+        f"{path.relative_to(SRC)}:{line}: {name}"
+        for path, tree in trees()
+        for name, annotation, line in _annotated(tree)
+        if "budget" in name.lower() and _names_any(annotation)
+    ]
+    assert loose == []
+
+
+def test_the_any_check_finds_an_any_typed_budget() -> None:
+    tree = ast.parse("class C:\n    budget: 'Any | None' = None\ndef f(budget: Any): ...")
+    found = [name for name, annotation, _ in _annotated(tree) if _names_any(annotation)]
+    assert found == ["budget", "budget"]
+
+
+def test_a_tool_can_name_the_budget_it_is_given() -> None:
+    from tooldeck import Budget, RunContext
+    from tooldeck.run import budget
+
+    assert RunContext.__annotations__["budget"] == "Budget | None"
+    assert budget.Budget is Budget
+    assert {"Budget", "BudgetLeft", "BudgetSpent", "Counts"} <= set(budget.__all__)
