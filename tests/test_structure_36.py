@@ -83,3 +83,31 @@ def test_a_tool_can_name_the_budget_it_is_given() -> None:
     assert RunContext.__annotations__["budget"] == "Budget | None"
     assert budget.Budget is Budget
     assert {"Budget", "BudgetLeft", "BudgetSpent", "Counts"} <= set(budget.__all__)
+
+
+def _builds_run_context(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    made = node.func.value if isinstance(node.func, ast.Subscript) else node.func
+    name = made.id if isinstance(made, ast.Name) else getattr(made, "attr", "")
+    return name == "RunContext"
+
+
+def test_run_context_is_built_in_one_place_by_name() -> None:
+    """Five places built it, two of them copies of each other, twelve fields by position:
+    now ``run_context`` builds every one, each field named."""
+    built = [
+        (path.relative_to(SRC).as_posix(), node)
+        for path, tree in trees()
+        for node in ast.walk(tree)
+        if _builds_run_context(node)
+    ]
+    assert [place for place, _ in built] == ["run/_engine/contexts.py"]
+    (_, call) = built[0]
+    assert isinstance(call, ast.Call)
+    assert call.args == []
+
+
+def test_the_one_place_check_sees_every_way_of_building_it() -> None:
+    tree = ast.parse("RunContext('a', 'b', None)\nRunContext[int](x=1)\ncontext.RunContext()")
+    assert sum(_builds_run_context(node) for node in ast.walk(tree)) == 3
