@@ -163,6 +163,7 @@ def test_importing_tooldeck_loads_neither_pydantic_nor_asyncio() -> None:
         ("tooldeck.history", "tooldeck.run.history", "Summarize"),
         ("tooldeck.output", "tooldeck.run.output", "OutputSchema"),
         ("tooldeck.demo", "tooldeck.cli.demo", "demo_agent"),
+        ("tooldeck.tools.dialects", "tooldeck.eval.bfcl.dialect", "bfcl_tools"),
     ],
 )
 def test_an_old_module_path_imports_as_the_one_it_became_with_a_warning(
