@@ -203,6 +203,21 @@ def test_renamed_names_keep_working_with_a_deprecation_warning() -> None:
         assert history.current_turn([Message.user("a"), Message.user("b")]) == 1
 
 
+def test_what_sessions_called_a_turn_is_a_stored_run_and_the_old_names_still_work() -> None:
+    """A turn is a model's; what a session keeps of a run is a stored run. The stored data
+    keeps its names (the log's ``kind`` is still ``'turn'``): only the Python names moved."""
+    from tooldeck import sessions
+    from tooldeck.sessions import SessionInfo
+
+    with pytest.warns(DeprecationWarning, match="turn_cache is now stored_run_cache"):
+        assert sessions.turn_cache is sessions.stored_run_cache
+    with pytest.warns(DeprecationWarning, match="TurnCaches is now StoredRunCaches"):
+        assert sessions.TurnCaches is sessions.StoredRunCaches
+    info = SessionInfo("chat", "Hello", 3, 0.0, 0.0, False)
+    with pytest.warns(DeprecationWarning, match=r"SessionInfo.turns is now SessionInfo.runs"):
+        assert info.turns == info.runs == 3
+
+
 def test_a_registry_says_where_its_mcp_server_went() -> None:
     registry = tooldeck.ToolRegistry()
     with pytest.raises(AttributeError, match=r"tooldeck\.serve\.mcp\.mcp_server\(registry"):

@@ -4,7 +4,7 @@ machines sharing conversations.
 The schema and the rules are SQLiteSession's: one ``tooldeck_session_log`` table (in the
 connection's ``search_path``), an append that succeeds only if the session's head is the
 one the run started from, every write one transaction. Durability is the server's: with
-PostgreSQL's default ``synchronous_commit=on`` a committed turn is flushed to its WAL.
+PostgreSQL's default ``synchronous_commit=on`` a committed run is flushed to its WAL.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, RecordedCall, StoredRun
 from tooldeck.sessions import _calls, _journal, _log
-from tooldeck.sessions._cache import turn_cache
+from tooldeck.sessions._cache import stored_run_cache
 
 if TYPE_CHECKING:
     from tooldeck.sessions._listing import SessionInfo
@@ -98,7 +98,7 @@ class PostgresSession:
         self._place = f"session {session_id!r} in {self._where}"
         database = dsn if isinstance(dsn, str) else getattr(dsn, "conninfo", id(dsn))
         self._cache_key = ("postgres", database, session_id)
-        self._turns = turn_cache.get(self._cache_key)
+        self._stored = stored_run_cache.get(self._cache_key)
 
     @property
     def session_id(self) -> str:
@@ -117,28 +117,28 @@ class PostgresSession:
     async def _read(self) -> History:
         session_id = self._session_id
         async with self._connection() as db:
-            cursor = await db.execute(_LOAD, self._turns.load_parameters(session_id))
+            cursor = await db.execute(_LOAD, self._stored.load_parameters(session_id))
             rows = await cursor.fetchall()
             cursor = await db.execute(_READ_SUMMARY, (session_id,))
             summary = await cursor.fetchone()
             journal = await (await db.execute(_LATEST, (session_id, session_id))).fetchall()
         try:
             history = _log.read_history(
-                rows, self._where, self._turns, summary, session_id=session_id
+                rows, self._where, self._stored, summary, session_id=session_id
             )
         finally:
-            turn_cache.used(self._cache_key, self._turns)
+            stored_run_cache.used(self._cache_key, self._stored)
         return _journal.with_unfinished(history, journal, self._place)
 
-    async def append(self, turn: StoredRun, *, after: int) -> int:
-        """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
-        parameters = _log.append_parameters(self._session_id, turn, after)
-        summary = _log.summary_parameters(self._session_id, turn)
+    async def append(self, run: StoredRun, *, after: int) -> int:
+        """Append ``run`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
+        parameters = _log.append_parameters(self._session_id, run, after)
+        summary = _log.summary_parameters(self._session_id, run)
         written = await self._write(_insert_with_summary, (parameters, summary, None))
         if not written:
             raise _log.conflict(self._session_id, after)
-        self._turns.wrote(after + 1, turn)
-        turn_cache.used(self._cache_key, self._turns)
+        self._stored.wrote(after + 1, run)
+        stored_run_cache.used(self._cache_key, self._stored)
         return after + 1
 
     async def open_run(
@@ -154,8 +154,8 @@ class PostgresSession:
         parameters = _log.append_parameters(session_id, closing, after)
         if not await self._write(_insert_with_summary, (parameters, None, opened)):
             raise _log.conflict(session_id, after)
-        self._turns.wrote(after + 1, closing)
-        turn_cache.used(self._cache_key, self._turns)
+        self._stored.wrote(after + 1, closing)
+        stored_run_cache.used(self._cache_key, self._stored)
 
     async def claim_run(self, run_id: str, opening: str, *, after: int) -> int:
         """``consume``, with the resumed run's opening kept (see ``RunJournal``)."""
@@ -163,7 +163,7 @@ class PostgresSession:
         opened = _journal.write_parameters(self._session_id, run_id, 0, opening)
         if not await self._write(_claim_and_open, (parameters, opened)):
             raise _log.already_claimed(self._session_id, run_id)
-        self._turns.wrote(after + 1, None)
+        self._stored.wrote(after + 1, None)
         return after + 1
 
     async def write_step(self, run_id: str, step: int, body: str) -> None:
@@ -197,7 +197,7 @@ class PostgresSession:
         parameters = _log.claim_parameters(self._session_id, run_id, after)
         if not await self._write(_insert_if_head, (_CLAIM, parameters), one_statement=True):
             raise _log.already_claimed(self._session_id, run_id)
-        self._turns.wrote(after + 1, None)
+        self._stored.wrote(after + 1, None)
         return after + 1
 
     async def start_call(self, key: str, tool_name: str) -> RecordedCall | None:
@@ -228,8 +228,8 @@ class PostgresSession:
         """Delete every entry of this session (numbering goes on after the old head)."""
         while not await self._write(_clear, self._session_id):
             pass  # a writer appended meanwhile: clear again, after it
-        self._turns.forget()
-        turn_cache.used(self._cache_key, self._turns)
+        self._stored.forget()
+        stored_run_cache.used(self._cache_key, self._stored)
 
     async def aclose(self) -> None:
         """Close the pool the session made (a pool that was given stays open)."""
@@ -367,7 +367,7 @@ async def _insert_with_summary(
     db: Connection,
     entry: tuple[tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...] | None],
 ) -> bool:
-    """APPEND, the session's journal dropped, the turn's summary kept and (for a run closed
+    """APPEND, the session's journal dropped, the stored run's summary kept and (for a run closed
     as the next one opens) the next run's opening written, in the caller's transaction."""
     parameters, summary, opened = entry
     if not await _insert_if_head(db, (_APPEND, parameters)):
@@ -414,7 +414,7 @@ async def _prepare_schema(db: Connection, where: str) -> None:
         if version == 0:
             old_rows = await (await db.execute(_log.READ_V0)).fetchall()
             async with db.cursor() as cursor:
-                await cursor.executemany(_INSERT, _log.turns_from_v0(old_rows, where))
+                await cursor.executemany(_INSERT, _log.runs_from_v0(old_rows, where))
             await db.execute(f"DROP TABLE {_log.V0_TABLE}")
         await db.execute(_log.SET_VERSION[0])
         await db.execute(_pg(_log.SET_VERSION[1]), (_log.SCHEMA_VERSION,))
