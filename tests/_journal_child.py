@@ -12,7 +12,9 @@ hosted provider does): it looks the order up, refunds it, then answers. SCENARIO
 - ``ask``: the same, the refund needing approval: the run pauses (the pending call's id is
   written to WORKDIR/pending);
 - ``resume``: the session's paused run resumed, the refund approved;
-- ``next``: the next prompt, "Thanks.".
+- ``next``: the next prompt, "Thanks.";
+- ``run-counted``: as ``run``, the agent with a capability that counts the run's calls in
+  its state and says the count in each result.
 
 HANG says where the process stops to be killed (it writes WORKDIR/hanging, then sleeps):
 ``refund`` (in the refund, after its effect), ``before-refund`` (in it, before), ``lookup``
@@ -31,6 +33,7 @@ from typing import Any
 
 from helpers import answer, call, calls, reading_model, tool_messages
 from tooldeck import Agent, Approve, RunContext, ToolResult, tool
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.events import FinalAnswer, RunRecovered
 from tooldeck.sessions import PostgresSession, Session, SQLiteSession
 
@@ -80,6 +83,17 @@ def refund_order_checked(ctx: RunContext[None], order_id: str) -> str:
     return refund(ctx, order_id)
 
 
+class Counted(Capability):
+    def initial_state(self) -> dict[str, Any]:
+        return {"calls": 0}
+
+    async def wrap_call(self, call: Any, ctx: Any, call_next: Any) -> ToolResult:
+        state = self.state(ctx)
+        state["calls"] += 1
+        result = await call_next(call)
+        return ToolResult.success(f"{result.output} (call {state['calls']} of the run)")
+
+
 def open_session() -> Session:
     if kind == "sqlite":
         return SQLiteSession(where, "shop")
@@ -105,7 +119,8 @@ def shop_agent() -> tuple[Agent[None, str], Any]:
 
         model._outputs = [second_hangs] * len(model._outputs)
     refunder = refund_order_checked if scenario == "run-checked" else refund_order
-    return Agent(model, tools=[lookup_order, refunder]), model
+    counted = [Counted()] if scenario == "run-counted" else []
+    return Agent(model, tools=[lookup_order, refunder], capabilities=counted), model
 
 
 def hang_after_commit(session: Session) -> None:
@@ -129,7 +144,7 @@ async def main() -> None:
             pending = (workdir / "pending").read_text()
             stream = agent.resume_stream(session=session, decisions={pending: Approve()})
         else:
-            prompt = "Thanks." if scenario == "next" else PROMPT
+            prompt = "Thanks." if scenario == "next" else PROMPT  # run, run-counted, ask
             stream = agent.stream(prompt, session=session, run_id=given)
         events = [event async for event in stream]
     finally:

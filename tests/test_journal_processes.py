@@ -208,3 +208,20 @@ async def test_the_same_prompt_again_without_a_run_id_goes_on_with_the_killed_ru
     assert again["recovered"][0]["run_id"] == again["run_id"]
     assert again["answer"] == "Refunded."
     assert again["read"][1].startswith("error[interrupted]: the call may have completed")
+
+
+async def test_a_capabilitys_state_goes_on_from_the_journal_after_a_kill(
+    store: Store, tmp_path: Path
+) -> None:
+    # killed in the second model request: the journal's step after the lookup holds the
+    # capability's count; the run met again counts on from it, not from zero
+    killed(store, tmp_path, "run-counted", "-", "request")
+
+    again = finished(store, tmp_path, "run-counted")
+
+    assert [r["how"] for r in again["recovered"]] == ["continued"]
+    assert again["read"] == [
+        "order A1: paid, not refunded (call 1 of the run)",
+        "refunded A1 (call 2 of the run)",
+    ]
+    assert len(refunds(tmp_path)) == 1

@@ -273,6 +273,8 @@ class Checkpoint(BaseModel):
     resuming agent's handoffs); empty in a checkpoint made before handoffs."""
     shown: ShownHistory | None = None
     """What that agent is shown of the conversation before its handoff, if not all of it."""
+    capability_states: dict[str, Any] | None = None
+    """The states of the run's capabilities by name (``Capability.initial_state``)."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 

@@ -61,6 +61,7 @@ def unsigned_safety_defaults(checkpoint: dict[str, Any]) -> dict[str, Any]:
         (checkpoint, "tainted_by", None),
         (checkpoint, "agent", ""),
         (checkpoint, "shown", None),
+        (checkpoint, "capability_states", None),
         (turn, "untrusted", []),
     ]
     drops += [(message, "untrusted", False) for message in checkpoint["messages"]]

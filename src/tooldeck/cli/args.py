@@ -80,24 +80,31 @@ def positive_int(text: str) -> int:
 
 def positive_seconds(text: str) -> float:
     """An argparse type: a number of seconds above 0 (``1.5``)."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, e.g. 90, got {text!r}") from None
-    if not seconds > 0 or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
-    return seconds
+    return _above_zero(
+        text, text, "expected seconds, e.g. 90", "must be a number of seconds above 0"
+    )
 
 
 def dollars(text: str) -> float:
     """An argparse type: US dollars, more than 0 (``0.50``, ``$2``)."""
+    return _above_zero(
+        text,
+        text.removeprefix("$"),
+        "expected US dollars (e.g. 0.50)",
+        "must be more than 0 dollars",
+    )
+
+
+def _above_zero(text: str, number: str, expected: str, too_small: str) -> float:
+    """``number`` (the number part of ``text``) as a finite float above 0; otherwise an
+    ArgumentTypeError that quotes ``text`` after ``expected`` (not a number) or ``too_small``."""
     try:
-        amount = float(text.removeprefix("$"))
+        value = float(number)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected US dollars (e.g. 0.50), got {text!r}") from None
-    if not amount > 0 or amount == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be more than 0 dollars, got {text!r}")
-    return amount
+        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{too_small}, got {text!r}")
+    return value
 
 
 def prices(text: str) -> ModelPrices:

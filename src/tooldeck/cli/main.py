@@ -220,10 +220,16 @@ def _mcp_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-NOT_SERVED = ("input_guardrails", "output_guardrails", "handoffs", "after_untrusted")
+NOT_SERVED = (
+    "input_guardrails",
+    "output_guardrails",
+    "handoffs",
+    "after_untrusted",
+    "capabilities",
+)
 """A tools module's settings that judge or steer a conversation, which a served call does
 not have: ``tooldeck mcp serve`` refuses to start with them (only ``tool_guardrails``
-and ``@tool(guardrails=...)`` judge served calls)."""
+and ``@tool(guardrails=...)`` judge served calls; a capability's hooks are for runs)."""
 _ONE_CALL = (
     "a served call is one call, not a conversation: no prompt or answer to judge, no agent "
     "to hand it to, no untrusted content read before it"

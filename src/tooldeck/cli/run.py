@@ -269,6 +269,7 @@ def build_agent(
         tool_guardrails=module.tool_guardrails,
         handoffs=module.handoffs,
         after_untrusted=module.untrusted_policy(args.after_untrusted),
+        capabilities=module.capabilities,
     )
 
 

@@ -6,10 +6,11 @@ the field that is missing or of the wrong type.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,29 +90,20 @@ class CaseResult:
         return cls(**stored.model_dump())
 
 
-class _StoredResult(BaseModel):
-    """The checked form of a stored ``CaseResult`` (the same fields, strictly typed)."""
+def _stored_form() -> type[BaseModel]:
+    """The checked form of a stored ``CaseResult``: its fields, types and defaults, strictly
+    typed, and nothing else (made from the dataclass, so the two never differ)."""
+    hints = get_type_hints(CaseResult)
+    fields: dict[str, Any] = {}
+    for spec in dataclasses.fields(CaseResult):
+        if spec.default is not dataclasses.MISSING:
+            fields[spec.name] = (hints[spec.name], spec.default)
+        elif spec.default_factory is not dataclasses.MISSING:
+            fields[spec.name] = (hints[spec.name], Field(default_factory=spec.default_factory))
+        else:
+            fields[spec.name] = (hints[spec.name], ...)
+    config = ConfigDict(extra="forbid", strict=True)
+    return create_model("_StoredResult", __config__=config, __doc__=_stored_form.__doc__, **fields)
 
-    model_config = ConfigDict(extra="forbid", strict=True)
 
-    model: str
-    suite: str
-    id: str
-    category: str
-    correct: bool
-    reason: str
-    expected_call: bool | None
-    made_call: bool
-    calls: int
-    valid_calls: int
-    seconds: float
-    strict: bool | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost: float | None = None
-    expected: list[Any] = []
-    made: list[dict[str, Any]] = []
-    text: str = ""
-    error: str = ""
-    signals: dict[str, float] = {}
-    scores: dict[str, float] = {}
+_StoredResult = _stored_form()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from tooldeck.messages import Message
 from tooldeck.models.base import Model
-from tooldeck.run.observer import RunObserver, set_default_instrumenter
+from tooldeck.run.observer import RunObserver, Tracing, set_default_instrumenter
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
@@ -27,7 +27,7 @@ __all__ = ["Instrumentation", "instrument", "uninstrument"]
 _INSTALL_HINT = "pip install 'tooldeck[otel]' (or opentelemetry-api)"
 
 
-class Instrumentation:
+class Instrumentation(Tracing):
     """How runs become spans: where they go, and whether contents are recorded.
 
     Args:

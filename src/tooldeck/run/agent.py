@@ -11,7 +11,7 @@ import copy
 import warnings
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Generic, Literal
+from typing import Any, Generic, Literal, cast
 
 from typing_extensions import TypeVar, Unpack
 
@@ -22,16 +22,20 @@ from tooldeck.results import Checkpoint, Decision, RunResult
 from tooldeck.run._engine._checks import (
     call_options,
     check_settings,
-    instrumenter,
     stores_outputs,
     strategy,
 )
 from tooldeck.run._engine._sync import run_sync
 from tooldeck.run._engine.answers import asked_with, output_plan, request_settings
+from tooldeck.run._engine.assembly import (
+    AgentShorthands,
+    assemble,
+    check_shorthands,
+    shorthand_capabilities,
+)
 from tooldeck.run._engine.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run._engine.handing_over import agent_named, handoffs_of, paused_in, starting_agent
 from tooldeck.run._engine.in_session import resume_in_session, stream_in_session
-from tooldeck.run._engine.inherited import AfterUntrusted
 from tooldeck.run._engine.journal import Journaled, JournalWriter
 from tooldeck.run._engine.loop import OnLimit, RunSetup, RunStart
 from tooldeck.run._engine.recovery import Closed, close, folded
@@ -39,19 +43,17 @@ from tooldeck.run._engine.request import Asking
 from tooldeck.run._engine.starting import run_events
 from tooldeck.run._engine.state import RunState, untrusted_source
 from tooldeck.run.agent_tool import agent_tool
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.events import Event, last_result
-from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handle import start_resumed_run, start_run
 from tooldeck.run.handoff import Handoff, HandoffAgent, RunWrappers
 from tooldeck.run.history import HistoryStrategy
-from tooldeck.run.middleware import Middleware, MiddlewareStack
-from tooldeck.run.observer import Instrumenter, StreamObserver
+from tooldeck.run.observer import Observing, StreamObserver, Tracing, observing
 from tooldeck.run.options import RunArgs, RunOptions
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.session import records_of
-from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
-from tooldeck.tools.outputs import LargeOutput, OutputStore
+from tooldeck.tools.outputs import OutputStore
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
 
 DepsT = TypeVar("DepsT", default=Any)
@@ -77,52 +79,52 @@ class Agent(Generic[DepsT, OutputT]):
             asks the model once more, without tools, for an answer — unless a token or cost
             limit or a shared budget is spent (a spent budget lets no request out): then the
             run ends without an answer (``output`` None, the limit as its stop reason).
-        include_error_details: Show the model the exception text of a failing tool
-            (by default it reads a generic line; the host always has the exception).
-        max_concurrency: At most this many calls of one turn run at once.
-        max_output_chars: Characters of a tool's output the model reads whole, for tools
-            without their own ``max_output_chars`` (None: no limit).
-        large_output: What happens to a longer output, for tools without their own:
-            ``"truncate"`` (the default), ``"store"`` (the head, the size and a handle the
-            model reads further with the built-in ``read_output`` tool) or ``"error"``.
-        checkpoint_key: Sign the checkpoints of paused runs (HMAC-SHA256) and refuse to
-            resume one that was changed or signed with another key.
-        middleware: Hooks around each model request and each tool call
-            (``tooldeck.run.middleware.Middleware``), in order going in, reverse coming out.
         output_type: The type of the answer (a pydantic model, dataclass, TypedDict,
             ``list[...]``, ``Literal``, a scalar): ``result.output`` holds it, validated.
         output_mode: ``"auto"`` (the model's own structured output when it has one, and
             the prompted way where its server refuses that; else a ``final_answer`` tool),
             ``"native"``, ``"tool"`` or ``"prompted"`` (the schema in the instructions, the
             answer read from the model's text).
-        output_retries: Answers that do not validate before the run stops (default: the
-            limits' ``tool_retries``).
-        output_validators: Functions ``(output)`` or ``(ctx, output)``, sync or async, run on
-            the validated answer in order; each may return a new value, or raise ModelRetry
-            to ask the model again with its message.
+        capabilities: What the agent's runs have beyond its tools: tools, instructions and
+            hooks as one piece each (``tooldeck.run.capabilities``): guardrails, middleware,
+            history strategies, the run log, your own.
+        checkpoint_key: Sign the checkpoints of paused runs (HMAC-SHA256) and refuse to
+            resume one that was changed or signed with another key.
         deps_type: The type of the ``deps`` runs pass to tools, for type checkers only.
-        instrument: Trace this agent's runs: a ``tooldeck.observe.Instrumentation``; False
-            never traces it; None (the default) follows ``tooldeck.instrument()``.
-        history_strategy: What each request carries of a long conversation
-            (``KeepLastExchanges``, ``TokenBudget``, ``Summarize`` from
-            ``tooldeck.run.history``); everything by default. The run keeps the whole
-            conversation either way. (The history a run starts from is ``run(history=...)``.)
-        run_log: Where every run is recorded (``RunLog(path)`` from ``tooldeck.runlog``):
-            an observer of the event stream, off by default. The runs of this agent as an
-            agent tool are logged as their own runs, linked to the call that made them.
-        input_guardrails: Checks on the prompt; ``output_guardrails`` on the answer,
-            ``tool_guardrails`` on each call (see ``tooldeck.run.guardrails``).
-        after_untrusted: Once a ``trust="untrusted"`` tool's result is in the conversation,
-            calls of ``side_effects``/``sensitive`` tools: "allow", "ask" (approval), "refuse".
-            The guardrails and this policy of the agent a run starts on hold for the whole
-            run: after handoffs and inside agent tools, beside each agent's own
-            (``tooldeck.run._engine.inherited``).
         name: The agent's name (in events, ``RunResult.agent``, checkpoints, handoffs).
         handoffs: Agents (or ``handoff(agent, ...)``) it may hand the conversation to; a
             list, which may be changed (for cycles) until a run starts.
-        handoff_resume: In a session, the agent a new prompt goes to: ``"last"``, the one
-            the conversation was last handed to, or ``"first"``, this one.
-        history: The name ``history_strategy`` had before 0.2 (deprecated).
+        **shorthands: Keywords that build capabilities, and a few settings
+            (``AgentShorthands``; see below).
+
+    Keyword shorthands (each builds the capability named, added before ``capabilities``):
+
+    - ``middleware=[...]``: ``Middleware`` objects, hooks around each model request and
+      each tool call, in order going in, reverse coming out.
+    - ``input_guardrails=``, ``output_guardrails=``, ``tool_guardrails=``: checks on the
+      prompt, the answer and each call: ``Guardrails(input=, output=, tool=)``.
+    - ``after_untrusted=``: once a ``trust="untrusted"`` tool's result is in the
+      conversation, calls of ``side_effects``/``sensitive`` tools: "allow", "ask"
+      (approval), "refuse": ``UntrustedPolicy(...)``. The guardrails and this policy of the
+      agent a run starts on hold for the whole run, after handoffs and inside agent tools.
+    - ``history_strategy=``: what each request carries of a long conversation
+      (``KeepLastExchanges``, ``TokenBudget``, ``Summarize``); everything by default (the
+      history a run starts from is ``run(history=...)``). ``history=`` is its name before
+      0.2 (deprecated).
+    - ``max_output_chars=``, ``large_output=``: characters of a tool's output the model
+      reads whole, and what happens to a longer one (``"truncate"``, ``"store"`` with the
+      ``read_output`` tool, ``"error"``), for tools without their own: ``LargeOutputs``.
+    - ``run_log=``: where every run is recorded (``RunLog(path)``): an ``Observing``
+      capability. The runs of this agent as an agent tool are logged as their own runs.
+    - ``instrument=``: trace this agent's runs (``tooldeck.observe.Instrumentation``, a
+      ``Tracing`` capability); False never traces it; None follows ``tooldeck.instrument()``.
+
+    And settings: ``include_error_details`` (show the model a failing tool's exception
+    text), ``max_concurrency`` (calls of one turn at once), ``output_retries`` (answers that
+    do not validate before the run stops; default the limits' ``tool_retries``),
+    ``output_validators`` (functions on the validated answer, which may raise ModelRetry),
+    ``handoff_resume`` (in a session, the agent a new prompt goes to: ``"last"`` or
+    ``"first"``).
 
     Example:
         >>> from tooldeck import Agent, AssistantOutput, ScriptedModel
@@ -140,32 +142,26 @@ class Agent(Generic[DepsT, OutputT]):
         settings: ModelSettings | None = None,
         limits: Limits | None = None,
         on_limit: OnLimit = "raise",
-        include_error_details: bool = False,
-        max_concurrency: int | None = None,
-        max_output_chars: int | None = None,
-        large_output: LargeOutput = "truncate",
-        checkpoint_key: bytes | None = None,
         output_type: type[OutputT] | None = None,
         output_mode: OutputMode = "auto",
-        output_retries: int | None = None,
-        output_validators: Sequence[Callable[..., Any]] = (),
-        middleware: Sequence[Middleware] = (),
+        capabilities: Sequence[Capability] = (),
+        checkpoint_key: bytes | None = None,
         deps_type: type[DepsT] | None = None,
-        instrument: Instrumenter | bool | None = None,
-        history_strategy: HistoryStrategy | None = None,
-        run_log: StreamObserver | None = None,
-        history: HistoryStrategy | None = None,
-        input_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
-        output_guardrails: Sequence[Guardrail | GuardrailCheck] = (),
-        tool_guardrails: Sequence[ToolGuardrail | ArgumentsCheck] = (),
-        after_untrusted: AfterUntrusted = "allow",
         name: str = "agent",
         handoffs: Sequence[HandoffAgent | Handoff] = (),
-        handoff_resume: Literal["last", "first"] = "last",
+        **shorthands: Unpack[AgentShorthands],
     ) -> None:
         del deps_type  # only binds DepsT for type checkers
-        check_settings(on_limit, max_concurrency, checkpoint_key, after_untrusted)
-        self.name, self.handoffs, self.handoff_resume = handoffs_of(name, handoffs, handoff_resume)
+        check_shorthands(shorthands)
+        if isinstance(capabilities, Capability):
+            raise TypeError(f"capabilities= takes a list, got one capability: {capabilities!r}")
+        shorthands["history_strategy"] = strategy(
+            shorthands.get("history_strategy"), shorthands.get("history")
+        )
+        max_concurrency = shorthands.get("max_concurrency")
+        check_settings(on_limit, max_concurrency, checkpoint_key, shorthands)
+        resume = shorthands.get("handoff_resume", "last")
+        self.name, self.handoffs, self.handoff_resume = handoffs_of(name, handoffs, resume)
         self._owns_model = isinstance(model, str)
         self.model = resolve_model(model)
         self._tools = ToolSource(tools)
@@ -174,26 +170,65 @@ class Agent(Generic[DepsT, OutputT]):
         self.limits = limits or Limits()
         self.on_limit: OnLimit = on_limit
         self.checkpoint_key = checkpoint_key
-        self.instrument = instrumenter(instrument)
-        self.history_strategy = strategy(history_strategy, history)
-        self.run_log = run_log
-        self._middleware = MiddlewareStack(middleware) if middleware else None
-        self._guards = guards_of(input_guardrails, output_guardrails)
-        self._call_options = call_options(
-            include_error_details,
-            max_concurrency,
-            self.limits,
-            self._middleware,
-            self._tools.registry,
-            (max_output_chars, large_output),
-            tuple(ToolGuardrail.of(item, "tool_guardrails") for item in tool_guardrails),
-            after_untrusted,
+        self.capabilities = (*shorthand_capabilities(shorthands), *capabilities)
+        """Everything the agent's runs are given beyond its tools, the keywords' included."""
+        self._take(self.capabilities, shorthands)
+        self._plan_output(
+            output_type,
+            output_mode,
+            shorthands.get("output_validators", ()),
+            shorthands.get("output_retries"),
         )
-        self._stores_outputs = stores_outputs(large_output, self._tools)
-        self._plan_output(output_type, output_mode, output_validators, output_retries)
 
-    run_log: StreamObserver | None
-    """The run log (or any StreamObserver) that sees every run's events; None: off."""
+    def _take(self, capabilities: tuple[Capability, ...], shorthands: AgentShorthands) -> None:
+        """Read the capabilities into what the engine applies (again when they change)."""
+        built = assemble(capabilities)
+        if built.tools:
+            self._tools = self._tools.extended(built.tools)
+        self.history_strategy = built.history
+        self._observers = built.observers
+        instrument = shorthands.get("instrument")
+        self.instrument: Tracing | Literal[False] | None = (
+            False if instrument is False else built.tracing
+        )
+        hooks = built.hooks
+        self._request_hooks = hooks if hooks is not None and hooks.requests else None
+        self._run_hooks = hooks if hooks is not None and hooks.runs else None
+        self._guards = built.guards
+        large = built.large
+        self._call_options = call_options(
+            shorthands.get("include_error_details", False),
+            shorthands.get("max_concurrency"),
+            self.limits,
+            hooks if hooks is not None and hooks.calls else None,
+            self._tools.registry,
+            (large.max_chars, large.mode),
+            built.tool_guardrails,
+            built.after_untrusted,
+        )
+        self._stores_outputs = stores_outputs(large.mode, self._tools)
+
+    @property
+    def observers(self) -> tuple[Observing, ...]:
+        """The agent's capabilities that read each run's events (the run log among them)."""
+        return self._observers
+
+    @property
+    def run_log(self) -> StreamObserver | None:
+        """The run log (or any StreamObserver) that sees every run's events; None: off.
+        Setting it replaces the agent's ``Observing`` capabilities with it."""
+        if not self._observers:
+            return None
+        first = self._observers[0]
+        inner = getattr(first, "_observer", None)
+        return first if inner is None else cast(StreamObserver, inner)
+
+    @run_log.setter
+    def run_log(self, log: StreamObserver | None) -> None:
+        kept = [item for item in self.capabilities if not isinstance(item, Observing)]
+        self.capabilities = (*kept, *(() if log is None else (observing(log),)))
+        self._observers = tuple(item for item in self.capabilities if isinstance(item, Observing))
+
     _wrappers = RunWrappers()
     """What ``wrapped`` passed this copy through (agents handed its runs pass through too)."""
 
@@ -424,7 +459,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _setup(self) -> RunSetup:
         model, instructions = asked_with(self._output, self.model, self.instructions)
-        asking = Asking(model, instructions, self._middleware, self.history_strategy)
+        asking = Asking(model, instructions, self._request_hooks, self.history_strategy)
         return RunSetup(
             asking,
             self._tools,
@@ -435,6 +470,8 @@ class Agent(Generic[DepsT, OutputT]):
             self.on_limit,
             self.checkpoint_key,
             self._guards,
+            hooks=self._run_hooks,
+            capabilities=self.capabilities,
         )
 
 

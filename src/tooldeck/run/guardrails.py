@@ -27,11 +27,12 @@ from tooldeck.results import RunResult, StopReason
 from tooldeck.run._engine.contexts import run_context
 from tooldeck.run._engine.request import Delta, Emit, with_deltas
 from tooldeck.run._engine.state import RunState, attach
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.events import GuardrailChecked
 from tooldeck.run.policy import RunPolicy
 from tooldeck.safety import GuardrailDecision, GuardrailStage
 from tooldeck.tools.context import RunContext
-from tooldeck.tools.guardrails import GuardrailResult, ToolGuardrail
+from tooldeck.tools.guardrails import ArgumentsCheck, GuardrailResult, ToolGuardrail
 
 __all__ = [
     "Guardrail",
@@ -75,6 +76,33 @@ class Guards:
 
     input: tuple[Guardrail, ...] = ()
     output: tuple[Guardrail, ...] = ()
+
+
+class Guardrails(Capability):
+    """Input, output and tool guardrails as one capability: ``Agent(capabilities=[
+    Guardrails(input=[...], output=[...], tool=[...])])``, the same as the keywords
+    ``input_guardrails=``, ``output_guardrails=`` and ``tool_guardrails=``.
+
+    It holds for the whole run when the run starts on its agent (``run_level``): after
+    handoffs and inside agent tools, beside each agent's own. The run applies each kind
+    where it belongs: the input ones beside the first request, the tool ones on each
+    call's arguments before any approval and on its result, the output ones on the answer.
+    """
+
+    run_level = True
+
+    def __init__(
+        self,
+        input: Iterable[Guardrail | GuardrailCheck] = (),
+        output: Iterable[Guardrail | GuardrailCheck] = (),
+        tool: Iterable[ToolGuardrail | ArgumentsCheck] = (),
+    ) -> None:
+        self.guards = guards_of(input, output)
+        self.tool = tuple(ToolGuardrail.of(item, "tool_guardrails") for item in tool)
+
+    def __repr__(self) -> str:
+        guards = self.guards or Guards()
+        return f"Guardrails(input={guards.input!r}, output={guards.output!r}, tool={self.tool!r})"
 
 
 def guards_of(

@@ -37,6 +37,7 @@ from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.resolve import resolve_model
 from tooldeck.results import HistorySummary
 from tooldeck.run._engine.state import RunState
+from tooldeck.run.capabilities import Capability
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ class Prepared:
     """Tokens spent preparing (a summary request), counted in the run's usage."""
 
 
-class HistoryStrategy(ABC):
+class HistoryStrategy(Capability, ABC):
     """Chooses what of the conversation each model request carries."""
 
     @abstractmethod
@@ -91,7 +92,7 @@ class HistoryStrategy(ABC):
         cut = await self.keep_from(request)
         return Prepared(request.messages[cut:], request.summary)
 
-    def remember(self, summary: HistorySummary) -> None:  # noqa: B027 - optional hook
+    def remember(self, summary: HistorySummary) -> None:
         """Take back a summary stored earlier (only ``Summarize`` keeps any)."""
 
 

@@ -3,7 +3,8 @@
 ``tooldeck run``, ``chat``, ``web``, ``mcp serve`` and ``eval`` name a tools module; the
 module may also define, by these names, lists of guardrails (``input_guardrails``,
 ``output_guardrails``, ``tool_guardrails``), the agents its agent may hand a conversation
-to (``handoffs``) and its untrusted-content policy (``after_untrusted``). Every front door
+to (``handoffs``), its untrusted-content policy (``after_untrusted``) and its
+``capabilities`` (``tooldeck.run.capabilities``). Every front door
 reads them with ``module_settings`` and gets one ``ModuleSettings``; a door that cannot
 honour one the module gives refuses to start and names it (``refuse_unhonoured``): a
 safety setting is never dropped without a word.
@@ -17,6 +18,7 @@ from typing import get_args
 
 from tooldeck.run._engine.inherited import AfterUntrusted
 from tooldeck.run.budget import Budget
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, guards_of
 from tooldeck.run.handoff import Handoff, HandoffAgent
 from tooldeck.tools import modules
@@ -43,6 +45,8 @@ class ModuleSettings:
     after_untrusted: AfterUntrusted = "allow"
     """``Agent(after_untrusted=...)``: what calls may do once untrusted content was read;
     a command's ``--after-untrusted`` can make it stricter, never looser."""
+    capabilities: tuple[Capability, ...] = ()
+    """``Agent(capabilities=...)``: what the module adds to the agent's runs."""
 
     @property
     def given(self) -> tuple[str, ...]:
@@ -53,6 +57,7 @@ class ModuleSettings:
             "tool_guardrails": bool(self.tool_guardrails),
             "handoffs": bool(self.handoffs),
             "after_untrusted": self.after_untrusted != "allow",
+            "capabilities": bool(self.capabilities),
         }
         return tuple(name for name, is_given in given.items() if is_given)
 
@@ -99,6 +104,13 @@ def module_settings(target: str) -> tuple[ToolRegistry, ModuleSettings]:
         tool_guardrails = tuple(
             ToolGuardrail.of(item, "tool_guardrails") for item in found.get("tool_guardrails", ())
         )
+        capabilities = tuple(found.get("capabilities", ()))
+        for item in capabilities:
+            if not isinstance(item, Capability):
+                raise TypeError(
+                    "capabilities must be Capability objects (tooldeck.run.capabilities), "
+                    f"got {type(item).__name__}: {item!r}"
+                )
     except (TypeError, ValueError) as error:
         raise modules.TargetError(f"{target!r}: {error}") from error
     settings = ModuleSettings(
@@ -108,6 +120,7 @@ def module_settings(target: str) -> tuple[ToolRegistry, ModuleSettings]:
         tool_guardrails=tool_guardrails,
         handoffs=tuple(found.get("handoffs", ())),
         after_untrusted=policy,
+        capabilities=capabilities,
     )
     return registry, settings
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from tooldeck.messages import Message, ToolCall
 from tooldeck.models.base import Model
 from tooldeck.results import Decision, PendingCall, RunResult, ToolTrace
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.events import Event, FinalAnswer, GuardrailChecked, HandedOff
 from tooldeck.run.options import ParentCall
 from tooldeck.safety import GuardrailDecision
@@ -64,6 +65,48 @@ class Instrumenter(Protocol):
         None: this run is not observed after all (no tracing SDK, or not sampled).
         """
         ...
+
+
+class Tracing(Capability):
+    """A capability that traces runs: it starts an observer for each (an Instrumenter;
+    ``tooldeck.observe.Instrumentation`` is one). ``Agent(instrument=...)`` builds one."""
+
+    def __init__(self, instrumenter: Instrumenter | None = None) -> None:
+        self._instrumenter = instrumenter
+
+    def start_run(
+        self, model: Model, messages: Sequence[Message], instructions: str, run_id: str
+    ) -> RunObserver | None:
+        """See ``Instrumenter.start_run``; by default, the instrumenter it was given."""
+        if self._instrumenter is None:
+            raise NotImplementedError(f"{type(self).__name__} must define start_run")
+        return self._instrumenter.start_run(model, messages, instructions, run_id)
+
+
+class Observing(Capability):
+    """A capability that reads each run's event stream (a StreamObserver; the run log,
+    ``tooldeck.runlog.RunLog``, is one). ``Agent(run_log=...)`` builds one."""
+
+    def __init__(self, observer: StreamObserver | None = None) -> None:
+        self._observer = observer
+
+    def observe(
+        self, events: AsyncGenerator[Event, None], run: RunInfo
+    ) -> AsyncGenerator[Event, None]:
+        """See ``StreamObserver.observe``; by default, the observer it was given."""
+        if self._observer is None:
+            raise NotImplementedError(f"{type(self).__name__} must define observe")
+        return self._observer.observe(events, run)
+
+
+def tracing(instrument: Instrumenter) -> Tracing:
+    """``instrument`` as a capability (itself when it is one)."""
+    return instrument if isinstance(instrument, Tracing) else Tracing(instrument)
+
+
+def observing(observer: StreamObserver) -> Observing:
+    """``observer`` as a capability (itself when it is one)."""
+    return observer if isinstance(observer, Observing) else Observing(observer)
 
 
 @dataclass(frozen=True, slots=True)

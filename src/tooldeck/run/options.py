@@ -18,6 +18,7 @@ from tooldeck.run._engine.inherited import Inherited
 from tooldeck.run._engine.journal import JournalWriter
 from tooldeck.run.budget import Budget
 from tooldeck.run.cancel import CancelSignal
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.session import CallRecords, Session
 
 DepsT = TypeVar("DepsT")
@@ -61,6 +62,10 @@ class RunArgs(TypedDict, Generic[DepsT], total=False):
     """What the run inherits from the run whose call it runs inside (set by agent tools):
     that run's guardrails and untrusted-content policy, which apply beside this agent's
     own, its taint and its cancel signal (``tooldeck.run._engine.inherited``)."""
+    capabilities: Sequence[Capability]
+    """Capabilities for this run only, holding for the whole of it: after handoffs and
+    inside agent tools' inner runs, before each agent's own (``tooldeck.run.capabilities``).
+    Give them again to ``resume()``, as ``deps``."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -85,6 +90,8 @@ class RunOptions:
     journal: JournalWriter | None = None
     """Where the run's journal is written ahead: its session, when it keeps one (set as the
     run is opened in the session)."""
+    capabilities: tuple[Capability, ...] = ()
+    """``run(capabilities=...)``: the run's own, for the whole run."""
 
     @classmethod
     def of(cls, args: RunArgs[Any], *, resuming: bool = False) -> RunOptions:
@@ -122,6 +129,7 @@ class RunOptions:
             args.get("parent"),
             _checked_budget(args.get("budget")),
             _checked_inherited(args.get("inherited")),
+            capabilities=_checked_capabilities(args.get("capabilities")),
         )
 
 
@@ -134,6 +142,20 @@ def _checked_budget(budget: object) -> Budget | None:
     raise TypeError(
         f"budget= takes a Budget (tooldeck.run.budget), got {type(budget).__name__}: {budget!r}"
     )
+
+
+def _checked_capabilities(given: object) -> tuple[Capability, ...]:
+    if given is None:
+        return ()
+    if isinstance(given, Capability) or not isinstance(given, Sequence | tuple | list):
+        raise TypeError(f"capabilities= takes a list of Capability objects, got {given!r}")
+    for item in given:
+        if not isinstance(item, Capability):
+            raise TypeError(
+                "capabilities= takes Capability objects (tooldeck.run.capabilities), got "
+                f"{type(item).__name__}: {item!r}"
+            )
+    return tuple(given)
 
 
 def _checked_inherited(inherited: object) -> Inherited | None:

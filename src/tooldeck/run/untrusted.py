@@ -1,9 +1,32 @@
-"""A model's turn made safe to keep, show, save and send back (see ``tooldeck._untrusted``)."""
+"""Untrusted content: the policy for the calls that follow it (``UntrustedPolicy``), and a
+model's turn made safe to keep, show, save and send back (see ``tooldeck._untrusted``)."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 from tooldeck._untrusted import repaired, valid_text
 from tooldeck.messages import AssistantOutput, ToolCall
+from tooldeck.run._engine.inherited import AfterUntrusted
+from tooldeck.run.capabilities import Capability
+
+
+class UntrustedPolicy(Capability):
+    """What calls of ``side_effects`` or ``sensitive`` tools need once a
+    ``trust="untrusted"`` tool's result is in the conversation: nothing more (``"allow"``),
+    a person's approval (``"ask"``) or they are refused (``"refuse"``). The same as
+    ``Agent(after_untrusted=...)``; it holds for the whole run when the run starts on its
+    agent (``run_level``), and the stricter policy wins where two meet."""
+
+    run_level = True
+
+    def __init__(self, after: AfterUntrusted = "ask") -> None:
+        if after not in get_args(AfterUntrusted):
+            raise ValueError(f"after_untrusted must be 'allow', 'ask' or 'refuse', got {after!r}")
+        self.after: AfterUntrusted = after
+
+    def __repr__(self) -> str:
+        return f"UntrustedPolicy(after={self.after!r})"
 
 
 def safe_output(output: AssistantOutput) -> AssistantOutput:

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 
 from tooldeck.run.events import Event
-from tooldeck.run.observer import RunInfo
+from tooldeck.run.observer import Observing, RunInfo
 from tooldeck.runlog._observer import record_run
 from tooldeck.runlog._schema import (
     SCHEMA_VERSION,
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 
-class RunLog:
+class RunLog(Observing):
     """Records an agent's runs in an SQLite database (created if missing).
 
     Args:

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 from tooldeck.errors import SessionError
-from tooldeck.run.budget import Budget, Counts
-
-T = TypeVar("T")
+from tooldeck.sessions._budget import StoredBudget
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS budgets (name TEXT PRIMARY KEY, requests INTEGER NOT NULL,"
@@ -25,7 +23,7 @@ _TABLE = (
 )
 
 
-class SQLiteBudget(Budget):
+class SQLiteBudget(StoredBudget):
     """A ``Budget`` (``tooldeck.run.budget``) whose counts are kept in a SQLite file.
 
     Args:
@@ -39,7 +37,8 @@ class SQLiteBudget(Budget):
     Each check and each count is a short transaction on the caller's thread.
     """
 
-    kept_in_process = False
+    _errors = sqlite3.Error
+    _connection: sqlite3.Connection
 
     def __init__(
         self,
@@ -52,12 +51,12 @@ class SQLiteBudget(Budget):
         busy_timeout_s: float = 5.0,
     ) -> None:
         super().__init__(
-            max_cost_usd=max_cost_usd, max_total_tokens=max_total_tokens, max_requests=max_requests
+            name,
+            max_cost_usd=max_cost_usd,
+            max_total_tokens=max_total_tokens,
+            max_requests=max_requests,
         )
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"SQLiteBudget name must be a non-empty string, got {name!r}")
         self.path = Path(path)
-        self.name = name
         self._where = f"budget {name!r} in SQLite database {str(self.path)!r}"
         try:
             self._connection = sqlite3.connect(
@@ -69,43 +68,27 @@ class SQLiteBudget(Budget):
         except sqlite3.Error as error:
             raise SessionError(f"cannot open the {self._where}: {error}") from error
 
-    def close(self) -> None:
-        """Close the database connection."""
-        self._connection.close()
-
-    def reset(self) -> None:
-        """Start the budget again from nothing spent (nothing owed either)."""
-        self._change(Counts.reset)
-        with self._owed_lock:
-            self._owed = (0, 0.0)
-
-    def _change(self, change: Callable[[Counts], T]) -> T:
-        with self._lock:
-            try:
-                return self._transaction(change)
-            except sqlite3.Error as error:
-                raise SessionError(f"cannot use the {self._where}: {error}") from error
-
-    def _transaction(self, change: Callable[[Counts], T]) -> T:
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         connection = self._connection
         connection.execute("BEGIN IMMEDIATE")
         try:
-            row = connection.execute(
-                "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = ?",
-                (self.name,),
-            ).fetchone()
-            counts = Counts() if row is None else Counts(*row)
-            answer = change(counts)
-            changed = (counts.requests, counts.total_tokens, counts.cost_usd)
-            if row is None or changed != tuple(row):
-                connection.execute(
-                    "INSERT INTO budgets VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET"
-                    " requests = excluded.requests, total_tokens = excluded.total_tokens,"
-                    " cost_usd = excluded.cost_usd",
-                    (self.name, *changed),
-                )
+            yield
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")
             raise
-        return answer
+
+    def _read(self) -> tuple[int, int, float] | None:
+        row: tuple[int, int, float] | None = self._connection.execute(
+            "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = ?", (self.name,)
+        ).fetchone()
+        return row
+
+    def _write(self, counts: tuple[int, int, float]) -> None:
+        self._connection.execute(
+            "INSERT INTO budgets VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET"
+            " requests = excluded.requests, total_tokens = excluded.total_tokens,"
+            " cost_usd = excluded.cost_usd",
+            (self.name, *counts),
+        )

@@ -7,15 +7,13 @@ that locks the row (``SELECT ... FOR UPDATE``), so no update is lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from contextlib import AbstractContextManager
 
 import psycopg
+from psycopg.rows import TupleRow
 
 from tooldeck.errors import SessionError
-from tooldeck.run.budget import Budget, Counts
-
-T = TypeVar("T")
+from tooldeck.sessions._budget import StoredBudget
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS budgets (name TEXT PRIMARY KEY, requests BIGINT NOT NULL,"
@@ -23,7 +21,7 @@ _TABLE = (
 )
 
 
-class PostgresBudget(Budget):
+class PostgresBudget(StoredBudget):
     """A ``Budget`` (``tooldeck.run.budget``) whose counts are kept in PostgreSQL.
 
     Args:
@@ -37,7 +35,8 @@ class PostgresBudget(Budget):
     connection the object keeps (``close()`` it).
     """
 
-    kept_in_process = False
+    _errors = psycopg.Error
+    _connection: psycopg.Connection[TupleRow]
 
     def __init__(
         self,
@@ -49,11 +48,11 @@ class PostgresBudget(Budget):
         max_requests: int | None = None,
     ) -> None:
         super().__init__(
-            max_cost_usd=max_cost_usd, max_total_tokens=max_total_tokens, max_requests=max_requests
+            name,
+            max_cost_usd=max_cost_usd,
+            max_total_tokens=max_total_tokens,
+            max_requests=max_requests,
         )
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"PostgresBudget name must be a non-empty string, got {name!r}")
-        self.name = name
         self._where = f"budget {name!r} in PostgreSQL"
         try:
             self._connection = psycopg.connect(dsn)
@@ -66,34 +65,18 @@ class PostgresBudget(Budget):
         except psycopg.Error as error:
             raise SessionError(f"cannot open the {self._where}: {error}") from error
 
-    def close(self) -> None:
-        """Close the database connection."""
-        self._connection.close()
+    def _transaction(self) -> AbstractContextManager[object]:
+        return self._connection.transaction()
 
-    def reset(self) -> None:
-        """Start the budget again from nothing spent (nothing owed either)."""
-        self._change(Counts.reset)
-        with self._owed_lock:
-            self._owed = (0, 0.0)
+    def _read(self) -> tuple[int, int, float] | None:
+        row: tuple[int, int, float] | None = self._connection.execute(
+            "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = %s FOR UPDATE",
+            (self.name,),
+        ).fetchone()
+        return row
 
-    def _change(self, change: Callable[[Counts], T]) -> T:
-        with self._lock:
-            try:
-                with self._connection.transaction():
-                    row = self._connection.execute(
-                        "SELECT requests, total_tokens, cost_usd FROM budgets WHERE name = %s"
-                        " FOR UPDATE",
-                        (self.name,),
-                    ).fetchone()
-                    counts = Counts() if row is None else Counts(*row)
-                    answer = change(counts)
-                    changed = (counts.requests, counts.total_tokens, counts.cost_usd)
-                    if row is None or changed != tuple(row):
-                        self._connection.execute(
-                            "UPDATE budgets SET requests = %s, total_tokens = %s, cost_usd = %s"
-                            " WHERE name = %s",
-                            (*changed, self.name),
-                        )
-            except psycopg.Error as error:
-                raise SessionError(f"cannot use the {self._where}: {error}") from error
-        return answer
+    def _write(self, counts: tuple[int, int, float]) -> None:
+        self._connection.execute(
+            "UPDATE budgets SET requests = %s, total_tokens = %s, cost_usd = %s WHERE name = %s",
+            (*counts, self.name),
+        )

@@ -26,7 +26,7 @@ from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, RecordedCall, StoredRun
 from tooldeck.sessions import _calls, _journal, _log
-from tooldeck.sessions._cache import stored_run_cache
+from tooldeck.sessions._stored import StoredSession, check_session_id
 
 if TYPE_CHECKING:
     from tooldeck.sessions._listing import SessionInfo
@@ -57,7 +57,7 @@ _LATEST, _READ_STEPS, _WRITE_JOURNAL, _DROP_JOURNAL, _DROP_RUN = map(
 )
 
 
-class PostgresSession:
+class PostgresSession(StoredSession):
     """One conversation kept in a PostgreSQL database (schema created, or migrated from an
     older tooldeck, on first use).
 
@@ -80,41 +80,26 @@ class PostgresSession:
         max_connections: int = 4,
         connect_timeout_s: float = 10.0,
     ) -> None:
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+        check_session_id(session_id)
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {max_connections!r}")
-        self._session_id = session_id
         self._timeout = connect_timeout_s
         if isinstance(dsn, str):
             self._dsn: str | None = dsn
             self._pool: Pool | None = None
             self._owns_pool = True
-            self._where = f"PostgreSQL database {_describe(dsn)}"
+            where = f"PostgreSQL database {_describe(dsn)}"
         else:
             self._dsn, self._pool, self._owns_pool = None, dsn, False
-            self._where = f"PostgreSQL pool {dsn.name!r}"
+            where = f"PostgreSQL pool {dsn.name!r}"
         self._max_connections = max_connections
-        self._place = f"session {session_id!r} in {self._where}"
         database = dsn if isinstance(dsn, str) else getattr(dsn, "conninfo", id(dsn))
-        self._cache_key = ("postgres", database, session_id)
-        self._stored = stored_run_cache.get(self._cache_key)
-
-    @property
-    def session_id(self) -> str:
-        return self._session_id
+        super().__init__(session_id, where, ("postgres", database, session_id))
 
     def __repr__(self) -> str:
         return f"PostgresSession({self._where!r}, {self._session_id!r})"
 
-    async def load(self) -> History:
-        """The committed messages, the head, and a paused run's checkpoint if any."""
-        try:
-            return await self._read()
-        except _log.StaleCache:
-            return await self._read()
-
-    async def _read(self) -> History:
+    async def _load(self) -> History:
         session_id = self._session_id
         async with self._connection() as db:
             cursor = await db.execute(_LOAD, self._stored.load_parameters(session_id))
@@ -122,13 +107,7 @@ class PostgresSession:
             cursor = await db.execute(_READ_SUMMARY, (session_id,))
             summary = await cursor.fetchone()
             journal = await (await db.execute(_LATEST, (session_id, session_id))).fetchall()
-        try:
-            history = _log.read_history(
-                rows, self._where, self._stored, summary, session_id=session_id
-            )
-        finally:
-            stored_run_cache.used(self._cache_key, self._stored)
-        return _journal.with_unfinished(history, journal, self._place)
+        return self._history(rows, summary, journal)
 
     async def append(self, run: StoredRun, *, after: int) -> int:
         """Append ``run`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
@@ -137,25 +116,20 @@ class PostgresSession:
         written = await self._write(_insert_with_summary, (parameters, summary, None))
         if not written:
             raise _log.conflict(self._session_id, after)
-        self._stored.wrote(after + 1, run)
-        stored_run_cache.used(self._cache_key, self._stored)
+        self._wrote(after + 1, run)
         return after + 1
 
-    async def open_run(
-        self, run_id: str, opening: str, *, closing: StoredRun | None = None, after: int = 0
+    async def _keep_step(self, parameters: tuple[Any, ...]) -> None:
+        async with self._connection() as db:
+            await db.execute(_WRITE_JOURNAL, parameters)
+
+    async def _close_then_open(
+        self, closing: StoredRun, after: int, opened: tuple[Any, ...]
     ) -> None:
-        """Keep run ``run_id``'s opening, first closing an unfinished run (see ``RunJournal``)."""
-        session_id = self._session_id
-        opened = _journal.write_parameters(session_id, run_id, 0, opening)
-        if closing is None:
-            async with self._connection() as db:
-                await db.execute(_WRITE_JOURNAL, opened)
-            return
-        parameters = _log.append_parameters(session_id, closing, after)
+        parameters = _log.append_parameters(self._session_id, closing, after)
         if not await self._write(_insert_with_summary, (parameters, None, opened)):
-            raise _log.conflict(session_id, after)
-        self._stored.wrote(after + 1, closing)
-        stored_run_cache.used(self._cache_key, self._stored)
+            raise _log.conflict(self._session_id, after)
+        self._wrote(after + 1, closing)
 
     async def claim_run(self, run_id: str, opening: str, *, after: int) -> int:
         """``consume``, with the resumed run's opening kept (see ``RunJournal``)."""
@@ -165,12 +139,6 @@ class PostgresSession:
             raise _log.already_claimed(self._session_id, run_id)
         self._stored.wrote(after + 1, None)
         return after + 1
-
-    async def write_step(self, run_id: str, step: int, body: str) -> None:
-        """Keep step ``step`` of run ``run_id`` (see ``RunJournal``)."""
-        parameters = _journal.write_parameters(self._session_id, run_id, step, body)
-        async with self._connection() as db:
-            await db.execute(_WRITE_JOURNAL, parameters)
 
     async def read_steps(self, run_id: str) -> tuple[str, ...]:
         """The bodies of run ``run_id``'s steps, in order."""
@@ -228,8 +196,7 @@ class PostgresSession:
         """Delete every entry of this session (numbering goes on after the old head)."""
         while not await self._write(_clear, self._session_id):
             pass  # a writer appended meanwhile: clear again, after it
-        self._stored.forget()
-        stored_run_cache.used(self._cache_key, self._stored)
+        self._cleared()
 
     async def aclose(self) -> None:
         """Close the pool the session made (a pool that was given stays open)."""
@@ -265,12 +232,6 @@ class PostgresSession:
         except psycopg.Error as error:
             raise SessionError(f"{where}: {type(error).__name__}: {error}") from error
         return _listing.read_sessions(rows, where)
-
-    async def __aenter__(self) -> PostgresSession:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def _write(
         self,

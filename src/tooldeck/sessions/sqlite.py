@@ -28,7 +28,7 @@ from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, RecordedCall, StoredRun
 from tooldeck.sessions import _calls, _journal, _log
-from tooldeck.sessions._cache import stored_run_cache
+from tooldeck.sessions._stored import StoredSession, check_session_id
 from tooldeck.sessions._thread import ConnectionThread
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ T = TypeVar("T")
 Synchronous = Literal["NORMAL", "FULL"]
 
 
-class SQLiteSession:
+class SQLiteSession(StoredSession):
     """One conversation kept in a SQLite file (created, or migrated from an older tooldeck,
     on first use).
 
@@ -63,20 +63,16 @@ class SQLiteSession:
         synchronous: Synchronous = "NORMAL",
         busy_timeout_s: float = 5.0,
     ) -> None:
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+        check_session_id(session_id)
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         if busy_timeout_s < 0:
             raise ValueError(f"busy_timeout_s must be >= 0, got {busy_timeout_s!r}")
         self.path = Path(path)
-        self._session_id = session_id
-        self._where = f"SQLite database {str(self.path)!r}"
-        self._place = f"session {session_id!r} in {self._where}"
         self._busy_timeout_s = busy_timeout_s
         self._key = (os.path.abspath(self.path), synchronous, busy_timeout_s)
-        self._cache_key = ("sqlite", *self._key, session_id)
-        self._stored = stored_run_cache.get(self._cache_key)
+        where = f"SQLite database {str(self.path)!r}"
+        super().__init__(session_id, where, ("sqlite", *self._key, session_id))
         self._attach()
 
     def _attach(self) -> None:
@@ -84,19 +80,11 @@ class SQLiteSession:
         self._database = _shared.take(self._key)
         self._release = weakref.finalize(self, _shared.give_back, self._key, self._database)
 
-    @property
-    def session_id(self) -> str:
-        return self._session_id
-
     def __repr__(self) -> str:
         return f"SQLiteSession({str(self.path)!r}, {self._session_id!r})"
 
-    async def load(self) -> History:
-        """The committed messages, the head, and a paused run's checkpoint if any."""
-        try:
-            return await self._run(self._read)
-        except _log.StaleCache:
-            return await self._run(self._read)
+    async def _load(self) -> History:
+        return await self._run(self._read)
 
     def _read(self, db: sqlite3.Connection) -> History:
         """LOAD, read and decoded in the database's thread, with the latest run opened in
@@ -105,13 +93,7 @@ class SQLiteSession:
         rows = db.execute(_log.LOAD, self._stored.load_parameters(session_id)).fetchall()
         summary = db.execute(_log.READ_SUMMARY, (session_id,)).fetchone()
         journal = db.execute(_journal.LATEST, (session_id, session_id)).fetchall()
-        try:
-            history = _log.read_history(
-                rows, self._where, self._stored, summary, session_id=session_id
-            )
-        finally:
-            stored_run_cache.used(self._cache_key, self._stored)
-        return _journal.with_unfinished(history, journal, self._place)
+        return self._history(rows, summary, journal)
 
     async def append(self, run: StoredRun, *, after: int) -> int:
         """Append ``run`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
@@ -123,45 +105,26 @@ class SQLiteSession:
             raise _log.conflict(self._session_id, after)
         return after + 1
 
-    async def open_run(
-        self, run_id: str, opening: str, *, closing: StoredRun | None = None, after: int = 0
+    async def _keep_step(self, parameters: tuple[Any, ...]) -> None:
+        await self._run(lambda db: _write(db, _write_journal, parameters))
+
+    async def _close_then_open(
+        self, closing: StoredRun, after: int, opened: tuple[Any, ...]
     ) -> None:
-        """Keep run ``run_id``'s opening, first closing an unfinished run (see ``RunJournal``)."""
-        session_id = self._session_id
-        opened = _journal.write_parameters(session_id, run_id, 0, opening)
-        if closing is None:
-            await self._run(lambda db: _write(db, _write_journal, opened))
-            return
-        parameters = (_log.append_parameters(session_id, closing, after), None)
-
-        def close_then_open(db: sqlite3.Connection, entry: _Entry) -> bool:
-            if not _append(db, entry):
-                return False
-            db.execute(_journal.WRITE, opened)
-            return True
-
+        parameters = (_log.append_parameters(self._session_id, closing, after), None)
+        close_then_open = _then_open(_append, opened)
         if not await self._run(lambda db: self._commit(db, close_then_open, parameters, closing)):
             raise _log.conflict(self._session_id, after)
 
     async def claim_run(self, run_id: str, opening: str, *, after: int) -> int:
         """``consume``, with the resumed run's opening kept (see ``RunJournal``)."""
         parameters = (_log.claim_parameters(self._session_id, run_id, after), None)
-        opened = _journal.write_parameters(self._session_id, run_id, 0, opening)
-
-        def claim_and_open(db: sqlite3.Connection, entry: _Entry) -> bool:
-            if not _claim(db, entry):
-                return False
-            db.execute(_journal.WRITE, opened)
-            return True
-
+        claim_and_open = _then_open(
+            _claim, _journal.write_parameters(self._session_id, run_id, 0, opening)
+        )
         if not await self._run(lambda db: self._commit(db, claim_and_open, parameters, None)):
             raise _log.already_claimed(self._session_id, run_id)
         return after + 1
-
-    async def write_step(self, run_id: str, step: int, body: str) -> None:
-        """Keep step ``step`` of run ``run_id`` (see ``RunJournal``)."""
-        parameters = _journal.write_parameters(self._session_id, run_id, step, body)
-        await self._run(lambda db: _write(db, _write_journal, parameters))
 
     async def read_steps(self, run_id: str) -> tuple[str, ...]:
         """The bodies of run ``run_id``'s steps, in order."""
@@ -198,8 +161,7 @@ class SQLiteSession:
         """Write one entry, in the database's thread; remember a stored run it wrote."""
         written = _write(db, insert, parameters)
         if written:
-            self._stored.wrote(parameters[0][1], run)
-            stored_run_cache.used(self._cache_key, self._stored)
+            self._wrote(parameters[0][1], run)
         return written
 
     async def start_call(self, key: str, tool_name: str) -> RecordedCall | None:
@@ -218,8 +180,7 @@ class SQLiteSession:
         """Delete every entry of this session (numbering goes on after the old head)."""
         session_id = self._session_id
         await self._run(lambda db: _write(db, _clear, session_id))
-        self._stored.forget()
-        stored_run_cache.used(self._cache_key, self._stored)
+        self._cleared()
 
     async def aclose(self) -> None:
         """Let go of the shared connection (closed with the file's last session); using the
@@ -252,12 +213,6 @@ class SQLiteSession:
             _shared.give_back(key, database)
         return _listing.read_sessions(rows, where)
 
-    async def __aenter__(self) -> SQLiteSession:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         if not self._release.alive:
             self._attach()
@@ -281,6 +236,20 @@ def _append(db: sqlite3.Connection, entry: _Entry) -> bool:
         if summary is not None:
             db.execute(_log.SAVE_SUMMARY, summary)
     return written
+
+
+def _then_open(
+    write: Callable[[sqlite3.Connection, _Entry], bool], opened: tuple[Any, ...]
+) -> Callable[[sqlite3.Connection, _Entry], bool]:
+    """``write``, then, if it wrote, a run's opening (``opened``) in the same transaction."""
+
+    def write_then_open(db: sqlite3.Connection, entry: _Entry) -> bool:
+        if not write(db, entry):
+            return False
+        db.execute(_journal.WRITE, opened)
+        return True
+
+    return write_then_open
 
 
 def _write_journal(db: sqlite3.Connection, parameters: tuple[Any, ...]) -> None:

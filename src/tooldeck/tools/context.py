@@ -99,6 +99,9 @@ class RunContext(Generic[DepsT]):
     inside this call inherits from this run, a ``tooldeck.run._engine.inherited.Inherited`` (the
     run-level guardrails and untrusted-content policy, the taint, the cancel signal); None
     for other calls. (Typed loosely: the tools room cannot name the run's class.)"""
+    states: dict[str, Any] | None = field(default=None, repr=False)
+    """The states of the run's capabilities by name: read one with
+    ``capability.state(ctx)`` (None when no capability of the run keeps one)."""
 
     @property
     def idempotency_key(self) -> str:

@@ -39,12 +39,14 @@ AGENT_SETTINGS = (
     "tool_guardrails",
     "handoffs",
     "after_untrusted",
+    "capabilities",
     "budget",
 )
 """What a tools module may give the command's agent beside its tools, by these names: lists
 of guardrails (``Agent(input_guardrails=...)`` and the others), of the agents it may hand
 the conversation to (``Agent(handoffs=...)``: agents, or ``handoff(agent, ...)``), and its
-untrusted-content policy (``Agent(after_untrusted=...)``); a shared ``budget``, which the
+untrusted-content policy (``Agent(after_untrusted=...)``), its ``capabilities``
+(``Agent(capabilities=...)``); a shared ``budget``, which the
 front doors refuse (they take spending limits as options). Each front door reads them
 through ``tooldeck.run.module_settings``, which checks them."""
 
@@ -67,7 +69,9 @@ def tools_and_settings(target: str) -> tuple[ToolRegistry, dict[str, Any]]:
     settings = {name: found[name] for name in AGENT_SETTINGS if name in found}
     for name, value in settings.items():
         if name not in ("after_untrusted", "budget") and not isinstance(value, list | tuple):
-            what = "agents or handoff(...)" if name == "handoffs" else "guardrails"
+            what = {"handoffs": "agents or handoff(...)", "capabilities": "capabilities"}.get(
+                name, "guardrails"
+            )
             raise TargetError(
                 f"{target!r}: {name} must be a list of {what}, got {type(value).__name__}"
             )

@@ -19,21 +19,28 @@ Part of ``tooldeck.models``: may import what it may, and the ``anthropic`` SDK.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelNotConfigured
-from tooldeck.messages import AssistantOutput, Message, ToolSpec
+from tooldeck.messages import AssistantOutput
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import LoopClients, foreign_loop_errors
-from tooldeck.models._provider import ProviderModel
+from tooldeck.models._provider import (
+    Ask,
+    ProviderModel,
+    client_settings,
+    key_or_placeholder,
+    refuse_beside_client,
+    require_name,
+)
 from tooldeck.models.anthropic import _request as request_format
 from tooldeck.models.anthropic import _response as response_format
 from tooldeck.models.anthropic._errors import refused_by_sdk, sdk_errors
 from tooldeck.models.anthropic._stream import EventReader
-from tooldeck.models.base import ModelSettings, StreamItem
+from tooldeck.models.base import StreamItem
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -44,8 +51,6 @@ DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` when neither the model nor ``ModelSettings`` sets it (the API requires it)."""
 
 _KEY_HINT = "set ANTHROPIC_API_KEY or pass api_key="
-_NO_KEY = "no-key-needed"
-"""The key sent to a ``base_url`` server when none is configured (local servers need none)."""
 
 
 class AnthropicModel(ProviderModel):
@@ -94,8 +99,7 @@ class AnthropicModel(ProviderModel):
         timeout: float | None = None,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
-        if not model_name or not model_name.strip():
-            raise ModelNotConfigured(f"anthropic needs a model name, got {model_name!r}")
+        require_name("anthropic", model_name)
         if max_tokens < 1:
             raise ModelNotConfigured(f"max_tokens must be at least 1, got {max_tokens!r}")
         super().__init__(f"anthropic:{model_name}", stream)
@@ -111,15 +115,9 @@ class AnthropicModel(ProviderModel):
         is one per loop (docs/models/index.md, "One model, many threads and event loops")."""
         return self._clients.current()
 
-    async def _request_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-    ) -> AssistantOutput:
+    async def _request_turn(self, ask: Ask) -> AssistantOutput:
         """One Messages API request, as an AssistantOutput."""
-        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
+        request = request_format.build_request(self._parts, ask)
         named, extra = request_format.split_request(request)
         with self._sdk_errors() as context:
             try:
@@ -129,19 +127,13 @@ class AnthropicModel(ProviderModel):
             turn = response_format.turn_from_message(self.name, message)
         return response_format.to_output(self.name, turn)
 
-    async def _stream_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    async def _stream_turn(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The message as server-sent events: text and tool input pieces, then the whole turn.
 
         Thinking is assembled into the turn (signatures kept for replay) without pieces.
         Closing the generator closes the HTTP response.
         """
-        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
+        request = request_format.build_request(self._parts, ask)
         named, extra = request_format.split_request(request)
         reader = EventReader(self.name)
         with self._sdk_errors():
@@ -178,13 +170,9 @@ def _connect(
     """The caller's client as it is, or new ones (one per event loop) from the arguments and
     the environment."""
     if client is not None:
-        given = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
-        named = [name for name, value in {**given, "timeout": timeout}.items() if value is not None]
-        if named:
-            raise ModelNotConfigured(
-                f"a client was passed, so {', '.join(named)} would be ignored: set them on "
-                "the client, or pass them without a client"
-            )
+        refuse_beside_client(
+            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        )
         return LoopClients(client, None, _close)
     try:
         from anthropic import AsyncAnthropic
@@ -194,18 +182,15 @@ def _connect(
         ) from error
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
-    if not key and not token:
-        if base_url is None and not os.environ.get("ANTHROPIC_BASE_URL"):
-            raise ModelNotConfigured(
-                "no Anthropic API key: set the ANTHROPIC_API_KEY environment variable or pass "
-                "api_key=... (for other credentials pass client=anthropic.AsyncAnthropic(...))"
-            )
-        key = _NO_KEY
-    settings: dict[str, Any] = {}
-    if max_retries is not None:
-        settings["max_retries"] = max_retries
-    if timeout is not None:
-        settings["timeout"] = timeout
+    if not token:
+        key = key_or_placeholder(
+            key,
+            base_url,
+            "ANTHROPIC_BASE_URL",
+            "no Anthropic API key: set the ANTHROPIC_API_KEY environment variable or pass "
+            "api_key=... (for other credentials pass client=anthropic.AsyncAnthropic(...))",
+        )
+    settings = client_settings(max_retries, timeout)
     make = partial(AsyncAnthropic, api_key=key, auth_token=token, base_url=base_url, **settings)
     return LoopClients(make(), make, _close)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooldeck.messages import Message, ToolSpec
+from tooldeck.models._provider import Ask, spec_param
 from tooldeck.models._turns import ToolResults, call_id, grouped, is_failure
 from tooldeck.models.base import ModelSettings
 
@@ -38,26 +39,20 @@ class RequestParts:
     extra: Mapping[str, Any] | None = None
 
 
-def build_request(
-    parts: RequestParts,
-    messages: Sequence[Message],
-    tools: Sequence[ToolSpec],
-    settings: ModelSettings,
-    instructions: str,
-) -> dict[str, Any]:
+def build_request(parts: RequestParts, ask: Ask) -> dict[str, Any]:
     """The JSON body of a ``messages.create`` call."""
     request: dict[str, Any] = {
         "model": parts.model,
-        "max_tokens": settings.max_tokens or parts.max_tokens,
-        "messages": wire_messages(messages),
+        "max_tokens": ask.settings.max_tokens or parts.max_tokens,
+        "messages": wire_messages(ask.messages),
     }
-    if instructions:
-        request["system"] = instructions
-    if tools:
-        request["tools"] = [tool_param(spec) for spec in tools]
-        request["tool_choice"] = tool_choice(settings)
-    if settings.temperature is not None:
-        request["temperature"] = settings.temperature
+    if ask.instructions:
+        request["system"] = ask.instructions
+    if ask.tools:
+        request["tools"] = [tool_param(spec) for spec in ask.tools]
+        request["tool_choice"] = tool_choice(ask.settings)
+    if ask.settings.temperature is not None:
+        request["temperature"] = ask.settings.temperature
     request.update(parts.extra or {})
     return request
 
@@ -71,11 +66,7 @@ def split_request(request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
 
 def tool_param(spec: ToolSpec) -> dict[str, Any]:
     """A ToolSpec as a Messages API tool: name, description, ``input_schema``."""
-    tool: dict[str, Any] = {"name": spec.name}
-    if spec.description:
-        tool["description"] = spec.description
-    tool["input_schema"] = spec.parameters
-    return tool
+    return spec_param(spec, "input_schema")
 
 
 def tool_choice(settings: ModelSettings) -> dict[str, Any]:

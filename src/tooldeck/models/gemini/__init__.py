@@ -30,11 +30,11 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelNotConfigured
-from tooldeck.messages import AssistantOutput, Message, ToolSpec
+from tooldeck.messages import AssistantOutput, Message
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import foreign_loop_errors
-from tooldeck.models._provider import ProviderModel
-from tooldeck.models.base import ModelSettings, StreamItem, ToolCallChunk
+from tooldeck.models._provider import Ask, ProviderModel, refuse_beside_client, require_name
+from tooldeck.models.base import StreamItem, ToolCallChunk
 from tooldeck.models.gemini import _request as request_format
 from tooldeck.models.gemini import _response as response_format
 from tooldeck.models.gemini._errors import sdk_errors
@@ -106,8 +106,7 @@ class GeminiModel(ProviderModel):
         timeout: float | None = None,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
-        if not model_name or not model_name.strip():
-            raise ModelNotConfigured(f"gemini needs a model name, got {model_name!r}")
+        require_name("gemini", model_name)
         if tool_schema not in ("openapi", "json_schema"):
             raise ModelNotConfigured(
                 f"tool_schema must be 'openapi' or 'json_schema', got {tool_schema!r}"
@@ -124,32 +123,20 @@ class GeminiModel(ProviderModel):
         """The SDK client requests go through."""
         return self._connection.client
 
-    async def _request_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-    ) -> AssistantOutput:
+    async def _request_turn(self, ask: Ask) -> AssistantOutput:
         """One ``generateContent`` request: an AssistantOutput."""
-        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
+        request = request_format.build_request(self._parts, ask)
         with self._sdk_errors():
             response = await self.client.aio.models.generate_content(**request)
-            turn = response_format.turn_from_response(response, _id_prefix(messages))
-        allowed = request_format.callable_names(tools, settings)
+            turn = response_format.turn_from_response(response, _id_prefix(ask.messages))
+        allowed = request_format.callable_names(ask.tools, ask.settings)
         return response_format.to_output(self.name, turn, allowed)
 
-    async def _stream_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    async def _stream_turn(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The response as server-sent events: its text as it comes, each call whole, then
         the whole turn. Closing the generator closes the HTTP response."""
-        request = request_format.build_request(self._parts, messages, tools, settings, instructions)
-        turn = response_format.GeminiTurn(_id_prefix(messages))
+        request = request_format.build_request(self._parts, ask)
+        turn = response_format.GeminiTurn(_id_prefix(ask.messages))
         with self._sdk_errors(lambda: turn.chunks_read > 0):
             chunks = await self.client.aio.models.generate_content_stream(**request)
             async with _closing(chunks):
@@ -158,7 +145,7 @@ class GeminiModel(ProviderModel):
                         yield piece
         response_format.check_stream_ended(self.name, turn)
         output = response_format.to_output(
-            self.name, turn, request_format.callable_names(tools, settings)
+            self.name, turn, request_format.callable_names(ask.tools, ask.settings)
         )
         for index, call in enumerate(output.tool_calls[len(turn.calls) :], len(turn.calls)):
             yield ToolCallChunk(index, call.id, call.name, call.arguments_json)  # a malformed call
@@ -206,12 +193,7 @@ class _ClientOptions:
 def _connect(client: Client | None, options: _ClientOptions) -> _Connection:
     """The caller's client as it is, or a new one from the options and the environment."""
     if client is not None:
-        named = [name for name, value in asdict(options).items() if value is not None]
-        if named:
-            raise ModelNotConfigured(
-                f"a client was passed, so {', '.join(named)} would be ignored: set them on "
-                "the client, or pass them without a client"
-            )
+        refuse_beside_client(**asdict(options))
         return _Connection(client, False, "the client's endpoint", None)
     try:
         from google import genai

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tooldeck.messages import Message, ToolSpec
+from tooldeck.models._provider import Ask
 from tooldeck.models._turns import ToolResults, call_id, grouped, is_failure
 from tooldeck.models.base import ModelSettings
 from tooldeck.models.gemini._schema import to_gemini_schema
@@ -61,27 +62,23 @@ class RequestParts:
     """Other ``GenerateContentConfig`` fields; they override tooldeck's."""
 
 
-def build_request(
-    parts: RequestParts,
-    messages: Sequence[Message],
-    tools: Sequence[ToolSpec],
-    settings: ModelSettings,
-    instructions: str,
-) -> dict[str, Any]:
+def build_request(parts: RequestParts, ask: Ask) -> dict[str, Any]:
     """The keyword arguments of ``client.aio.models.generate_content``."""
     config: dict[str, Any] = {"automatic_function_calling": {"disable": True}}
-    if instructions:
-        config["system_instruction"] = instructions
-    if tools:
-        declarations = [parts.declarations(spec) for spec in tools]
+    if ask.instructions:
+        config["system_instruction"] = ask.instructions
+    if ask.tools:
+        declarations = [parts.declarations(spec) for spec in ask.tools]
         config["tools"] = [{"function_declarations": declarations}]
-        config["tool_config"] = {"function_calling_config": calling_config(settings.tool_choice)}
-    if settings.temperature is not None:
-        config["temperature"] = settings.temperature
-    if settings.max_tokens is not None:
-        config["max_output_tokens"] = settings.max_tokens
+        config["tool_config"] = {
+            "function_calling_config": calling_config(ask.settings.tool_choice)
+        }
+    if ask.settings.temperature is not None:
+        config["temperature"] = ask.settings.temperature
+    if ask.settings.max_tokens is not None:
+        config["max_output_tokens"] = ask.settings.max_tokens
     config.update(parts.extra or {})
-    return {"model": parts.model, "contents": contents(messages), "config": config}
+    return {"model": parts.model, "contents": contents(ask.messages), "config": config}
 
 
 def declaration(spec: ToolSpec, tool_schema: ToolSchema) -> dict[str, Any]:

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelNotConfigured
-from tooldeck.messages import AssistantOutput, Message, ToolSpec
+from tooldeck.messages import AssistantOutput
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import foreign_loop_errors
-from tooldeck.models._provider import ProviderModel
-from tooldeck.models.base import ModelSettings, StreamItem
+from tooldeck.models._provider import Ask, ProviderModel, require_name
+from tooldeck.models.base import StreamItem
 from tooldeck.models.openai import _chat as chat
 from tooldeck.models.openai import _responses as responses
 from tooldeck.models.openai._clients import Connection, azure_connection, connect
@@ -177,7 +177,7 @@ class OpenAIResponsesModel(_SDKModel):
         timeout: float | None = None,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
-        _require_name("openai", model_name)
+        require_name("openai", model_name)
         if server_state and store is False:
             raise ModelNotConfigured(
                 "server_state=True continues stored responses: drop store=False"
@@ -189,31 +189,19 @@ class OpenAIResponsesModel(_SDKModel):
         )
         self._chain = responses.ResponseChain() if server_state else None
 
-    async def _request_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-    ) -> AssistantOutput:
+    async def _request_turn(self, ask: Ask) -> AssistantOutput:
         """One Responses API request, as an AssistantOutput."""
-        request = self._request(messages, tools, settings, instructions)
+        request = self._request(ask)
         with self._sdk_errors():
             response = await self.client.responses.create(**request)
         output = responses.parse_response(self.name, response)
         if self._chain is not None:
-            self._chain.remember(messages, output, response.id)
+            self._chain.remember(ask.messages, output, response.id)
         return output
 
-    async def _stream_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    async def _stream_turn(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The turn as server-sent events: text and argument deltas, then the whole turn."""
-        request = self._request(messages, tools, settings, instructions)
+        request = self._request(ask)
         collector = responses.StreamCollector(self.name)
         with self._sdk_errors():
             async with await self.client.responses.create(**request, stream=True) as events:
@@ -225,19 +213,14 @@ class OpenAIResponsesModel(_SDKModel):
         response, items = collector.result()
         output = responses.parse_response(self.name, response, items)
         if self._chain is not None:
-            self._chain.remember(messages, output, response.id)
+            self._chain.remember(ask.messages, output, response.id)
         yield output
 
-    def _request(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-    ) -> dict[str, Any]:
+    def _request(self, ask: Ask) -> dict[str, Any]:
+        messages = ask.messages
         previous_id, new = self._chain.split(messages) if self._chain else (None, messages)
         request = responses.build_request(
-            self._parts, responses.input_items(new), tools, settings, instructions
+            self._parts, responses.input_items(new), ask.tools, ask.settings, ask.instructions
         )
         if previous_id is not None:
             request["previous_response_id"] = previous_id
@@ -290,7 +273,7 @@ class OpenAIChatModel(_SDKModel):
         timeout: float | None = None,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
-        _require_name("openai-chat", model_name)
+        require_name("openai-chat", model_name)
         if hosted_tools:
             names = ", ".join(repr(param["type"]) for param in _hosted_params(hosted_tools))
             raise ModelNotConfigured(
@@ -330,35 +313,23 @@ class OpenAIChatModel(_SDKModel):
         ``options`` are OpenAIChatModel's (``stream=``, ``request_options=``, ...); pass
         ``client=AsyncAzureOpenAI(...)`` to OpenAIChatModel itself for Entra ID token providers.
         """
-        _require_name("azure", deployment)
+        require_name("azure", deployment)
         connection = azure_connection(endpoint, api_version, api_key, max_retries, timeout)
         model = cls(deployment, client=connection.clients.first, **options)
         model.name = f"azure:{deployment}"
         model._connection = connection
         return model
 
-    async def _request_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-    ) -> AssistantOutput:
+    async def _request_turn(self, ask: Ask) -> AssistantOutput:
         """One Chat Completions request, as an AssistantOutput."""
-        request = chat.build_request(self._parts, messages, tools, settings, instructions)
+        request = chat.build_request(self._parts, ask)
         with self._sdk_errors():
             completion = await self.client.chat.completions.create(**request)
         return chat.to_output(self.name, chat.turn_from_completion(self.name, completion))
 
-    async def _stream_turn(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    async def _stream_turn(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The completion as chunks: text and argument deltas, then the whole turn."""
-        request = chat.build_request(self._parts, messages, tools, settings, instructions)
+        request = chat.build_request(self._parts, ask)
         request.setdefault("stream_options", {"include_usage": True})
         assembler = chat.ChunkAssembler()
         with self._sdk_errors():
@@ -371,8 +342,3 @@ class OpenAIChatModel(_SDKModel):
         if not assembler.chunks:
             raise empty_stream(self.name)
         yield chat.to_output(self.name, assembler.turn())
-
-
-def _require_name(provider: str, name: str) -> None:
-    if not name or not name.strip():
-        raise ModelNotConfigured(f"{provider} needs a model name, got {name!r}")

@@ -8,13 +8,14 @@ OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec, Usage
-from tooldeck.models.base import ModelSettings, TextChunk, ToolCallChunk
+from tooldeck.models._provider import Ask, spec_param
+from tooldeck.models.base import TextChunk, ToolCallChunk
 
 if TYPE_CHECKING:
     from openai.types import CompletionUsage
@@ -35,32 +36,26 @@ class RequestParts:
     extra: Mapping[str, Any] | None = None
 
 
-def build_request(
-    parts: RequestParts,
-    messages: Sequence[Message],
-    tools: Sequence[ToolSpec],
-    settings: ModelSettings,
-    instructions: str,
-) -> dict[str, Any]:
+def build_request(parts: RequestParts, ask: Ask) -> dict[str, Any]:
     """The JSON body of a ``chat.completions.create`` call."""
     wire: list[dict[str, Any]] = []
-    if instructions:
-        wire.append({"role": parts.instructions_role, "content": instructions})
-    wire.extend(chat_message(message) for message in messages)
+    if ask.instructions:
+        wire.append({"role": parts.instructions_role, "content": ask.instructions})
+    wire.extend(chat_message(message) for message in ask.messages)
     request: dict[str, Any] = {"model": parts.model, "messages": wire}
-    if tools:
-        request["tools"] = [function_tool(spec) for spec in tools]
-        request["tool_choice"] = tool_choice(settings.tool_choice)
-        if settings.parallel_tool_calls is not None:
-            request["parallel_tool_calls"] = settings.parallel_tool_calls
-    if settings.temperature is not None:
-        request["temperature"] = settings.temperature
-    if settings.max_tokens is not None:
-        request[parts.max_tokens_param] = settings.max_tokens
-    if settings.output_schema is not None:
+    if ask.tools:
+        request["tools"] = [function_tool(spec) for spec in ask.tools]
+        request["tool_choice"] = tool_choice(ask.settings.tool_choice)
+        if ask.settings.parallel_tool_calls is not None:
+            request["parallel_tool_calls"] = ask.settings.parallel_tool_calls
+    if ask.settings.temperature is not None:
+        request["temperature"] = ask.settings.temperature
+    if ask.settings.max_tokens is not None:
+        request[parts.max_tokens_param] = ask.settings.max_tokens
+    if ask.settings.output_schema is not None:
         request["response_format"] = {
             "type": "json_schema",
-            "json_schema": json_schema_format(settings.output_schema),
+            "json_schema": json_schema_format(ask.settings.output_schema),
         }
     request.update(parts.extra or {})
     return request
@@ -68,20 +63,12 @@ def build_request(
 
 def json_schema_format(spec: ToolSpec) -> dict[str, Any]:
     """A typed answer's schema as both APIs' ``json_schema`` format names it."""
-    shown: dict[str, Any] = {"name": spec.name}
-    if spec.description:
-        shown["description"] = spec.description
-    shown["schema"] = spec.parameters
-    shown["strict"] = spec.strict
-    return shown
+    return {**spec_param(spec, "schema"), "strict": spec.strict}
 
 
 def function_tool(spec: ToolSpec) -> dict[str, Any]:
     """A ToolSpec as a Chat Completions function tool, ``strict`` set when the schema is strict."""
-    function: dict[str, Any] = {"name": spec.name}
-    if spec.description:
-        function["description"] = spec.description
-    function["parameters"] = spec.parameters
+    function = spec_param(spec, "parameters")
     if spec.strict:
         function["strict"] = True
     return {"type": "function", "function": function}

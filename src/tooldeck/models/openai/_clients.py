@@ -11,16 +11,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tooldeck.errors import ModelNotConfigured
 from tooldeck.models._loops import LoopClients
+from tooldeck.models._provider import client_settings, key_or_placeholder, refuse_beside_client
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
-
-_NO_KEY = "no-key-needed"
-"""The key sent to a ``base_url`` server when none is configured (local servers need none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,27 +47,22 @@ def connect(
     """The client to use: the caller's as it is, or a new one from arguments and environment."""
     key_hint = "set OPENAI_API_KEY or pass api_key="
     if client is not None:
-        given = {"api_key": api_key, "base_url": base_url, "max_retries": max_retries}
-        named = [name for name, value in {**given, "timeout": timeout}.items() if value is not None]
-        if named:
-            raise ModelNotConfigured(
-                f"a client was passed, so {', '.join(named)} would be ignored: set them on "
-                "the client, or pass them without a client"
-            )
+        refuse_beside_client(
+            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        )
         return Connection(LoopClients(client, None, _close), key_hint)
     try:
         from openai import AsyncOpenAI
     except ImportError as error:
         raise _missing_sdk() from error
-    key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not key:
-        if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
-            raise ModelNotConfigured(
-                "no OpenAI API key: set the OPENAI_API_KEY environment variable or pass "
-                "api_key=... (for a local OpenAI-compatible server pass base_url=...)"
-            )
-        key = _NO_KEY
-    settings = _client_settings(max_retries, timeout)
+    key = key_or_placeholder(
+        api_key or os.environ.get("OPENAI_API_KEY"),
+        base_url,
+        "OPENAI_BASE_URL",
+        "no OpenAI API key: set the OPENAI_API_KEY environment variable or pass "
+        "api_key=... (for a local OpenAI-compatible server pass base_url=...)",
+    )
+    settings = client_settings(max_retries, timeout)
     make = partial(AsyncOpenAI, api_key=key, base_url=base_url, **settings)
     return Connection(LoopClients(make(), make, _close), key_hint)
 
@@ -107,7 +100,7 @@ def azure_connection(
         api_version=api_version,
         api_key=api_key,
         azure_ad_token=token,
-        **_client_settings(max_retries, timeout),
+        **client_settings(max_retries, timeout),
     )
     first: AsyncOpenAI = make()
     return Connection(LoopClients(first, make, _close), "set AZURE_OPENAI_API_KEY or pass api_key=")
@@ -115,12 +108,3 @@ def azure_connection(
 
 async def _close(client: AsyncOpenAI) -> None:
     await client.close()
-
-
-def _client_settings(max_retries: int | None, timeout: float | None) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
-    if max_retries is not None:
-        settings["max_retries"] = max_retries
-    if timeout is not None:
-        settings["timeout"] = timeout
-    return settings

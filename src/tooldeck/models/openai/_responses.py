@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ProviderError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec, Usage
+from tooldeck.models._provider import spec_param
 from tooldeck.models.base import ModelSettings, TextChunk, ToolCallChunk
 from tooldeck.models.openai._chat import json_schema_format
 
@@ -84,12 +85,7 @@ def build_request(
 
 def function_tool(spec: ToolSpec) -> dict[str, Any]:
     """A ToolSpec as a Responses function tool, ``strict`` always sent (the API defaults it on)."""
-    tool: dict[str, Any] = {"type": "function", "name": spec.name}
-    if spec.description:
-        tool["description"] = spec.description
-    tool["parameters"] = spec.parameters
-    tool["strict"] = spec.strict
-    return tool
+    return {"type": "function", **spec_param(spec, "parameters"), "strict": spec.strict}
 
 
 def tool_choice(choice: str, hosted_types: set[str]) -> str | dict[str, str]:

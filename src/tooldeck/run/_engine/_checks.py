@@ -3,32 +3,26 @@
 from __future__ import annotations
 
 import warnings
-from typing import Literal
+from collections.abc import Mapping
 
 from tooldeck.run._engine.calls.shared import CallOptions
+from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import AfterUntrusted
 from tooldeck.run.history import HistoryStrategy
-from tooldeck.run.middleware import MiddlewareStack
-from tooldeck.run.observer import Instrumenter
 from tooldeck.run.policy import Limits
 from tooldeck.tools.context import ToolChanges
 from tooldeck.tools.guardrails import ToolGuardrail
-from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
+from tooldeck.tools.outputs import LargeOutput
 from tooldeck.tools.registry import ToolEntry, ToolSource
 
 
-def instrumenter(instrument: Instrumenter | bool | None) -> Instrumenter | Literal[False] | None:
-    if instrument is True:
-        raise ValueError(
-            "instrument=True is not a setting: pass tooldeck.observe.Instrumentation() "
-            "(the global tracer provider) or call tooldeck.instrument() for every agent"
-        )
-    return instrument
-
-
 def check_settings(
-    on_limit: object, max_concurrency: int | None, checkpoint_key: object, after_untrusted: object
+    on_limit: object,
+    max_concurrency: int | None,
+    checkpoint_key: object,
+    shorthands: Mapping[str, object],
 ) -> None:
+    after_untrusted = shorthands.get("after_untrusted", "allow")
     if after_untrusted not in ("allow", "ask", "refuse"):
         raise ValueError(
             f"after_untrusted must be 'allow', 'ask' or 'refuse', got {after_untrusted!r}"
@@ -66,7 +60,7 @@ def call_options(
     include_error_details: bool,
     max_concurrency: int | None,
     limits: Limits,
-    middleware: MiddlewareStack | None,
+    hooks: Hooks | None,
     registry: ToolChanges | None,
     output_limit: tuple[int | None, LargeOutput],
     tool_guardrails: tuple[ToolGuardrail, ...] = (),
@@ -79,11 +73,10 @@ def call_options(
     if parallel is not None and (max_concurrency is None or parallel < max_concurrency):
         max_concurrency = parallel
     max_output_chars, large_output = output_limit
-    check_output_limit(max_output_chars, large_output)
     return CallOptions(
         include_error_details,
         max_concurrency,
-        middleware,
+        hooks,
         registry,
         max_output_chars,
         large_output,
@@ -92,21 +85,12 @@ def call_options(
     )
 
 
-def check_output_limit(max_output_chars: int | None, large_output: LargeOutput) -> None:
-    if max_output_chars is not None and (
-        not isinstance(max_output_chars, int) or max_output_chars < 1
-    ):
-        raise ValueError(f"max_output_chars must be at least 1, got {max_output_chars!r}")
-    if large_output not in LARGE_OUTPUTS:
-        raise ValueError(
-            f"large_output must be 'truncate', 'store' or 'error', got {large_output!r}"
-        )
-
-
 def stores_outputs(large_output: LargeOutput, tools: ToolSource) -> bool:
     """Whether the agent's calls may store outputs: then it adds the ``read_output`` tool."""
+    if large_output == "store":
+        return True  # LargeOutputs added it
     entries = tools.current.dispatch.values()
-    if large_output != "store" and all(e.options.large_output != "store" for e in entries):
+    if all(e.options.large_output != "store" for e in entries):
         return False
     from tooldeck.tools.read_output import read_output
 

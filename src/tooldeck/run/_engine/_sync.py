@@ -13,11 +13,8 @@ import asyncio
 import atexit
 import os
 import threading
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import Coroutine
 from typing import Any, TypeVar
-
-from tooldeck.results import RunResult
-from tooldeck.run.events import Event, FinalAnswer
 
 T = TypeVar("T")
 
@@ -94,16 +91,3 @@ def _close_runners() -> None:
         runner.close()
     if _background is not None:
         _background.call_soon_threadsafe(_background.stop)
-
-
-async def last_result(stream: AsyncIterator[Event]) -> RunResult[Any]:
-    """The result of a run's event stream, read to its end (FinalAnswer is its last event)."""
-    # Read the stream to its end (FinalAnswer is its last event): an async generator left
-    # suspended would be closed later by asyncio's finalizer, a task per run.
-    result = None
-    async for event in stream:
-        if isinstance(event, FinalAnswer):
-            result = event.result
-    if result is None:
-        raise AssertionError("the event stream ended without a final answer")
-    return result

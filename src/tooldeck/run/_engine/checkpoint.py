@@ -15,6 +15,7 @@ are (an accidental edit), not a deliberate forgery.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import json
@@ -65,6 +66,7 @@ def make_checkpoint(state: RunState, policy: RunPolicy, key: bytes | None) -> Ch
         tainted_by=state.tainted_by,
         agent=state.agent,
         shown=state.shown,
+        capability_states=state.states,
     )
     if key is None:
         return checkpoint
@@ -265,6 +267,7 @@ def restore(
         tainted_by=checkpoint.tainted_by,
         agent=checkpoint.agent,
         shown=checkpoint.shown,
+        states=copy.deepcopy(checkpoint.capability_states),
     )
     calls = checkpoint.messages[-1].tool_calls
     state.turn = OpenTurn(

@@ -32,6 +32,7 @@ def run_context(
     cancelled: threading.Event | None = None,
     budget: Budget | None = None,
     inherited: object = None,
+    states: dict[str, Any] | None = None,
 ) -> RunContext[Any]:
     """The context of a call (``call_id``, ``tool_name``) or of the run itself (a guardrail:
     both empty), at model turn ``round``; see ``RunContext`` for each field."""
@@ -49,4 +50,5 @@ def run_context(
         cancelled=cancelled,
         budget=budget,
         inherited=inherited,
+        states=states,
     )

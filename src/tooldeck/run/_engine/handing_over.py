@@ -22,8 +22,10 @@ from typing import Literal
 from tooldeck.errors import CheckpointError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, ShownHistory
+from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import NOTHING, Inherited, without_input
 from tooldeck.run._engine.loop import RunSetup, RunStart, driven
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.events import Event, HandedOff
 from tooldeck.run.handoff import (
     Handoff,
@@ -36,6 +38,7 @@ from tooldeck.run.handoff import (
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import RunPolicy
 from tooldeck.tools.outputs import OutputStore
+from tooldeck.tools.registry import ToolEntry
 
 
 async def handing_over(
@@ -76,7 +79,10 @@ def run_level(first: RunSetup, inherited: Inherited | None) -> Inherited:
     """The run's rules: those it ``inherited`` (from the run whose call it runs inside),
     then those of the agent it was started on (``first``)."""
     calls = first.calls
-    return (inherited or NOTHING).joined(first.guards, calls.tool_guardrails, calls.after_untrusted)
+    lasting = run_level_of(first.capabilities)
+    return (inherited or NOTHING).joined(
+        first.guards, calls.tool_guardrails, calls.after_untrusted, lasting
+    )
 
 
 def ruled(setup: RunSetup, level: Inherited, *, prompt: bool) -> RunSetup:
@@ -84,14 +90,40 @@ def ruled(setup: RunSetup, level: Inherited, *, prompt: bool) -> RunSetup:
     guardrails first, then the agent's own, and the stricter untrusted-content policy;
     without input guardrails unless the agent judges the prompt (``prompt``)."""
     calls = setup.calls
-    rules = level.joined(setup.guards, calls.tool_guardrails, calls.after_untrusted)
+    lasting = run_level_of(setup.capabilities)
+    rules = level.joined(setup.guards, calls.tool_guardrails, calls.after_untrusted, lasting)
     if not rules.guarded and level is NOTHING:
         return setup
     guards = rules.guards if prompt else without_input(rules.guards)
     options = replace(
         calls, tool_guardrails=rules.tool_guardrails, after_untrusted=rules.after_untrusted
     )
-    return replace(setup, guards=guards, calls=options, inherits=rules)
+    setup = replace(setup, guards=guards, calls=options, inherits=rules)
+    added = tuple(item for item in level.capabilities if item not in setup.capabilities)
+    return with_capabilities(setup, added) if added else setup
+
+
+def with_capabilities(setup: RunSetup, added: tuple[Capability, ...]) -> RunSetup:
+    """``setup`` with the run-level capabilities ``added`` before the agent's own: their
+    hooks around the agent's, their tools beside its tools."""
+    every = (*added, *setup.capabilities)
+    hooks = Hooks.of(every)
+    tools = tuple(ToolEntry.of(given) for item in added for given in item.tools())
+    asking = replace(setup.asking, hooks=hooks if hooks and hooks.requests else None)
+    calls = replace(setup.calls, hooks=hooks if hooks and hooks.calls else None)
+    return replace(
+        setup,
+        asking=asking,
+        calls=calls,
+        tools=setup.tools.extended(tools) if tools else setup.tools,
+        hooks=hooks if hooks and hooks.runs else None,
+        capabilities=every,
+    )
+
+
+def run_level_of(items: tuple[Capability, ...]) -> tuple[Capability, ...]:
+    """The capabilities that go with the run when it starts on their agent."""
+    return tuple(item for item in items if item.run_level)
 
 
 def _setup(

@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.guardrails import Guards
 from tooldeck.run.session import CallRecords
 from tooldeck.safety import UntrustedSource
@@ -55,11 +56,19 @@ class Inherited:
     (its session). The inner run's are recorded there too, under the inner run's id, which
     the agent tool derives from the call's place (``<outer run>/<round>:<place>``): a call
     met again after a crash finds its record, however the provider names it this time."""
+    capabilities: tuple[Capability, ...] = ()
+    """The run-level capabilities: given to ``run(capabilities=...)``, or ``run_level`` ones
+    of the agent the run started on; they apply beside each agent's own, at any depth."""
 
     @property
     def guarded(self) -> bool:
         """Whether there is a run-level rule to apply (a guardrail, or a policy but "allow")."""
-        return self.guards is not None or bool(self.tool_guardrails) or self.strict
+        return (
+            self.guards is not None
+            or bool(self.tool_guardrails)
+            or self.strict
+            or bool(self.capabilities)
+        )
 
     @property
     def strict(self) -> bool:
@@ -71,16 +80,18 @@ class Inherited:
         guards: Guards | None,
         tool_guardrails: tuple[ToolGuardrail, ...],
         after_untrusted: AfterUntrusted,
+        capabilities: tuple[Capability, ...] = (),
     ) -> Inherited:
-        """These rules, then an agent's own (each guardrail once): what applies while that
-        agent holds the run. The stricter policy wins."""
+        """These rules, then an agent's own (each guardrail and capability once): what
+        applies while that agent holds the run. The stricter policy wins."""
         return Inherited(
             joined_guards(self.guards, guards),
-            _joined(self.tool_guardrails, tool_guardrails),
+            joined_tuples(self.tool_guardrails, tool_guardrails),
             stricter(self.after_untrusted, after_untrusted),
             self.tainted_by,
             self.cancel,
             self.records,
+            joined_tuples(self.capabilities, capabilities),
         )
 
     def at(
@@ -92,7 +103,7 @@ class Inherited:
         """These rules with the taint, cancel signal and call records of the moment: what a
         run made inside a call starts with."""
         rules = self.guards, self.tool_guardrails, self.after_untrusted
-        return Inherited(*rules, tainted_by, cancel, records)
+        return Inherited(*rules, tainted_by, cancel, records, self.capabilities)
 
 
 NOTHING = Inherited()
@@ -110,10 +121,11 @@ def joined_guards(first: Guards | None, then: Guards | None) -> Guards | None:
         return then
     if then is None:
         return first
-    return Guards(_joined(first.input, then.input), _joined(first.output, then.output))
+    return Guards(joined_tuples(first.input, then.input), joined_tuples(first.output, then.output))
 
 
-def _joined(first: tuple[T, ...], then: tuple[T, ...]) -> tuple[T, ...]:
+def joined_tuples(first: tuple[T, ...], then: tuple[T, ...]) -> tuple[T, ...]:
+    """``first``, then what of ``then`` is not in it."""
     if not first or first is then:
         return then
     return (*first, *(item for item in then if item not in first))

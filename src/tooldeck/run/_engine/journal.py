@@ -15,6 +15,7 @@ journaled, and nothing is paid for it.
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -170,6 +171,8 @@ class JournalStep(BaseModel):
     """The agent that held the run (it changes at each handoff)."""
     shown: ShownHistory | None = None
     summary: HistorySummary | None = None
+    capability_states: dict[str, Any] | None = None
+    """The states of the run's capabilities when the step was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +286,8 @@ def apply_steps(
     state.tainted_by = last.tainted_by or state.tainted_by
     state.agent, state.shown = last.agent or state.agent, last.shown
     state.summary = last.summary or state.summary
+    if last.capability_states is not None:
+        state.states = copy.deepcopy(last.capability_states)
     state.turn = None
     if last.open_turn:
         state.turn = OpenTurn(last.round, state.messages[-1].tool_calls)
@@ -329,6 +334,7 @@ class JournalWriter:
             agent=state.agent,
             shown=state.shown,
             summary=state.summary,
+            capability_states=state.states,
         )
         await self._journal.write_step(self.run_id, self.step + 1, step.model_dump_json())
         self.step += 1

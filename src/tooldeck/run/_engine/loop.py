@@ -30,11 +30,13 @@ from tooldeck.run._engine.answers import shown_specs, take_answer
 from tooldeck.run._engine.calls.round import RoundOutcome, run_round
 from tooldeck.run._engine.calls.shared import CallOptions, CallRound
 from tooldeck.run._engine.checkpoint import check_tools, make_checkpoint
+from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import Inherited
 from tooldeck.run._engine.journal import JournalWriter, journaled
 from tooldeck.run._engine.request import Asking, Delta, ask, with_deltas
 from tooldeck.run._engine.spending import SPENDING_STOPS, left_for_calls, not_run
 from tooldeck.run._engine.state import OpenTurn, RunState, attach
+from tooldeck.run.capabilities import Capability, RunView
 from tooldeck.run.events import (
     Event,
     FinalAnswer,
@@ -85,6 +87,11 @@ class RunSetup:
     inherits: Inherited | None = None
     """The run-level rules the runs made inside its calls inherit, when the run has some
     beside this agent's own (None: this agent's own, ``run._engine.inherited``)."""
+    hooks: Hooks | None = None
+    """The run's capabilities that add instructions, keep state, or see the answer or the
+    events (None: none does; request and call hooks go with ``asking`` and ``calls``)."""
+    capabilities: tuple[Capability, ...] = ()
+    """The agent's capabilities (the run-level ones among them go with the run)."""
 
 
 @dataclass(slots=True)  # treat as read-only (made for every run; frozen costs 3x)
@@ -179,6 +186,8 @@ async def _begin(
     if start.resumed is not None:
         check_tools(start.resumed, view)
     asking = setup.asking
+    if setup.hooks is not None:
+        asking = _capable(setup.hooks, start, asking)
     if observer is not None:
         asking = replace(asking, model=observer.model(asking.model))
     first = None
@@ -186,6 +195,25 @@ async def _begin(
     if guards is not None and guards.input and fresh:
         first = InputCheck(guards.input, start.state, start.deps)
     return view, asking, first, _call_round(setup, start, view, observer)
+
+
+def _capable(hooks: Hooks, start: RunStart, asking: Asking) -> Asking:
+    """As a run starts: its capabilities' states (a resumed run's kept) and the instructions
+    they add."""
+    state = start.state
+    view = RunView(state.run_id, state.agent, start.policy.rounds, start.deps)
+    added, states = hooks.start(view, state.states)
+    state.states = states or None
+    if not added:
+        return asking
+    joined = f"{asking.instructions}\n\n{added}" if asking.instructions else added
+    return replace(asking, instructions=joined)
+
+
+def run_view(state: RunState, policy: RunPolicy, deps: Any) -> RunView:
+    """What a capability's run hooks read of the run now."""
+    messages = tuple(state.messages)
+    return RunView(state.run_id, state.agent, policy.rounds, deps, messages, state.states)
 
 
 def _stop_reason(error: RunStopped) -> StopReason:
@@ -267,16 +295,33 @@ async def _ended(
     """The run's result if this turn ends it (an answer, typed when asked for, or the last
     answer at a limit; None to go on), and the output guardrails' decisions on it."""
     ended = await _answer(setup, state, policy, output, deps, stop, reason)
-    guards = setup.guards
-    if (
-        ended is None
-        or guards is None
-        or not guards.output
-        or ended.stop_reason != StopReason.ANSWER
-    ):
+    if ended is None or ended.stop_reason != StopReason.ANSWER:
         return ended, ()
-    judged, checked = await judge_answer(guards, setup.output_retries, state, policy, ended, deps)
-    return judged, _stamped(checked, state.agent)
+    checked: Iterable[GuardrailChecked] = ()
+    guards = setup.guards
+    if guards is not None and guards.output:
+        ended, decided = await judge_answer(
+            guards, setup.output_retries, state, policy, ended, deps
+        )
+        checked = _stamped(decided, state.agent)
+    hooks = setup.hooks
+    if ended is not None and hooks is not None and hooks.answering:
+        kept: list[GuardrailChecked] = []
+        try:  # a trip is raised once its decision reached the stream, as without hooks
+            kept.extend(checked)
+        except GuardrailTripped as trip:
+            return ended, _then_raise(kept, trip)
+        checked = kept
+        try:
+            ended = await hooks.answered(ended, run_view(state, policy, deps))
+        except (MiddlewareError, GuardrailTripped) as error:
+            raise attach(error, state, _stop_reason(error)) from error.__cause__
+    return ended, checked
+
+
+def _then_raise(events: list[GuardrailChecked], error: BaseException) -> Iterator[GuardrailChecked]:
+    yield from events
+    raise error
 
 
 def _stamped(events: Iterable[GuardrailChecked], agent: str) -> Iterator[GuardrailChecked]:
@@ -376,6 +421,7 @@ def _call_round(
         start.records,
         state.tainted_by,
         setup.inherits or _own_rules(setup),
+        states=state.states,
     )
 
 
@@ -383,9 +429,17 @@ def _own_rules(setup: RunSetup) -> Inherited | None:
     """The agent's own run-level rules, which the runs made inside its calls inherit (None
     for an agent without guardrails or untrusted-content policy: the usual run)."""
     calls = setup.calls
-    if setup.guards is None and not calls.tool_guardrails and calls.after_untrusted == "allow":
+    lasting = tuple(item for item in setup.capabilities if item.run_level)
+    if (
+        setup.guards is None
+        and not calls.tool_guardrails
+        and calls.after_untrusted == "allow"
+        and not lasting
+    ):
         return None
-    return Inherited(setup.guards, calls.tool_guardrails, calls.after_untrusted)
+    return Inherited(
+        setup.guards, calls.tool_guardrails, calls.after_untrusted, capabilities=lasting
+    )
 
 
 def _moved(calls: CallRound, view: ToolView, turn: OpenTurn, state: RunState) -> CallRound:
@@ -418,6 +472,10 @@ def driven(
 ) -> AsyncGenerator[Event, None]:
     """``drive``, its journal written ahead when the run keeps one (``run._engine.journal``)."""
     events = drive(setup, start, observer)
+    hooks = setup.hooks
+    if hooks is not None and hooks.watching:
+        state, policy, deps = start.state, start.policy, start.deps
+        events = hooks.told(events, lambda: run_view(state, policy, deps))
     if start.journal is None:
         return events
     return journaled(events, start.state, start.policy, start.journal)

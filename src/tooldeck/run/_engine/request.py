@@ -19,10 +19,11 @@ from tooldeck.errors import MiddlewareError, ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, TextChunk
 from tooldeck.results import StopReason
+from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.state import RunState, attach
+from tooldeck.run.capabilities import ModelCall, RequestContext
 from tooldeck.run.events import TextDelta, ToolCallDelta
 from tooldeck.run.history import HistoryStrategy, prepare_history
-from tooldeck.run.middleware import MiddlewareStack, ModelCall, RequestContext
 from tooldeck.run.policy import RunPolicy
 
 T = TypeVar("T")
@@ -54,7 +55,8 @@ class Asking:
 
     model: Model
     instructions: str
-    middleware: MiddlewareStack | None = None
+    hooks: Hooks | None = None
+    """The request hooks of the run's capabilities (None: none)."""
     history: HistoryStrategy | None = None
     """What each request carries of a long conversation (None: all of it)."""
 
@@ -71,7 +73,7 @@ def ask(
     """The model's turn for the run's next request: its history chosen by the strategy,
     through middleware, with ``emit`` given each delta as the model writes. Nothing of that
     in use: one awaited ``model.complete`` within the run's time."""
-    if emit is None and asking.middleware is None and asking.history is None:
+    if emit is None and asking.hooks is None and asking.history is None:
         turn = asking.model.complete(state.messages, specs, settings, asking.instructions)
         return bounded(state, policy, turn)
     return _ask_through(asking, state, policy, specs, settings, deps, emit)
@@ -87,7 +89,7 @@ async def _ask_through(
     emit: Emit | None,
 ) -> AssistantOutput:
     """``ask`` with a history strategy, middleware or deltas in use."""
-    model, middleware = asking.model, asking.middleware
+    model, hooks = asking.model, asking.hooks
 
     def complete(
         messages: Sequence[Message], settings: ModelSettings, instructions: str
@@ -101,12 +103,12 @@ async def _ask_through(
     messages: Sequence[Message] = state.messages
     if asking.history is not None:  # it may ask the model for a summary first
         messages = await bounded(state, policy, prepare_history(asking.history, state, model))
-    if middleware is None:
+    if hooks is None:
         return await complete(messages, settings, asking.instructions)
     first = ModelCall(tuple(messages), settings, asking.instructions)
-    context = RequestContext(policy.rounds, state.run_id, deps, specs)
+    context = RequestContext(policy.rounds, state.run_id, deps, specs, state.states)
     try:
-        return await middleware.ask(
+        return await hooks.ask(
             first, context, lambda sent: complete(sent.messages, sent.settings, sent.instructions)
         )
     except MiddlewareError as error:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Literal, Protocol
 
 from tooldeck.models.base import Model
+from tooldeck.run._engine.assembly import given_to_run
 from tooldeck.run._engine.handing_over import handing_over, ruled, run_level
 from tooldeck.run._engine.inherited import Inherited
 from tooldeck.run._engine.loop import RunSetup, RunStart, driven, run_info
@@ -19,7 +20,8 @@ from tooldeck.run.handle import cancellable
 from tooldeck.run.handoff import Handoff, HandoffAgent
 from tooldeck.run.observer import (
     Instrumenter,
-    StreamObserver,
+    Observing,
+    Tracing,
     default_instrumenter,
     observed,
 )
@@ -39,7 +41,7 @@ class StartingAgent(HandoffAgent, Protocol):
     def instrument(self) -> Instrumenter | Literal[False] | None: ...
 
     @property
-    def run_log(self) -> StreamObserver | None: ...
+    def observers(self) -> tuple[Observing, ...]: ...
 
     @property
     def handoffs(self) -> Sequence[HandoffAgent | Handoff]: ...
@@ -54,7 +56,11 @@ def run_events(
     conversation), observed when ``first`` or every agent is instrumented, and logged when
     ``first`` has a run log (the StreamObserver sees what tracing sees)."""
     state = start.state
+    given = opts.capabilities
     instrument = first.instrument
+    if given:  # the run's own capabilities: run-level rules, hooks, observers
+        opts = replace(opts, inherited=given_to_run(opts.inherited, given))
+        instrument = next((item for item in given if isinstance(item, Tracing)), instrument)
     instrumenter = instrument if instrument is not None else default_instrumenter()
     observer = None
     if instrumenter:
@@ -75,11 +81,15 @@ def run_events(
         events = cancellable(events, state, opts.cancel)
     if observer is not None:
         events = observed(observer, events)
-    if first.run_log is None:
+    watching = first.observers
+    if given:
+        watching = (*watching, *(item for item in given if isinstance(item, Observing)))
+    if not watching:
         return events
-    return first.run_log.observe(
-        events, run_info(start, opts, first.model.name, first.instructions)
-    )
+    info = run_info(start, opts, first.model.name, first.instructions)
+    for item in watching:
+        events = item.observe(events, info)
+    return events
 
 
 def _inheriting(start: RunStart, inherited: Inherited) -> RunStart:

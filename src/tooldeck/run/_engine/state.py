@@ -80,6 +80,8 @@ class RunState:
     shown: ShownHistory | None = None
     """What that agent is shown in place of the conversation before its handoff (None:
     all of it). The run's messages stay whole."""
+    states: dict[str, Any] | None = None
+    """The states of the run's capabilities by name (None: none keeps one)."""
 
     @property
     def usage(self) -> Usage:

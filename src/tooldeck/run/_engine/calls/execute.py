@@ -1,4 +1,4 @@
-"""Running one call: the one place a handler runs, through the agent's middleware, as a span
+"""Running one call: the one place a handler runs, through its capabilities' call hooks, as a span
 when the run is traced, within the tool's timeout and the run's remaining time.
 
 Whatever the handler returns (text, a ToolResult, a ToolOutcome, a Pause) becomes the call's
@@ -37,13 +37,13 @@ Ran = ToolTrace | PendingCall
 def execute(item: Ready, round_: CallRound, emit: Emit | None = None) -> Awaitable[Ran]:
     """Run one call: through the agent's middleware if it has any, and as a span of the
     run's observer when it is traced."""
-    middleware = round_.options.middleware
+    hooks = round_.options.hooks
     observer = round_.observer
-    if middleware is None and observer is None:
+    if hooks is None and observer is None:
         return _bounded(item, round_, emit)
 
     def layered() -> Awaitable[Ran]:
-        if middleware is None:
+        if hooks is None:
             return _bounded(item, round_, emit)
 
         async def run(call: ToolCall) -> Ran:
@@ -55,7 +55,7 @@ def execute(item: Ready, round_: CallRound, emit: Emit | None = None) -> Awaitab
 
         context = round_.context(item.call)
         # a paused call going on: its before-hooks saw it when it started
-        return middleware.call_tool(item.call, context, run, before=item.resumed is None)
+        return hooks.call_tool(item.call, context, run, before=item.resumed is None)
 
     return layered() if observer is None else observer.tool_call(item.call, layered)
 

@@ -12,11 +12,11 @@ from tooldeck.errors import ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult
 from tooldeck.results import ToolTrace
 from tooldeck.run._engine.contexts import run_context
+from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import NOTHING, AfterUntrusted, Inherited
 from tooldeck.run._engine.records import traced
 from tooldeck.run.budget import Budget
 from tooldeck.run.events import Event
-from tooldeck.run.middleware import MiddlewareStack
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.session import CallRecords
@@ -36,7 +36,8 @@ class CallOptions:
 
     include_error_details: bool = False
     max_concurrency: int | None = None
-    middleware: MiddlewareStack | None = None
+    hooks: Hooks | None = None
+    """The call hooks of the agent's capabilities (its middleware among them; None: none)."""
     registry: ToolChanges | None = None
     """The agent's registry, which tools may change (``ctx.tools``)."""
     max_output_chars: int | None = None
@@ -79,6 +80,8 @@ class CallRound:
     budget: Budget | None = None
     """The budget the runs made inside its calls draw on: the run's shared one, and what is
     left of its own spending limits (``run.spending.left_for_calls``)."""
+    states: dict[str, Any] | None = None
+    """The states of the run's capabilities (``RunContext.states``)."""
 
     def passed_on(self) -> Inherited | None:
         """What a run made inside a call of this round starts with: the run-level rules, the
@@ -113,6 +116,7 @@ class CallRound:
             outputs=self.outputs,
             cancelled=self.cancelled,
             budget=self.budget,
+            states=self.states,
         )
 
 

@@ -1,0 +1,234 @@
+"""Capabilities: the one way to add to what an agent's runs do.
+
+A capability may add tools (``tools``), instructions (``instructions``, read as each run
+starts) and hooks at the named points of a run — around each model request
+(``before_request``, ``after_response``), around each tool call (``wrap_call``, a handler
+wrapper; ``before_tool_call`` and ``after_tool_call`` are its two halves), on the answer
+(``on_answer``) and on each event (``on_event``) — with a state of its own per run
+(``initial_state``, read and changed through ``self.state(ctx)``) that checkpoints and a
+session's run journal carry, so a resumed or recovered run goes on with it.
+
+``Agent(capabilities=[...])`` gives them to an agent: they apply while it holds the run.
+``agent.run(..., capabilities=[...])`` gives them to one run, for the whole of it: after
+handoffs and inside agent tools' inner runs too; so does an agent's capability whose
+``run_level`` is True when the run starts on that agent (the guardrails and the
+untrusted-content policy are such).
+
+Tooldeck's own features are capabilities: ``Middleware`` (a capability with request and
+call hooks), ``Guardrails``, ``UntrustedPolicy``, the history strategies
+(``KeepLastExchanges``...), ``LargeOutputs``, the run log and tracing; ``Agent``'s older
+keywords (``middleware=``, ``input_guardrails=``, ``history_strategy=``, ``run_log=``...)
+are shorthands that build them. A run whose agent has no capability with hooks pays nothing.
+
+Examples:
+    >>> from tooldeck import Agent, AssistantOutput, ScriptedModel
+    >>> from tooldeck.run.capabilities import Capability
+    >>> class Polite(Capability):
+    ...     def instructions(self, ctx):
+    ...         return "Always say please."
+    >>> agent = Agent(ScriptedModel([AssistantOutput(content="Please, hi!")]),
+    ...               capabilities=[Polite()])
+    >>> agent.run_sync("Hello").answer
+    'Please, hi!'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
+from tooldeck.models.base import ModelSettings
+from tooldeck.results import RunResult
+from tooldeck.tools.context import RunContext
+from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
+
+if TYPE_CHECKING:
+    from tooldeck.run.events import Event
+
+CallNext = Callable[[ToolCall], Awaitable[ToolResult]]
+"""Runs a call further in (the next capability's ``wrap_call``, then the tool): give it the
+call, or a copy with other arguments (validated again)."""
+
+
+class HasStates(Protocol):
+    """A context that carries the run's capability states (each context a hook is given)."""
+
+    @property
+    def states(self) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model request as a hook sees it; return a changed copy (``dataclasses.replace``)."""
+
+    messages: tuple[Message, ...]
+    """The conversation to send."""
+    settings: ModelSettings
+    """Tool choice and sampling for this request (e.g. ``settings.with_tool_choice("none")``)."""
+    instructions: str
+    """The system prompt."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What a request hook may read about a model request (read only)."""
+
+    round: int
+    """The round this request starts, counting from 1."""
+    run_id: str
+    deps: Any
+    """The run's ``deps``."""
+    tools: tuple[ToolSpec, ...]
+    """The tools the model is shown in this request."""
+    states: dict[str, Any] | None = field(default=None, repr=False)
+    """The run's capability states (``Capability.state(ctx)``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """What ``instructions``, ``on_answer`` and ``on_event`` may read about the run: a narrow
+    view, never the engine's own state."""
+
+    run_id: str
+    agent: str
+    """The name of the agent that holds the run."""
+    round: int
+    """The model turns so far."""
+    deps: Any
+    messages: tuple[Message, ...] = field(default=(), repr=False)
+    """The conversation as it was when the view was made."""
+    states: dict[str, Any] | None = field(default=None, repr=False)
+    """The run's capability states (``Capability.state(ctx)``)."""
+
+
+class Capability:
+    """Subclass and override what you need; every hook not overridden costs nothing.
+
+    Hooks that return something return the (possibly changed) thing they were given; one
+    that raises ends the run with ``MiddlewareError`` naming it (``GuardrailTripped`` and
+    ``RunStopped`` pass through as they are), so nothing is dropped silently.
+    """
+
+    run_level: ClassVar[bool] = False
+    """Whether the capability holds for the whole run when the run starts on an agent that
+    has it (after handoffs, inside agent tools). Capabilities given to ``run()`` always do."""
+
+    @property
+    def state_key(self) -> str:
+        """The key of its state in checkpoints and journals: its class name, unless a
+        subclass says otherwise (two instances of one class that keep state need two)."""
+        return type(self).__name__
+
+    def tools(self) -> Sequence[Any]:
+        """Tools it adds (functions, ``@tool``s, Toolsets), shown beside the agent's own."""
+        return ()
+
+    def instructions(self, ctx: RunView) -> str:
+        """Text added to the system prompt of each request of a run (read as it starts)."""
+        return ""
+
+    def initial_state(self) -> dict[str, Any] | None:
+        """Its state as a run starts: a JSON-able dict (None: it keeps no state)."""
+        return None
+
+    def state(self, ctx: HasStates) -> dict[str, Any]:
+        """Its state in the run of ``ctx`` (any context a hook or a tool is given): a dict
+        it may change in place; checkpoints and journals carry it."""
+        states, key = ctx.states, self.state_key
+        if states is None or key not in states:
+            raise LookupError(
+                f"{key} keeps no state in this run: return a dict from initial_state()"
+            )
+        state: dict[str, Any] = states[key]
+        return state
+
+    async def before_request(
+        self, request: ModelCall, ctx: RequestContext
+    ) -> ModelCall | AssistantOutput:
+        """See or change a request; return an AssistantOutput to answer in the model's place."""
+        return request
+
+    async def after_response(
+        self, request: ModelCall, output: AssistantOutput, ctx: RequestContext
+    ) -> AssistantOutput:
+        """See or change what the model returned for ``request``."""
+        return output
+
+    async def wrap_call(
+        self, call: ToolCall, ctx: RunContext[Any], call_next: CallNext
+    ) -> ToolResult:
+        """Around one tool call whose arguments passed validation: run it further in with
+        ``await call_next(call)`` (or a copy with other arguments), or answer in the tool's
+        place without calling it; return the result the model reads. By default:
+        ``before_tool_call``, the call, ``after_tool_call``."""
+        before = await self.before_tool_call(call, ctx)
+        if isinstance(before, ToolResult):
+            return before
+        result = await call_next(before)
+        return await self.after_tool_call(before, result, ctx)
+
+    async def before_tool_call(self, call: ToolCall, ctx: RunContext[Any]) -> ToolCall | ToolResult:
+        """See a call whose arguments passed validation. Return it, a copy with other
+        arguments (``call.model_copy(update={"arguments": ...})``, validated again), or a
+        ToolResult to answer in the tool's place (the tool does not run)."""
+        return call
+
+    async def after_tool_call(
+        self, call: ToolCall, result: ToolResult, ctx: RunContext[Any]
+    ) -> ToolResult:
+        """See or change the result the model will read for ``call`` (the call as it ran)."""
+        return result
+
+    async def on_answer(self, result: RunResult[Any], ctx: RunView) -> RunResult[Any]:
+        """See the run's answer before it ends the run; return it, or a changed copy
+        (``result.model_copy(update=...)``). Raise ``GuardrailTripped`` to stop the run."""
+        return result
+
+    def on_event(self, event: Event, ctx: RunView) -> None:
+        """See each event of the run as it happens (to count, log or show it)."""
+
+
+REQUEST_HOOKS = ("before_request", "after_response")
+CALL_HOOKS = ("wrap_call", "before_tool_call", "after_tool_call")
+RUN_HOOKS = ("instructions", "on_answer", "on_event", "initial_state")
+
+
+def overrides(item: Capability, hook: str) -> bool:
+    """Whether ``item``'s class overrides ``hook`` (a hook left alone is never called)."""
+    return getattr(type(item), hook) is not getattr(Capability, hook)
+
+
+class LargeOutputs(Capability):
+    """What the model reads of a tool's long output, for tools without their own setting:
+    the first ``max_chars`` characters (``mode="truncate"``), those with the size and a
+    handle it reads further with the ``read_output`` tool it adds (``"store"``), or an
+    error (``"error"``). The same as ``Agent(max_output_chars=..., large_output=...)``."""
+
+    def __init__(self, max_chars: int | None = None, mode: LargeOutput = "truncate") -> None:
+        check_output_limit(max_chars, mode)
+        self.max_chars, self.mode = max_chars, mode
+
+    def tools(self) -> Sequence[Any]:
+        """The ``read_output`` tool, when long outputs are stored."""
+        if self.mode != "store":
+            return ()
+        from tooldeck.tools.read_output import read_output  # only for the agents that store
+
+        return (read_output,)
+
+    def __repr__(self) -> str:
+        return f"LargeOutputs(max_chars={self.max_chars!r}, mode={self.mode!r})"
+
+
+def check_output_limit(max_output_chars: int | None, large_output: LargeOutput) -> None:
+    """Refuse an output limit below 1 and a mode that is not one of ``LARGE_OUTPUTS``."""
+    if max_output_chars is not None and (
+        not isinstance(max_output_chars, int) or max_output_chars < 1
+    ):
+        raise ValueError(f"max_output_chars must be at least 1, got {max_output_chars!r}")
+    if large_output not in LARGE_OUTPUTS:
+        raise ValueError(
+            f"large_output must be 'truncate', 'store' or 'error', got {large_output!r}"
+        )
