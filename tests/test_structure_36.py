@@ -95,7 +95,7 @@ def _builds_run_context(node: ast.AST) -> bool:
 
 def test_run_context_is_built_in_one_place_by_name() -> None:
     """Five places built it, two of them copies of each other, twelve fields by position:
-    now ``run_context`` builds every one, each field named."""
+    now ``run_context`` builds every one, its callers naming each field."""
     built = [
         (path.relative_to(SRC).as_posix(), node)
         for path, tree in trees()
@@ -103,9 +103,27 @@ def test_run_context_is_built_in_one_place_by_name() -> None:
         if _builds_run_context(node)
     ]
     assert [place for place, _ in built] == ["run/_engine/contexts.py"]
-    (_, call) = built[0]
+
+
+def test_the_one_place_passes_each_field_its_own_parameter() -> None:
+    """``run_context`` is keyword-only for its callers; inside, it calls the class
+    positionally (a class called with keywords costs a dict a call), so each argument must
+    be the parameter named as the field in its place."""
+    import dataclasses
+    import inspect
+
+    from tooldeck.run._engine.contexts import run_context
+    from tooldeck.tools.context import RunContext
+
+    fields = [field.name for field in dataclasses.fields(RunContext)]
+    parameters = inspect.signature(run_context).parameters.values()
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters)
+    assert sorted(p.name for p in parameters) == sorted(fields)
+    tree = ast.parse((SRC / "run" / "_engine" / "contexts.py").read_text(encoding="utf-8"))
+    (call,) = [node for node in ast.walk(tree) if _builds_run_context(node)]
     assert isinstance(call, ast.Call)
-    assert call.args == []
+    assert call.keywords == []
+    assert [arg.id if isinstance(arg, ast.Name) else None for arg in call.args] == fields
 
 
 def test_the_one_place_check_sees_every_way_of_building_it() -> None:

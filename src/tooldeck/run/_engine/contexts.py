@@ -1,8 +1,8 @@
 """The one place a run builds a ``RunContext``: for a tool's handler, a middleware hook, an
 approval rule, a guardrail, an output validator, a recovered call's ``reconcile``.
 
-By name, never by position: a field added to ``RunContext`` is added here, and given by the
-callers that know it (the others keep its default).
+Callers name every field (keyword-only): a field added to ``RunContext`` is added here, and
+given by the callers that know it (the others keep its default).
 """
 
 from __future__ import annotations
@@ -36,19 +36,22 @@ def run_context(
 ) -> RunContext[Any]:
     """The context of a call (``call_id``, ``tool_name``) or of the run itself (a guardrail:
     both empty), at model turn ``round``; see ``RunContext`` for each field."""
+    # Positional, in RunContext's field order: a class called with keywords builds a dict of
+    # them each time (0.65 us more a call, 2-3% of W1a's round). The names match the fields
+    # one for one, which tests/test_structure_36.py holds.
     return RunContext(
-        call_id=call_id,
-        tool_name=tool_name,
-        deps=deps,
-        round=round,
-        run_id=run_id,
-        registry=registry,
-        messages=messages,
-        emit=emit,
-        resumed=resumed,
-        outputs=outputs,
-        cancelled=cancelled,
-        budget=budget,
-        inherited=inherited,
-        states=states,
+        call_id,
+        tool_name,
+        deps,
+        round,
+        run_id,
+        registry,
+        messages,
+        emit,
+        resumed,
+        outputs,
+        cancelled,
+        budget,
+        inherited,
+        states,
     )
