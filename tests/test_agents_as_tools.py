@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from helpers import call, calls
+from helpers import answer, call, calls
 from tooldeck import (
     Agent,
     Approve,
@@ -124,7 +124,7 @@ def test_history_full_shows_the_inner_agent_the_conversation_before_the_call() -
     inner = Agent(inner_model)
     tools = [
         inner.as_tool(name="alone", description="Sees only its input."),
-        inner.as_tool(name="informed", description="Sees everything.", history="full"),
+        inner.as_tool(name="informed", description="Sees everything.", sees="all"),
     ]
     outer_model = ScriptedModel(
         [
@@ -536,8 +536,8 @@ def test_middleware_sees_an_agent_tools_call_once_across_a_pause() -> None:
 
 def test_as_tool_refuses_what_it_cannot_use() -> None:
     agent = Agent(ScriptedModel([]))
-    with pytest.raises(ValueError, match="history must be 'none' or 'full', got 'some'"):
-        agent.as_tool(name="x", description=".", history="some")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="agent tool 'x': sees must be one of 'none', 'all'"):
+        agent.as_tool(name="x", description=".", sees="some")  # type: ignore[arg-type]
     with pytest.raises(ToolDefinitionError, match="parameters must be a pydantic model class"):
         agent.as_tool(name="x", description=".", parameters={"type": "object"})  # type: ignore[arg-type]
 
@@ -600,3 +600,28 @@ def test_the_cli_asks_about_a_nested_call_naming_its_agent_and_keys_it_by_its_fu
     assert questions == [
         'approve cleaner: delete_file(path="a")? [y]es / [n]o / [a]lways this tool / [e]dit '
     ]
+
+
+def test_an_agent_tool_sees_what_a_handoff_would_and_the_old_keyword_still_works() -> None:
+    inner_model = ScriptedModel([answer("noted"), answer("noted")])
+    inner = Agent(inner_model)
+    with pytest.warns(
+        DeprecationWarning, match=r"as_tool\(history=...\) is now as_tool\(sees=...\)"
+    ):
+        full = inner.as_tool(name="full", description="Sees all.", history="full")
+    last = inner.as_tool(name="last", description="Sees the last question.", sees="last_user")
+    outer = Agent(
+        ScriptedModel(
+            [
+                calls(call("full", "o1", input="note it")),
+                calls(call("last", "o2", input="again")),
+                answer("ok"),
+            ]
+        ),
+        [full, last],
+    )
+    outer.run_sync("Remember the milk")
+    first, second = inner_model.requests
+    assert [m.content for m in first.messages] == ["Remember the milk", "note it"]
+    assert [m.content for m in second.messages][-2:] == ["Remember the milk", "again"]
+    assert len(second.messages) == 2  # the outer turns before it are not shown

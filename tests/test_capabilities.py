@@ -537,3 +537,54 @@ def test_the_capability_pages_example_is_whole_in_thirty_lines_and_shown_on_the_
     assert len(example.read_text(encoding="utf-8").splitlines()) <= 30
     page = (root / "docs" / "capabilities.md").read_text(encoding="utf-8")
     assert '--8<-- "examples/weekday_bookings.py"' in page  # tests/test_docs.py runs it
+
+
+@tool
+def send_email(to: str) -> str:
+    """Send an email."""
+    return f"sent to {to}"
+
+
+def test_approvals_wrap_the_tools_they_name_and_the_run_pauses_for_them() -> None:
+    from tooldeck.run.capabilities import Approvals
+
+    turns = [calls(call("send_email", "c1", to="bob"), call("add", "c2", left=1, right=1))]
+    agent = Agent(
+        ScriptedModel([*turns, answer("sent")]),
+        [send_email, add],
+        capabilities=[Approvals(["send_email"])],
+    )
+    paused = agent.run_sync("mail bob")
+    assert paused.stop_reason == StopReason.PAUSED
+    assert [pending.call.name for pending in paused.pending] == ["send_email"]
+    assert paused.checkpoint is not None
+    done = agent.resume_sync(paused.checkpoint, {"c1": Approve()})
+    assert sorted(_outputs(done)) == ["2", "sent to bob"]
+
+
+def test_approvals_given_to_one_run_hold_after_a_handoff() -> None:
+    from tooldeck.run.capabilities import Approvals
+
+    model = ScriptedModel(
+        [calls(call("transfer_to_mailer", "h1")), calls(call("send_email", "c1", to="eve"))]
+    )
+    mailer = Agent(model, [send_email], name="mailer")
+    desk = Agent(model, name="desk", handoffs=[mailer])
+
+    free = desk.run_sync("mail eve", capabilities=[Approvals(lambda entry: "email" in entry.name)])
+
+    assert free.stop_reason == StopReason.PAUSED
+    assert [pending.call.name for pending in free.pending] == ["send_email"]
+    with pytest.raises(TypeError, match="a list of tool names, got the string"):
+        Approvals("send_email")
+
+
+def test_a_wrap_tool_hook_that_returns_no_entry_is_refused_naming_it() -> None:
+    class Broken(Capability):
+        def wrap_tool(self, entry: Any) -> Any:
+            return None
+
+    with pytest.raises(
+        TypeError, match=r"Broken\.wrap_tool returned NoneType, expected a ToolEntry"
+    ):
+        Agent(ScriptedModel([]), [add], capabilities=[Broken()])

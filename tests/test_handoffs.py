@@ -143,7 +143,7 @@ def seen_after_handoff(history: Any) -> list[tuple[str, str]]:
     triage, _ = triage_agent(
         calls(call("lookup", "l1", order="42")),
         transfer(),
-        handoffs=[handoff(billing, history=history)],
+        handoffs=[handoff(billing, sees=history)],
     )
     result = triage.run_sync("Refund order 42", history=conversation())
     assert result.agent == "billing"
@@ -205,9 +205,9 @@ def test_history_function_chooses_what_is_shown() -> None:
 
 def test_a_history_function_returning_no_messages_is_refused() -> None:
     billing, _ = billing_agent(answer("Done."))
-    broken = handoff(billing, history=lambda messages: "text")
+    broken = handoff(billing, sees=lambda messages: "text")
     triage, _ = triage_agent(transfer(), handoffs=[broken])
-    with pytest.raises(TypeError, match="handoff 'billing': the history function must return"):
+    with pytest.raises(TypeError, match="handoff 'billing': the sees function must return"):
         triage.run_sync("Refund")
 
 
@@ -394,8 +394,10 @@ def test_bad_handoff_settings_are_refused_with_the_fix() -> None:
     billing, _ = billing_agent()
     with pytest.raises(ToolDefinitionError, match=r"handoff name 'has space'.*handoff\(name=...\)"):
         handoff(billing, name="has space")
-    with pytest.raises(ValueError, match="history must be one of 'all', 'summary', 'last_user'"):
-        handoff(billing, history="everything")  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match="sees must be one of 'none', 'all', 'summary', 'last_user'"
+    ):
+        handoff(billing, sees="everything")  # type: ignore[arg-type]
     with pytest.raises(ToolDefinitionError, match="input_type must be a pydantic model"):
         handoff(billing, input_type=dict)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="handoff_resume must be 'last' or 'first'"):
@@ -487,7 +489,7 @@ async def test_a_session_finds_the_last_agent_after_a_cycle(tmp_path: Path) -> N
 def test_a_chosen_history_is_kept_across_a_pause_and_resume() -> None:
     model = ScriptedModel([calls(call("guarded_refund", "r1", order="42")), answer("Refunded.")])
     billing = Agent(model, [guarded_refund], name="billing")
-    to_billing = handoff(billing, history="last_user")
+    to_billing = handoff(billing, sees="last_user")
     triage, _ = triage_agent(
         calls(call("lookup", "l1", order="42")), transfer(), handoffs=[to_billing]
     )
@@ -658,3 +660,13 @@ def test_handoffs_that_are_not_agents_are_refused_when_given_and_when_run() -> N
     triage.handoffs.append("billing")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"got 'billing' \(str\)"):
         triage.run_sync("Hi")
+
+
+def test_the_old_history_keyword_still_works_with_a_warning() -> None:
+    billing, _ = billing_agent()
+    with pytest.warns(
+        DeprecationWarning, match=r"handoff\(history=...\) is now handoff\(sees=...\)"
+    ):
+        old = handoff(billing, history="last_user")
+    assert old.sees == "last_user"
+    assert old.history == "last_user"

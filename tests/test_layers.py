@@ -264,3 +264,14 @@ def test_the_engine_is_imported_only_by_tooldeck_itself() -> None:
         if re.search(r"^\s*(from|import) tooldeck\.run\._engine", line)
     ]
     assert found == []
+
+
+def test_the_architecture_page_names_every_folder() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    folders = sorted(
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*")
+        if path.is_dir() and "__pycache__" not in path.parts
+    )
+    assert len(folders) > 20
+    assert [folder for folder in folders if f"`{folder}/`" not in text] == []

@@ -83,7 +83,7 @@ async def test_an_agent_tool_with_full_history_sees_the_sessions_earlier_turns(
                 answer("We talked about cats."),
             ]
         ),
-        [inner.as_tool(name="recall", description="Recalls.", history="full")],
+        [inner.as_tool(name="recall", description="Recalls.", sees="all")],
     )
     await outer.run("tell me about cats", session=session)
 

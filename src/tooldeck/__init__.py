@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # `as` re-exports each name for type checkers; at run time th
     from tooldeck.models.base import Model as Model
     from tooldeck.models.base import ModelSettings as ModelSettings
     from tooldeck.models.scripted import ScriptedModel as ScriptedModel
+    from tooldeck.models.wrapper import WrapperModel as WrapperModel
     from tooldeck.observe import instrument as instrument
     from tooldeck.results import Approve as Approve
     from tooldeck.results import Checkpoint as Checkpoint
@@ -80,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "Model": "tooldeck.models.base",
     "ModelSettings": "tooldeck.models.base",
     "ScriptedModel": "tooldeck.models.scripted",
+    "WrapperModel": "tooldeck.models.wrapper",
     "Message": "tooldeck.messages",
     "AssistantOutput": "tooldeck.messages",
     "ToolCall": "tooldeck.messages",

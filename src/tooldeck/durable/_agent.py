@@ -11,7 +11,7 @@ from typing import Any, Generic, TypedDict
 
 from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandle, WorkflowHandleAsync
 from dbos import error as dbos_errors
-from typing_extensions import TypeVar, Unpack
+from typing_extensions import Unpack
 
 from tooldeck.durable._budget import durable_budget
 from tooldeck.durable._named import Named, checked_name, looked_up
@@ -33,14 +33,11 @@ from tooldeck.messages import Message
 from tooldeck.models.base import Model
 from tooldeck.results import Decision, RunResult
 from tooldeck.run._engine._sync import run_sync
-from tooldeck.run.agent import Agent
+from tooldeck.run.agent import Agent, DepsT, OutputT
 from tooldeck.run.budget import Budget
 from tooldeck.run.handle import RunHandle
 from tooldeck.run.history import give_back
 from tooldeck.sessions import Session
-
-DepsT = TypeVar("DepsT", default=Any)
-OutputT = TypeVar("OutputT", default=str)
 
 
 class DurableRunArgs(TypedDict, total=False):

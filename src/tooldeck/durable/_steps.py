@@ -31,6 +31,7 @@ from tooldeck.durable._once import Work, at_most_once
 from tooldeck.errors import ErrorCode, ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.wrapper import WrapperModel
 from tooldeck.results import RecordedError
 from tooldeck.run._engine.calls.texts import timeout_text
 from tooldeck.run.agent_tool import NestingHandler
@@ -47,14 +48,12 @@ reserved_steps: ContextVar[CallSteps | None] = ContextVar("tooldeck_durable_step
 (tasks the loop creates for concurrent calls share the same dict)."""
 
 
-class DurableModel(Model):
+class DurableModel(WrapperModel):
     """A model whose every request is a DBOS step: a recovered run reads the recorded turn
     instead of asking again, and the turn's calls get their step ids."""
 
     def __init__(self, inner: Model, agent_name: str) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.native_output = inner.native_output
+        super().__init__(inner)
         self.agent_name = agent_name
         self._options: StepOptions = {"name": f"{agent_name}.model"}
 
@@ -80,6 +79,10 @@ class DurableModel(Model):
             _reserve(self.agent_name, output.tool_calls)
         return output
 
+    stream = Model.stream
+    """Model's own: the turn as one item from ``complete`` (a step records a whole turn),
+    never the wrapped model's chunks."""
+
     async def _ask(
         self,
         messages: Sequence[Message],
@@ -91,7 +94,7 @@ class DurableModel(Model):
         """The step: ask the model; its turn is recorded as JSON (plain, readable in the
         database, and cheaper to write than a pickle)."""
         try:
-            output = await self.inner.complete(messages, tools, settings, instructions)
+            output = await self.wrapped.complete(messages, tools, settings, instructions)
         except Exception as error:
             if _survives_pickling(error):
                 raise
@@ -99,9 +102,6 @@ class DurableModel(Model):
             raise failure from error
         asked.append(output)
         return RecordedTurn(turn=output, called=_called(output, tools)).model_dump_json()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 class RecordedTurn(BaseModel):

@@ -1,7 +1,8 @@
-"""Model adapters: the ``Model`` interface (``base.py``), ``ScriptedModel`` for tests, a model
-string resolved to a model (``resolve.py``), and one package per provider (``openai/``,
-``anthropic/``, ``gemini/``) and the embedded ``local/`` model. Provider SDKs are imported
-only by the adapter that needs them, when a model is built.
+"""Model adapters: the ``Model`` interface (``base.py``), ``WrapperModel`` for a model around
+a model (``wrapper.py``), ``ScriptedModel`` for tests, a model string resolved to a model
+(``resolve.py``), and one package per provider (``openai/``, ``anthropic/``, ``gemini/``)
+and the embedded ``local/`` model. Provider SDKs are imported only by the adapter that needs
+them, when a model is built.
 
 May import: ``tooldeck.errors``, ``tooldeck.messages``, ``tooldeck._untrusted``. Never
 ``tooldeck.tools`` or ``tooldeck.run``; only this room imports a provider's SDK.
@@ -11,6 +12,7 @@ from tooldeck.models.base import Model, ModelSettings, ToolChoice
 from tooldeck.models.fallback import FallbackModel, RetryingModel, RetryPolicy
 from tooldeck.models.prices import ModelPrices
 from tooldeck.models.scripted import RecordedRequest, ScriptedModel
+from tooldeck.models.wrapper import WrapperModel
 
 __all__ = [
     "FallbackModel",
@@ -22,4 +24,5 @@ __all__ = [
     "RetryingModel",
     "ScriptedModel",
     "ToolChoice",
+    "WrapperModel",
 ]

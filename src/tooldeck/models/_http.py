@@ -39,6 +39,20 @@ class Endpoint:
         return f"{self.max_retries} retries"
 
 
+def status_kind(status: int, key_refused: bool = False) -> type[ProviderError]:
+    """The kind of ModelError an HTTP error status stands for, whether the status came with
+    the response or, after an HTTP 200, inside a stream (``key_refused``: as ``status_error``)."""
+    if status in (401, 403) or key_refused:
+        return ModelAuthError
+    if status == 429:
+        return ModelRateLimited
+    if status >= 500:
+        return ModelUnavailable
+    if status >= 400:
+        return ModelBadRequest
+    return ProviderError
+
+
 def status_error(
     context: Endpoint, status: int, detail: str, *, key_refused: bool = False
 ) -> ProviderError:
@@ -48,23 +62,20 @@ def status_error(
     (Gemini answers an invalid key with HTTP 400).
     """
     where = f"{context.model}: {context.endpoint} answered HTTP {status}"
+    kind = status_kind(status, key_refused)
     if status == 401 or key_refused:
-        return ModelAuthError(
-            f"{where}, the API key was refused: {detail} ({context.key_hint})", status
-        )
-    if status == 403:
-        return ModelAuthError(f"{where}, access is denied: {detail}", status)
-    if status == 429:
-        return ModelRateLimited(
-            f"{where} (rate limited) and still did after {context.retries}: {detail}", status
-        )
-    if status >= 500:
-        return ModelUnavailable(
-            f"{where} (server error or overloaded) after {context.retries}: {detail}", status
-        )
-    if 400 <= status < 500:
-        return ModelBadRequest(f"{where}, the request was rejected: {detail}", status)
-    return ProviderError(f"{where}: {detail}", status)
+        said = f"{where}, the API key was refused: {detail} ({context.key_hint})"
+    elif kind is ModelAuthError:
+        said = f"{where}, access is denied: {detail}"
+    elif kind is ModelRateLimited:
+        said = f"{where} (rate limited) and still did after {context.retries}: {detail}"
+    elif kind is ModelUnavailable:
+        said = f"{where} (server error or overloaded) after {context.retries}: {detail}"
+    elif kind is ModelBadRequest:
+        said = f"{where}, the request was rejected: {detail}"
+    else:
+        said = f"{where}: {detail}"
+    return kind(said, status)
 
 
 def unreachable(context: Endpoint, error: BaseException, timed_out: bool) -> ModelUnavailable:

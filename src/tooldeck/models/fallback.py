@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from tooldeck.errors import ModelError, ModelRateLimited, ModelUnavailable
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.models.wrapper import WrapperModel
 
 ErrorKinds = tuple[type[ModelError], ...]
 
@@ -30,9 +31,10 @@ def _answered_by(model: Model, item: StreamItem) -> StreamItem:
     return item
 
 
-class FallbackModel(Model):
+class FallbackModel(WrapperModel):
     """The first model that answers: the next one takes the request when one fails with a
-    listed kind of ``ModelError``.
+    listed kind of ``ModelError``. It wraps the primary model (``wrapped``), whose token
+    count it gives.
 
     Args:
         primary: The model asked first.
@@ -55,6 +57,7 @@ class FallbackModel(Model):
             if not isinstance(model, Model):
                 raise TypeError(f"FallbackModel takes Model objects, got {model!r}")
         _check_kinds("FallbackModel", on)
+        super().__init__(primary)
         self.on = on
         self.name = "fallback:" + ",".join(model.name for model in self.models)
         self.native_output = all(model.native_output for model in self.models)
@@ -104,10 +107,6 @@ class FallbackModel(Model):
             finally:
                 await items.aclose()
 
-    async def count_tokens(self, messages: Sequence[Message]) -> int:
-        """The primary model's count."""
-        return await self.models[0].count_tokens(messages)
-
     async def aclose(self) -> None:
         """Close every model."""
         for model in self.models:
@@ -141,7 +140,7 @@ class RetryPolicy:
         return float(self.backoff * 2 ** (failed_attempt - 1))
 
 
-class RetryingModel(Model):
+class RetryingModel(WrapperModel):
     """``model`` with its failed requests tried again by ``policy``: only when nothing of the
     request reached the caller (a stream that yielded chunks ends with its error).
 
@@ -152,10 +151,13 @@ class RetryingModel(Model):
     """
 
     def __init__(self, model: Model, policy: RetryPolicy | None = None) -> None:
-        self.model = model
+        super().__init__(model)
         self.policy = policy or RetryPolicy()
-        self.name = model.name
-        self.native_output = model.native_output
+
+    @property
+    def model(self) -> Model:
+        """The model asked (``wrapped``, by the name this class has always given it)."""
+        return self.wrapped
 
     async def complete(
         self,
@@ -168,7 +170,7 @@ class RetryingModel(Model):
         policy = self.policy
         for attempt in range(1, policy.max_attempts + 1):
             try:
-                return await self.model.complete(messages, tools, settings, instructions)
+                return await self.wrapped.complete(messages, tools, settings, instructions)
             except policy.retry_on as error:
                 if attempt == policy.max_attempts:
                     error.add_note(f"failed {attempt} times (RetryPolicy.max_attempts)")
@@ -187,7 +189,7 @@ class RetryingModel(Model):
         policy = self.policy
         for attempt in range(1, policy.max_attempts + 1):
             started = False
-            items = self.model.stream(messages, tools, settings, instructions)
+            items = self.wrapped.stream(messages, tools, settings, instructions)
             try:
                 async for item in items:
                     started = True
@@ -199,14 +201,6 @@ class RetryingModel(Model):
             finally:
                 await items.aclose()
             await asyncio.sleep(policy.delay(attempt))
-
-    async def count_tokens(self, messages: Sequence[Message]) -> int:
-        """The model's own count."""
-        return await self.model.count_tokens(messages)
-
-    async def aclose(self) -> None:
-        """Close the model."""
-        await self.model.aclose()
 
 
 def _check_kinds(where: str, kinds: object) -> None:

@@ -20,6 +20,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from tooldeck.errors import ErrorCode, RunStopped
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.models.wrapper import WrapperModel
 from tooldeck.observe import _content as content
 from tooldeck.results import PendingCall, RunResult, ToolTrace
 from tooldeck.run.events import HandedOff
@@ -246,12 +247,11 @@ class RunSpans:
         span.end()
 
 
-class TracedModel(Model):
+class TracedModel(WrapperModel):
     """A model whose every request is a ``chat`` span, current while the request runs."""
 
     def __init__(self, model: Model, spans: RunSpans) -> None:
-        self.name = model.name
-        self._model = model
+        super().__init__(model)
         self._spans = spans
 
     async def complete(
@@ -264,15 +264,12 @@ class TracedModel(Model):
         span = self._spans.chat_span(messages, settings)
         with trace.use_span(span, record_exception=False, set_status_on_exception=False):
             try:
-                output = await self._model.complete(messages, tools, settings, instructions)
+                output = await self.wrapped.complete(messages, tools, settings, instructions)
             except BaseException as error:
                 _end_failed(span, error)
                 raise
         self._spans.end_chat(span, output)
         return output
-
-    async def count_tokens(self, messages: Sequence[Message]) -> int:
-        return await self._model.count_tokens(messages)
 
     async def stream(
         self,
@@ -282,7 +279,7 @@ class TracedModel(Model):
         instructions: str = "",
     ) -> AsyncGenerator[StreamItem, None]:
         span = self._spans.chat_span(messages, settings)
-        items = self._model.stream(messages, tools, settings, instructions)
+        items = self.wrapped.stream(messages, tools, settings, instructions)
         ended = False
         try:
             while True:

@@ -185,6 +185,8 @@ class Agent(Generic[DepsT, OutputT]):
         built = assemble(capabilities)
         if built.tools:
             self._tools = self._tools.extended(built.tools)
+        if built.wrap_tool is not None:
+            self._tools = self._tools.wrapped(built.wrap_tool)
         self.history_strategy = built.history
         self._observers = built.observers
         instrument = shorthands.get("instrument")
@@ -401,16 +403,7 @@ class Agent(Generic[DepsT, OutputT]):
         if opts.run_id is not None:
             state.run_id = opts.run_id
         policy = RunPolicy(agent.limits, None, opts.budget)
-        start = RunStart(
-            state,
-            policy,
-            opts.deps,
-            opts.deltas,
-            cancel=opts.cancel,
-            records=opts.records,
-            journal=opts.journal,
-        )
-        return run_events(self, agent, start, opts)
+        return self._started(agent, state, policy, opts)
 
     def _from_journal(
         self, run: Journaled, history: tuple[Message, ...], opts: RunOptions
@@ -422,17 +415,7 @@ class Agent(Generic[DepsT, OutputT]):
         state, policy = folded(run, history, agent.limits, opts.budget)
         if self._stores_outputs:
             state.outputs = OutputStore.of(state.trace)
-        start = RunStart(
-            state,
-            policy,
-            opts.deps,
-            opts.deltas,
-            cancel=opts.cancel,
-            records=opts.records,
-            journal=opts.journal,
-            continued=True,
-        )
-        return run_events(self, agent, start, opts)
+        return self._started(agent, state, policy, opts, continued=True)
 
     def _from_pause(
         self, checkpoint: Checkpoint, decisions: Decided, opts: RunOptions
@@ -444,16 +427,33 @@ class Agent(Generic[DepsT, OutputT]):
         state.agent = agent.name
         if self._stores_outputs:
             state.outputs = OutputStore.of(state.trace)
+        return self._started(agent, state, policy, opts, decided, checkpoint)
+
+    def _started(
+        self,
+        agent: HandoffAgent,
+        state: RunState,
+        policy: RunPolicy,
+        opts: RunOptions,
+        decisions: dict[str, Decision] | None = None,
+        resumed: Checkpoint | None = None,
+        *,
+        continued: bool = False,
+    ) -> AsyncGenerator[Event, None]:
+        """The run's events from its state: from a prompt, from a pause with ``decisions``
+        made on it (``resumed``), or ``continued`` from its journal; the options give the
+        rest of its start (deps, deltas, cancel, call records, journal) the same each way."""
         start = RunStart(
             state,
             policy,
             opts.deps,
             opts.deltas,
-            decided,
-            checkpoint,
+            decisions,
+            resumed,
             opts.cancel,
             opts.records,
             opts.journal,
+            continued,
         )
         return run_events(self, agent, start, opts)
 

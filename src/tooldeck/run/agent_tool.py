@@ -27,6 +27,7 @@ from tooldeck.models.base import Model
 from tooldeck.results import Checkpoint, Decision, RunResult
 from tooldeck.run._engine.spending import SPENDING_STOPS
 from tooldeck.run.events import Event, FinalAnswer
+from tooldeck.run.history import Sees, checked_sees, seen_messages, sees_from_history
 from tooldeck.run.options import ParentCall, RunArgs
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import FunctionTool
@@ -34,7 +35,6 @@ from tooldeck.tools.handler import Pause, ToolHandler, ToolOutcome
 from tooldeck.tools.options import ToolOptionArgs
 from tooldeck.tools.registry import EntryWrapper, ToolEntry
 
-History = Literal["none", "full"]
 """What the inner agent's run is given of the outer conversation: nothing, or all of it."""
 
 
@@ -101,14 +101,14 @@ class AgentTool:
         agent: InnerAgent,
         schema: FunctionTool[..., Any],
         parameters: type[BaseModel] | None,
-        history: History,
+        sees: Sees,
         derived_run_ids: bool = False,
     ) -> None:
         self.agent = agent
         self.name = schema.name
         self._schema = schema
         self._parameters = parameters
-        self._history = history
+        self._sees = sees
         self._derived_run_ids = derived_run_ids
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -184,7 +184,7 @@ class AgentTool:
     ) -> AgentTool:
         """This agent tool, its agent's model and tools passing through the wrappers."""
         inner = self.agent.wrapped(model=model, tool=tool)
-        return AgentTool(inner, self._schema, self._parameters, self._history, derived_run_ids)
+        return AgentTool(inner, self._schema, self._parameters, self._sees, derived_run_ids)
 
     def _prompt(self, arguments: dict[str, Any]) -> str:
         if self._parameters is None:
@@ -192,11 +192,14 @@ class AgentTool:
         return self._parameters(**arguments).model_dump_json()
 
     def _history_of(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        """The outer conversation before the turn that called this tool, for ``history="full"``."""
-        if self._history == "none":
+        """What the inner run sees of the outer conversation before the turn that called
+        this tool (``sees``)."""
+        if self._sees == "none":
             return ()
-        shown = tuple(messages)
-        return shown[:-1] if shown and shown[-1].role == "assistant" else shown
+        before = tuple(messages)
+        before = before[:-1] if before and before[-1].role == "assistant" else before
+        seen = seen_messages(self._sees, before, f"agent tool {self.name!r}")
+        return before if seen is None else tuple(seen)
 
     def _stopped(self, stopped: RunStopped) -> ToolOutcome:
         partial = stopped.result
@@ -214,7 +217,8 @@ def agent_tool(
     name: str,
     description: str,
     parameters: type[BaseModel] | None = None,
-    history: History = "none",
+    sees: Sees = "none",
+    history: Literal["none", "full"] | None = None,
     **options: Unpack[ToolOptionArgs],
 ) -> ToolEntry:
     """``agent.as_tool(...)``: the agent as a tool of another agent, called like any tool.
@@ -225,9 +229,11 @@ def agent_tool(
         description: What the outer model is told the agent does.
         parameters: A pydantic model for structured input (sent to the agent as JSON); by
             default the tool takes one ``input: str``, the agent's prompt.
-        history: What the inner run is given of the outer conversation: ``"none"``, only
-            its input; ``"full"``, the outer conversation before the call too (it is not
-            copied back into the outer one).
+        sees: What the inner run is given of the outer conversation before the call:
+            ``"none"`` (only its input, the default), ``"all"``, ``"summary"``,
+            ``"last_user"`` or a function of the messages (``tooldeck.run.history.Sees``,
+            as a handoff's). Nothing of the inner run is copied back into the outer one.
+        history: The name ``sees`` had before 0.2, with ``"full"`` for ``"all"`` (deprecated).
         **options: Tool options (``timeout=``, ``requires_approval=``, ...).
 
     The inner run uses the agent's own instructions, tools, limits and model, with the outer
@@ -239,8 +245,8 @@ def agent_tool(
     usage, its calls are kept on ``ToolTrace.inner_trace``, and a call inside it that needs
     a decision pauses the outer run (whose checkpoint holds the inner one).
     """
-    if history not in ("none", "full"):
-        raise ValueError(f"history must be 'none' or 'full', got {history!r}")
+    where = f"agent tool {name!r}"
+    sees = checked_sees(sees_from_history(sees, history, "as_tool", {"full": "all"}), where)
     if parameters is not None and not (
         isinstance(parameters, type) and issubclass(parameters, BaseModel)
     ):
@@ -251,6 +257,6 @@ def agent_tool(
     schema: FunctionTool[..., Any] = FunctionTool(
         name, description, parameters or AgentInput, None, **options
     )
-    handler = AgentTool(agent, schema, parameters, history)
+    handler = AgentTool(agent, schema, parameters, sees)
     origin = f"agent tool {name!r}"
     return ToolEntry(schema.spec, handler, schema.options, origin=origin, emits_events=True)

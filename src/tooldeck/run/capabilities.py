@@ -34,15 +34,17 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import RunResult
 from tooldeck.tools.context import RunContext
+from tooldeck.tools.options import RequiresApproval
 from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
+from tooldeck.tools.registry import ToolEntry
 
 if TYPE_CHECKING:
     from tooldeck.run.events import Event
@@ -129,6 +131,12 @@ class Capability:
         """Text added to the system prompt of each request of a run (read as it starts)."""
         return ""
 
+    def wrap_tool(self, entry: ToolEntry) -> ToolEntry:
+        """See or change each tool the agent shows (its own and those it gains later), as
+        the model is shown it: a changed copy (``dataclasses.replace``) to change how its
+        calls run — that they need approval, say — or the entry as it is."""
+        return entry
+
     def initial_state(self) -> dict[str, Any] | None:
         """Its state as a run starts: a JSON-able dict (None: it keeps no state)."""
         return None
@@ -193,6 +201,7 @@ class Capability:
 REQUEST_HOOKS = ("before_request", "after_response")
 CALL_HOOKS = ("wrap_call", "before_tool_call", "after_tool_call")
 RUN_HOOKS = ("instructions", "on_answer", "on_event", "initial_state")
+TOOL_HOOKS = ("wrap_tool",)
 
 
 def overrides(item: Capability, hook: str) -> bool:
@@ -232,3 +241,46 @@ def check_output_limit(max_output_chars: int | None, large_output: LargeOutput) 
         raise ValueError(
             f"large_output must be 'truncate', 'store' or 'error', got {large_output!r}"
         )
+
+
+class Approvals(Capability):
+    """Calls of the tools it names wait for a person's decision, as with
+    ``@tool(requires_approval=...)``: a wrapper around those tools, for tools you did not
+    write (an MCP server's, another module's) or a rule across many.
+
+    Args:
+        tools: The names of the tools whose calls need approval, or a function of a tool's
+            entry that says whether they do (``lambda entry: entry.options.side_effects``).
+        when: ``True`` (every call of those tools) or a predicate ``(ctx, arguments) ->
+            bool`` deciding per call, as ``requires_approval`` takes.
+
+    Examples:
+        >>> from tooldeck import Agent, ScriptedModel
+        >>> from tooldeck.run.capabilities import Approvals
+        >>> agent = Agent(ScriptedModel([]), capabilities=[Approvals(["send_email"])])
+    """
+
+    run_level = True
+
+    def __init__(
+        self,
+        tools: Iterable[str] | Callable[[ToolEntry], bool],
+        when: RequiresApproval = True,
+    ) -> None:
+        if isinstance(tools, str):
+            raise TypeError(f"Approvals takes a list of tool names, got the string {tools!r}")
+        self._names = None if callable(tools) else frozenset(tools)
+        self._chooses = tools if callable(tools) else None
+        self.when = when
+
+    def wrap_tool(self, entry: ToolEntry) -> ToolEntry:
+        """The entry with its calls needing approval, if it is one of the tools named."""
+        names, chooses = self._names, self._chooses
+        named = entry.name in names if names is not None else bool(chooses and chooses(entry))
+        if not named or entry.options.requires_approval:
+            return entry  # a tool's own rule stays
+        return replace(entry, options=replace(entry.options, requires_approval=self.when))
+
+    def __repr__(self) -> str:
+        shown = sorted(self._names) if self._names is not None else self._chooses
+        return f"Approvals({shown!r}, when={self.when!r})"

@@ -1,20 +1,19 @@
 """Handoffs: an agent hands the conversation to another, which goes on with the same run.
 
-``Agent(handoffs=[billing, handoff(refunds, history="last_user")])`` shows the model one
+``Agent(handoffs=[billing, handoff(refunds, sees="last_user")])`` shows the model one
 ``transfer_to_<name>`` tool per handoff. Its call runs like any tool call (it counts
 against the run's call limit and its round against ``max_rounds``, it is a step of a
 durable run, ``on_handoff`` runs inside it), and is answered ``Transferred to 'billing'.``;
 then the loop of the agent handed to goes on with the run (``run._engine.handing_over``): its
-instructions, tools, model, limits and output type, from what ``history=`` gives it.
+instructions, tools, model, limits and output type, from what ``sees=`` gives it.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -24,22 +23,25 @@ from tooldeck.models.base import Model
 from tooldeck.results import HistorySummary, ShownHistory
 from tooldeck.run._engine.loop import RunSetup
 from tooldeck.run.events import HandedOff
-from tooldeck.run.history import HistoryRequest, HistoryStrategy, Prepared, current_exchange
+from tooldeck.run.history import (
+    HistoryRequest,
+    HistoryStrategy,
+    Prepared,
+    Sees,
+    checked_sees,
+    current_exchange,
+    seen_messages,
+    sees_from_history,
+)
+from tooldeck.run.history import summary_of as summary_of  # its home before 0.2
 from tooldeck.run.policy import Limits
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import TOOL_NAME, FunctionTool
 from tooldeck.tools.registry import EntryWrapper, ToolEntry
 
-HistoryMode = Literal["all", "summary", "last_user"]
-HandoffHistory = HistoryMode | Callable[[Sequence[Message]], Sequence[Message]]
-"""What the agent handed to sees of the conversation before the transfer: ``"all"`` of it
-(the default), ``"summary"`` (one user message listing it, made without a model:
-``summary_of``), ``"last_user"`` (the last user message), or what a function of those
-messages returns. Except with ``"all"``, the transfer call and its result follow."""
-_MODES = ("all", "summary", "last_user")
+HandoffHistory = Sees
+"""The name ``Sees`` had for handoffs before 0.2 (``tooldeck.run.history.Sees``)."""
 _PREFIX = "transfer_to_"
-_CLIP = 300
-"""Characters of each message the ``"summary"`` history keeps."""
 
 
 @runtime_checkable
@@ -130,12 +132,17 @@ class Handoff:
     """The handoff's name: the model sees the tool ``transfer_to_<name>``."""
     description: str
     """What the model is told the tool does."""
-    history: HandoffHistory = "all"
-    """What the agent handed to sees of the conversation (see ``HandoffHistory``)."""
+    sees: Sees = "all"
+    """What the agent handed to sees of the conversation (``tooldeck.run.history.Sees``)."""
     on_handoff: Callable[..., Any] | None = None
     """Called as the transfer call runs: ``(ctx)``, or ``(ctx, input)`` with ``input_type``."""
     input_type: type[BaseModel] | None = None
     """The transfer call's arguments (a pydantic model, e.g. a reason); none by default."""
+
+    @property
+    def history(self) -> Sees:
+        """The name ``sees`` had before 0.2."""
+        return self.sees
 
     @property
     def tool_name(self) -> str:
@@ -158,9 +165,10 @@ def handoff(
     *,
     name: str | None = None,
     description: str | None = None,
-    history: HandoffHistory = "all",
+    sees: Sees = "all",
     on_handoff: Callable[..., Any] | None = None,
     input_type: type[BaseModel] | None = None,
+    history: Sees | None = None,
 ) -> Handoff:
     """A handoff to ``agent``, for ``Agent(handoffs=[...])`` (an agent given alone there is
     ``handoff(agent)``).
@@ -169,18 +177,20 @@ def handoff(
         agent: The agent that goes on with the run.
         name: The name in the tool ``transfer_to_<name>`` (default: the agent's name).
         description: What the model is told (default: "Hand the conversation to <name>...").
-        history: What the agent sees of the conversation so far: ``"all"``, ``"summary"``,
-            ``"last_user"``, or a function of the messages (see ``HandoffHistory``).
+        sees: What the agent sees of the conversation so far: ``"all"``, ``"summary"``,
+            ``"last_user"``, ``"none"``, or a function of the messages (``Sees``); the
+            transfer call and its result follow, except with ``"all"``.
         on_handoff: Called as the handoff happens, sync or async: ``on_handoff(ctx)``, or
             ``on_handoff(ctx, input)`` with ``input_type``. What it raises fails the
             transfer call (the model reads a tool error, and no handoff happens).
         input_type: A pydantic model: the transfer call's arguments (e.g. a reason),
             validated; none by default.
+        history: The name ``sees`` had before 0.2 (deprecated).
 
     Raises:
         ToolDefinitionError: a name providers do not accept, or an ``input_type`` that is
             not a pydantic model.
-        ValueError: an unknown ``history``.
+        ValueError: an unknown ``sees``.
     """
     name = agent.name if name is None else name
     if not isinstance(name, str) or not TOOL_NAME.match(_PREFIX + name):
@@ -188,11 +198,7 @@ def handoff(
             f"handoff name {name!r} (agent {agent.name!r}) does not make a tool name providers "
             f"accept: {_PREFIX}<name> must match {TOOL_NAME.pattern}; pass handoff(name=...)"
         )
-    if not callable(history) and history not in _MODES:
-        raise ValueError(
-            f"handoff {name!r}: history must be one of {', '.join(map(repr, _MODES))} or a "
-            f"function of the messages, got {history!r}"
-        )
+    sees = checked_sees(sees_from_history(sees, history, "handoff", {}), f"handoff {name!r}")
     if input_type is not None and not (
         isinstance(input_type, type) and issubclass(input_type, BaseModel)
     ):
@@ -203,7 +209,7 @@ def handoff(
         description = (
             f"Hand the conversation to {name!r}, which goes on with it and answers the user."
         )
-    return Handoff(agent, name, description, history, on_handoff, input_type)
+    return Handoff(agent, name, description, sees, on_handoff, input_type)
 
 
 def as_handoff(item: HandoffAgent | Handoff) -> Handoff:
@@ -291,18 +297,11 @@ def handed_history(
 ) -> ShownHistory | None:
     """What the agent handed to is shown in place of the conversation so far, by
     ``handoff.history`` (None: all of it). The run's messages stay whole."""
-    history = handoff.history
-    if history == "all":
+    if handoff.sees == "all":
         return None
     turn = _turn_of(messages, handed.call.id)
-    before = messages[:turn]
-    if history == "summary":
-        chosen = [Message.user(summary_of(before))]
-    elif history == "last_user":
-        chosen = [message for message in before if message.role == "user"][-1:]
-    else:
-        assert callable(history)
-        chosen = _chosen(handoff.name, history(tuple(before)))
+    chosen = seen_messages(handoff.sees, messages[:turn], f"handoff {handoff.name!r}")
+    assert chosen is not None  # not "all"
     result = next(m for m in messages[turn:] if m.tool_call_id == handed.call.id)
     transfer = Message.assistant(AssistantOutput(tool_calls=(handed.call,)))
     return ShownHistory(messages=(*chosen, transfer, result), since=len(messages))
@@ -341,32 +340,3 @@ def _turn_of(messages: Sequence[Message], call_id: str) -> int:
         if any(call.id == call_id for call in messages[index].tool_calls):
             return index
     raise AssertionError(f"the transfer call {call_id!r} is not in the conversation")
-
-
-def _chosen(name: str, chosen: object) -> list[Message]:
-    if not isinstance(chosen, list | tuple) or not all(isinstance(m, Message) for m in chosen):
-        raise TypeError(
-            f"handoff {name!r}: the history function must return a list of Message, "
-            f"got {type(chosen).__name__}"
-        )
-    return list(chosen)
-
-
-def summary_of(messages: Sequence[Message]) -> str:
-    """The ``"summary"`` history: one line per message (each clipped to 300 characters),
-    made without asking a model, so the same conversation always gives the same text."""
-    lines = ["The conversation so far, handed over by another agent:"]
-    for message in messages:
-        if message.role == "tool":
-            lines.append(f"- tool result: {_clip(message.content)}")
-            continue
-        if message.content:
-            lines.append(f"- {message.role}: {_clip(message.content)}")
-        for call in message.tool_calls:
-            arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
-            lines.append(f"- assistant called {call.name}({_clip(arguments)})")
-    return "\n".join(lines)
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _CLIP else text[: _CLIP - 1] + "…"

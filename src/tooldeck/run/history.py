@@ -25,11 +25,13 @@ without its result (nor a result without its call), and the current exchange is 
 from __future__ import annotations
 
 import hashlib
+import json
 import warnings
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from tooldeck.errors import ModelError
 from tooldeck.messages import Message, Usage
@@ -362,3 +364,79 @@ async def prepare_history(
     if prepared.usage is not None and prepared.usage.requests:
         state.add_usage(prepared.usage)
     return list(prepared.messages)
+
+
+Seen = Literal["none", "all", "summary", "last_user"]
+Sees = Seen | Callable[[Sequence[Message]], Sequence[Message]]
+"""What an agent brought into a conversation sees of it — an agent handed the run
+(``handoff(agent, sees=...)``), an agent tool's inner run (``agent.as_tool(sees=...)``):
+``"none"`` of it, ``"all"`` of it, a ``"summary"`` (one user message listing it, made
+without a model: ``summary_of``), the ``"last_user"`` message, or what a function of the
+messages returns. (``run(history=...)`` is something else: the conversation a run starts
+from.)"""
+SEES: tuple[Seen, ...] = ("none", "all", "summary", "last_user")
+_CLIP = 300
+"""Characters of each message the ``"summary"`` keeps."""
+
+
+def checked_sees(sees: object, where: str) -> Sees:
+    """``sees`` if it is one of ``SEES`` or a function; ValueError naming ``where`` else."""
+    if callable(sees) or sees in SEES:
+        return sees
+    raise ValueError(
+        f"{where}: sees must be one of {', '.join(map(repr, SEES))} or a function of the "
+        f"messages, got {sees!r}"
+    )
+
+
+def sees_from_history(sees: Sees, history: object, where: str, renamed: dict[str, Seen]) -> Sees:
+    """``sees``, or the deprecated ``history=`` it replaced (its old values ``renamed``)."""
+    if history is None:
+        return sees
+    warnings.warn(
+        f"{where}(history=...) is now {where}(sees=...): run(history=...) is the conversation "
+        "a run starts from",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    old = renamed.get(history, history) if isinstance(history, str) else history
+    return checked_sees(old, where)
+
+
+def seen_messages(sees: Sees, before: Sequence[Message], where: str) -> list[Message] | None:
+    """What an agent that ``sees`` so is shown of the messages ``before`` it came in; None
+    for all of them."""
+    if sees == "all":
+        return None
+    if sees == "none":
+        return []
+    if sees == "summary":
+        return [Message.user(summary_of(before))]
+    if sees == "last_user":
+        return [message for message in before if message.role == "user"][-1:]
+    chosen = sees(tuple(before))
+    if not isinstance(chosen, list | tuple) or not all(isinstance(m, Message) for m in chosen):
+        raise TypeError(
+            f"{where}: the sees function must return a list of Message, got {type(chosen).__name__}"
+        )
+    return list(chosen)
+
+
+def summary_of(messages: Sequence[Message]) -> str:
+    """The ``"summary"`` history: one line per message (each clipped to 300 characters),
+    made without asking a model, so the same conversation always gives the same text."""
+    lines = ["The conversation so far, handed over by another agent:"]
+    for message in messages:
+        if message.role == "tool":
+            lines.append(f"- tool result: {_clip(message.content)}")
+            continue
+        if message.content:
+            lines.append(f"- {message.role}: {_clip(message.content)}")
+        for call in message.tool_calls:
+            arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+            lines.append(f"- assistant called {call.name}({_clip(arguments)})")
+    return "\n".join(lines)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _CLIP else text[: _CLIP - 1] + "…"

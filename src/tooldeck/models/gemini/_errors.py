@@ -13,14 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from tooldeck.errors import (
-    ModelAuthError,
-    ModelBadRequest,
-    ModelRateLimited,
-    ModelUnavailable,
-    ProviderError,
-)
-from tooldeck.models._http import Endpoint, status_error, unreachable
+from tooldeck.errors import ProviderError
+from tooldeck.models._http import Endpoint, status_error, status_kind, unreachable
 
 if TYPE_CHECKING:
     from google.genai.errors import APIError
@@ -58,15 +52,7 @@ def sdk_errors(context: Endpoint, streaming: Callable[[], bool] = lambda: False)
 def _stream_error(context: Endpoint, error: APIError) -> ProviderError:
     code = error.code
     message = f"{context.model}: the stream reported an error: {code} {_detail(error)}"
-    if code in (401, 403) or _key_refused(error.details):
-        return ModelAuthError(message, code)
-    if code == 429:
-        return ModelRateLimited(message, code)
-    if code >= 500:
-        return ModelUnavailable(message, code)
-    if code >= 400:
-        return ModelBadRequest(message, code)
-    return ProviderError(message, code)
+    return status_kind(code, _key_refused(error.details))(message, code)
 
 
 def _detail(error: APIError) -> str:

@@ -22,7 +22,7 @@ from tooldeck.run._engine.inherited import (
     joined_tuples,
     stricter,
 )
-from tooldeck.run.capabilities import Capability, LargeOutputs
+from tooldeck.run.capabilities import Capability, LargeOutputs, overrides
 from tooldeck.run.guardrails import Guardrail, GuardrailCheck, Guardrails, Guards
 from tooldeck.run.history import HistoryStrategy
 from tooldeck.run.middleware import Middleware, checked_middleware
@@ -37,7 +37,7 @@ from tooldeck.run.observer import (
 from tooldeck.run.untrusted import UntrustedPolicy
 from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
 from tooldeck.tools.outputs import LargeOutput
-from tooldeck.tools.registry import ToolEntry
+from tooldeck.tools.registry import EntryWrapper, ToolEntry
 
 
 class AgentShorthands(TypedDict, total=False):
@@ -126,6 +126,8 @@ class Assembled:
     observers: tuple[Observing, ...]
     tracing: Tracing | None
     tools: tuple[ToolEntry, ...]
+    wrap_tool: EntryWrapper | None
+    """Every ``wrap_tool`` hook in turn (None: no capability has one)."""
 
 
 def assemble(items: Sequence[Capability]) -> Assembled:
@@ -165,7 +167,27 @@ def assemble(items: Sequence[Capability]) -> Assembled:
         tuple(observers),
         _as(one.get(Tracing), Tracing),
         tuple(tools),
+        tool_wrapper(items),
     )
+
+
+def tool_wrapper(items: Iterable[Capability]) -> EntryWrapper | None:
+    """The capabilities' ``wrap_tool`` hooks as one entry wrapper, in list order."""
+    wrapping = tuple(item for item in items if overrides(item, "wrap_tool"))
+    if not wrapping:
+        return None
+
+    def wrap(entry: ToolEntry) -> ToolEntry:
+        for item in wrapping:
+            entry = item.wrap_tool(entry)
+            if not isinstance(entry, ToolEntry):
+                raise TypeError(
+                    f"{type(item).__name__}.wrap_tool returned {type(entry).__name__}, "
+                    "expected a ToolEntry"
+                )
+        return entry
+
+    return wrap
 
 
 def _as(item: Capability | None, kind: type[Any]) -> Any:

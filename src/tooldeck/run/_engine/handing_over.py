@@ -22,6 +22,7 @@ from typing import Literal
 from tooldeck.errors import CheckpointError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, ShownHistory
+from tooldeck.run._engine.assembly import tool_wrapper
 from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import NOTHING, Inherited, without_input
 from tooldeck.run._engine.loop import RunSetup, RunStart, driven
@@ -109,13 +110,15 @@ def with_capabilities(setup: RunSetup, added: tuple[Capability, ...]) -> RunSetu
     every = (*added, *setup.capabilities)
     hooks = Hooks.of(every)
     tools = tuple(ToolEntry.of(given) for item in added for given in item.tools())
+    source = setup.tools.extended(tools) if tools else setup.tools
+    wrap = tool_wrapper(added)
     asking = replace(setup.asking, hooks=hooks if hooks and hooks.requests else None)
     calls = replace(setup.calls, hooks=hooks if hooks and hooks.calls else None)
     return replace(
         setup,
         asking=asking,
         calls=calls,
-        tools=setup.tools.extended(tools) if tools else setup.tools,
+        tools=source if wrap is None else source.wrapped(wrap),
         hooks=hooks if hooks and hooks.runs else None,
         capabilities=every,
     )

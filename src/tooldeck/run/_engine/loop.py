@@ -47,9 +47,7 @@ from tooldeck.run.events import (
     NestedEvent,
 )
 from tooldeck.run.guardrails import Guards, InputCheck, judge_answer
-from tooldeck.run.history import current_exchange
-from tooldeck.run.observer import RunInfo, RunObserver
-from tooldeck.run.options import RunOptions
+from tooldeck.run.observer import RunObserver
 from tooldeck.run.output import OutputPlan
 from tooldeck.run.policy import RunPolicy
 from tooldeck.run.session import CallRecords
@@ -479,18 +477,3 @@ def driven(
     if start.journal is None:
         return events
     return journaled(events, start.state, start.policy, start.journal)
-
-
-def run_info(start: RunStart, opts: RunOptions, model: str, instructions: str) -> RunInfo:
-    """What the run log is told as a run starts or resumes (``decisions`` given)."""
-    messages = start.state.messages
-    prompt = messages[current_exchange(messages)].content
-    return RunInfo(
-        start.state.run_id,
-        prompt,
-        model,
-        instructions,
-        opts.session_id,
-        start.decisions,
-        opts.parent,
-    )

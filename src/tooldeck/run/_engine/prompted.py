@@ -20,6 +20,7 @@ from typing import Any
 from tooldeck.errors import ModelError, ProviderError
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.models.wrapper import WrapperModel
 from tooldeck.run.output import prompted_instructions
 
 REFUSED_STATUSES = frozenset({400, 422, 500, 501})
@@ -29,14 +30,12 @@ _refusing: weakref.WeakSet[Model] = weakref.WeakSet()
 """Models whose server refused structured output and answered a prompted request."""
 
 
-class PromptedFallback(Model):
-    """``inner``, asked for a typed answer in its instructions once its server refused the
-    structured output (``settings.output_schema``) of a request."""
+class PromptedFallback(WrapperModel):
+    """The wrapped model, asked for a typed answer in its instructions once its server
+    refused the structured output (``settings.output_schema``) of a request."""
 
     def __init__(self, inner: Model, schema: dict[str, Any]) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.native_output = inner.native_output
+        super().__init__(inner)
         self._schema = schema
 
     async def complete(
@@ -48,18 +47,18 @@ class PromptedFallback(Model):
     ) -> AssistantOutput:
         """The model's turn; asked the prompted way once the server refused structured output."""
         if settings.output_schema is None:
-            return await self.inner.complete(messages, tools, settings, instructions)
+            return await self.wrapped.complete(messages, tools, settings, instructions)
         prompted, prompt = self._prompted(settings, instructions)
-        if _refuses(self.inner):
-            return await self.inner.complete(messages, tools, prompted, prompt)
+        if _refuses(self.wrapped):
+            return await self.wrapped.complete(messages, tools, prompted, prompt)
         try:
-            return await self.inner.complete(messages, tools, settings, instructions)
+            return await self.wrapped.complete(messages, tools, settings, instructions)
         except ProviderError as error:
             if error.status_code not in REFUSED_STATUSES:
                 raise
             refusal = error
-        output = await _after(refusal, self.inner.complete(messages, tools, prompted, prompt))
-        _remember(self.inner)
+        output = await _after(refusal, self.wrapped.complete(messages, tools, prompted, prompt))
+        _remember(self.wrapped)
         return output
 
     async def stream(
@@ -71,10 +70,10 @@ class PromptedFallback(Model):
     ) -> AsyncGenerator[StreamItem, None]:
         """``complete`` as chunks, with the same fallback while nothing has reached the caller."""
         sent, refused = (settings, instructions), False
-        if settings.output_schema is not None and _refuses(self.inner):
+        if settings.output_schema is not None and _refuses(self.wrapped):
             sent = self._prompted(settings, instructions)
         elif settings.output_schema is not None:
-            async with aclosing(self.inner.stream(messages, tools, *sent)) as items:
+            async with aclosing(self.wrapped.stream(messages, tools, *sent)) as items:
                 first = await _first(items)
                 if first is not None:  # the server takes structured output
                     yield first
@@ -82,15 +81,11 @@ class PromptedFallback(Model):
                         yield item
                     return
             sent, refused = self._prompted(settings, instructions), True
-        async with aclosing(self.inner.stream(messages, tools, *sent)) as items:
+        async with aclosing(self.wrapped.stream(messages, tools, *sent)) as items:
             async for item in items:
                 yield item
         if refused:
-            _remember(self.inner)
-
-    async def count_tokens(self, messages: Sequence[Message]) -> int:
-        """The wrapped model's count."""
-        return await self.inner.count_tokens(messages)
+            _remember(self.wrapped)
 
     def _prompted(self, settings: ModelSettings, instructions: str) -> tuple[ModelSettings, str]:
         return replace(settings, output_schema=None), prompted_instructions(
@@ -131,14 +126,9 @@ def _refuses(model: Model) -> bool:
         return False
 
 
-class ForcedCallHint(Model):
-    """``inner``, for a typed answer asked for with the final_answer tool: a server that
+class ForcedCallHint(WrapperModel):
+    """The wrapped model, for a typed answer asked for with the final_answer tool: a server that
     refuses the request forcing that call is told of ``output_mode="prompted"``."""
-
-    def __init__(self, inner: Model) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.native_output = inner.native_output
 
     async def complete(
         self,
@@ -149,7 +139,7 @@ class ForcedCallHint(Model):
     ) -> AssistantOutput:
         """The model's turn; a refusal of a forced call says what else to try."""
         try:
-            return await self.inner.complete(messages, tools, settings, instructions)
+            return await self.wrapped.complete(messages, tools, settings, instructions)
         except ProviderError as error:
             raise _hinted(error, settings) from None
 
@@ -163,16 +153,12 @@ class ForcedCallHint(Model):
         """``complete`` as chunks."""
         try:
             async with aclosing(
-                self.inner.stream(messages, tools, settings, instructions)
+                self.wrapped.stream(messages, tools, settings, instructions)
             ) as items:
                 async for item in items:
                     yield item
         except ProviderError as error:
             raise _hinted(error, settings) from None
-
-    async def count_tokens(self, messages: Sequence[Message]) -> int:
-        """The wrapped model's count."""
-        return await self.inner.count_tokens(messages)
 
 
 FORCED_CALL_REFUSED = (

@@ -14,13 +14,15 @@ from tooldeck.models.base import Model
 from tooldeck.run._engine.assembly import given_to_run
 from tooldeck.run._engine.handing_over import handing_over, ruled, run_level
 from tooldeck.run._engine.inherited import Inherited
-from tooldeck.run._engine.loop import RunSetup, RunStart, driven, run_info
+from tooldeck.run._engine.loop import RunSetup, RunStart, driven
 from tooldeck.run.events import Event
 from tooldeck.run.handle import cancellable
 from tooldeck.run.handoff import Handoff, HandoffAgent
+from tooldeck.run.history import current_exchange
 from tooldeck.run.observer import (
     Instrumenter,
     Observing,
+    RunInfo,
     Tracing,
     default_instrumenter,
     observed,
@@ -105,3 +107,18 @@ def _inheriting(start: RunStart, inherited: Inherited) -> RunStart:
     if start.cancel is None and inherited.cancel is not None:
         return replace(start, cancel=inherited.cancel)
     return start
+
+
+def run_info(start: RunStart, opts: RunOptions, model: str, instructions: str) -> RunInfo:
+    """What the run log is told as a run starts or resumes (``decisions`` given)."""
+    messages = start.state.messages
+    prompt = messages[current_exchange(messages)].content
+    return RunInfo(
+        start.state.run_id,
+        prompt,
+        model,
+        instructions,
+        opts.session_id,
+        start.decisions,
+        opts.parent,
+    )

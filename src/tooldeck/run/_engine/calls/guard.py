@@ -23,11 +23,6 @@ from tooldeck.tools.guardrails import ToolGuardrail
 from tooldeck.tools.registry import ToolEntry
 
 
-def guarded(round_: CallRound) -> bool:
-    """Some call of this round may meet a guardrail."""
-    return bool(round_.options.tool_guardrails) or round_.view.guarded
-
-
 def _guardrails(entry: ToolEntry, round_: CallRound) -> tuple[ToolGuardrail, ...]:
     return entry.options.guardrails + round_.options.tool_guardrails
 

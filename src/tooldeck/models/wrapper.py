@@ -1,0 +1,73 @@
+"""``WrapperModel``: a model that wraps another and passes through all it does not change.
+
+Fallback, retries, tracing, durable steps and the typed-answer fallbacks are each a model
+around a model. Each subclasses ``WrapperModel`` and overrides only what it changes; every
+other member of ``Model`` reaches ``wrapped`` from here, so a member added to ``Model`` is
+passed through in this one place (tests/test_wrapper_model.py fails until it is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Coroutine, Sequence
+from typing import Any
+
+from tooldeck.messages import AssistantOutput, Message, ToolSpec
+from tooldeck.models.base import Model, ModelSettings, StreamItem
+
+
+class WrapperModel(Model):
+    """``wrapped``, with what a subclass overrides changed and everything else passed through.
+
+    ``name`` and ``native_output`` are the wrapped model's (a subclass may set its own after
+    ``super().__init__``); ``complete``, ``stream``, ``count_tokens`` and ``aclose`` are
+    the wrapped model's own. Override ``complete`` to change a request; override ``stream``
+    too if the change must hold when a run streams (``Agent.stream(deltas=True)`` asks with
+    ``stream``, which otherwise goes straight to the wrapped model).
+
+    Example:
+        >>> from tooldeck import AssistantOutput, ScriptedModel
+        >>> class Polite(WrapperModel):
+        ...     async def complete(self, messages, tools, settings, instructions=""):
+        ...         instructions = instructions + " Be polite."
+        ...         return await self.wrapped.complete(messages, tools, settings, instructions)
+        >>> model = Polite(ScriptedModel([AssistantOutput(content="Hello")]))
+        >>> model.name
+        'scripted'
+    """
+
+    def __init__(self, wrapped: Model) -> None:
+        self.wrapped = wrapped
+        """The model every request not overridden goes to."""
+        self.name = wrapped.name
+        self.native_output = wrapped.native_output
+
+    # The pass-throughs return the wrapped model's own coroutine or generator rather than
+    # awaiting it in one of their own: passing a request through adds no frame to it.
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> Coroutine[Any, Any, AssistantOutput]:
+        """The wrapped model's turn."""
+        return self.wrapped.complete(messages, tools, settings, instructions)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The wrapped model's stream."""
+        return self.wrapped.stream(messages, tools, settings, instructions)
+
+    def count_tokens(self, messages: Sequence[Message]) -> Coroutine[Any, Any, int]:
+        """The wrapped model's count."""
+        return self.wrapped.count_tokens(messages)
+
+    def aclose(self) -> Coroutine[Any, Any, None]:
+        """Close the wrapped model."""
+        return self.wrapped.aclose()
