@@ -108,9 +108,9 @@ class ToolDeckStore(Store):
         return PostgresSession(self.pool, self.session_id)
 
     async def first_load(self) -> int:
-        from tooldeck.sessions import turn_cache
+        from tooldeck.sessions import stored_run_cache
 
-        turn_cache.clear()  # as in a new process: nothing decoded yet
+        stored_run_cache.clear()  # as in a new process: nothing decoded yet
         return await self.object_load()
 
     async def object_load(self) -> int:

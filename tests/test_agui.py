@@ -458,7 +458,7 @@ async def test_threads_kept_in_any_session_store_pause_and_resume_across_servers
 
     assert finished(events).result == "Deleted."
     (listed,) = await store.list_sessions()
-    assert (listed.session_id, listed.title, listed.turns) == ("ops-7", "Delete notes.txt.", 1)
+    assert (listed.session_id, listed.title, listed.runs) == ("ops-7", "Delete notes.txt.", 1)
 
 
 async def test_a_new_message_sent_with_the_answers_is_refused_not_dropped(

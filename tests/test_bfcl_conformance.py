@@ -2,7 +2,7 @@
 
 Over all 2,501 records of ``bfcl_tools.jsonl`` (and the 1,140 function lists of
 ``bfcl_irrelevance.jsonl`` for the schema checks): each function becomes a tool through
-``tooldeck.tools.dialects.bfcl_tools``; every ground-truth call (each acceptable value
+``tooldeck.eval.bfcl.dialect.bfcl_tools``; every ground-truth call (each acceptable value
 combination, up to ``VARIANT_BOUND`` per call) passes the tool's argument validation; and
 for every function, mutated calls (wrong type, missing required, extra argument, value
 outside an enum) are refused naming the field, through ``validate`` for all of them and
@@ -30,7 +30,7 @@ import pytest
 from bfcl_cases import DATA, KNOWN_ISSUES, call_variants, mutations, records
 from tooldeck import Agent, AssistantOutput, Limits, ScriptedModel, ToolCall
 from tooldeck.errors import ArgumentProblem, InvalidArguments
-from tooldeck.tools.dialects import TOOL_NAME, BfclToolset, bfcl_tools
+from tooldeck.eval.bfcl.dialect import TOOL_NAME, BfclToolset, bfcl_tools
 
 CATEGORIES = {
     "no_acceptable_value": "a required parameter lists no acceptable value ([])",

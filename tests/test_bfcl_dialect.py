@@ -1,4 +1,4 @@
-"""The BFCL dialect converter (tooldeck.tools.dialects): one test per documented rule."""
+"""The BFCL dialect converter (tooldeck.eval.bfcl.dialect): one test per documented rule."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from tooldeck import Agent, AssistantOutput, Limits, ScriptedModel, ToolCall, ToolDefinitionError
 from tooldeck.errors import InvalidArguments
-from tooldeck.tools.dialects import bfcl_schema, bfcl_tool_name, bfcl_tools
+from tooldeck.eval.bfcl.dialect import bfcl_schema, bfcl_tool_name, bfcl_tools
 
 
 def root(**properties: Any) -> dict[str, Any]:

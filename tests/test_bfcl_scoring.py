@@ -10,7 +10,7 @@ import pytest
 
 from bfcl_cases import KNOWN_ISSUES, call_variants, records
 from tooldeck.eval import scoring
-from tooldeck.tools.dialects import bfcl_schema
+from tooldeck.eval.bfcl.dialect import bfcl_schema
 
 Call = scoring.Call
 

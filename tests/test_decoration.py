@@ -10,7 +10,7 @@ import pytest
 
 from tooldeck import FunctionTool, ToolDefinitionError, external_tool, tool
 from tooldeck.errors import ToolDefinitionWarning
-from tooldeck.tools.dialects import bfcl_tools
+from tooldeck.eval.bfcl.dialect import bfcl_tools
 
 RULE = r"must match \^\[a-zA-Z0-9_-\]\{1,64\}\$ \(letters, digits, '_' and '-', at most 64"
 EMPTY = {"type": "object", "properties": {}, "additionalProperties": False}

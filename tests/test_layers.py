@@ -18,7 +18,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "tooldeck"
 
 LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (1, ("tooldeck._version", "tooldeck.errors", "tooldeck._untrusted")),
+    (1, ("tooldeck._version", "tooldeck.errors", "tooldeck._untrusted", "tooldeck._budget")),
+    (1, ("tooldeck._fast_records",)),
     (1, ("tooldeck.messages", "tooldeck.safety", "tooldeck._traced", "tooldeck.results")),
     (2, ("tooldeck.tools", "tooldeck.models")),
     (3, ("tooldeck.run",)),

@@ -23,6 +23,7 @@ import bfcl_cases
 from tooldeck import AssistantOutput, Message, ModelError, ModelSettings, ToolCall, ToolSpec, tool
 from tooldeck.cli.demo import add_numbers, demo_agent, get_weather
 from tooldeck.errors import ModelNotConfigured
+from tooldeck.eval.bfcl.dialect import bfcl_tools
 from tooldeck.models.base import estimate_tokens
 from tooldeck.models.local import LocalModel
 from tooldeck.models.local._decide import BranchTokens, CallRule, decide_to_call
@@ -31,7 +32,6 @@ from tooldeck.models.local._engine import TurnRequest, TurnStats, _decided
 from tooldeck.models.local._grammar import TurnSyntax, build_grammar, plan_turn
 from tooldeck.models.local._prompt import TemplateFormat, TranscriptFormat, parse_turn
 from tooldeck.models.resolve import resolve_model
-from tooldeck.tools.dialects import bfcl_tools
 
 TOOLS = (add_numbers.spec, get_weather.spec)
 

@@ -163,6 +163,7 @@ def test_importing_tooldeck_loads_neither_pydantic_nor_asyncio() -> None:
         ("tooldeck.history", "tooldeck.run.history", "Summarize"),
         ("tooldeck.output", "tooldeck.run.output", "OutputSchema"),
         ("tooldeck.demo", "tooldeck.cli.demo", "demo_agent"),
+        ("tooldeck.tools.dialects", "tooldeck.eval.bfcl.dialect", "bfcl_tools"),
     ],
 )
 def test_an_old_module_path_imports_as_the_one_it_became_with_a_warning(
@@ -200,6 +201,21 @@ def test_renamed_names_keep_working_with_a_deprecation_warning() -> None:
         assert tooldeck.sessions.Turn is StoredRun
     with pytest.warns(DeprecationWarning, match="current_turn is now current_exchange"):
         assert history.current_turn([Message.user("a"), Message.user("b")]) == 1
+
+
+def test_what_sessions_called_a_turn_is_a_stored_run_and_the_old_names_still_work() -> None:
+    """A turn is a model's; what a session keeps of a run is a stored run. The stored data
+    keeps its names (the log's ``kind`` is still ``'turn'``): only the Python names moved."""
+    from tooldeck import sessions
+    from tooldeck.sessions import SessionInfo
+
+    with pytest.warns(DeprecationWarning, match="turn_cache is now stored_run_cache"):
+        assert sessions.turn_cache is sessions.stored_run_cache
+    with pytest.warns(DeprecationWarning, match="TurnCaches is now StoredRunCaches"):
+        assert sessions.TurnCaches is sessions.StoredRunCaches
+    info = SessionInfo("chat", "Hello", 3, 0.0, 0.0, False)
+    with pytest.warns(DeprecationWarning, match=r"SessionInfo.turns is now SessionInfo.runs"):
+        assert info.turns == info.runs == 3
 
 
 def test_a_registry_says_where_its_mcp_server_went() -> None:

@@ -31,7 +31,7 @@ async def test_conversations_are_listed_newest_first_with_their_first_prompt(
 
     listed = await store.list_sessions()
 
-    assert [(s.session_id, s.title, s.turns, s.paused) for s in listed] == [
+    assert [(s.session_id, s.title, s.runs, s.paused) for s in listed] == [
         ("greeting", "Hello there, I am Ada.", 2, False),
         ("maths", "What is 2+2?", 1, False),
     ]
@@ -46,11 +46,11 @@ async def test_a_paused_conversation_is_listed_as_paused_until_resumed(store: St
 
     await agent.run("Delete a.txt", session=session)
     (paused,) = await store.list_sessions()
-    assert (paused.title, paused.turns, paused.paused) == ("Delete a.txt", 0, True)
+    assert (paused.title, paused.runs, paused.paused) == ("Delete a.txt", 0, True)
 
     await agent.resume(session=session, decisions={"d1": Approve()})
     (done,) = await store.list_sessions()
-    assert (done.title, done.turns, done.paused) == ("Delete a.txt", 1, False)
+    assert (done.title, done.runs, done.paused) == ("Delete a.txt", 1, False)
 
 
 async def test_a_cleared_conversation_is_no_longer_listed(store: Store) -> None:

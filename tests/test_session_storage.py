@@ -279,14 +279,14 @@ class _Decodes:
         from tooldeck.sessions import _log
 
         self.counts: list[int] = []
-        real = _log.decode_turns
+        real = _log.decode_runs
 
         def counting(rows: Any, place: Any) -> Any:
             decoded = real(rows, place)
             self.counts.append(len(decoded))
             return decoded
 
-        monkeypatch.setattr(_log, "decode_turns", counting)
+        monkeypatch.setattr(_log, "decode_runs", counting)
 
 
 async def _three_turns(store: Store, session_id: str) -> None:
@@ -320,9 +320,9 @@ async def test_a_new_session_object_decodes_only_what_was_added_since(
 async def test_the_process_keeps_the_latest_conversations_up_to_its_limit(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tooldeck.sessions import turn_cache
+    from tooldeck.sessions import stored_run_cache
 
-    monkeypatch.setattr(turn_cache, "max_messages", 4)
+    monkeypatch.setattr(stored_run_cache, "max_messages", 4)
     decodes = _Decodes(monkeypatch)
     await _three_turns(store, "a")
     await _three_turns(store, "b")  # 6 messages in all: "a" is let go
@@ -332,9 +332,9 @@ async def test_the_process_keeps_the_latest_conversations_up_to_its_limit(
     assert decodes.counts == []
     assert len((await store.session("a").load()).messages) == 3
     assert decodes.counts == [3]  # decoded again, in full
-    assert turn_cache.messages <= 4
+    assert stored_run_cache.messages <= 4
 
-    monkeypatch.setattr(turn_cache, "max_messages", 0)  # nothing kept between objects
+    monkeypatch.setattr(stored_run_cache, "max_messages", 0)  # nothing kept between objects
     await store.session("b").load()
     assert len((await store.session("b").load()).messages) == 3
     assert decodes.counts == [3, 3, 3]
@@ -358,7 +358,7 @@ def test_a_forked_child_loads_even_if_a_thread_held_the_cache_at_the_fork(
     import asyncio
     import multiprocessing
 
-    from tooldeck.sessions import SQLiteSession, turn_cache
+    from tooldeck.sessions import SQLiteSession, stored_run_cache
 
     path = str(tmp_path / "forked.db")
 
@@ -368,10 +368,10 @@ def test_a_forked_child_loads_even_if_a_thread_held_the_cache_at_the_fork(
         return session
 
     session = asyncio.run(write())
-    cache = session._turns
+    cache = session._stored
     context = multiprocessing.get_context("fork")
     done = context.Queue()
-    with cache.lock, turn_cache._lock:  # as a loading thread would hold them at the fork
+    with cache.lock, stored_run_cache._lock:  # as a loading thread would hold them at the fork
         child = context.Process(target=_load_in_child, args=(path, done))
         child.start()
     child.join(timeout=30)
@@ -385,13 +385,13 @@ def test_a_forked_child_loads_even_if_a_thread_held_the_cache_at_the_fork(
 async def test_clearing_the_process_cache_makes_the_next_load_decode_everything(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tooldeck.sessions import turn_cache
+    from tooldeck.sessions import stored_run_cache
 
     decodes = _Decodes(monkeypatch)
     await _three_turns(store, "chat")
-    assert turn_cache.messages >= 3
-    turn_cache.clear()
-    assert turn_cache.messages == 0
+    assert stored_run_cache.messages >= 3
+    stored_run_cache.clear()
+    assert stored_run_cache.messages == 0
     assert [m.content for m in (await store.session("chat").load()).messages] == [
         "one",
         "two",

@@ -124,7 +124,7 @@ def _copy(template: Path, folder: Path) -> Path:
 
 
 def _session_template(folder: Path) -> Path:
-    from tooldeck.sessions import SQLiteSession, turn_cache
+    from tooldeck.sessions import SQLiteSession, stored_run_cache
 
     path = folder / "template.db"
 
@@ -141,7 +141,7 @@ def _session_template(folder: Path) -> Path:
         await session.aclose()
 
     asyncio.run(write())
-    turn_cache.clear()
+    stored_run_cache.clear()
     return path
 
 
@@ -198,7 +198,7 @@ def _expected_history(path: Path) -> tuple[tuple[Message, ...], int, Checkpoint 
 def test_a_changed_session_row_loads_as_stored_or_is_a_session_error(
     session_template: Path, tmp_path: Path, change: tuple[int, str, Any], data: st.DataObject
 ) -> None:
-    from tooldeck.sessions import SQLiteSession, turn_cache
+    from tooldeck.sessions import SQLiteSession, stored_run_cache
 
     path = _copy(session_template, tmp_path)
     seq, column, value = change
@@ -212,7 +212,7 @@ def test_a_changed_session_row_loads_as_stored_or_is_a_session_error(
             db.execute(f"UPDATE tooldeck_session_log SET {column} = ? WHERE seq = ?", (value, seq))
         except (sqlite3.IntegrityError, UnicodeEncodeError):
             return  # the database itself refused the change (or sqlite3 cannot write it)
-    turn_cache.clear()
+    stored_run_cache.clear()
 
     async def read() -> tuple[Any, Any]:
         async with SQLiteSession(path, "chat") as session:
@@ -324,7 +324,7 @@ _PG_SETTINGS = settings(PROPERTY, max_examples=40)
 async def test_a_changed_turn_body_loads_as_stored_or_is_a_session_error_in_both_stores(
     store: Store, data: st.DataObject
 ) -> None:
-    from tooldeck.sessions import turn_cache
+    from tooldeck.sessions import stored_run_cache
 
     session_id = uuid.uuid4().hex
     writer = store.session(session_id)
@@ -349,7 +349,7 @@ async def test_a_changed_turn_body_loads_as_stored_or_is_a_session_error_in_both
         )
     except Exception:
         return
-    turn_cache.clear()
+    stored_run_cache.clear()
     rows = execute(
         store,
         "SELECT kind, body FROM tooldeck_session_log WHERE session_id = ? ORDER BY seq",

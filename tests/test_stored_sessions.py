@@ -18,13 +18,13 @@ from tooldeck.run.session import StoredRun
 
 async def _two_turns(store: Store) -> None:
     """Two turns, as another process wrote them (this process keeps none of them)."""
-    from tooldeck.sessions import turn_cache
+    from tooldeck.sessions import stored_run_cache
 
     session = store.session("chat")
     await session.append(StoredRun("run-1", (Message.user("one"),)), after=0)
     await session.append(StoredRun("run-2", (Message.user("two"),)), after=1)
     await session.aclose()
-    turn_cache.clear()
+    stored_run_cache.clear()
 
 
 async def test_a_turn_with_a_null_body_is_an_error_naming_the_session_and_entry(
@@ -38,7 +38,7 @@ async def test_a_turn_with_a_null_body_is_an_error_naming_the_session_and_entry(
 
     assert str(refused.value).startswith("entry 1 of session 'chat' in ")
     assert str(refused.value).endswith(
-        "cannot be read: it is a turn with no body (NULL); its messages are lost. Delete the "
+        "cannot be read: it is a stored run with no body (NULL); its messages are lost. Delete the "
         "entry, or clear the session, to go on"
     )
 
@@ -118,7 +118,10 @@ async def test_an_entry_numbered_below_one_is_refused_not_looped_on(tmp_path: Pa
     [
         ("UPDATE tooldeck_session_log SET schema_version = 'two'", "schema version is 'two'"),
         ("UPDATE tooldeck_session_log SET created_at = 'noon'", "created_at is str 'noon'"),
-        ("UPDATE tooldeck_session_log SET body = '[[[[' WHERE seq = 1", "its body is not a turn"),
+        (
+            "UPDATE tooldeck_session_log SET body = '[[[[' WHERE seq = 1",
+            "its body is not a stored run",
+        ),
     ],
 )
 async def test_listing_a_database_another_program_broke_is_a_session_error(

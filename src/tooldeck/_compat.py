@@ -46,6 +46,8 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
     "tooldeck.run.prompted": ("tooldeck.run._engine.prompted",),
     "tooldeck.run.handover": ("tooldeck.run._engine.handing_over",),
     "tooldeck.run.oneshot": ("tooldeck.run.agent",),
+    # BFCL's format serves only the evaluation: it moved beside BFCL's data
+    "tooldeck.tools.dialects": ("tooldeck.eval.bfcl.dialect",),
 }
 """Old module path -> the modules its public names live in now."""
 

@@ -1,14 +1,15 @@
 """The wire-neutral messages: what the loop, the tools and the model adapters exchange.
 
 Nothing here knows a provider's wire format: adapters convert to and from these types, and
-the loop only ever sees them. May import: ``tooldeck.errors`` and ``tooldeck._untrusted``.
+the loop only ever sees them. Records the loop makes every round are made through
+``tooldeck._fast_records`` (the one place that goes past pydantic's public API). May import:
+``tooldeck.errors``, ``tooldeck._untrusted`` and ``tooldeck._fast_records``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -19,45 +20,12 @@ from pydantic import (
     model_validator,
 )
 
+from tooldeck._fast_records import build, trusted
 from tooldeck._untrusted import SHORT_JSON, argument_problem, unusable_text
 from tooldeck.errors import ErrorCode
 
 FROZEN = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
 """The configuration of every record here and in ``tooldeck.results``."""
-
-RecordT = TypeVar("RecordT", bound=BaseModel)
-
-
-def build(cls: type[RecordT], fields: dict[str, Any]) -> RecordT:
-    """``cls(**fields)``, validated the same, through pydantic-core's validator directly:
-    the loop makes several records a round, and this skips ``BaseModel.__init__``'s Python
-    layer (about half a microsecond each)."""
-    record: RecordT = cls.__pydantic_validator__.validate_python(fields)
-    return record
-
-
-_new = object.__new__
-_set = object.__setattr__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-def trusted(cls: type[RecordT], fields: dict[str, Any], given: Iterable[str]) -> RecordT:
-    """A record of values already checked (text the loop made, records it holds), made
-    without validating them again: what pydantic's ``model_construct`` does, without its
-    Python loop over the fields (half the time of ``build``; the loop makes four a round).
-
-    ``fields`` holds every field, defaults included; ``given`` names those the caller set
-    (``model_fields_set``). Only for the loop's own records (``tooldeck.run._engine.records``), each
-    of which tests/test_records.py holds equal to the record made with validation.
-    """
-    record = _new(cls)
-    _set(record, "__dict__", fields)
-    _set_fields_set(record, set(given))  # the slots' own setters: a frozen model refuses
-    _set_extra(record, None)  # setattr, and object.__setattr__ looks the name up each time
-    _set_private(record, None)
-    return record
 
 
 class Usage(BaseModel):

@@ -129,7 +129,7 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     for info in found:
         paused = "  (a run waits for decisions)" if info.paused else ""
-        print(f"{info.session_id}  {count(info.turns, 'run')}  {info.title!r}{paused}")
+        print(f"{info.session_id}  {count(info.runs, 'run')}  {info.title!r}{paused}")
     if not found:
         print("no conversations yet", file=sys.stderr)
     return 0

@@ -11,7 +11,7 @@ protocols that the rooms above plug in through (``session.py``, ``observer.py``)
 ``_engine/`` is the engine those drive (the loop, its requests, calls and records): private.
 
 May import: ``tooldeck.errors``, ``tooldeck.messages``, ``tooldeck.results``,
-``tooldeck._untrusted``, ``tooldeck.tools``, ``tooldeck.models``. Never the rooms above it
-(sessions, runlog, observe, durable, serve, cli): they plug in through the protocols
-declared here.
+``tooldeck._untrusted``, ``tooldeck._budget``, ``tooldeck.tools``, ``tooldeck.models``.
+Never the rooms above it (sessions, runlog, observe, durable, serve, cli): they plug in
+through the protocols declared here.
 """

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from tooldeck.errors import ErrorCode, GuardrailTripped
 from tooldeck.messages import AssistantOutput, Message, ToolResult
 from tooldeck.results import RunResult, StopReason
+from tooldeck.run._engine.contexts import run_context
 from tooldeck.run._engine.request import Delta, Emit, with_deltas
 from tooldeck.run._engine.state import RunState, attach
 from tooldeck.run.capabilities import Capability
@@ -188,7 +189,7 @@ def stop(checked: GuardrailChecked, state: RunState | None = None) -> GuardrailT
 
 def context_of(state: RunState, round_: int, deps: Any) -> RunContext[Any]:
     """What an input or output guardrail is given: the run, no call."""
-    return RunContext("", "", deps, round_, state.run_id, None, state.messages)
+    return run_context(deps=deps, round=round_, run_id=state.run_id, messages=state.messages)
 
 
 async def judge_input(

@@ -42,7 +42,7 @@ class RunArgs(TypedDict, Generic[DepsT], total=False):
     and not on a resume (the checkpoint has it)."""
     session: Session | None
     """A conversation kept between runs (``tooldeck.sessions``): the run starts from its
-    history and commits its turn before its FinalAnswer; a resume claims its paused run."""
+    history and is stored in it before its FinalAnswer; a resume claims its paused run."""
     run_id: str | None
     """An id the application already has for this run (a request or workflow id); a random
     one is drawn otherwise. Not on a resume (the run keeps its id)."""

@@ -3,6 +3,12 @@
 The loop asks one ``RunPolicy`` per run: may this call run (``admit``), what happened
 (``record``), must the run stop before the next model request or after a round of calls.
 Adding a limit touches this file only.
+
+Of a run's spending, this file holds the limits of one run (``Limits``: its tokens and
+``max_cost_usd``) and the decisions; ``run/_engine/spending.py`` gathers the token and cost
+limits among them and what is left of them for agent tools' inner runs; ``run/budget.py``
+is the budget many runs share (``Budget``, whose ``max_cost_usd`` is the same bound counted
+over all the runs that draw on it; its class is in ``tooldeck._budget``).
 """
 
 from __future__ import annotations
@@ -59,8 +65,10 @@ class Limits:
     max_total_tokens: int | None = None
     """Input and output tokens together (stop reason ``max_tokens``)."""
     max_cost_usd: float | None = None
-    """US dollars the run may spend (``usage.cost_usd``; stop reason ``max_cost``). A
-    response whose cost is unknown stops the run too: the limit cannot be kept blind."""
+    """US dollars the run's responses may cost, its agent tools' inner runs included
+    (``usage.cost_usd``; stop reason ``max_cost``); ``Budget(max_cost_usd=...)`` is the same
+    bound for many runs together (stop reason ``budget``). A response whose cost is unknown
+    stops the run too: the limit cannot be kept blind."""
     max_parallel_calls: int | None = None
     """Calls of one turn that may run at once (the agent's ``max_concurrency``, if lower,
     wins)."""

@@ -94,9 +94,9 @@ class Session(Protocol):
         history summary, if any."""
         ...
 
-    async def append(self, turn: StoredRun, *, after: int) -> int:
-        """Append ``turn`` as entry ``after + 1`` and return that number; keep its summary
-        (``turn.summary``), in the same transaction, for ``load()`` to return.
+    async def append(self, run: StoredRun, *, after: int) -> int:
+        """Append ``run`` as entry ``after + 1`` and return that number; keep its summary
+        (``run.summary``), in the same transaction, for ``load()`` to return.
 
         Raises:
             SessionConflict: ``after`` is no longer the head: another writer came first.

@@ -26,17 +26,17 @@ from tooldeck.sessions._rows import (
     CLEARED,
     PAUSED,
     RESUMED,
-    TURN,
-    TURN_MESSAGES,
+    RUN_MESSAGES,
+    STORED_RUN,
     Place,
     Row,
     checked_row,
-    decode_turns,
+    decode_runs,
     first_problem,
 )
 
 SCHEMA_VERSION = 2
-"""The layout and row format this tooldeck writes (0: one row per message, before turns;
+"""The layout and row format this tooldeck writes (0: one row per message, before stored runs;
 1: no stored history summary)."""
 
 
@@ -76,7 +76,8 @@ LOAD = (
     "FROM tooldeck_session_log WHERE session_id = ? AND (kind = 'turn' OR seq = ("
     "SELECT max(seq) FROM tooldeck_session_log WHERE session_id = ?)) ORDER BY seq"
 )
-"""Every turn entry and the head entry; the bodies of turns the reader has not seen yet."""
+"""Every stored run's entry and the head entry; the bodies of those the reader has not seen
+yet."""
 HEAD = (
     "SELECT seq, run_id, kind, schema_version, body FROM tooldeck_session_log WHERE session_id = ? "
     "ORDER BY seq DESC LIMIT 1"
@@ -86,7 +87,7 @@ SAVE_SUMMARY = (
     "SET body = excluded.body, schema_version = excluded.schema_version, "
     "created_at = excluded.created_at"
 )
-"""Keep the latest summary of the session's earlier turns (``Summarize``), with its turn."""
+"""Keep the latest summary of the session's earlier runs (``Summarize``), with its stored run."""
 READ_SUMMARY = "SELECT schema_version, body FROM tooldeck_session_summary WHERE session_id = ?"
 DELETE_SUMMARY = "DELETE FROM tooldeck_session_summary WHERE session_id = ?"
 MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM tooldeck_session_log WHERE session_id = ?"
@@ -108,31 +109,32 @@ SummaryRow = tuple[int, str]
 
 
 class StaleCache(Exception):
-    """The session's entries changed under a TurnCache (a hand edit): load again, in full."""
+    """The session's entries changed under a StoredRunCache (a hand edit): load again, in full."""
 
 
-class TurnCache:
-    """The turns read or written by the session objects of one conversation, by entry number.
+class StoredRunCache:
+    """The stored runs read or written by the session objects of one conversation, by entry
+    number.
 
     An entry never changes once written (the log is append-only and its numbers are never
-    reused, not even by a clear), so loading again reads and decodes only the turns added
+    reused, not even by a clear), so loading again reads and decodes only the stored runs added
     since by others. An entry is known by its number and run id: if the log was rewritten by
-    hand, the next load reads everything again. Each load keeps only the turns the log still
+    hand, the next load reads everything again. Each load keeps only the stored runs the log still
     holds (another process may have cleared some). Shared by the session objects of one
-    conversation in a process (``tooldeck.sessions.turn_cache``); ``lock`` is held while a
+    conversation in a process (``tooldeck.sessions.stored_run_cache``); ``lock`` is held while a
     load or a write updates it.
     """
 
-    __slots__ = ("__weakref__", "lock", "seen", "size", "turns")
+    __slots__ = ("__weakref__", "lock", "runs", "seen", "size")
 
     def __init__(self) -> None:
         _every_cache.add(self)
         self.seen = 0
-        """Every turn entry up to this number is in ``turns``."""
-        self.turns: dict[tuple[int, str], tuple[Message, ...]] = {}
-        """(entry number, run id) -> the turn's messages."""
+        """Every stored run's entry up to this number is in ``runs``."""
+        self.runs: dict[tuple[int, str], tuple[Message, ...]] = {}
+        """(entry number, run id) -> the stored run's messages."""
         self.size = 0
-        """How many messages ``turns`` holds."""
+        """How many messages ``runs`` holds."""
         self.lock = threading.Lock()
 
     def forget(self) -> None:
@@ -141,15 +143,15 @@ class TurnCache:
 
     def _forget(self) -> None:
         self.seen = 0
-        self.turns = {}
+        self.runs = {}
         self.size = 0
 
-    def wrote(self, seq: int, turn: StoredRun | None) -> None:
-        """A session object committed entry ``seq`` (a turn, or another kind: None)."""
+    def wrote(self, seq: int, run: StoredRun | None) -> None:
+        """A session object committed entry ``seq`` (a stored run, or another kind: None)."""
         with self.lock:
-            if turn is not None and turn.checkpoint is None:
-                self.turns[seq, turn.run_id] = turn.messages
-                self.size += len(turn.messages)
+            if run is not None and run.checkpoint is None:
+                self.runs[seq, run.run_id] = run.messages
+                self.size += len(run.messages)
             if self.seen == seq - 1:
                 self.seen = seq
 
@@ -158,7 +160,7 @@ class TurnCache:
         return (self.seen, session_id, session_id)
 
 
-_every_cache: weakref.WeakSet[TurnCache] = weakref.WeakSet()
+_every_cache: weakref.WeakSet[StoredRunCache] = weakref.WeakSet()
 
 
 def _unlock_after_fork() -> None:
@@ -171,26 +173,26 @@ os.register_at_fork(after_in_child=_unlock_after_fork)
 
 
 def encode_messages(messages: tuple[Message, ...]) -> str:
-    """A turn's messages as a JSON array of ``Message.model_dump(mode="json")``, leaving out
+    """A stored run's messages as a JSON array of ``Message.model_dump(mode="json")``, leaving out
     fields at their defaults (empty tool calls, no call id...): a third less to read back."""
-    return TURN_MESSAGES.dump_json(messages, exclude_defaults=True).decode()
+    return RUN_MESSAGES.dump_json(messages, exclude_defaults=True).decode()
 
 
-def append_parameters(session_id: str, turn: StoredRun, after: int) -> tuple[Any, ...]:
-    """The parameters of APPEND for ``turn`` as entry ``after + 1``."""
-    if turn.checkpoint is not None:
-        kind, body = PAUSED, turn.checkpoint.to_json()
+def append_parameters(session_id: str, run: StoredRun, after: int) -> tuple[Any, ...]:
+    """The parameters of APPEND for ``run`` as entry ``after + 1``."""
+    if run.checkpoint is not None:
+        kind, body = PAUSED, run.checkpoint.to_json()
     else:
-        kind, body = TURN, encode_messages(turn.messages)
-    row = (session_id, after + 1, turn.run_id, kind, body, SCHEMA_VERSION, time.time())
+        kind, body = STORED_RUN, encode_messages(run.messages)
+    row = (session_id, after + 1, run.run_id, kind, body, SCHEMA_VERSION, time.time())
     return (*row, session_id, after)
 
 
-def summary_parameters(session_id: str, turn: StoredRun) -> tuple[Any, ...] | None:
-    """The parameters of SAVE_SUMMARY for a turn that carries a history summary."""
-    if turn.summary is None:
+def summary_parameters(session_id: str, run: StoredRun) -> tuple[Any, ...] | None:
+    """The parameters of SAVE_SUMMARY for a stored run that carries a history summary."""
+    if run.summary is None:
         return None
-    return (session_id, turn.summary.model_dump_json(), SCHEMA_VERSION, time.time())
+    return (session_id, run.summary.model_dump_json(), SCHEMA_VERSION, time.time())
 
 
 def claim_parameters(session_id: str, run_id: str, after: int) -> tuple[Any, ...]:
@@ -207,13 +209,13 @@ def cleared_row(session_id: str, head: int) -> tuple[Any, ...]:
 def read_history(
     rows: Sequence[Row],
     where: str,
-    cache: TurnCache,
+    cache: StoredRunCache,
     summary: SummaryRow | None = None,
     *,
     session_id: str = "",
 ) -> History:
-    """The History of LOAD's rows (and READ_SUMMARY's row): every turn's messages, the head,
-    a paused run, the summary of earlier turns."""
+    """The History of LOAD's rows (and READ_SUMMARY's row): every stored run's messages, the
+    head, a paused run, the summary of earlier runs."""
     place = Place(where, session_id)
     rows = [checked_row(row, place) for row in rows]
     _check_versions(rows, where)
@@ -227,28 +229,28 @@ def read_history(
 
 
 def _messages(
-    rows: Sequence[Row], place: Place, cache: TurnCache
+    rows: Sequence[Row], place: Place, cache: StoredRunCache
 ) -> tuple[tuple[Message, ...], tuple[tuple[str, int], ...]]:
-    """Every turn's messages: decoded from the rows that have a body, the rest from the
-    cache; and each turn's run id and message count."""
-    turns = cache.turns
-    fresh = [row for row in rows if row[2] == TURN and row[0] > cache.seen]
+    """Every stored run's messages: decoded from the rows that have a body, the rest from the
+    cache; and each one's run id and message count."""
+    runs = cache.runs
+    fresh = [row for row in rows if row[2] == STORED_RUN and row[0] > cache.seen]
     if fresh:
-        decoded = decode_turns(fresh, place)
-        turns.update(zip([(seq, run) for seq, run, *_ in fresh], decoded, strict=True))
-    keys = [(seq, run) for seq, run, kind, *_ in rows if kind == TURN]
+        decoded = decode_runs(fresh, place)
+        runs.update(zip([(seq, run) for seq, run, *_ in fresh], decoded, strict=True))
+    keys = [(seq, run) for seq, run, kind, *_ in rows if kind == STORED_RUN]
     try:
-        found = [turns[key] for key in keys]
+        found = [runs[key] for key in keys]
     except KeyError:  # the log was rewritten by hand under this cache
         cache._forget()
         raise StaleCache from None
-    if len(turns) > len(keys):  # turns cleared (by another process) since: let them go
-        cache.turns = dict(zip(keys, found, strict=True))
+    if len(runs) > len(keys):  # runs cleared (by another process) since: let them go
+        cache.runs = dict(zip(keys, found, strict=True))
     messages = tuple(chain.from_iterable(found))
     if rows:
         cache.seen = rows[-1][0]
     cache.size = len(messages)
-    stored = tuple((run, len(turn)) for (_, run), turn in zip(keys, found, strict=True))
+    stored = tuple((run, len(messages)) for (_, run), messages in zip(keys, found, strict=True))
     return messages, stored
 
 
@@ -316,7 +318,7 @@ def newer_schema(where: str, version: int) -> str:
 def conflict(session_id: str, after: int) -> SessionConflict:
     return SessionConflict(
         f"session {session_id!r} changed while this run ran: the run started after entry "
-        f"{after}, but another run or resume stored entry {after + 1} first. This run's turn "
+        f"{after}, but another run or resume stored entry {after + 1} first. This run "
         "was not stored (it is in this error's .result): run the prompt again to continue from "
         "the session as it is now."
     )
@@ -329,22 +331,23 @@ def already_claimed(session_id: str, run_id: str) -> CheckpointError:
     )
 
 
-def turns_from_v0(rows: Iterable[tuple[str, int, str, str]], where: str) -> list[tuple[Any, ...]]:
-    """Schema 0's message rows grouped into schema 1's turn rows: a run's messages, one turn.
+def runs_from_v0(rows: Iterable[tuple[str, int, str, str]], where: str) -> list[tuple[Any, ...]]:
+    """Schema 0's message rows grouped into schema 1's stored runs: a run's messages, one
+    entry.
 
     Rows come ordered by session and position. Each message is read and written again as
     this tooldeck's Message, so a row that does not parse stops the migration (nothing is
     changed: the migration is one transaction).
     """
-    turns: list[tuple[Any, ...]] = []
+    entries: list[tuple[Any, ...]] = []
     now = time.time()
     for session_id, session_rows in groupby(rows, key=itemgetter(0)):
         runs = groupby(session_rows, key=itemgetter(2))
         for seq, (run_id, run_rows) in enumerate(runs, start=1):
             messages = tuple(_v0_message(row, where) for row in run_rows)
             body = encode_messages(messages)
-            turns.append((session_id, seq, run_id, TURN, body, SCHEMA_VERSION, now))
-    return turns
+            entries.append((session_id, seq, run_id, STORED_RUN, body, SCHEMA_VERSION, now))
+    return entries
 
 
 def _v0_message(row: tuple[str, int, str, str], where: str) -> Message:

@@ -1,4 +1,4 @@
-"""A row of the session log, read back: each column checked, each turn's body decoded.
+"""A row of the session log, read back: each column checked, each stored run's body decoded.
 
 The database is a file (or a server) other programs may write: a row may hold any type in
 any column. Each is checked before it is used, and a row that is not what tooldeck writes
@@ -15,13 +15,15 @@ from pydantic import TypeAdapter, ValidationError
 from tooldeck.errors import SessionError
 from tooldeck.messages import Message
 
-TURN, PAUSED, RESUMED, CLEARED = "turn", "paused", "resumed", "cleared"
-_KINDS = frozenset((TURN, PAUSED, RESUMED, CLEARED))
+STORED_RUN, PAUSED, RESUMED, CLEARED = "turn", "paused", "resumed", "cleared"
+"""The ``kind`` column's values, as written to disk: a stored run's is ``'turn'`` (a name
+from before the word; stored sessions hold it, so it stays)."""
+_KINDS = frozenset((STORED_RUN, PAUSED, RESUMED, CLEARED))
 
 Row = tuple[int, str, str, int, str | None]
 """seq, run_id, kind, schema_version, body."""
 
-TURN_MESSAGES = TypeAdapter(tuple[Message, ...])
+RUN_MESSAGES = TypeAdapter(tuple[Message, ...])
 
 
 class Place:
@@ -62,20 +64,20 @@ def checked_row(row: Sequence[Any], place: Place) -> Row:
     return (seq, run_id, kind, version, body)
 
 
-def decode_turns(rows: Sequence[Row], place: Place) -> list[tuple[Message, ...]]:
-    """The messages of turn entries, each body decoded on its own: no body can run into the
+def decode_runs(rows: Sequence[Row], place: Place) -> list[tuple[Message, ...]]:
+    """The messages of stored run entries, each body decoded on its own: no body can run into the
     next (as ``[a],[b`` and ``c]`` would, joined in one array)."""
-    return [_turn(body, seq, place) for seq, _, _, _, body in rows]
+    return [_run_messages(body, seq, place) for seq, _, _, _, body in rows]
 
 
-def _turn(body: str | None, seq: int, place: Place) -> tuple[Message, ...]:
+def _run_messages(body: str | None, seq: int, place: Place) -> tuple[Message, ...]:
     if body is None:
         raise SessionError(
-            f"{place.entry(seq)} cannot be read: it is a turn with no body (NULL); "
+            f"{place.entry(seq)} cannot be read: it is a stored run with no body (NULL); "
             "its messages are lost. Delete the entry, or clear the session, to go on"
         )
     try:
-        return TURN_MESSAGES.validate_json(body)
+        return RUN_MESSAGES.validate_json(body)
     except ValidationError as error:
         raise SessionError(f"{place.entry(seq)} cannot be read: {first_problem(error)}") from None
 

@@ -1,6 +1,6 @@
 """What ``SQLiteSession`` and ``PostgresSession`` share besides their SQL (``_log``,
-``_journal``): the session id, the process's decoded turns of the conversation
-(``turn_cache``), and reading a loaded history from the rows a store fetched."""
+``_journal``): the session id, the process's decoded stored runs of the
+conversation (``stored_run_cache``), and reading a loaded history from the rows a store fetched."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Self
 
 from tooldeck.run.session import History, StoredRun
 from tooldeck.sessions import _journal, _log
-from tooldeck.sessions._cache import turn_cache
+from tooldeck.sessions._cache import stored_run_cache
 from tooldeck.sessions._rows import Row
 
 
@@ -21,7 +21,7 @@ def check_session_id(session_id: str) -> None:
 
 
 class StoredSession(ABC):
-    """A conversation kept in a database, its decoded turns shared in the process."""
+    """A conversation kept in a database, its decoded stored runs shared in the process."""
 
     def __init__(self, session_id: str, where: str, cache_key: Hashable) -> None:
         """``session_id`` as ``check_session_id`` accepted it (before the store's own checks)."""
@@ -30,7 +30,7 @@ class StoredSession(ABC):
         """The database, as an error names it."""
         self._place = f"session {session_id!r} in {where}"
         self._cache_key = cache_key
-        self._turns = turn_cache.get(cache_key)
+        self._stored = stored_run_cache.get(cache_key)
 
     @property
     def session_id(self) -> str:
@@ -88,17 +88,17 @@ class StoredSession(ABC):
         """The history the rows of LOAD, READ_SUMMARY and the journal's LATEST make up."""
         try:
             history = _log.read_history(
-                rows, self._where, self._turns, summary, session_id=self._session_id
+                rows, self._where, self._stored, summary, session_id=self._session_id
             )
         finally:
-            turn_cache.used(self._cache_key, self._turns)
+            stored_run_cache.used(self._cache_key, self._stored)
         return _journal.with_unfinished(history, journal, self._place)
 
-    def _wrote(self, entry: int, turn: StoredRun | None) -> None:
-        """Remember entry ``entry`` just written (a turn, or None for a claim)."""
-        self._turns.wrote(entry, turn)
-        turn_cache.used(self._cache_key, self._turns)
+    def _wrote(self, entry: int, run: StoredRun | None) -> None:
+        """Remember entry ``entry`` just written (a stored run, or None for a claim)."""
+        self._stored.wrote(entry, run)
+        stored_run_cache.used(self._cache_key, self._stored)
 
     def _cleared(self) -> None:
-        self._turns.forget()
-        turn_cache.used(self._cache_key, self._turns)
+        self._stored.forget()
+        stored_run_cache.used(self._cache_key, self._stored)

@@ -4,7 +4,7 @@ machines sharing conversations.
 The schema and the rules are SQLiteSession's: one ``tooldeck_session_log`` table (in the
 connection's ``search_path``), an append that succeeds only if the session's head is the
 one the run started from, every write one transaction. Durability is the server's: with
-PostgreSQL's default ``synchronous_commit=on`` a committed turn is flushed to its WAL.
+PostgreSQL's default ``synchronous_commit=on`` a committed run is flushed to its WAL.
 """
 
 from __future__ import annotations
@@ -102,21 +102,21 @@ class PostgresSession(StoredSession):
     async def _load(self) -> History:
         session_id = self._session_id
         async with self._connection() as db:
-            cursor = await db.execute(_LOAD, self._turns.load_parameters(session_id))
+            cursor = await db.execute(_LOAD, self._stored.load_parameters(session_id))
             rows = await cursor.fetchall()
             cursor = await db.execute(_READ_SUMMARY, (session_id,))
             summary = await cursor.fetchone()
             journal = await (await db.execute(_LATEST, (session_id, session_id))).fetchall()
         return self._history(rows, summary, journal)
 
-    async def append(self, turn: StoredRun, *, after: int) -> int:
-        """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
-        parameters = _log.append_parameters(self._session_id, turn, after)
-        summary = _log.summary_parameters(self._session_id, turn)
+    async def append(self, run: StoredRun, *, after: int) -> int:
+        """Append ``run`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
+        parameters = _log.append_parameters(self._session_id, run, after)
+        summary = _log.summary_parameters(self._session_id, run)
         written = await self._write(_insert_with_summary, (parameters, summary, None))
         if not written:
             raise _log.conflict(self._session_id, after)
-        self._wrote(after + 1, turn)
+        self._wrote(after + 1, run)
         return after + 1
 
     async def _keep_step(self, parameters: tuple[Any, ...]) -> None:
@@ -137,7 +137,7 @@ class PostgresSession(StoredSession):
         opened = _journal.write_parameters(self._session_id, run_id, 0, opening)
         if not await self._write(_claim_and_open, (parameters, opened)):
             raise _log.already_claimed(self._session_id, run_id)
-        self._turns.wrote(after + 1, None)
+        self._stored.wrote(after + 1, None)
         return after + 1
 
     async def read_steps(self, run_id: str) -> tuple[str, ...]:
@@ -165,7 +165,7 @@ class PostgresSession(StoredSession):
         parameters = _log.claim_parameters(self._session_id, run_id, after)
         if not await self._write(_insert_if_head, (_CLAIM, parameters), one_statement=True):
             raise _log.already_claimed(self._session_id, run_id)
-        self._turns.wrote(after + 1, None)
+        self._stored.wrote(after + 1, None)
         return after + 1
 
     async def start_call(self, key: str, tool_name: str) -> RecordedCall | None:
@@ -328,7 +328,7 @@ async def _insert_with_summary(
     db: Connection,
     entry: tuple[tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...] | None],
 ) -> bool:
-    """APPEND, the session's journal dropped, the turn's summary kept and (for a run closed
+    """APPEND, the session's journal dropped, the stored run's summary kept and (for a run closed
     as the next one opens) the next run's opening written, in the caller's transaction."""
     parameters, summary, opened = entry
     if not await _insert_if_head(db, (_APPEND, parameters)):
@@ -375,7 +375,7 @@ async def _prepare_schema(db: Connection, where: str) -> None:
         if version == 0:
             old_rows = await (await db.execute(_log.READ_V0)).fetchall()
             async with db.cursor() as cursor:
-                await cursor.executemany(_INSERT, _log.turns_from_v0(old_rows, where))
+                await cursor.executemany(_INSERT, _log.runs_from_v0(old_rows, where))
             await db.execute(f"DROP TABLE {_log.V0_TABLE}")
         await db.execute(_log.SET_VERSION[0])
         await db.execute(_pg(_log.SET_VERSION[1]), (_log.SCHEMA_VERSION,))

@@ -5,9 +5,9 @@ Every SQLiteSession of one file in a process shares one connection, owned by one
 for the writer) with a busy timeout for writers of other processes, and every write is one
 ``BEGIN IMMEDIATE`` transaction, rolled back on any error so no lock outlives it.
 
-Durability: ``synchronous=NORMAL`` by default. A committed turn survives the process being
+Durability: ``synchronous=NORMAL`` by default. A committed run survives the process being
 killed at any point (SIGKILL included); a power cut or an operating-system crash may lose
-the turns committed since the last WAL checkpoint, but never leaves half a turn or a damaged
+the runs committed since the last WAL checkpoint, but never leaves half a run or a damaged
 file. ``synchronous="FULL"`` adds an fsync to every commit (power-cut safe), which on this
 machine's disk costs more than the whole commit otherwise does.
 """
@@ -47,7 +47,7 @@ class SQLiteSession(StoredSession):
             file and its missing folders are created on first use.
         session_id: Which conversation of the file this is.
         synchronous: ``"NORMAL"`` (default: survives a killed process, may lose the latest
-            turns on a power cut) or ``"FULL"`` (an fsync per commit: survives a power cut).
+            runs stored on a power cut) or ``"FULL"`` (an fsync per commit: survives a power cut).
         busy_timeout_s: How long a write waits for another process's write to finish
             before it fails with SessionError.
 
@@ -90,18 +90,18 @@ class SQLiteSession(StoredSession):
         """LOAD, read and decoded in the database's thread, with the latest run opened in
         the journal."""
         session_id = self._session_id
-        rows = db.execute(_log.LOAD, self._turns.load_parameters(session_id)).fetchall()
+        rows = db.execute(_log.LOAD, self._stored.load_parameters(session_id)).fetchall()
         summary = db.execute(_log.READ_SUMMARY, (session_id,)).fetchone()
         journal = db.execute(_journal.LATEST, (session_id, session_id)).fetchall()
         return self._history(rows, summary, journal)
 
-    async def append(self, turn: StoredRun, *, after: int) -> int:
-        """Append ``turn`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
+    async def append(self, run: StoredRun, *, after: int) -> int:
+        """Append ``run`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
         parameters = (
-            _log.append_parameters(self._session_id, turn, after),
-            _log.summary_parameters(self._session_id, turn),
+            _log.append_parameters(self._session_id, run, after),
+            _log.summary_parameters(self._session_id, run),
         )
-        if not await self._run(lambda db: self._commit(db, _append, parameters, turn)):
+        if not await self._run(lambda db: self._commit(db, _append, parameters, run)):
             raise _log.conflict(self._session_id, after)
         return after + 1
 
@@ -156,12 +156,12 @@ class SQLiteSession(StoredSession):
         db: sqlite3.Connection,
         insert: Callable[[sqlite3.Connection, _Entry], bool],
         parameters: _Entry,
-        turn: StoredRun | None,
+        run: StoredRun | None,
     ) -> bool:
-        """Write one entry, in the database's thread; remember a turn it wrote."""
+        """Write one entry, in the database's thread; remember a stored run it wrote."""
         written = _write(db, insert, parameters)
         if written:
-            self._wrote(parameters[0][1], turn)
+            self._wrote(parameters[0][1], run)
         return written
 
     async def start_call(self, key: str, tool_name: str) -> RecordedCall | None:
@@ -377,7 +377,7 @@ def _prepare_schema(db: sqlite3.Connection, where: str) -> None:
         db.execute(statement)
     if version == 0:
         old_rows = db.execute(_log.READ_V0).fetchall()
-        db.executemany(_log.INSERT, _log.turns_from_v0(old_rows, where))
+        db.executemany(_log.INSERT, _log.runs_from_v0(old_rows, where))
         db.execute(f"DROP TABLE {_log.V0_TABLE}")
     db.execute(_log.SET_VERSION[0])
     db.execute(_log.SET_VERSION[1], (_log.SCHEMA_VERSION,))

@@ -7,7 +7,9 @@ ask about its call (``RunContext``), ``mcp/`` the MCP client toolset, ``builtin/
 file and shell tools.
 
 May import: ``tooldeck.errors``, ``tooldeck.messages``, ``tooldeck.results``,
-``tooldeck._untrusted``. Never ``tooldeck.models`` or ``tooldeck.run`` (or anything above).
+``tooldeck._untrusted``, ``tooldeck._budget`` (the shared budget's class, which a tool's
+``RunContext.budget`` names). Never ``tooldeck.models`` or ``tooldeck.run`` (or anything
+above).
 """
 
 from tooldeck.tools.context import RunContext

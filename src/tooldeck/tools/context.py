@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from tooldeck._budget import Budget
 from tooldeck.errors import ToolDeckError
 from tooldeck.messages import Message
 from tooldeck.results import Checkpoint, Decision
@@ -89,15 +90,15 @@ class RunContext(Generic[DepsT]):
     """Set when the run is cancelled (a run started with ``agent.start()``): a long sync
     tool can poll ``ctx.cancelled.is_set()`` and stop early; set too when an AG-UI client
     goes away or an MCP client cancels a served call. None for other runs."""
-    budget: Any = field(default=None, repr=False)
-    """The spending budget the run draws on (``run(budget=...)``, a
-    ``tooldeck.run.budget.Budget``), None without one: the inner runs of agent tools draw
-    on it too. (Typed loosely: the tools layer cannot name the run layer's class.)"""
+    budget: Budget | None = field(default=None, repr=False)
+    """The spending budget the run's calls draw on (``run(budget=...)``, or what is left of
+    the run's own token and cost limits), None without either: the inner runs of agent
+    tools draw on it too."""
     inherited: Any = field(default=None, repr=False)
     """For a tool whose entry says ``emits_events`` (an agent tool): what the run made
     inside this call inherits from this run, a ``tooldeck.run._engine.inherited.Inherited`` (the
     run-level guardrails and untrusted-content policy, the taint, the cancel signal); None
-    for other calls. (Typed loosely, as ``budget``.)"""
+    for other calls. (Typed loosely: the tools room cannot name the run's class.)"""
     states: dict[str, Any] | None = field(default=None, repr=False)
     """The states of the run's capabilities by name: read one with
     ``capability.state(ctx)`` (None when no capability of the run keeps one)."""

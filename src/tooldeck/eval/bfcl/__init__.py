@@ -2,7 +2,7 @@
 
 The data is BFCL v4's (Berkeley Function Calling Leaderboard, Apache-2.0; the licence and
 its notes are in ``data/`` beside this module). Each record becomes an ``EvalCase``: its
-functions become tools (``tooldeck.tools.dialects.bfcl_tools``, with stub handlers), its
+functions become tools (``dialect.bfcl_tools``, beside this module, with stub handlers), its
 ground truth the expected calls (any order in the ``parallel*`` categories, which also ask
 the model for parallel calls), and an irrelevance record expects no call (a
 ``live_relevance`` record any call). Please credit BFCL where results are reported.
@@ -16,10 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tooldeck.eval.bfcl.dialect import bfcl_tools
 from tooldeck.eval.cases import EvalCase, ExpectCalls, ExpectDecision
 from tooldeck.eval.errors import UnknownSuite
 from tooldeck.messages import Message
-from tooldeck.tools.dialects import bfcl_tools
 from tooldeck.tools.registry import ToolEntry
 
 DATA = Path(__file__).resolve().parent / "data"

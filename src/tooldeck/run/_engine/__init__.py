@@ -7,6 +7,7 @@ turn's calls (``calls/``), record (``state.py``), repeat. ``starting.py`` opens 
 in a session (``recovery.py`` closes what a crash left open), ``checkpoint.py`` stores a
 pause, ``once.py`` and ``records.py`` keep side effects at most once, ``spending.py`` meters
 a run against its limits and budget, ``inherited.py`` carries run-level safety into handoffs
-and inner runs. The public modules one level up (``Agent``, the options, events, limits,
-guardrails, capabilities...) are what users import; they drive this package.
+and inner runs, ``contexts.py`` builds every ``RunContext`` a run gives. The public modules
+one level up (``Agent``, the options, events, limits, guardrails, capabilities...) are what
+users import; they drive this package.
 """

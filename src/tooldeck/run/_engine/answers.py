@@ -11,6 +11,7 @@ from tooldeck.errors import ErrorCode
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.results import RunResult, StopReason, ToolTrace
+from tooldeck.run._engine.contexts import run_context
 from tooldeck.run._engine.prompted import ForcedCallHint, PromptedFallback
 from tooldeck.run._engine.state import RunState, attach
 from tooldeck.run.output import (
@@ -22,7 +23,6 @@ from tooldeck.run.output import (
     prompted_instructions,
 )
 from tooldeck.run.policy import RunPolicy
-from tooldeck.tools.context import RunContext
 from tooldeck.tools.registry import ToolView
 
 
@@ -127,7 +127,13 @@ async def take_answer(
         return None
     if isinstance(verdict, Accepted):
         call_id = call.id if call else ""
-        context = RunContext(call_id, FINAL_ANSWER, deps, policy.rounds, state.run_id)
+        context = run_context(
+            call_id=call_id,
+            tool_name=FINAL_ANSWER,
+            deps=deps,
+            round=policy.rounds,
+            run_id=state.run_id,
+        )
         verdict = await plan.check(verdict, context)
     if isinstance(verdict, Accepted):
         _answer_final_call(state, call, ToolResult.success("final answer accepted"))

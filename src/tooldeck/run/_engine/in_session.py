@@ -397,7 +397,7 @@ async def _committing(
     head: int,
     cancel: CancelSignal | None,
 ) -> AsyncGenerator[Event, None]:
-    """Pass the run's events on; commit its turn before its FinalAnswer is handed over
+    """Pass the run's events on; store the run before its FinalAnswer is handed over
     (a cancelled run's too, unless its canceller said not to). Closing this stream closes
     the run's at once (its request and calls stop). For a store that keeps no journal."""
     try:
@@ -418,13 +418,13 @@ def _kept(result: RunResult[Any], cancel: CancelSignal | None) -> bool:
 
 async def _commit(session: Session, result: RunResult[Any], start: int, head: int) -> None:
     if result.checkpoint is not None:
-        turn = StoredRun(result.run_id, checkpoint=result.checkpoint)
+        stored = StoredRun(result.run_id, checkpoint=result.checkpoint)
     else:
-        turn = StoredRun(
+        stored = StoredRun(
             result.run_id, messages=result.messages[start:], summary=result.history_summary
         )
     try:
-        await session.append(turn, after=head)
+        await session.append(stored, after=head)
     except SessionError as error:
         error.result = result
         raise

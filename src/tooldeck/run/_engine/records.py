@@ -2,14 +2,15 @@
 
 A tool message from the text a call's result holds, the assistant message of a turn that
 ``safe_output`` made safe, a success from a tool's text, a call's trace from the call and
-its result: each is made with ``messages.trusted`` (no second validation of values that are
+its result: each is made with ``_fast_records.trusted`` (no second validation of values that are
 validated records or the loop's own text), which halves what they cost. The public
 constructors (``Message.tool``, ``ToolResult.success``, ...) validate as always.
 """
 
 from __future__ import annotations
 
-from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, trusted
+from tooldeck._fast_records import trusted
+from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult
 from tooldeck.results import ToolTrace
 
 _TOOL_GIVEN = ("role", "content", "tool_call_id")

@@ -22,6 +22,7 @@ from tooldeck.errors import ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult, Usage
 from tooldeck.results import Decision, Reject, RunResult, StopReason, ToolTrace
 from tooldeck.run._engine.checkpoint import restore
+from tooldeck.run._engine.contexts import run_context
 from tooldeck.run._engine.journal import Journaled, apply_steps
 from tooldeck.run._engine.once import reconciled
 from tooldeck.run._engine.records import traced
@@ -154,7 +155,14 @@ async def _settled(
 
 
 def _context(call: ToolCall, state: RunState, round_: int) -> RunContext[Any]:
-    return RunContext(call.id, call.name, None, round_, state.run_id, messages=state.messages)
+    return run_context(
+        call_id=call.id,
+        tool_name=call.name,
+        deps=None,
+        round=round_,
+        run_id=state.run_id,
+        messages=state.messages,
+    )
 
 
 def stored_result(

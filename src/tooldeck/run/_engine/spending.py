@@ -1,6 +1,11 @@
 """The run's token and cost limits (``Limits.max_*_tokens``, ``max_cost_usd``): when a run's
 usage has reached one, it sends no more requests (not even for a last answer). The runs
-made inside its calls (agent tools) draw on what is left of them (``left_for_calls``)."""
+made inside its calls (agent tools) draw on what is left of them (``left_for_calls``).
+
+The limits themselves are declared in ``run/policy.py`` (``Limits``), whose ``RunPolicy``
+asks this file; ``SpendingLimits.max_cost_usd`` is a copy of ``Limits.max_cost_usd``, and
+``LeftForCalls`` is a ``Budget`` (``run/budget.py``) whose limits are what is left of them.
+"""
 
 from __future__ import annotations
 

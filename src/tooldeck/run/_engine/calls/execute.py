@@ -26,7 +26,6 @@ from tooldeck.run._engine.calls.texts import (
 from tooldeck.run._engine.checkpoint import call_digest
 from tooldeck.run._engine.once import run_once
 from tooldeck.run._engine.records import succeeded
-from tooldeck.tools.context import RunContext
 from tooldeck.tools.handler import HandlerOutput, Pause, ToolOutcome
 from tooldeck.tools.outputs import limited
 from tooldeck.tools.slots import slots_for
@@ -67,22 +66,7 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None, once: bool
     its record was read, run it)."""
     call, entry = item.call, item.entry
     options = entry.options
-    context = RunContext(
-        call.id,
-        call.name,
-        round_.deps,
-        round_.round,
-        round_.run_id,
-        round_.options.registry,
-        round_.messages,
-        emit,
-        item.resumed,
-        round_.outputs,
-        round_.cancelled,
-        round_.budget,
-        None if emit is None else round_.passed_on(),  # a run inside the call inherits
-        round_.states,
-    )
+    context = round_.context(call, emit, item.resumed)  # emit: a run inside it inherits
     if round_.records is not None and once and options.side_effects:
         run = partial(_bounded, item, round_, emit, False)
         return await run_once(round_.records, item, context, run)

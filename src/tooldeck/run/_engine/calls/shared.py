@@ -11,6 +11,7 @@ from tooldeck._untrusted import repaired, valid_text
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult
 from tooldeck.results import ToolTrace
+from tooldeck.run._engine.contexts import run_context
 from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import NOTHING, AfterUntrusted, Inherited
 from tooldeck.run._engine.records import traced
@@ -98,20 +99,23 @@ class CallRound:
     def context(
         self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
     ) -> RunContext[Any]:
-        """The RunContext a tool (or a middleware hook, or an approval rule) is given."""
-        return RunContext(
-            call.id,
-            call.name,
-            self.deps,
-            self.round,
-            self.run_id,
-            self.options.registry,
-            self.messages,
-            emit,
-            resumed,
-            self.outputs,
-            self.cancelled,
-            self.budget,
+        """The RunContext a tool (or a middleware hook, or an approval rule) is given; a call
+        that may emit events (an agent tool, ``emit`` given) is passed on what a run made
+        inside it inherits (``passed_on``)."""
+        return run_context(  # the call's, then the round's
+            call_id=call.id,
+            tool_name=call.name,
+            emit=emit,
+            resumed=resumed,
+            inherited=None if emit is None else self.passed_on(),
+            deps=self.deps,
+            round=self.round,
+            run_id=self.run_id,
+            registry=self.options.registry,
+            messages=self.messages,
+            outputs=self.outputs,
+            cancelled=self.cancelled,
+            budget=self.budget,
             states=self.states,
         )
 

@@ -1,4 +1,8 @@
-"""Tool definitions written in other dialects, turned into tooldeck tools.
+"""Tool definitions written in BFCL's format, turned into tooldeck tools.
+
+It serves the evaluation (``tooldeck.eval.bfcl`` builds each case's tools with it), so it
+lives beside BFCL's data; ``tooldeck.tools.dialects``, its path before, still imports (with a
+DeprecationWarning).
 
 BFCL (the Berkeley Function Calling Leaderboard) writes functions as
 ``{"name", "description", "parameters"}`` where ``parameters`` is JSON-Schema-like but uses
