@@ -106,9 +106,9 @@ def test_run_context_is_built_in_one_place_by_name() -> None:
 
 
 def test_the_one_place_passes_each_field_its_own_parameter() -> None:
-    """``run_context`` is keyword-only for its callers; inside, it calls the class
-    positionally (a class called with keywords costs a dict a call), so each argument must
-    be the parameter named as the field in its place."""
+    """``run_context``'s parameters are RunContext's fields in their order; inside, it calls
+    the class positionally (a class called with keywords costs a dict a call), so each
+    argument must be the parameter named as the field in its place."""
     import dataclasses
     import inspect
 
@@ -117,8 +117,7 @@ def test_the_one_place_passes_each_field_its_own_parameter() -> None:
 
     fields = [field.name for field in dataclasses.fields(RunContext)]
     parameters = inspect.signature(run_context).parameters.values()
-    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters)
-    assert sorted(p.name for p in parameters) == sorted(fields)
+    assert [p.name for p in parameters] == fields  # a positional call is the field order
     tree = ast.parse((SRC / "run" / "_engine" / "contexts.py").read_text(encoding="utf-8"))
     (call,) = [node for node in ast.walk(tree) if _builds_run_context(node)]
     assert isinstance(call, ast.Call)
@@ -129,3 +128,17 @@ def test_the_one_place_passes_each_field_its_own_parameter() -> None:
 def test_the_one_place_check_sees_every_way_of_building_it() -> None:
     tree = ast.parse("RunContext('a', 'b', None)\nRunContext[int](x=1)\ncontext.RunContext()")
     assert sum(_builds_run_context(node) for node in ast.walk(tree)) == 3
+
+
+def test_only_the_per_call_context_passes_the_fields_by_position() -> None:
+    """Every other caller of ``run_context`` names each field it gives."""
+    positional = [
+        path.relative_to(SRC).as_posix()
+        for path, tree in trees()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "run_context"
+        and node.args
+    ]
+    assert positional == ["run/_engine/calls/shared.py"]

@@ -188,7 +188,8 @@ class Agent(Generic[DepsT, OutputT]):
         if built.wrap_tool is not None:
             self._tools = self._tools.wrapped(built.wrap_tool)
         self.history_strategy = built.history
-        self._observers = built.observers
+        self.observers: tuple[Observing, ...] = built.observers
+        """The agent's capabilities that read each run's events (the run log among them)."""
         instrument = shorthands.get("instrument")
         self.instrument: Tracing | Literal[False] | None = (
             False if instrument is False else built.tracing
@@ -211,17 +212,12 @@ class Agent(Generic[DepsT, OutputT]):
         self._stores_outputs = stores_outputs(large.mode, self._tools)
 
     @property
-    def observers(self) -> tuple[Observing, ...]:
-        """The agent's capabilities that read each run's events (the run log among them)."""
-        return self._observers
-
-    @property
     def run_log(self) -> StreamObserver | None:
         """The run log (or any StreamObserver) that sees every run's events; None: off.
         Setting it replaces the agent's ``Observing`` capabilities with it."""
-        if not self._observers:
+        if not self.observers:
             return None
-        first = self._observers[0]
+        first = self.observers[0]
         inner = getattr(first, "_observer", None)
         return first if inner is None else cast(StreamObserver, inner)
 
@@ -229,7 +225,7 @@ class Agent(Generic[DepsT, OutputT]):
     def run_log(self, log: StreamObserver | None) -> None:
         kept = [item for item in self.capabilities if not isinstance(item, Observing)]
         self.capabilities = (*kept, *(() if log is None else (observing(log),)))
-        self._observers = tuple(item for item in self.capabilities if isinstance(item, Observing))
+        self.observers = tuple(item for item in self.capabilities if isinstance(item, Observing))
 
     _wrappers = RunWrappers()
     """What ``wrapped`` passed this copy through (agents handed its runs pass through too)."""
@@ -470,8 +466,10 @@ class Agent(Generic[DepsT, OutputT]):
             self.on_limit,
             self.checkpoint_key,
             self._guards,
-            hooks=self._run_hooks,
-            capabilities=self.capabilities,
+            None,  # handoffs and inherits: set by the handover for the runs that have them
+            None,
+            self._run_hooks,  # positional: keywords cost a dict on every run
+            self.capabilities,
         )
 
 

@@ -189,7 +189,14 @@ def stop(checked: GuardrailChecked, state: RunState | None = None) -> GuardrailT
 
 def context_of(state: RunState, round_: int, deps: Any) -> RunContext[Any]:
     """What an input or output guardrail is given: the run, no call."""
-    return run_context(deps=deps, round=round_, run_id=state.run_id, messages=state.messages)
+    return run_context(
+        call_id="",
+        tool_name="",
+        deps=deps,
+        round=round_,
+        run_id=state.run_id,
+        messages=state.messages,
+    )
 
 
 async def judge_input(

@@ -1,8 +1,11 @@
 """The one place a run builds a ``RunContext``: for a tool's handler, a middleware hook, an
 approval rule, a guardrail, an output validator, a recovered call's ``reconcile``.
 
-Callers name every field (keyword-only): a field added to ``RunContext`` is added here, and
-given by the callers that know it (the others keep its default).
+Its parameters are ``RunContext``'s fields in their order: callers name each field they give
+(a field added to ``RunContext`` is added here, and given by the callers that know it),
+but for the one on every tool call, ``CallRound.context``, which passes them in that order:
+a call with fourteen keywords costs 0.4 us more than one with fourteen positions, 2% of a
+W1a round.
 """
 
 from __future__ import annotations
@@ -18,14 +21,13 @@ from tooldeck.tools.outputs import OutputStore
 
 
 def run_context(
-    *,
+    call_id: str,
+    tool_name: str,
     deps: Any,
-    round: int,
-    run_id: str,
-    call_id: str = "",
-    tool_name: str = "",
-    messages: Sequence[Message] = (),
+    round: int = 0,
+    run_id: str = "",
     registry: ToolChanges | None = None,
+    messages: Sequence[Message] = (),
     emit: Callable[[Any], None] | None = None,
     resumed: Resumption | None = None,
     outputs: OutputStore | None = None,

@@ -419,7 +419,8 @@ def _call_round(
         start.records,
         state.tainted_by,
         setup.inherits or _own_rules(setup),
-        states=state.states,
+        None,  # the budget: set as each round starts (``_moved``)
+        state.states,  # positional: keywords cost a dict on every run
     )
 
 
@@ -427,7 +428,9 @@ def _own_rules(setup: RunSetup) -> Inherited | None:
     """The agent's own run-level rules, which the runs made inside its calls inherit (None
     for an agent without guardrails or untrusted-content policy: the usual run)."""
     calls = setup.calls
-    lasting = tuple(item for item in setup.capabilities if item.run_level)
+    lasting = (
+        tuple(item for item in setup.capabilities if item.run_level) if setup.capabilities else ()
+    )
     if (
         setup.guards is None
         and not calls.tool_guardrails

@@ -42,8 +42,7 @@ class StartingAgent(HandoffAgent, Protocol):
     @property
     def instrument(self) -> Instrumenter | Literal[False] | None: ...
 
-    @property
-    def observers(self) -> tuple[Observing, ...]: ...
+    observers: tuple[Observing, ...]
 
     @property
     def handoffs(self) -> Sequence[HandoffAgent | Handoff]: ...

@@ -102,21 +102,21 @@ class CallRound:
         """The RunContext a tool (or a middleware hook, or an approval rule) is given; a call
         that may emit events (an agent tool, ``emit`` given) is passed on what a run made
         inside it inherits (``passed_on``)."""
-        return run_context(  # the call's, then the round's
-            call_id=call.id,
-            tool_name=call.name,
-            emit=emit,
-            resumed=resumed,
-            inherited=None if emit is None else self.passed_on(),
-            deps=self.deps,
-            round=self.round,
-            run_id=self.run_id,
-            registry=self.options.registry,
-            messages=self.messages,
-            outputs=self.outputs,
-            cancelled=self.cancelled,
-            budget=self.budget,
-            states=self.states,
+        return run_context(  # in RunContext's field order (contexts.py says why)
+            call.id,
+            call.name,
+            self.deps,
+            self.round,
+            self.run_id,
+            self.options.registry,
+            self.messages,
+            emit,
+            resumed,
+            self.outputs,
+            self.cancelled,
+            self.budget,
+            None if emit is None else self.passed_on(),
+            self.states,
         )
 
 
