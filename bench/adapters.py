@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tooldeck import AssistantOutput, Message, ModelSettings, ToolCall, ToolSpec, tool
+from tooldeck.models._provider import Ask
 from tooldeck.models.anthropic import _request as anthropic_request
 from tooldeck.models.anthropic import _response as anthropic_response
 from tooldeck.models.gemini import _request as gemini_request
@@ -110,7 +111,7 @@ def openai_chat_round() -> Round:
     parts = chat.RequestParts("gpt-4.1-mini")
 
     def run(messages: Sequence[Message]) -> AssistantOutput:
-        chat.build_request(parts, messages, TOOLS, SETTINGS, INSTRUCTIONS)
+        chat.build_request(parts, Ask(messages, TOOLS, SETTINGS, INSTRUCTIONS))
         return chat.to_output("openai-chat:m", chat.turn_from_completion("m", completion))
 
     return run
@@ -192,7 +193,9 @@ def anthropic_round() -> Round:
     parts = anthropic_request.RequestParts("claude-sonnet-5", 4096)
 
     def run(messages: Sequence[Message]) -> AssistantOutput:
-        request = anthropic_request.build_request(parts, messages, TOOLS, SETTINGS, INSTRUCTIONS)
+        request = anthropic_request.build_request(
+            parts, Ask(messages, TOOLS, SETTINGS, INSTRUCTIONS)
+        )
         anthropic_request.split_request(request)
         turn = anthropic_response.turn_from_message("anthropic:m", message)
         return anthropic_response.to_output("anthropic:m", turn)
@@ -220,7 +223,7 @@ def gemini_round() -> Round:
     names = gemini_request.callable_names(TOOLS, SETTINGS)
 
     def run(messages: Sequence[Message]) -> AssistantOutput:
-        gemini_request.build_request(parts, messages, TOOLS, SETTINGS, INSTRUCTIONS)
+        gemini_request.build_request(parts, Ask(messages, TOOLS, SETTINGS, INSTRUCTIONS))
         turn = gemini_response.turn_from_response(response, "call_9_")
         return gemini_response.to_output("gemini:m", turn, names)
 

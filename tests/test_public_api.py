@@ -222,3 +222,20 @@ def test_a_registry_says_where_its_mcp_server_went() -> None:
     registry = tooldeck.ToolRegistry()
     with pytest.raises(AttributeError, match=r"tooldeck\.serve\.mcp\.mcp_server\(registry"):
         registry.to_mcp_server(name="x")  # type: ignore[attr-defined]
+
+
+def test_a_module_imported_by_its_old_path_keeps_its_own_spec() -> None:
+    """The import system gives the alias's spec to the module it returns; the compat
+    loader gives the module back its own, so its file is still found by its real name."""
+    code = (
+        "import importlib, importlib.util, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "importlib.import_module('tooldeck.run.records')\n"
+        "spec = importlib.util.find_spec('tooldeck.run._engine.records')\n"
+        "print(spec.name, spec.origin)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    name, origin = done.stdout.split()
+    assert name == "tooldeck.run._engine.records"
+    assert origin.endswith("run/_engine/records.py")

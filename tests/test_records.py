@@ -7,7 +7,7 @@ import pytest
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, Usage
 from tooldeck.results import ToolTrace
-from tooldeck.run import records
+from tooldeck.run._engine import records
 
 CALL = ToolCall(id="c1", name="add", arguments={"left": 1})
 OUTPUTS = [

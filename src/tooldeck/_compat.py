@@ -55,6 +55,7 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
 class _MovedLoader:  # the loader protocol; importlib.abc costs 9 ms to import
     def __init__(self, targets: tuple[str, ...]) -> None:
         self.targets = targets
+        self._own_spec: ModuleSpec | None = None
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
         warnings.warn(
@@ -64,7 +65,10 @@ class _MovedLoader:  # the loader protocol; importlib.abc costs 9 ms to import
         )
         modules = [importlib.import_module(target) for target in self.targets]
         if len(modules) == 1:
-            return modules[0]  # the same module object: classes stay the same classes
+            # the same module object: classes stay the same classes. The import system
+            # gives it this alias's spec; exec_module gives it back its own.
+            self._own_spec = modules[0].__spec__
+            return modules[0]
         alias = ModuleType(spec.name, f"Moved to {' and '.join(self.targets)}.")
         for module in modules:
             public = getattr(module, "__all__", None) or [
@@ -75,7 +79,11 @@ class _MovedLoader:  # the loader protocol; importlib.abc costs 9 ms to import
         return alias
 
     def exec_module(self, module: ModuleType) -> None:
-        del module  # nothing to run: the module is the one it moved to
+        """Nothing to run (the module is the one it moved to): give it back its own spec,
+        which the import system replaced with the old path's."""
+        own = self._own_spec
+        if own is not None:
+            module.__spec__ = own
 
     def load_module(self, fullname: str) -> ModuleType:
         """The loader protocol of before Python 3.4 (importlib uses the two above)."""

@@ -11,7 +11,7 @@ import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
 from pydantic.errors import PydanticSchemaGenerationError
@@ -25,6 +25,7 @@ from tooldeck.tools.schema._arguments import (
     PydanticArguments,
 )
 from tooldeck.tools.schema._docstrings import ParsedDocstring, parse_docstring
+from tooldeck.tools.schema._hints import type_hints
 from tooldeck.tools.schema._simple import simple_default, simple_schema
 from tooldeck.tools.schema._strict import NotStrictError, to_strict
 from tooldeck.tools.schema._walk import JsonSchema
@@ -146,7 +147,7 @@ def _type_hints(
 ) -> dict[str, Any]:
     target: Any = fn if inspect.isroutine(fn) else type(fn).__call__
     try:
-        return get_type_hints(target, localns=dict(localns or {}), include_extras=True)
+        return type_hints(target, localns)
     except NameError as error:
         raise ToolDefinitionError(
             f"tool {name!r}: cannot resolve a type annotation ({error}); define the type at "
