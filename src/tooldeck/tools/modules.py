@@ -234,7 +234,7 @@ def _as_registry(value: Any, target: str) -> ToolRegistry:
     if isinstance(value, ToolRegistry):
         return value
     if isinstance(value, ToolView):
-        return ToolRegistry(value.dispatch.values())
+        return ToolRegistry(value.entries)
     if isinstance(value, FunctionTool | Toolset):
         return ToolRegistry([value])
     if isinstance(value, list | tuple):

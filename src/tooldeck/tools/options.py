@@ -59,6 +59,7 @@ class ToolOptionArgs(TypedDict, total=False):
     guardrails: Iterable[ToolGuardrail | ArgumentsCheck]
     trust: Trust
     sensitive: bool
+    defer_loading: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,9 @@ class ToolOptions:
     """``"untrusted"``: its results come from the outside world (a web page, an e-mail)."""
     sensitive: bool = False
     """Its calls reach what must not leak (see ``Agent(after_untrusted=...)``)."""
+    defer_loading: bool = False
+    """Not shown to the model until a search reveals it (``ToolSearch``): a call before
+    that is answered ``error[unknown_tool]`` with a hint to use ``search_tools``."""
 
     @classmethod
     def of(
@@ -140,6 +144,7 @@ class ToolOptions:
             ),
             trust=args.get("trust", "trusted"),
             sensitive=args.get("sensitive", False),
+            defer_loading=args.get("defer_loading", False),
         )
         options.check(name, is_async=is_async)
         return options
@@ -178,6 +183,10 @@ class ToolOptions:
         if self.trust not in ("trusted", "untrusted"):
             raise ToolDefinitionError(
                 f"tool {name!r}: trust must be 'trusted' or 'untrusted', got {self.trust!r}"
+            )
+        if not isinstance(self.defer_loading, bool):
+            raise ToolDefinitionError(
+                f"tool {name!r}: defer_loading must be True or False, got {self.defer_loading!r}"
             )
         on_error = self.on_error
         if on_error is not None and on_error != "raise" and not callable(on_error):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType, ModuleType
 from typing import Any
 
@@ -57,6 +57,9 @@ class ToolEntry:
         )
 
 
+_NONE_DEFERRED: Mapping[str, ToolEntry] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class ToolView:
     """The tools one model turn may use: ``specs`` go to the model, ``dispatch`` runs them."""
@@ -71,26 +74,42 @@ class ToolView:
     """Some tool's results may be untrusted content (``trust="untrusted"``, or an agent
     tool's, whose inner run may read some): checked once, here."""
 
+    deferred: Mapping[str, ToolEntry] = field(default=_NONE_DEFERRED, repr=False)
+    """The tools held back until a search reveals them (``defer_loading``): neither shown
+    nor callable through this view (``ToolSearch`` makes the view that shows them)."""
+
     @classmethod
     def of(cls, entries: Iterable[ToolEntry]) -> ToolView:
-        """A view of ``entries``; two with the same name are refused, naming both."""
+        """A view of ``entries`` (the deferred ones held back in ``deferred``); two with the
+        same name are refused, naming both."""
         dispatch: dict[str, ToolEntry] = {}
+        deferred: dict[str, ToolEntry] = {}
         for entry in entries:
-            _refuse_duplicate(dispatch.get(entry.name), entry)
-            dispatch[entry.name] = entry
+            name = entry.name
+            _refuse_duplicate(dispatch.get(name) or deferred.get(name), entry)
+            if entry.options.defer_loading:
+                deferred[name] = entry
+            else:
+                dispatch[name] = entry
         may_pause = any(e.external or e.options.requires_approval for e in dispatch.values())
         specs = tuple(entry.spec for entry in dispatch.values())
         guarded = any(entry.options.guardrails for entry in dispatch.values())
         untrusted = any(e.options.trust == "untrusted" or e.emits_events for e in dispatch.values())
-        return cls(specs, MappingProxyType(dispatch), may_pause, guarded, untrusted)
+        held = MappingProxyType(deferred) if deferred else _NONE_DEFERRED
+        return cls(specs, MappingProxyType(dispatch), may_pause, guarded, untrusted, held)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self.dispatch)
 
+    @property
+    def entries(self) -> tuple[ToolEntry, ...]:
+        """Every tool of the view, the deferred ones last."""
+        return (*self.dispatch.values(), *self.deferred.values())
+
     def map(self, wrap: EntryWrapper) -> ToolView:
         """The same tools, in the same order, each entry passed through ``wrap``."""
-        return ToolView.of(wrap(entry) for entry in self.dispatch.values())
+        return ToolView.of(wrap(entry) for entry in self.entries)
 
 
 class Toolset(ABC):
@@ -128,23 +147,31 @@ class ToolRegistry:
         ['add_numbers']
     """
 
-    def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
+    def __init__(self, tools: Iterable[ToolLike] = (), *, defer_loading: bool = False) -> None:
         self._entries: dict[str, ToolEntry] = {}
         self._toolsets: list[Toolset] = []
+        self._deferred_toolsets: set[int] = set()
         self._changes = 0
+        self.defer_loading = defer_loading
+        """Whether the tools registered here are deferred unless ``register`` says otherwise
+        (shown only once ``ToolSearch`` reveals them)."""
         for item in tools:
             self.register(item)
 
-    def register(self, item: ToolLike) -> ToolEntry | Toolset:
-        """Add a tool or a toolset; a second tool with the same name is refused, naming both."""
+    def register(self, item: ToolLike, *, defer_loading: bool | None = None) -> ToolEntry | Toolset:
+        """Add a tool or a toolset; a second tool with the same name is refused, naming both.
+        ``defer_loading`` (default: the registry's) holds it back until a search reveals it."""
+        defer = self.defer_loading if defer_loading is None else defer_loading
         if isinstance(item, Toolset):
             if item not in self._toolsets:
                 self._toolsets.append(item)
+                if defer:
+                    self._deferred_toolsets.add(id(item))
                 self._changes += 1
             return item
         if isinstance(item, ModuleType):
             raise TypeError(_NOT_TOOLS.format(kind="a module", value=item.__name__))
-        entry = ToolEntry.of(item)
+        entry = deferred(ToolEntry.of(item)) if defer else ToolEntry.of(item)
         _refuse_duplicate(self._entries.get(entry.name), entry)
         self._entries[entry.name] = entry
         self._changes += 1
@@ -154,6 +181,7 @@ class ToolRegistry:
         """Take a tool (by name) or a toolset out; agents see the change from their next turn."""
         if isinstance(name_or_toolset, Toolset):
             self._toolsets.remove(name_or_toolset)
+            self._deferred_toolsets.discard(id(name_or_toolset))
         elif self._entries.pop(name_or_toolset, None) is None:
             raise KeyError(
                 f"no tool named {name_or_toolset!r} to remove; registered: "
@@ -189,9 +217,21 @@ class ToolRegistry:
         """``view()`` with the current tools of every registered Toolset (loaded if needed)."""
         entries = list(self._entries.values())
         for toolset in self._toolsets:
-            entries.extend(await toolset.entries())
+            loaded = await toolset.entries()
+            if id(toolset) in self._deferred_toolsets:
+                loaded = [deferred(entry) for entry in loaded]
+            entries.extend(loaded)
         known = frozenset(name for entry in entries for name in entry.options.toolsets)
         return _filtered(entries, toolsets, known)
+
+    @property
+    def defers(self) -> bool:
+        """Whether some tool here is (or some toolset's tools will be) deferred."""
+        return bool(
+            self._deferred_toolsets
+            or any(entry.options.defer_loading for entry in self._entries.values())
+            or any(getattr(toolset, "defer_loading", False) for toolset in self._toolsets)
+        )
 
     @property
     def toolsets(self) -> frozenset[str]:
@@ -224,6 +264,13 @@ class ToolRegistry:
         """Close every registered toolset."""
         for toolset in self._toolsets:
             await toolset.aclose()
+
+
+def deferred(entry: ToolEntry, defer: bool = True) -> ToolEntry:
+    """``entry`` held back until a search reveals it (``defer=False``: shown as usual)."""
+    if entry.options.defer_loading is defer:
+        return entry
+    return replace(entry, options=replace(entry.options, defer_loading=defer))
 
 
 EntryWrapper = Callable[[ToolEntry], ToolEntry]
@@ -327,8 +374,9 @@ class ToolSource:
         self.current = self._with_builtin(self.current)
 
     def _with_builtin(self, view: ToolView) -> ToolView:
-        missing = [entry for entry in self._builtin if entry.name not in view.dispatch]
-        return ToolView.of((*view.dispatch.values(), *missing)) if missing else view
+        held = view.deferred
+        missing = [e for e in self._builtin if e.name not in view.dispatch and e.name not in held]
+        return ToolView.of((*view.entries, *missing)) if missing else view
 
     def extended(self, entries: tuple[ToolEntry, ...]) -> ToolSource:
         """This source with ``entries`` in every view too, passed through its wrapper as its
@@ -337,7 +385,7 @@ class ToolSource:
         twin = copy.copy(self)
         added = entries if self._wrap is None else tuple(map(self._wrap, entries))
         twin._builtin = (*added, *self._builtin)
-        twin.current = ToolView.of((*self.current.dispatch.values(), *added))
+        twin.current = ToolView.of((*self.current.entries, *added))
         return twin
 
     def wrapped(self, wrap: EntryWrapper) -> ToolSource:

@@ -62,6 +62,7 @@ class MCPToolsetOptions(TypedDict, total=False):
     trust: Trust
     sensitive: bool
     side_effects: bool
+    defer_loading: bool
 
 
 class MCPToolset(Toolset):
@@ -80,6 +81,8 @@ class MCPToolset(Toolset):
             conversation (see ``Agent(after_untrusted=...)``).
         sensitive, side_effects: Mark every tool of the server (``after_untrusted`` then
             asks before, or refuses, their calls in a conversation holding untrusted content).
+        defer_loading: Show none of its tools until a search reveals them (``ToolSearch``,
+            which an agent given such a toolset gets if it has none).
 
     Examples:
         >>> import sys
@@ -104,8 +107,11 @@ class MCPToolset(Toolset):
             trust=options.get("trust", "trusted"),
             sensitive=options.get("sensitive", False),
             side_effects=options.get("side_effects", False),
+            defer_loading=options.get("defer_loading", False),
         )
         self._options.check(where)
+        self.defer_loading = self._options.defer_loading
+        """Whether its tools are held back until a search reveals them."""
         self._entries: tuple[ToolEntry, ...] | None = None
         self._skipped: dict[str, str] = {}
         self._announced = 0
