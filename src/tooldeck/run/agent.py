@@ -170,7 +170,11 @@ class Agent(Generic[DepsT, OutputT]):
         self.limits = limits or Limits()
         self.on_limit: OnLimit = on_limit
         self.checkpoint_key = checkpoint_key
-        self.capabilities = (*shorthand_capabilities(shorthands), *capabilities)
+        self.capabilities = (
+            *shorthand_capabilities(shorthands),
+            *capabilities,
+            *_searching(self._tools, capabilities),
+        )
         """Everything the agent's runs are given beyond its tools, the keywords' included."""
         self._take(self.capabilities, shorthands)
         self._plan_output(
@@ -471,6 +475,18 @@ class Agent(Generic[DepsT, OutputT]):
             self._run_hooks,  # positional: keywords cost a dict on every run
             self.capabilities,
         )
+
+
+def _searching(tools: ToolSource, given: Sequence[Capability]) -> tuple[Capability, ...]:
+    """A ``ToolSearch`` for an agent given deferred tools and none: they must never be
+    silently out of reach (its import waits for such an agent)."""
+    registry = tools.registry
+    defers = registry.defers if registry is not None else bool(tools.current.deferred)
+    if not defers:
+        return ()
+    from tooldeck.search import ToolSearch, needs_search
+
+    return (ToolSearch(),) if needs_search(given) else ()
 
 
 class _SessionRuns:

@@ -4,7 +4,8 @@ A capability may add tools (``tools``), instructions (``instructions``, read as 
 starts) and hooks at the named points of a run — around each model request
 (``before_request``, ``after_response``), around each tool call (``wrap_call``, a handler
 wrapper; ``before_tool_call`` and ``after_tool_call`` are its two halves), on the answer
-(``on_answer``) and on each event (``on_event``) — with a state of its own per run
+(``on_answer``), on each event (``on_event``) and on the tools each request shows
+(``show_tools``) — with a state of its own per run
 (``initial_state``, read and changed through ``self.state(ctx)``) that checkpoints and a
 session's run journal carry, so a resumed or recovered run goes on with it.
 
@@ -44,7 +45,7 @@ from tooldeck.results import RunResult
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.options import RequiresApproval
 from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
-from tooldeck.tools.registry import ToolEntry
+from tooldeck.tools.registry import ToolEntry, ToolView
 
 if TYPE_CHECKING:
     from tooldeck.run.events import Event
@@ -136,6 +137,13 @@ class Capability:
         the model is shown it: a changed copy (``dataclasses.replace``) to change how its
         calls run — that they need approval, say — or the entry as it is."""
         return entry
+
+    def show_tools(self, view: ToolView, ctx: RunView) -> ToolView:
+        """Before each model request: the tools it shows and its calls may use — ``view``
+        (the agent's current tools, deferred ones held back in ``view.deferred``) or another
+        (``ToolView.of``); add at the end to keep a provider's prompt cache (``ToolSearch``
+        appends the tools it revealed)."""
+        return view
 
     def initial_state(self) -> dict[str, Any] | None:
         """Its state as a run starts: a JSON-able dict (None: it keeps no state)."""

@@ -74,7 +74,7 @@ class ToolView:
     """Some tool's results may be untrusted content (``trust="untrusted"``, or an agent
     tool's, whose inner run may read some): checked once, here."""
 
-    deferred: Mapping[str, ToolEntry] = field(default=_NONE_DEFERRED, repr=False)
+    deferred: Mapping[str, ToolEntry] = field(default_factory=lambda: _NONE_DEFERRED, repr=False)
     """The tools held back until a search reveals them (``defer_loading``): neither shown
     nor callable through this view (``ToolSearch`` makes the view that shows them)."""
 

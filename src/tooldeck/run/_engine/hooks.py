@@ -30,6 +30,7 @@ from tooldeck.run.capabilities import (
 )
 from tooldeck.run.events import Event
 from tooldeck.tools.context import RunContext
+from tooldeck.tools.registry import ToolView
 
 T = TypeVar("T")
 
@@ -57,6 +58,8 @@ class Hooks:
     answering: tuple[Capability, ...]
     watching: tuple[Capability, ...]
     stateful: tuple[Capability, ...]
+    showing: tuple[Capability, ...] = ()
+    """Those that change the tools a request shows (``show_tools``)."""
 
     @classmethod
     def of(cls, items: Iterable[Capability]) -> Hooks | None:
@@ -76,13 +79,17 @@ class Hooks:
             having("on_answer"),
             having("on_event"),
             having("initial_state"),
+            having("show_tools"),
         )
         return hooks if any(getattr(hooks, name) for name in _POINTS) else None
 
     @property
     def runs(self) -> bool:
-        """Whether it hooks the run itself (instructions, the answer, events, state)."""
-        return bool(self.instructing or self.answering or self.watching or self.stateful)
+        """Whether it hooks the run itself (instructions, the answer, events, state, the
+        tools shown)."""
+        return bool(
+            self.instructing or self.answering or self.watching or self.stateful or self.showing
+        )
 
     def start(self, view: RunView, states: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
         """As a run starts: the instructions its capabilities add, and its states (a resumed
@@ -99,6 +106,13 @@ class Hooks:
             for item in self.instructing
         ]
         return "\n\n".join(text for text in texts if text), states
+
+    def shown(self, view: ToolView, ctx: RunView) -> ToolView:
+        """The tools the next request shows, after every ``show_tools`` hook in turn."""
+        for item in self.showing:
+            got = _hooked(item, "show_tools", item.show_tools, view, ctx)
+            view = _expect(item, "show_tools", got, ToolView, "a ToolView")
+        return view
 
     async def ask(
         self,
@@ -170,7 +184,7 @@ class Hooks:
                 yield event
 
 
-_POINTS = ("requests", "calls", "instructing", "answering", "watching", "stateful")
+_POINTS = ("requests", "calls", "instructing", "answering", "watching", "stateful", "showing")
 
 
 class _closing:  # contextlib.aclosing, typed for an AsyncGenerator of events

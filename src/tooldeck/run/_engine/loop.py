@@ -144,7 +144,7 @@ async def drive(
             yield stop
             return
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
-        specs, settings, reason = _next_request(setup, state, policy, view, stop)
+        view, specs, settings, reason = _next_request(setup, state, policy, view, stop, deps)
         policy.rounds += 1
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
@@ -182,11 +182,13 @@ async def _begin(
     them, before anything runs), how the run asks its model (observed, when traced), the
     input guardrails of a run from a prompt, and what its rounds of calls share."""
     view = setup.tools.unchanged() or await setup.tools.view()
+    asking, hooks = setup.asking, setup.hooks
+    if hooks is not None:
+        asking = _capable(hooks, start, asking)
+        if hooks.showing:  # a resumed run's calls may be of tools a search revealed
+            view = _shown(hooks, view, start.state, start.policy, start.deps)
     if start.resumed is not None:
         check_tools(start.resumed, view)
-    asking = setup.asking
-    if setup.hooks is not None:
-        asking = _capable(setup.hooks, start, asking)
     if observer is not None:
         asking = replace(asking, model=observer.model(asking.model))
     first = None
@@ -207,6 +209,15 @@ def _capable(hooks: Hooks, start: RunStart, asking: Asking) -> Asking:
         return asking
     joined = f"{asking.instructions}\n\n{added}" if asking.instructions else added
     return replace(asking, instructions=joined)
+
+
+def _shown(hooks: Hooks, view: ToolView, state: RunState, policy: RunPolicy, deps: Any) -> ToolView:
+    """The tools the next request shows, as the capabilities that choose them say."""
+    seen = RunView(state.run_id, state.agent, policy.rounds, deps, (), state.states)
+    try:
+        return hooks.shown(view, seen)
+    except MiddlewareError as error:
+        raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
 
 
 def run_view(state: RunState, policy: RunPolicy, deps: Any) -> RunView:
@@ -254,16 +265,24 @@ def _handed_off(handoffs: Mapping[str, str], turn: OpenTurn, source: str) -> Han
 
 
 def _next_request(
-    setup: RunSetup, state: RunState, policy: RunPolicy, view: ToolView, stop: RunStopped | None
-) -> tuple[tuple[ToolSpec, ...], ModelSettings, StopReason]:
-    """The tools and settings of the next request, and the reason the run ends with if it
-    answers: the current tools, or (at a limit, ``on_limit="final_answer"``) none."""
+    setup: RunSetup,
+    state: RunState,
+    policy: RunPolicy,
+    view: ToolView,
+    stop: RunStopped | None,
+    deps: Any,
+) -> tuple[ToolView, tuple[ToolSpec, ...], ModelSettings, StopReason]:
+    """The tools (as the capabilities that choose them say) and settings of the next
+    request, and the reason the run ends with if it answers: the current tools, or (at a
+    limit, ``on_limit="final_answer"``) none."""
     if stop is None:
+        if (hooks := setup.hooks) is not None and hooks.showing:
+            view = _shown(hooks, view, state, policy, deps)
         specs = view.specs if setup.output is None else shown_specs(setup.output, view)
         settings = setup.requests[0] if policy.rounds == 0 else setup.requests[1]
-        return specs, settings, StopReason.ANSWER
+        return view, specs, settings, StopReason.ANSWER
     reason = _last_request(setup, state, stop)  # raises unless asked for a last answer
-    return shown_specs(setup.output, ToolView.of(())), setup.requests[2], reason
+    return view, shown_specs(setup.output, ToolView.of(())), setup.requests[2], reason
 
 
 def _asked(

@@ -19,6 +19,8 @@ _MAY_STILL_COMPLETE = (
 )
 _MAX_PROBLEMS = 20
 """Problems listed in one ``invalid_arguments`` text; the rest are counted."""
+SEARCH_TOOL = "search_tools"
+"""The name of the tool that reveals deferred tools (``tooldeck.search.ToolSearch``)."""
 _MAX_NAME = 200
 """Longer unknown tool names get no "did you mean" (matching them costs too much)."""
 
@@ -73,13 +75,23 @@ def error_result(entry: ToolEntry, error: Exception, include_details: bool) -> T
 
 
 def unknown_tool_text(name: str, view: ToolView) -> str:
-    """What the model reads of a call of a tool that does not exist, with the names that do."""
+    """What the model reads of a call of a tool that does not exist, with the names that do
+    (and, when tools are deferred, how to find them: ``search_tools``)."""
     names = view.names
+    if view.deferred:
+        if name in view.deferred:
+            return (
+                f"the tool {shown(name)} is not loaded yet: call {SEARCH_TOOL} with words for "
+                "what you need; the tools it finds can be called from the next turn"
+            )
+        hint = f"; more tools can be found with {SEARCH_TOOL}"
+    else:
+        hint = ""
     if not names:
         return f"there is no tool named {shown(name)}; no tools are available, answer directly"
     text = f"there is no tool named {shown(name)}; available tools: {', '.join(names)}"
     close = difflib.get_close_matches(name, names, n=1) if len(name) <= _MAX_NAME else []
-    return text + (f" (did you mean {close[0]!r}?)" if close else "")
+    return text + (f" (did you mean {close[0]!r}?)" if close else "") + hint
 
 
 def invalid_json_text(call: ToolCall) -> str:
