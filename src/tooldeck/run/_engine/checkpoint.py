@@ -227,8 +227,9 @@ def _check_json(call_id: str, arguments: object) -> None:
 
 def check_tools(checkpoint: Checkpoint, view: ToolView) -> None:
     """Refuse, before anything runs, to go on when a pending call's tool is no longer among
-    the agent's tools, or a paused call's inner run cannot go on."""
-    known = set(view.names)
+    the agent's tools, or a paused call's inner run cannot go on. A deferred tool counts:
+    the run's search revealed it (its reveals are applied as it starts)."""
+    known = {*view.names, *view.deferred}
     pending_calls = checkpoint.turn.pending
     missing = sorted({p.call.name for p in pending_calls if p.call.name not in known})
     if missing:
@@ -239,7 +240,7 @@ def check_tools(checkpoint: Checkpoint, view: ToolView) -> None:
     for pending in pending_calls:
         if pending.nested is None:
             continue
-        handler = view.dispatch[pending.call.name].handler
+        handler = (view.dispatch.get(pending.call.name) or view.deferred[pending.call.name]).handler
         if not isinstance(handler, NestingHandler):
             raise CheckpointError(
                 f"pending call {pending.call.id!r} holds the paused run of an agent tool, but "
