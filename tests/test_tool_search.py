@@ -30,9 +30,8 @@ from tooldeck.eval.bfcl.dialect import bfcl_tools
 from tooldeck.run.capabilities import Capability, RunView
 from tooldeck.search import NO_MATCH, ToolSearch
 from tooldeck.search._rank import ranker
-from tooldeck.testing import ProviderSimulator
+from tooldeck.testing import ProviderSimulator, reply
 from tooldeck.testing import call as sim_call
-from tooldeck.testing import reply
 from tooldeck.tools.mcp import MCPToolset
 from tooldeck.tools.registry import ToolEntry, ToolView
 
