@@ -13,7 +13,7 @@ from tooldeck.tools.mcp import MCPToolset
 from tooldeck.tools.options import ToolOptionArgs
 
 OPTIONS = (
-    "description, guardrails, inline, isolation, large_output, max_calls, max_concurrency, "
+    "defer_loading, description, guardrails, inline, isolation, large_output, max_calls, max_concurrency, "
     "max_output_chars, name, on_error, reconcile, requires_approval, result_parser, retries, "
     "sensitive, sequential, side_effects, strict, timeout, toolsets, trust"
 )
@@ -63,7 +63,7 @@ def test_an_mcp_toolset_refuses_unknown_options_before_it_connects() -> None:
         MCPToolset.stdio(sys.executable, ["server.py"], prefx="demo")  # type: ignore[call-arg]
     assert str(raised.value) == (
         f"MCP server {shlex.join([sys.executable, 'server.py'])}: unknown option 'prefx' (did you mean "
-        "'prefix'?); the options are: connect_timeout, prefix, requires_approval, sensitive, "
+        "'prefix'?); the options are: connect_timeout, defer_loading, prefix, requires_approval, sensitive, "
         "side_effects, timeout, tools, toolsets, trust"
     )
 
