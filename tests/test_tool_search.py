@@ -353,11 +353,12 @@ def test_a_registry_defers_what_it_is_told_to() -> None:
     assert registry.defers
 
 
-def test_wrong_settings_are_refused_naming_them() -> None:
-    def shown_later() -> str:
-        """A tool."""
-        return "x"
+def shown_later() -> str:
+    """A tool declared with a wrong setting."""
+    return "x"
 
+
+def test_wrong_settings_are_refused_naming_them() -> None:
     with pytest.raises(ToolDefinitionError, match="defer_loading must be True or False"):
         tool(defer_loading="yes")(shown_later)  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="strategy must be 'bm25', 'regex' or a function"):
