@@ -31,7 +31,7 @@ class Ranker(Protocol):
 def words(text: str, stop: frozenset[str]) -> list[str]:
     """The lower-case words of ``text``, names split at ``_`` and case (``getUserId`` ->
     get, user, id), without the ``stop`` words."""
-    return [word for word in (w.lower() for w in _WORDS.findall(text)) if word not in stop]
+    return [word for word in map(str.lower, _WORDS.findall(text)) if word not in stop]
 
 
 def described(entry: ToolEntry) -> str:
@@ -110,6 +110,8 @@ class _Regex:
     async def rank(self, query: str, limit: int) -> list[int]:
         pattern = re.compile(query, re.IGNORECASE)  # re.error: the caller says why
         by_name = [i for i, name in enumerate(self._names) if pattern.search(name)]
+        if len(by_name) >= limit:
+            return by_name[:limit]
         found = set(by_name)
         rest = (i for i, text in enumerate(self._texts) if i not in found and pattern.search(text))
         ranked = by_name[:limit]
