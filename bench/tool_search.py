@@ -9,8 +9,9 @@ there are ``--tools`` of them, all deferred. Figures (best of five rounds, per o
 - ``prepare, none``: the tools of a request without any capability (``ToolSource``'s cached
   view), the baseline;
 - ``prepare, search``: the same plus what the loop adds before each request when a
-  capability shows tools (a ``RunView`` and ``ToolSearch.show_tools`` through the hooks), with no tool revealed and with five revealed (the view cached per
-  tool set and reveals);
+  capability shows tools (a ``RunView`` and ``ToolSearch.show_tools`` through the
+  hooks), with no tool revealed and with five revealed (the view cached per tool set and
+  reveals);
 - once per tool set: the view of 10,000 entries, the first ``show_tools`` (the search tool
   bound to the set; the first in a process also imports the docstring parser), the BM25
   index (built at the first search, in a worker thread);
