@@ -27,13 +27,14 @@ from helpers import answer, call, calls, tool_messages
 from tooldeck import Agent, ScriptedModel, ToolRegistry, tool
 from tooldeck.errors import MiddlewareError, ToolDefinitionError
 from tooldeck.eval.bfcl.dialect import bfcl_tools
-from tooldeck.run.capabilities import Capability, RunView
+from tooldeck.run._engine.hooks import Hooks
+from tooldeck.run.capabilities import Capability, LargeOutputs, RunView
 from tooldeck.search import NO_MATCH, ToolSearch
 from tooldeck.search._rank import ranker
 from tooldeck.testing import ProviderSimulator, reply
 from tooldeck.testing import call as sim_call
 from tooldeck.tools.mcp import MCPToolset
-from tooldeck.tools.registry import ToolEntry, ToolView
+from tooldeck.tools.registry import ToolEntry, Toolset, ToolView
 
 CHILD = Path(__file__).with_name("_search_child.py")
 BFCL = Path(__file__).resolve().parents[1] / "src/tooldeck/eval/bfcl/data/bfcl_tools.jsonl"
@@ -356,6 +357,48 @@ def test_a_registry_defers_what_it_is_told_to() -> None:
 def shown_later() -> str:
     """A tool declared with a wrong setting."""
     return "x"
+
+
+async def test_a_registry_defers_a_toolsets_tools_when_told_to() -> None:
+    class Shop(Toolset):
+        version = 1
+
+        async def entries(self) -> Sequence[ToolEntry]:
+            return [ToolEntry.of(lookup_order)]
+
+    registry = ToolRegistry()
+    shop = Shop()
+    registry.register(shop, defer_loading=True)
+    assert registry.defers
+
+    view = await registry.load_view()
+
+    assert view.names == ()
+    assert list(view.deferred) == ["lookup_order"]
+    registry.remove(shop)
+    assert not registry.defers
+
+
+async def test_show_tools_is_an_extension_point_any_capability_may_use() -> None:
+    class LaterTools(Capability):  # shows shown_later from the second request on
+        def show_tools(self, view: ToolView, ctx: RunView) -> ToolView:
+            if ctx.round == 0:
+                return view
+            return ToolView.of((*view.entries, ToolEntry.of(shown_later)))
+
+    model = ScriptedModel([calls(call("lookup_order", "c1", order_id="A1")), answer("ok")])
+    agent = Agent(model, tools=[lookup_order], capabilities=[LaterTools()])
+
+    await agent.run("hi")
+
+    assert [r.tool_names for r in model.requests] == [
+        ["lookup_order"],
+        ["lookup_order", "shown_later"],
+    ]
+    assert Hooks.of([LaterTools()]) is not None
+    assert Hooks.of([ToolSearch()]).showing  # type: ignore[union-attr]
+    unhooked = Hooks.of([LargeOutputs(10)])
+    assert unhooked is None or unhooked.showing == ()
 
 
 def test_wrong_settings_are_refused_naming_them() -> None:
