@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ag_ui.core import RunFinishedEvent
 
+from _agui import of_type
 from _stores import Store, execute
-from test_cli_doors import MODEL, on, tooldeck
+from test_cli_doors import MODEL, chat, on, tooldeck
+from test_cli_web import started, url_of
 from tooldeck import Agent, Approve, RunResult, ToolResult, tool
 from tooldeck.errors import SessionError
 from tooldeck.messages import ToolCall
@@ -237,6 +240,24 @@ def test_tooldeck_run_session_carries_a_modules_capability_state(
 
     # the session "numbers" counts on; "other" is a conversation of its own
     assert read(sim) == ["1 (call 1 so far)", "2 (call 2 so far)", "3 (call 1 so far)"]
+
+
+def test_a_web_conversation_carries_a_modules_capability_state(
+    tmp_path: Path,
+    provider: Callable[..., ProviderSimulator],
+    sim_env: Callable[[ProviderSimulator], None],
+) -> None:
+    (tmp_path / "counting.py").write_text(COUNTING, encoding="utf-8")
+    sim = provider(adding(2), model="shop-model")
+    sim_env(sim)
+    arguments = ["--tools", str(tmp_path / "counting.py"), *on(sim), "--port", "0"]
+    with started(arguments, tmp_path / "home") as (_, printed):
+        _, port, token = url_of(printed)
+        for prompt in ("add", "add again"):  # two prompts of one conversation (thread t1)
+            events = chat(f"http://127.0.0.1:{port}", token, prompt)
+            assert of_type(events, RunFinishedEvent), events
+
+    assert read(sim) == ["1 (call 1 so far)", "2 (call 2 so far)"]
 
 
 async def test_a_broken_stored_state_is_the_sessions_error_naming_it(
