@@ -3,7 +3,7 @@
 A counting capability says, in each tool result, how many calls the conversation has made.
 Each run of a session starts it from the count the last committed run ended with: in one
 process (SQLite and PostgreSQL), across real processes, after a pause resumed, at the CLI
-(``tooldeck run --session``) and in a web conversation. The model is the provider simulator
+(``tooldeck run --session``), in a web conversation and in durable runs. The model is the provider simulator
 (fresh call ids, over loopback); a stored state someone broke is the session's SessionError.
 """
 
@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -258,6 +259,26 @@ def test_a_web_conversation_carries_a_modules_capability_state(
             assert of_type(events, RunFinishedEvent), events
 
     assert read(sim) == ["1 (call 1 so far)", "2 (call 2 so far)"]
+
+
+@pytest.mark.usefixtures("launched_dbos")
+async def test_durable_runs_of_a_session_count_on_from_the_last(
+    store: Store, provider: Callable[..., ProviderSimulator]
+) -> None:
+    from tooldeck.durable import DurableAgent
+
+    sim = provider(adding(2))
+    name = f"counting-{uuid.uuid4().hex[:8]}"
+    agent = Agent(sim.model(), [add], capabilities=[Counting()])
+    durable = DurableAgent(agent, name=name, sessions=store.session)
+    first = await durable.run("0+1", session="chat")
+    second = await durable.run("1+1", session="chat")
+
+    assert read(sim) == ["1 (call 1 so far)", "2 (call 2 so far)"]
+    assert (first.capability_states, second.capability_states) == (
+        {"Counting": {"calls": 1}},
+        {"Counting": {"calls": 2}},
+    )
 
 
 async def test_a_broken_stored_state_is_the_sessions_error_naming_it(
