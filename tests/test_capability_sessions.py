@@ -15,6 +15,7 @@ import sys
 import textwrap
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,12 @@ from _agui import of_type
 from _stores import Store, execute
 from test_cli_doors import MODEL, chat, on, tooldeck
 from test_cli_web import started, url_of
+from test_session_protocol import MemorySession
 from tooldeck import Agent, Approve, RunResult, ToolResult, tool
 from tooldeck.errors import SessionError
 from tooldeck.messages import ToolCall
 from tooldeck.run.capabilities import Capability
+from tooldeck.sessions import History
 from tooldeck.testing import ProviderSimulator, call, reply
 from tooldeck.tools.context import RunContext
 
@@ -279,6 +282,31 @@ async def test_durable_runs_of_a_session_count_on_from_the_last(
         {"Counting": {"calls": 1}},
         {"Counting": {"calls": 2}},
     )
+
+
+class KeepingStates(MemorySession):
+    """test_session_protocol's in-memory store, keeping each stored run's states."""
+
+    async def load(self) -> History:
+        history = await super().load()
+        runs = [run for kind, run in self.entries if kind == "turn" and run is not None]
+        return replace(history, capability_states=runs[-1].capability_states if runs else None)
+
+
+async def test_a_store_written_against_the_protocol_carries_the_states_it_keeps(
+    provider: Callable[..., ProviderSimulator],
+) -> None:
+    sim = provider(adding(4))
+    keeping, forgetting = KeepingStates("chat"), MemorySession("chat")
+    for session in (keeping, keeping, forgetting, forgetting):
+        await Agent(sim.model(), [add], capabilities=[Counting()]).run("add", session=session)
+
+    assert read(sim) == [
+        "1 (call 1 so far)",
+        "2 (call 2 so far)",
+        "3 (call 1 so far)",  # a store that keeps no states: each run from initial_state
+        "4 (call 1 so far)",
+    ]
 
 
 async def test_a_broken_stored_state_is_the_sessions_error_naming_it(
