@@ -24,10 +24,11 @@ from ag_ui.core import RunFinishedEvent
 
 from _agui import of_type
 from _stores import Store, execute
+from test_capabilities import add, refund
 from test_cli_doors import MODEL, chat, on, tooldeck
 from test_cli_web import started, url_of
 from test_session_protocol import MemorySession
-from tooldeck import Agent, Approve, RunResult, ToolResult, tool
+from tooldeck import Agent, Approve, RunResult, ToolResult
 from tooldeck.errors import SessionError
 from tooldeck.messages import ToolCall
 from tooldeck.run.capabilities import Capability
@@ -63,18 +64,6 @@ COUNTING = textwrap.dedent(
     capabilities = [Counting()]
     '''
 )
-
-
-@tool
-def add(left: int, right: int) -> int:
-    """Add two numbers."""
-    return left + right
-
-
-@tool(requires_approval=True)
-def refund(order: str) -> str:
-    """Refund an order."""
-    return f"refunded {order}"
 
 
 class Counting(Capability):
@@ -216,17 +205,9 @@ def test_the_count_carries_across_processes(
     env = {**os.environ, **sim.env}
     printed = []
     for _ in range(2):  # each run in a process of its own, started after the last ended
-        done = subprocess.run(
-            [sys.executable, "child.py", *store.args(), MODEL],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        printed.append(done.stdout.strip())
+        command = [sys.executable, "child.py", *store.args(), MODEL]
+        done = subprocess.check_output(command, cwd=tmp_path, env=env, text=True, timeout=120)
+        printed.append(done.strip())
 
     assert printed == ["{'Counting': {'calls': 1}}", "{'Counting': {'calls': 2}}"]
     assert read(sim) == ["1 (call 1 so far)", "2 (call 2 so far)"]
