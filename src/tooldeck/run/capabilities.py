@@ -148,14 +148,15 @@ class Capability:
         session's last committed run with: by default that state as it is. Return another
         dict to carry part of it, or None to start the next run from ``initial_state()``.
 
-        The rule: a run in a session starts each capability that keeps state (one whose
-        ``initial_state`` returns a dict) from ``next_run_state(state)`` when the session's
-        last committed run (finished, or closed after a crash) ended with a state under its
-        ``state_key``, and from ``initial_state()`` when it did not (the capability was not
-        in that run, the session is new or was cleared) or ``next_run_state`` returned
-        None. A resumed or recovered run goes on with its own state instead: this is asked
-        only of a run's first start. The state kept must be JSON-able, as a checkpoint's:
-        a session refuses, naming the capability, to store one that is not."""
+        The rule, for each capability that keeps state (its ``initial_state`` returns a
+        dict) as it first starts in a run of a session: a resumed or recovered run goes on
+        with the state it had; otherwise, when the session's last committed run (finished,
+        or closed as it stood after a crash) ended with a state under its ``state_key``, the
+        run starts from ``next_run_state`` of a copy of it, and from ``initial_state()``
+        when that returns None or there is none (the capability was not in that run, the
+        session is new or was cleared). The state kept must be JSON-able, as a
+        checkpoint's: one that is not is a TypeError naming the capability where it is
+        written, and nothing is stored."""
         return state
 
     def state(self, ctx: HasStates) -> dict[str, Any]:

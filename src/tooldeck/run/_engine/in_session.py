@@ -123,7 +123,7 @@ async def stream_in_session(
         closing = None
         if unfinished is not None:
             closed = await runs.close(unfinished, messages)
-            closing, after = _closing(closed.stored, history), after + 1
+            closing, after = _as_closed(closed.stored, history), after + 1
             messages = (*messages, *closed.stored.messages)
             runs.carrying(closing.capability_states)
         opening = Opening(writer=this_process(), after=after, prompt=prompted)
@@ -201,10 +201,10 @@ async def resume_in_session(
             yield event
 
 
-def _closing(stored: StoredRun, history: History) -> StoredRun:
+def _as_closed(stored: StoredRun, history: History) -> StoredRun:
     """An unfinished run closed as it stood, as the session keeps it: with the capability
     states its journal last recorded, or, when it recorded none (it stopped before its first
-    step), those it started from, which it leaves as they were."""
+    step, or keeps none), those the session kept before it, which it leaves as they were."""
     if stored.capability_states is not None or history.capability_states is None:
         return stored
     return replace(stored, capability_states=history.capability_states)
