@@ -322,6 +322,31 @@ async def test_a_session_written_without_states_reads_as_none_kept(
     assert read(sim) == ["1 (call 1 so far)", "2 (call 1 so far)"]
 
 
+async def test_a_database_of_an_older_tooldeck_gains_the_table_and_carries_from_then_on(
+    store: Store, provider: Callable[..., ProviderSimulator]
+) -> None:
+    sim = provider(adding(3))
+    await in_session(Agent(sim.model(), [add]), store, "0+1")  # every session closed after
+    execute(store, "DROP TABLE tooldeck_session_states")  # as a tooldeck before it left it
+
+    for n in (1, 2):
+        await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, f"{n}+1")
+    assert read(sim) == ["1", "2 (call 1 so far)", "3 (call 2 so far)"]
+
+
+async def test_a_cleared_session_starts_its_capabilities_again(
+    store: Store, provider: Callable[..., ProviderSimulator]
+) -> None:
+    sim = provider(adding(2))
+    await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, "0+1")
+    session = store.session("chat")
+    await session.clear()
+    assert execute(store, "SELECT count(*) FROM tooldeck_session_states") == [(0,)]
+
+    await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, "1+1")
+    assert read(sim) == ["1 (call 1 so far)", "2 (call 1 so far)"]
+
+
 async def test_a_state_that_is_not_json_is_refused_naming_the_capability(
     store: Store, provider: Callable[..., ProviderSimulator]
 ) -> None:
