@@ -159,7 +159,7 @@ class Agent(Generic[DepsT, OutputT]):
             shorthands.get("history_strategy"), shorthands.get("history")
         )
         max_concurrency = shorthands.get("max_concurrency")
-        check_settings(on_limit, max_concurrency, checkpoint_key, shorthands)
+        check_settings(on_limit, max_concurrency, checkpoint_key)
         resume = shorthands.get("handoff_resume", "last")
         self.name, self.handoffs, self.handoff_resume = handoffs_of(name, handoffs, resume)
         self._owns_model = isinstance(model, str)
