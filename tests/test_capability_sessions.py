@@ -29,11 +29,12 @@ from test_cli_doors import MODEL, chat, on, tooldeck
 from test_cli_web import started, url_of
 from test_session_protocol import MemorySession
 from tooldeck import Agent, Approve, RunResult, ToolResult
-from tooldeck.errors import SessionError
+from tooldeck.errors import RunStopped, SessionError
 from tooldeck.messages import ToolCall
 from tooldeck.run.capabilities import Capability
+from tooldeck.run.events import RunRecovered
 from tooldeck.sessions import History
-from tooldeck.testing import ProviderSimulator, call, reply
+from tooldeck.testing import ProviderSimulator, call, fail, reply
 from tooldeck.tools.context import RunContext
 
 COUNTING = textwrap.dedent(
@@ -288,6 +289,31 @@ async def test_a_store_written_against_the_protocol_carries_the_states_it_keeps(
         "3 (call 1 so far)",  # a store that keeps no states: each run from initial_state
         "4 (call 1 so far)",
     ]
+
+
+async def test_a_run_closed_as_it_stood_carries_the_state_its_journal_recorded(
+    store: Store, provider: Callable[..., ProviderSimulator]
+) -> None:
+    script = [
+        *adding(1),
+        call("add", {"left": 1, "right": 1}),
+        fail.status(400, message="refused"),  # the run stops after its call: it keeps its journal
+        *adding(1),
+    ]
+    sim = provider(script)
+
+    def agent() -> Agent[Any, Any]:
+        return Agent(sim.model(), [add], capabilities=[Counting()])
+
+    await in_session(agent(), store, "0+1")
+    with pytest.raises(RunStopped):
+        await in_session(agent(), store, "1+1")
+    session = store.session("chat")
+    events = [event async for event in agent().stream("0+1 again", session=session)]
+    await session.aclose()
+
+    assert [event.how for event in events if isinstance(event, RunRecovered)] == ["closed"]
+    assert read(sim) == ["1 (call 1 so far)", "2 (call 2 so far)", "1 (call 3 so far)"]
 
 
 async def test_a_broken_stored_state_is_the_sessions_error_naming_it(
