@@ -114,6 +114,11 @@ async def in_session(agent: Agent[Any, Any], store: Store, prompt: str) -> RunRe
         await session.aclose()
 
 
+async def counted(sim: ProviderSimulator, store: Store, prompt: str) -> RunResult[Any]:
+    """``prompt`` in the session, by a new agent with the counting capability."""
+    return await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, prompt)
+
+
 async def test_each_run_of_a_session_counts_on_from_the_last(
     store: Store, provider: Callable[..., ProviderSimulator]
 ) -> None:
@@ -141,9 +146,9 @@ async def test_a_capability_not_in_the_last_run_starts_from_initial_state(
     store: Store, provider: Callable[..., ProviderSimulator]
 ) -> None:
     sim = provider(adding(3))
-    await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, "0+1")
+    await counted(sim, store, "0+1")
     await in_session(Agent(sim.model(), [add]), store, "1+1")  # keeps no state: none kept
-    await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, "2+1")
+    await counted(sim, store, "2+1")
 
     assert read(sim) == ["1 (call 1 so far)", "2", "3 (call 1 so far)"]
 
@@ -320,7 +325,7 @@ async def test_a_broken_stored_state_is_the_sessions_error_naming_it(
     store: Store, provider: Callable[..., ProviderSimulator]
 ) -> None:
     sim = provider(adding(1))
-    await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, "0+1")
+    await counted(sim, store, "0+1")
     execute(store, "UPDATE tooldeck_session_states SET body = ?", ('{"Counting": [1, 2]}',))
 
     session = store.session("chat")
@@ -339,12 +344,12 @@ async def test_a_session_written_without_states_reads_as_none_kept(
     store: Store, provider: Callable[..., ProviderSimulator]
 ) -> None:
     sim = provider(adding(2))
-    await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, "0+1")
+    await counted(sim, store, "0+1")
     execute(store, "DELETE FROM tooldeck_session_states")  # as an older tooldeck left it
 
     session = store.session("chat")
     assert (await session.load()).capability_states is None
-    await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, "1+1")
+    await counted(sim, store, "1+1")
     assert read(sim) == ["1 (call 1 so far)", "2 (call 1 so far)"]
 
 
@@ -356,20 +361,19 @@ async def test_a_database_of_an_older_tooldeck_gains_the_table_and_carries_from_
     execute(store, "DROP TABLE tooldeck_session_states")  # as a tooldeck before it left it
 
     for n in (1, 2):
-        await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, f"{n}+1")
+        await counted(sim, store, f"{n}+1")
     assert read(sim) == ["1", "2 (call 1 so far)", "3 (call 2 so far)"]
 
 
 async def test_a_cleared_session_starts_its_capabilities_again(
     store: Store, provider: Callable[..., ProviderSimulator]
 ) -> None:
-    sim = provider(adding(2))
-    await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, "0+1")
-    session = store.session("chat")
+    sim, session = provider(adding(2)), store.session("chat")
+    await counted(sim, store, "0+1")
     await session.clear()
     assert execute(store, "SELECT count(*) FROM tooldeck_session_states") == [(0,)]
 
-    await in_session(Agent(sim.model(), [add], capabilities=[Counting()]), store, "1+1")
+    await counted(sim, store, "1+1")
     assert read(sim) == ["1 (call 1 so far)", "2 (call 1 so far)"]
 
 
