@@ -232,7 +232,8 @@ class DurableAgent(Generic[DepsT, OutputT]):
         try:
             loaded = await load_history(self.name, session)
             give_back(self._twin.history_strategy, loaded.summary)
-            carried = loaded.capability_states
+            # a step recorded by a tooldeck before kept states has no such slot
+            carried = getattr(loaded, "capability_states", None)
             result = await self._run_and_wait(prompt, loaded.messages, run, carried)
             await commit_turn(self.name, session, result, loaded)
             return result
