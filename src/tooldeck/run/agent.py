@@ -496,6 +496,9 @@ class _SessionRuns:
     def __init__(self, agent: Agent[Any, Any], prompt: str, opts: RunOptions) -> None:
         self._agent, self._prompt, self._opts = agent, prompt, opts
 
+    def carrying(self, states: Mapping[str, Any] | None) -> None:
+        self._opts = replace(self._opts, carried=states)
+
     def from_prompt(
         self, history: tuple[Message, ...], run_id: str, journal: JournalWriter | None
     ) -> AsyncGenerator[Event, None]:

@@ -203,7 +203,7 @@ def _capable(hooks: Hooks, start: RunStart, asking: Asking) -> Asking:
     they add."""
     state = start.state
     view = RunView(state.run_id, state.agent, start.policy.rounds, start.deps)
-    added, states = hooks.start(view, state.states)
+    added, states = hooks.start(view, state.states, state.carried)
     state.states = states or None
     if not added:
         return asking
