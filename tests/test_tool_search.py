@@ -31,6 +31,7 @@ from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run.capabilities import Capability, LargeOutputs, RunView
 from tooldeck.search import NO_MATCH, ToolSearch
 from tooldeck.search._rank import ranker
+from tooldeck.sessions import SQLiteSession
 from tooldeck.testing import ProviderSimulator, reply
 from tooldeck.testing import call as sim_call
 from tooldeck.tools.mcp import MCPToolset
@@ -422,6 +423,27 @@ async def test_a_show_tools_hook_that_fails_ends_the_run_naming_it() -> None:
 
 
 # -- reveals are the run's -----------------------------------------------------------------
+
+
+async def test_a_sessions_next_run_starts_with_the_tools_its_last_run_revealed(
+    tmp_path: Path, provider: Provider
+) -> None:
+    sim = provider(
+        [
+            sim_call("search_tools", {"query": "track a parcel", "limit": 1}),
+            reply("Searched."),
+            sim_call("track_parcel", {"parcel_id": "P1"}),
+            reply("In transit."),
+        ]
+    )
+    agent = Agent(sim.model(), tools=[lookup_order, refund_order, track_parcel])
+    async with SQLiteSession(str(tmp_path / "shop.db"), "shop") as session:
+        await agent.run("Find the parcel tool", session=session)
+        result = await agent.run("Where is parcel P1?", session=session)
+
+    assert result.answer == "In transit."
+    assert names(sim.requests[2]) == ["lookup_order", "search_tools", "track_parcel"]
+    assert last_read(sim.requests[3]) == "in transit"
 
 
 def _child(scenario: str, workdir: Path, sim: ProviderSimulator) -> subprocess.Popen[str]:

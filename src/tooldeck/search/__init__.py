@@ -7,7 +7,7 @@ that ranks the deferred tools (BM25 by default, a regular expression, or a funct
 yours), answers the best ones a line each, and reveals them: from the next request on they
 are shown after the usual tools (appended, so a provider's prompt-cache prefix stays) and
 may be called. The reveals are the run's state, so a checkpoint, the run's journal and a
-resume carry them. An agent given deferred tools and no ``ToolSearch`` gets one.
+session's next run carry them. An agent given deferred tools and no ``ToolSearch`` gets one.
 
 Examples:
     >>> from tooldeck import Agent, ScriptedModel, tool
