@@ -144,7 +144,7 @@ class Capability:
         """Before each model request: the tools it shows and its calls may use — ``view``
         (the agent's current tools, deferred ones held back in ``view.deferred``) or another
         (``ToolView.of``); add at the end to keep a provider's prompt cache (``ToolSearch``
-        appends the tools it revealed)."""
+        appends the tools it revealed). ``ctx`` holds no messages (not copied per request)."""
         return view
 
     def initial_state(self) -> dict[str, Any] | None:
