@@ -190,26 +190,23 @@ def answer_of(model: Model, ask: Ask) -> Coroutine[Any, Any, AssistantOutput]:
     ``AskModel``'s (the Ask is not packed again), otherwise through its own ``complete``:
     a user's model, or one that overrides ``complete``, is asked as it was written."""
     complete = model.complete
-    if (
-        type(complete) is MethodType
-        and complete.__func__ is AskModel.complete
-        and isinstance(model, AskModel)
-    ):
+    if _unchanged(complete, AskModel.complete) and isinstance(model, AskModel):
         return model.answer(ask)
     return complete(ask.messages, ask.tools, ask.settings, ask.instructions)
 
 
 def stream_of(model: Model, ask: Ask) -> AsyncGenerator[StreamItem, None]:
-    """``model``'s stream for ``ask``: ``stream_answer`` when its ``stream`` is
-    ``AskModel``'s, otherwise its own ``stream`` (as ``answer_of`` does)."""
+    """``model``'s stream for ``ask``, as ``answer_of`` gives its turn."""
     stream = model.stream
-    if (
-        type(stream) is MethodType
-        and stream.__func__ is AskModel.stream
-        and isinstance(model, AskModel)
-    ):
+    if _unchanged(stream, AskModel.stream) and isinstance(model, AskModel):
         return model.stream_answer(ask)
     return stream(ask.messages, ask.tools, ask.settings, ask.instructions)
+
+
+def _unchanged(method: object, declared: object) -> bool:
+    """True when ``method`` is ``declared`` bound to its model: overridden neither by the
+    model's class nor on the model itself."""
+    return type(method) is MethodType and method.__func__ is declared
 
 
 async def final_output(model: str, items: AsyncIterator[StreamItem]) -> AssistantOutput:
