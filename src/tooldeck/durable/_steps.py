@@ -72,8 +72,8 @@ class DurableModel(WrapperModel):
         return output
 
     stream_answer = AskModel.stream_answer
-    """AskModel's own: the turn as one item from ``complete`` (a step records a whole
-    turn), never the wrapped model's chunks."""
+    """AskModel's own: the turn as one item from ``answer``, the step (a step records a
+    whole turn), never the wrapped model's chunks."""
 
     async def _ask(self, ask: Ask, asked: list[AssistantOutput]) -> str:
         """The step: ask the model; its turn is recorded as JSON (plain, readable in the
