@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, TypeVar
@@ -21,6 +21,7 @@ from pydantic import (
     SerializationInfo,
     ValidationError,
 )
+from pydantic_core import PydanticSerializationError, to_json
 
 from tooldeck._traced import RecordedError as RecordedError
 from tooldeck._traced import TracedError
@@ -287,8 +288,15 @@ class Checkpoint(BaseModel):
         return tuple(_leaves(self.turn.pending, (), ()))
 
     def to_json(self) -> str:
-        """The checkpoint as JSON text (``Checkpoint.from_json`` reads it back)."""
-        return self.model_dump_json()
+        """The checkpoint as JSON text (``Checkpoint.from_json`` reads it back).
+
+        Raises:
+            TypeError: a capability's state is not JSON-able (naming the capability).
+        """
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError as error:
+            raise unstorable_state(self.capability_states, error) from error
 
     def signed_payload(self) -> bytes:
         """The canonical bytes the signature covers: every field but the signature."""
@@ -334,6 +342,43 @@ class Checkpoint(BaseModel):
                 f"text that is not valid Unicode) and cannot be written again: {error}"
             ) from None
         return checkpoint
+
+
+def states_json(states: Mapping[str, Any]) -> str:
+    """Capability states as JSON text, each written as a checkpoint writes it (``set`` as a
+    list, ``datetime`` as ISO text...).
+
+    Raises:
+        TypeError: a state is not a dict, or holds what JSON cannot (naming the capability).
+    """
+    for key, state in states.items():
+        if not isinstance(state, dict):
+            raise TypeError(
+                f"the state of capability {key!r} cannot be stored: it is "
+                f"{type(state).__name__} {state!r}, not a dict (initial_state and "
+                "next_run_state return a dict)"
+            )
+    try:
+        return to_json(states).decode()
+    except PydanticSerializationError as error:
+        raise unstorable_state(states, error) from error
+
+
+def unstorable_state(
+    states: Mapping[str, Any] | None, error: PydanticSerializationError
+) -> Exception:
+    """What to raise when a record holding capability states cannot be written as JSON: a
+    TypeError naming the capability whose state is the cause, or ``error`` if none is."""
+    for key, state in (states or {}).items():
+        try:
+            to_json(state)
+        except PydanticSerializationError as cause:
+            return TypeError(
+                f"the state of capability {key!r} cannot be stored as JSON ({cause}): keep "
+                "JSON values in it (dicts, lists, text, numbers, true, false, None), as "
+                "checkpoints, journals and sessions store it"
+            )
+    return error
 
 
 def _leaves(
@@ -388,3 +433,6 @@ class RunResult(BaseModel, Generic[OutputT]):
     agent: str = ""
     """The name of the agent that answered (or paused, or stopped): with handoffs, the last
     one the conversation was handed to; without, the agent's own ``name``."""
+    capability_states: dict[str, Any] | None = None
+    """The states of the run's capabilities as it ended, by ``state_key`` (None: none keeps
+    one); a session keeps them for its next run (``Capability.next_run_state``)."""

@@ -35,7 +35,7 @@ from tooldeck.results import Decision, RunResult
 from tooldeck.run._engine._sync import run_sync
 from tooldeck.run.agent import Agent, DepsT, OutputT
 from tooldeck.run.budget import Budget
-from tooldeck.run.handle import RunHandle
+from tooldeck.run.handle import RunHandle, start_carrying
 from tooldeck.run.history import give_back
 from tooldeck.sessions import Session
 
@@ -232,24 +232,33 @@ class DurableAgent(Generic[DepsT, OutputT]):
         try:
             loaded = await load_history(self.name, session)
             give_back(self._twin.history_strategy, loaded.summary)
-            result = await self._run_and_wait(prompt, loaded.messages, run)
+            # a step recorded by a tooldeck before kept states has no such slot
+            carried = getattr(loaded, "capability_states", None)
+            result = await self._run_and_wait(prompt, loaded.messages, run, carried)
             await commit_turn(self.name, session, result, loaded)
             return result
         finally:
             await session.aclose()
 
     async def _run_and_wait(
-        self, prompt: str, history: tuple[Message, ...], run: RunIn
+        self,
+        prompt: str,
+        history: tuple[Message, ...],
+        run: RunIn,
+        carried: dict[str, Any] | None = None,
     ) -> RunResult[OutputT]:
         """Run, and wait durably through each pause for its decisions, until the end (the
-        run log notes ``session_id``, the session the run's history came from)."""
+        run log notes ``session_id``, the session the run's history came from; ``carried``:
+        the capability states its last committed run ended with)."""
         twin, run_id = self._twin, run.run_id
         deps, budget, session_id = run.deps, run.budget, run.session_id
         try:
             result = await self._watched(
                 run_id,
-                twin.start(
+                start_carrying(
+                    twin,
                     prompt,
+                    carried,
                     deps=deps,
                     history=history,
                     run_id=run_id,

@@ -35,6 +35,9 @@ class Loaded:
     """How many messages the session held then, as stored (before any repair)."""
     summary: HistorySummary | None = None
     """The session's summary of its earlier turns then (``Summarize``), if it had one."""
+    capability_states: dict[str, Any] | None = None
+    """The capability states its last committed run ended with then (the run starts its
+    capabilities from them: ``Capability.next_run_state``)."""
 
 
 async def load_history(agent_name: str, session: Session) -> Loaded:
@@ -51,7 +54,12 @@ async def commit_turn(
     another run stored one first; the error carries the run's result)."""
     options: StepOptions = {"name": f"{agent_name}.session.commit"}
     new = result.messages[len(loaded.messages) :]
-    turn = StoredRun(result.run_id, messages=new, summary=result.history_summary)
+    turn = StoredRun(
+        result.run_id,
+        messages=new,
+        summary=result.history_summary,
+        capability_states=result.capability_states,
+    )
     try:
         await DBOS.run_step_async(options, _commit, session, turn, loaded)
     except SessionError as error:
@@ -68,7 +76,9 @@ async def _load(session: Session) -> Loaded:
             "or clear the session, before starting a durable run in it"
         )
     messages = history.messages
-    return Loaded(repair(messages), history.head, len(messages), history.summary)
+    return Loaded(
+        repair(messages), history.head, len(messages), history.summary, history.capability_states
+    )
 
 
 async def _commit(session: Session, turn: StoredRun, loaded: Loaded) -> None:

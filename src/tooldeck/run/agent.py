@@ -159,7 +159,7 @@ class Agent(Generic[DepsT, OutputT]):
             shorthands.get("history_strategy"), shorthands.get("history")
         )
         max_concurrency = shorthands.get("max_concurrency")
-        check_settings(on_limit, max_concurrency, checkpoint_key, shorthands)
+        check_settings(on_limit, max_concurrency, checkpoint_key)
         resume = shorthands.get("handoff_resume", "last")
         self.name, self.handoffs, self.handoff_resume = handoffs_of(name, handoffs, resume)
         self._owns_model = isinstance(model, str)
@@ -479,6 +479,9 @@ class _SessionRuns:
 
     def __init__(self, agent: Agent[Any, Any], prompt: str, opts: RunOptions) -> None:
         self._agent, self._prompt, self._opts = agent, prompt, opts
+
+    def carrying(self, states: Mapping[str, Any] | None) -> None:
+        self._opts = replace(self._opts, carried=states)
 
     def from_prompt(
         self, history: tuple[Message, ...], run_id: str, journal: JournalWriter | None

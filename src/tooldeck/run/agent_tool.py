@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Unpack
 
 from tooldeck.errors import ErrorCode, LimitExceeded, RunStopped, ToolDefinitionError
@@ -90,6 +90,8 @@ class NestingHandler(Protocol):
 # The arguments of an agent tool made without ``parameters=``: one text. (No docstring:
 # pydantic would show it to the model as the schema's description.)
 class AgentInput(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built when an agent tool is first made
+
     input: str = Field(description="The task for the agent, with everything it needs to know.")
 
 

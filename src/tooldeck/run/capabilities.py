@@ -6,7 +6,9 @@ starts) and hooks at the named points of a run — around each model request
 wrapper; ``before_tool_call`` and ``after_tool_call`` are its two halves), on the answer
 (``on_answer``) and on each event (``on_event``) — with a state of its own per run
 (``initial_state``, read and changed through ``self.state(ctx)``) that checkpoints and a
-session's run journal carry, so a resumed or recovered run goes on with it.
+session's run journal carry, so a resumed or recovered run goes on with it. A session keeps
+the states its last committed run ended with, and its next run starts each capability from
+its own (``next_run_state`` says what carries over).
 
 ``Agent(capabilities=[...])`` gives them to an agent: they apply while it holds the run.
 ``agent.run(..., capabilities=[...])`` gives them to one run, for the whole of it: after
@@ -141,9 +143,25 @@ class Capability:
         """Its state as a run starts: a JSON-able dict (None: it keeps no state)."""
         return None
 
+    def next_run_state(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """What a session's next run starts from, given the state this capability ended the
+        session's last committed run with: by default that state as it is. Return another
+        dict to carry part of it, or None to start the next run from ``initial_state()``.
+
+        The rule, for each capability that keeps state (its ``initial_state`` returns a
+        dict) as it first starts in a run of a session: a resumed or recovered run goes on
+        with the state it had; otherwise, when the session's last committed run (finished,
+        or closed as it stood after a crash) ended with a state under its ``state_key``, the
+        run starts from ``next_run_state`` of a copy of it, and from ``initial_state()``
+        when that returns None or there is none (the capability was not in that run, the
+        session is new or was cleared). The state kept must be JSON-able, as a
+        checkpoint's: one that is not is a TypeError naming the capability where it is
+        written, and nothing is stored."""
+        return state
+
     def state(self, ctx: HasStates) -> dict[str, Any]:
         """Its state in the run of ``ctx`` (any context a hook or a tool is given): a dict
-        it may change in place; checkpoints and journals carry it."""
+        it may change in place; checkpoints, journals and a session's next run carry it."""
         states, key = ctx.states, self.state_key
         if states is None or key not in states:
             raise LookupError(
@@ -200,8 +218,6 @@ class Capability:
 
 REQUEST_HOOKS = ("before_request", "after_response")
 CALL_HOOKS = ("wrap_call", "before_tool_call", "after_tool_call")
-RUN_HOOKS = ("instructions", "on_answer", "on_event", "initial_state")
-TOOL_HOOKS = ("wrap_tool",)
 
 
 def overrides(item: Capability, hook: str) -> bool:

@@ -189,8 +189,17 @@ def start_run(agent: _Starts, prompt: str, **options: Unpack[RunArgs[Any]]) -> R
 
     ``options`` are those of ``Agent.run`` (``RunArgs``). Call it inside a running loop.
     """
+    return start_carrying(agent, prompt, None, **options)
+
+
+def start_carrying(
+    agent: _Starts, prompt: str, carried: Mapping[str, Any] | None, **options: Unpack[RunArgs[Any]]
+) -> RunHandle[Any]:
+    """``Agent.start``, its capabilities started from ``carried`` (the states a session's
+    last committed run ended with: ``Capability.next_run_state``), for a front door that
+    keeps the session itself (``tooldeck.durable``)."""
     signal = CancelSignal()
-    opts = replace(RunOptions.of(options), cancel=signal)
+    opts = replace(RunOptions.of(options), cancel=signal, carried=carried)
     return RunHandle(agent._stream(prompt, opts), signal)
 
 

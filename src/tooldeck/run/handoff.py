@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from tooldeck.errors import ErrorCode, ToolDefinitionError
 from tooldeck.messages import AssistantOutput, Message, ToolResult
@@ -120,7 +120,7 @@ def _after(first: Callable[[T], T], then: Callable[[T], T]) -> Callable[[T], T]:
 # The arguments of a transfer tool made without ``input_type=``: none. (No docstring:
 # pydantic would show it to the model as the schema's description.)
 class _NoInput(BaseModel):
-    pass
+    model_config = ConfigDict(defer_build=True)  # built when a handoff is first made
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ carried in a ContextVar.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypedDict, TypeVar
 
@@ -92,6 +92,9 @@ class RunOptions:
     run is opened in the session)."""
     capabilities: tuple[Capability, ...] = ()
     """``run(capabilities=...)``: the run's own, for the whole run."""
+    carried: Mapping[str, Any] | None = None
+    """The capability states the session's last committed run ended with (set as a run in
+    a session starts; ``Capability.next_run_state``)."""
 
     @classmethod
     def of(cls, args: RunArgs[Any], *, resuming: bool = False) -> RunOptions:

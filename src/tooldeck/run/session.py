@@ -37,6 +37,10 @@ class History:
     unfinished: UnfinishedRun | None = None
     """The run the session's journal holds that never finished, if the head is one
     (``RunJournal``; ``tooldeck.run._engine.journal`` reads it)."""
+    capability_states: dict[str, Any] | None = None
+    """The capability states the last committed run ended with (``StoredRun``), by
+    ``state_key``: the next run starts each capability from its own. None: none kept (that
+    run kept none, the session is new or was cleared, or it was written before they were)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +70,20 @@ class StoredRun:
     summary: HistorySummary | None = None
     """A finished run's summary of the earlier exchanges (``RunResult.history_summary``):
     kept with the run, so a later run, in any process, does not ask the model for it again."""
+    capability_states: dict[str, Any] | None = None
+    """A finished run's capability states as it ended (``RunResult.capability_states``):
+    kept with the run, for the session's next run to start from (``History``)."""
 
     def __post_init__(self) -> None:
         if (self.checkpoint is None) == (not self.messages):
             raise ValueError("a StoredRun holds either a finished run's messages or a checkpoint")
-        if self.summary is not None and self.checkpoint is not None:
-            raise ValueError("a paused run's summary is kept in its checkpoint, not the StoredRun")
+        if self.checkpoint is not None and (
+            self.summary is not None or self.capability_states is not None
+        ):
+            raise ValueError(
+                "a paused run's summary and capability states are kept in its checkpoint, "
+                "not the StoredRun"
+            )
 
 
 @runtime_checkable
@@ -90,13 +102,16 @@ class Session(Protocol):
         ...
 
     async def load(self) -> History:
-        """The committed messages, the head, the paused run's checkpoint and the latest
-        history summary, if any."""
+        """The committed messages, the head, the paused run's checkpoint, the latest
+        history summary and the last committed run's capability states, if any."""
         ...
 
     async def append(self, run: StoredRun, *, after: int) -> int:
         """Append ``run`` as entry ``after + 1`` and return that number; keep its summary
-        (``run.summary``), in the same transaction, for ``load()`` to return.
+        (``run.summary``) and its capability states (``run.capability_states``: the last
+        stored run's, none if it had none), in the same transaction, for ``load()`` to
+        return. A store that keeps no states (``History.capability_states`` always None)
+        still works: each run then starts its capabilities from ``initial_state()``.
 
         Raises:
             SessionConflict: ``after`` is no longer the head: another writer came first.

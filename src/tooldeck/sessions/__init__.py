@@ -19,6 +19,8 @@ The rules:
 - A run with ``Agent(history_strategy=Summarize(...))`` stores its summary of the earlier runs with
   its own; the next run that loads the session, in any process, extends it instead of
   asking the model for it again.
+- A stored run keeps the states its capabilities ended it with; the session's next run, in
+  any process, starts each capability from its own (``Capability.next_run_state``).
 - Decoded stored runs are shared by the session objects of one conversation in a process
   (a stored run never changes), so a new object per request decodes only what was added
   since; ``stored_run_cache`` bounds what the process keeps

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from typing import Any, Self
 
 from tooldeck.run.session import History, StoredRun
-from tooldeck.sessions import _journal, _log
+from tooldeck.sessions import _journal, _log, _states
 from tooldeck.sessions._cache import stored_run_cache
-from tooldeck.sessions._rows import Row
+from tooldeck.sessions._rows import STORED_RUN, Place, Row
 
 
 def check_session_id(session_id: str) -> None:
@@ -83,15 +84,25 @@ class StoredSession(ABC):
         """LOAD, the summary and the latest journal, read in one go (``_history``)."""
 
     def _history(
-        self, rows: Sequence[Row], summary: _log.SummaryRow | None, journal: Sequence[_journal.Row]
+        self,
+        rows: Sequence[Row],
+        summary: _log.SummaryRow | None,
+        journal: Sequence[_journal.Row],
+        states: _states.Row | None = None,
     ) -> History:
-        """The history the rows of LOAD, READ_SUMMARY and the journal's LATEST make up."""
+        """The history the rows of LOAD, READ_SUMMARY, the journal's LATEST and the
+        states' READ make up."""
         try:
             history = _log.read_history(
                 rows, self._where, self._stored, summary, session_id=self._session_id
             )
         finally:
             stored_run_cache.used(self._cache_key, self._stored)
+        if states is not None:
+            last_run = max((row[0] for row in rows if row[2] == STORED_RUN), default=0)
+            place = Place(self._where, self._session_id)
+            kept = _states.read_states(states, last_run, place)
+            history = replace(history, capability_states=kept)
         return _journal.with_unfinished(history, journal, self._place)
 
     def _wrote(self, entry: int, run: StoredRun | None) -> None:

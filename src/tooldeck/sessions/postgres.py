@@ -25,7 +25,7 @@ from tooldeck.errors import SessionError
 from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, RecordedCall, StoredRun
-from tooldeck.sessions import _calls, _journal, _log
+from tooldeck.sessions import _calls, _journal, _log, _states
 from tooldeck.sessions._stored import StoredSession, check_session_id
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ _MAX_SEQ, _INSERT, _DELETE = map(_pg, (_log.MAX_SEQ, _log.INSERT, _log.DELETE))
 _SAVE_SUMMARY, _READ_SUMMARY, _DELETE_SUMMARY = map(
     _pg, (_log.SAVE_SUMMARY, _log.READ_SUMMARY, _log.DELETE_SUMMARY)
 )
+_SAVE_STATES, _READ_STATES, _DELETE_STATES = map(_pg, (_states.SAVE, _states.READ, _states.DELETE))
 _LATEST, _READ_STEPS, _WRITE_JOURNAL, _DROP_JOURNAL, _DROP_RUN = map(
     _pg, (_journal.LATEST, _journal.READ_STEPS, _journal.WRITE, _journal.DROP, _journal.DROP_RUN)
 )
@@ -107,13 +108,15 @@ class PostgresSession(StoredSession):
             cursor = await db.execute(_READ_SUMMARY, (session_id,))
             summary = await cursor.fetchone()
             journal = await (await db.execute(_LATEST, (session_id, session_id))).fetchall()
-        return self._history(rows, summary, journal)
+            states = await (await db.execute(_READ_STATES, (session_id,))).fetchone()
+        return self._history(rows, summary, journal, states)
 
     async def append(self, run: StoredRun, *, after: int) -> int:
         """Append ``run`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
         parameters = _log.append_parameters(self._session_id, run, after)
         summary = _log.summary_parameters(self._session_id, run)
-        written = await self._write(_insert_with_summary, (parameters, summary, None))
+        states = _states.save_parameters(self._session_id, run, after + 1)
+        written = await self._write(_insert_with_summary, (parameters, summary, states, None))
         if not written:
             raise _log.conflict(self._session_id, after)
         self._wrote(after + 1, run)
@@ -127,7 +130,8 @@ class PostgresSession(StoredSession):
         self, closing: StoredRun, after: int, opened: tuple[Any, ...]
     ) -> None:
         parameters = _log.append_parameters(self._session_id, closing, after)
-        if not await self._write(_insert_with_summary, (parameters, None, opened)):
+        states = _states.save_parameters(self._session_id, closing, after + 1)
+        if not await self._write(_insert_with_summary, (parameters, None, states, opened)):
             raise _log.conflict(self._session_id, after)
         self._wrote(after + 1, closing)
 
@@ -326,16 +330,21 @@ async def _insert_if_head(db: Connection, statement: tuple[str, tuple[Any, ...]]
 
 async def _insert_with_summary(
     db: Connection,
-    entry: tuple[tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...] | None],
+    entry: tuple[
+        tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...] | None, tuple[Any, ...] | None
+    ],
 ) -> bool:
-    """APPEND, the session's journal dropped, the stored run's summary kept and (for a run closed
-    as the next one opens) the next run's opening written, in the caller's transaction."""
-    parameters, summary, opened = entry
+    """APPEND, the session's journal dropped, the stored run's summary and capability states
+    kept and (for a run closed as the next one opens) the next run's opening written, in the
+    caller's transaction."""
+    parameters, summary, states, opened = entry
     if not await _insert_if_head(db, (_APPEND, parameters)):
         return False
     await db.execute(_DROP_JOURNAL, (parameters[0],))
     if summary is not None:
         await db.execute(_SAVE_SUMMARY, summary)
+    if states is not None:
+        await db.execute(_SAVE_STATES, states)
     if opened is not None:
         await db.execute(_WRITE_JOURNAL, opened)
     return True
@@ -357,6 +366,7 @@ async def _clear(db: Connection, session_id: str) -> bool:
     if head:
         await db.execute(_DELETE, (session_id,))
         await db.execute(_DELETE_SUMMARY, (session_id,))
+        await db.execute(_DELETE_STATES, (session_id,))
         await db.execute(_INSERT, _log.cleared_row(session_id, head))
     return True
 
@@ -368,6 +378,7 @@ async def _prepare_schema(db: Connection, where: str) -> None:
         version = await _schema_version(db)
         _log.check_schema(where, version)
         await db.execute(_journal.CREATE)  # a database of an older tooldeck has none yet
+        await db.execute(_states.CREATE)  # nor this
         if version == _log.SCHEMA_VERSION:
             return
         for statement in _log.CREATE:

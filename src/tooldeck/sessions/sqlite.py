@@ -27,7 +27,7 @@ from tooldeck.errors import SessionError
 from tooldeck.messages import ToolResult
 from tooldeck.results import Checkpoint
 from tooldeck.run.session import History, RecordedCall, StoredRun
-from tooldeck.sessions import _calls, _journal, _log
+from tooldeck.sessions import _calls, _journal, _log, _states
 from tooldeck.sessions._stored import StoredSession, check_session_id
 from tooldeck.sessions._thread import ConnectionThread
 
@@ -93,13 +93,15 @@ class SQLiteSession(StoredSession):
         rows = db.execute(_log.LOAD, self._stored.load_parameters(session_id)).fetchall()
         summary = db.execute(_log.READ_SUMMARY, (session_id,)).fetchone()
         journal = db.execute(_journal.LATEST, (session_id, session_id)).fetchall()
-        return self._history(rows, summary, journal)
+        states = db.execute(_states.READ, (session_id,)).fetchone()
+        return self._history(rows, summary, journal, states)
 
     async def append(self, run: StoredRun, *, after: int) -> int:
         """Append ``run`` as entry ``after + 1``; SessionConflict if ``after`` is not the head."""
         parameters = (
             _log.append_parameters(self._session_id, run, after),
             _log.summary_parameters(self._session_id, run),
+            _states.save_parameters(self._session_id, run, after + 1),
         )
         if not await self._run(lambda db: self._commit(db, _append, parameters, run)):
             raise _log.conflict(self._session_id, after)
@@ -111,14 +113,18 @@ class SQLiteSession(StoredSession):
     async def _close_then_open(
         self, closing: StoredRun, after: int, opened: tuple[Any, ...]
     ) -> None:
-        parameters = (_log.append_parameters(self._session_id, closing, after), None)
+        parameters = (
+            _log.append_parameters(self._session_id, closing, after),
+            None,
+            _states.save_parameters(self._session_id, closing, after + 1),
+        )
         close_then_open = _then_open(_append, opened)
         if not await self._run(lambda db: self._commit(db, close_then_open, parameters, closing)):
             raise _log.conflict(self._session_id, after)
 
     async def claim_run(self, run_id: str, opening: str, *, after: int) -> int:
         """``consume``, with the resumed run's opening kept (see ``RunJournal``)."""
-        parameters = (_log.claim_parameters(self._session_id, run_id, after), None)
+        parameters = (_log.claim_parameters(self._session_id, run_id, after), None, None)
         claim_and_open = _then_open(
             _claim, _journal.write_parameters(self._session_id, run_id, 0, opening)
         )
@@ -146,7 +152,7 @@ class SQLiteSession(StoredSession):
     async def consume(self, run_id: str, *, after: int) -> int:
         """Claim paused run ``run_id`` (entry ``after``) for one resume; CheckpointError if
         it was claimed or cleared first."""
-        parameters = (_log.claim_parameters(self._session_id, run_id, after), None)
+        parameters = (_log.claim_parameters(self._session_id, run_id, after), None, None)
         if not await self._run(lambda db: self._commit(db, _claim, parameters, None)):
             raise _log.already_claimed(self._session_id, run_id)
         return after + 1
@@ -222,19 +228,22 @@ class SQLiteSession(StoredSession):
             raise _database_error(error, self._where, self._busy_timeout_s) from error
 
 
-_Entry = tuple[tuple[Any, ...], tuple[Any, ...] | None]
-"""An entry's parameters, and its summary's (SAVE_SUMMARY) if it carries one."""
+_Entry = tuple[tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...] | None]
+"""An entry's parameters, its summary's (SAVE_SUMMARY) and its capability states' (the
+states' SAVE), if it carries them."""
 
 
 def _append(db: sqlite3.Connection, entry: _Entry) -> bool:
-    """Insert the entry if its ``after`` is still the head (keep its summary, drop the
-    session's journal); False when another came first."""
-    parameters, summary = entry
+    """Insert the entry if its ``after`` is still the head (keep its summary and states,
+    drop the session's journal); False when another came first."""
+    parameters, summary, states = entry
     written = _insert_if_head(db, _log.APPEND, parameters)
     if written:
         db.execute(_journal.DROP, (parameters[0],))
         if summary is not None:
             db.execute(_log.SAVE_SUMMARY, summary)
+        if states is not None:
+            db.execute(_states.SAVE, states)
     return written
 
 
@@ -294,6 +303,7 @@ def _clear(db: sqlite3.Connection, session_id: str) -> None:
     if head:
         db.execute(_log.DELETE, (session_id,))
         db.execute(_log.DELETE_SUMMARY, (session_id,))
+        db.execute(_states.DELETE, (session_id,))
         db.execute(_log.INSERT, _log.cleared_row(session_id, head))
 
 
@@ -371,6 +381,7 @@ def _prepare_schema(db: sqlite3.Connection, where: str) -> None:
     version = _schema_version(db)
     _log.check_schema(where, version)
     db.execute(_journal.CREATE)  # a database of an older tooldeck has none yet
+    db.execute(_states.CREATE)  # nor this
     if version == _log.SCHEMA_VERSION:
         return
     for statement in _log.CREATE:

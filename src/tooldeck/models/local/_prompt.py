@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from tooldeck.errors import ModelError
 from tooldeck.messages import Message, ToolCall, ToolSpec
@@ -55,7 +56,10 @@ RawLookup = Callable[[Message], str | None]
 """The exact text the model wrote for an assistant message, if this model wrote it."""
 
 
-class PromptFormat(Protocol):
+class PromptFormat(ABC):
+    """A way of writing the prompt: the same rules in every format (``rules_text``), laid out
+    with the conversation as the format lays them out (``_laid_out``)."""
+
     syntax: TurnSyntax
     special_tokens: bool
     """Whether the prompt text spells special tokens (a chat template's) to tokenize as such."""
@@ -68,7 +72,11 @@ class PromptFormat(Protocol):
         raw_text: RawLookup,
     ) -> str:
         """The prompt text, ending where the model writes its turn."""
-        ...
+        return self._laid_out(rules_text(tools, instructions), messages, raw_text)
+
+    @abstractmethod
+    def _laid_out(self, rules: str, messages: Sequence[Message], raw_text: RawLookup) -> str:
+        """The rules and the conversation in this format's layout."""
 
 
 def rules_text(tools: Sequence[ToolSpec], instructions: str) -> str:
@@ -100,20 +108,14 @@ def assistant_text(message: Message, raw_text: RawLookup, lead: str = "") -> str
     return lead + ANSWER_PREFIX + message.content
 
 
-class TranscriptFormat:
+class TranscriptFormat(PromptFormat):
     """tooldeck's own plain transcript, for models without a chat template."""
 
     syntax = TurnSyntax(multiline_answer=False, end_of_calls="\ntool:", lead=" ")
     special_tokens = False
 
-    def render(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        instructions: str,
-        raw_text: RawLookup,
-    ) -> str:
-        lines = [rules_text(tools, instructions), "", "Conversation:"]
+    def _laid_out(self, rules: str, messages: Sequence[Message], raw_text: RawLookup) -> str:
+        lines = [rules, "", "Conversation:"]
         for message in messages:
             if message.role == "assistant":
                 said = assistant_text(message, raw_text, self.syntax.lead)
@@ -123,7 +125,7 @@ class TranscriptFormat:
         return "\n".join(lines) + "\nassistant:"
 
 
-class TemplateFormat:
+class TemplateFormat(PromptFormat):
     """The GGUF's Jinja chat template, with the rules in the system message."""
 
     syntax = TurnSyntax(multiline_answer=True)
@@ -134,22 +136,15 @@ class TemplateFormat:
 
         self._formatter = Jinja2ChatFormatter(template, eos_token, bos_token)
 
-    def render(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        instructions: str,
-        raw_text: RawLookup,
-    ) -> str:
+    def _laid_out(self, rules: str, messages: Sequence[Message], raw_text: RawLookup) -> str:
         turns = _chat_turns(messages, raw_text)
-        system = rules_text(tools, instructions)
         try:
-            return self._apply([{"role": "system", "content": system}, *turns])
+            return self._apply([{"role": "system", "content": rules}, *turns])
         except Exception:  # a template that refuses a system role: fold it into the first turn
             if turns and turns[0]["role"] == "user":
-                turns[0] = {"role": "user", "content": f"{system}\n\n{turns[0]['content']}"}
+                turns[0] = {"role": "user", "content": f"{rules}\n\n{turns[0]['content']}"}
             else:
-                turns.insert(0, {"role": "user", "content": system})
+                turns.insert(0, {"role": "user", "content": rules})
             return self._apply(turns)
 
     def _apply(self, turns: list[dict[str, Any]]) -> str:

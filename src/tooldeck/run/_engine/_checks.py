@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
 
 from tooldeck.run._engine.calls.shared import CallOptions
 from tooldeck.run._engine.hooks import Hooks
@@ -20,13 +19,7 @@ def check_settings(
     on_limit: object,
     max_concurrency: int | None,
     checkpoint_key: object,
-    shorthands: Mapping[str, object],
 ) -> None:
-    after_untrusted = shorthands.get("after_untrusted", "allow")
-    if after_untrusted not in ("allow", "ask", "refuse"):
-        raise ValueError(
-            f"after_untrusted must be 'allow', 'ask' or 'refuse', got {after_untrusted!r}"
-        )
     if on_limit not in ("raise", "final_answer"):
         raise ValueError(f"on_limit must be 'raise' or 'final_answer', got {on_limit!r}")
     if max_concurrency is not None and max_concurrency < 1:
@@ -48,12 +41,7 @@ def strategy(
         if strategy is not None:
             raise TypeError("pass history_strategy= only (history= is its deprecated name)")
         strategy = old_name
-    if strategy is not None and not isinstance(strategy, HistoryStrategy):
-        raise TypeError(
-            "history_strategy must be a history strategy such as KeepLastExchanges(10), got "
-            f"{strategy!r} (a run's earlier messages go to run(..., history=...))"
-        )
-    return strategy
+    return strategy  # its type is checked where it becomes a capability (assembly)
 
 
 def call_options(

@@ -10,8 +10,10 @@ capability outermost). A hook that raises, or returns what it must not, ends the
 
 from __future__ import annotations
 
+import copy
 import inspect
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -84,15 +86,30 @@ class Hooks:
         """Whether it hooks the run itself (instructions, the answer, events, state)."""
         return bool(self.instructing or self.answering or self.watching or self.stateful)
 
-    def start(self, view: RunView, states: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    def start(
+        self,
+        view: RunView,
+        states: dict[str, Any] | None,
+        carried: Mapping[str, Any] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
         """As a run starts: the instructions its capabilities add, and its states (a resumed
-        run's kept, a new capability's from ``initial_state``)."""
+        run's kept; a capability new to the run from ``carried``, the states the session's
+        last committed run ended with, through ``next_run_state``, else ``initial_state``)."""
         states = {} if states is None else states
         for item in self.stateful:
-            if item.state_key not in states:
+            key = item.state_key
+            if key in states:
+                continue
+            first = None
+            if carried is not None and key in carried:
+                last = copy.deepcopy(carried[key])
+                then = _hooked(item, "next_run_state", item.next_run_state, last)
+                if then is not None:
+                    first = _expect(item, "next_run_state", then, dict, "a dict or None")
+            if first is None:
                 first = item.initial_state()
-                if first is not None:
-                    states[item.state_key] = first
+            if first is not None:
+                states[key] = first
         view = RunView(view.run_id, view.agent, view.round, view.deps, view.messages, states)
         texts = [
             _hooked(item, "instructions", lambda i=item: i.instructions(view))
@@ -162,7 +179,7 @@ class Hooks:
         self, events: AsyncGenerator[Event, None], view: Callable[[], RunView]
     ) -> AsyncGenerator[Event, None]:
         """``events``, each shown to every ``on_event`` hook first."""
-        async with _closing(events):
+        async with aclosing(events):
             async for event in events:
                 seen = view()
                 for item in self.watching:
@@ -171,17 +188,6 @@ class Hooks:
 
 
 _POINTS = ("requests", "calls", "instructing", "answering", "watching", "stateful")
-
-
-class _closing:  # contextlib.aclosing, typed for an AsyncGenerator of events
-    def __init__(self, events: AsyncGenerator[Event, None]) -> None:
-        self.events = events
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.events.aclose()
 
 
 def _layer(item: Capability, inner: CallNext, ctx: RunContext[Any], before: bool) -> CallNext:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, suppress
+from dataclasses import replace
 from typing import Any, Protocol
 
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, SessionError
@@ -70,6 +71,11 @@ class SessionRuns(Protocol):
         """The unfinished run closed as it stood."""
         ...
 
+    def carrying(self, states: Mapping[str, Any] | None) -> None:
+        """The runs started from now on start their capabilities from ``states`` (what the
+        session's last committed run ended with: ``Capability.next_run_state``)."""
+        ...
+
 
 async def stream_in_session(
     session: Session,
@@ -93,6 +99,7 @@ async def stream_in_session(
         raise _waiting(session, history.pending)
     messages = repair(history.messages)
     give_back(strategy, history.summary)
+    runs.carrying(history.capability_states)
     if journal is None:  # a store of the application's that keeps no journal
         events = runs.from_prompt(messages, run_id or new_run_id(), None)
         committing = _committing(events, session, len(messages), history.head, cancel)
@@ -116,8 +123,9 @@ async def stream_in_session(
         closing = None
         if unfinished is not None:
             closed = await runs.close(unfinished, messages)
-            closing, after = closed.stored, after + 1
+            closing, after = _as_closed(closed.stored, history), after + 1
             messages = (*messages, *closed.stored.messages)
+            runs.carrying(closing.capability_states)
         opening = Opening(writer=this_process(), after=after, prompt=prompted)
         body = opening.model_dump_json()
         await journal.open_run(run_id, body, closing=closing, after=history.head)
@@ -154,6 +162,7 @@ async def resume_in_session(
         raise _in_progress(session, unfinished)
     messages = repair(history.messages)
     give_back(strategy, history.summary)
+    runs.carrying(history.capability_states)
     if journal is not None and unfinished is not None and _same_resume(unfinished, given):
         _same_decisions(session, unfinished, decisions)
         writer = JournalWriter(journal, unfinished.run_id)
@@ -190,6 +199,15 @@ async def resume_in_session(
     async with aclosing(journaled) as run:
         async for event in run:
             yield event
+
+
+def _as_closed(stored: StoredRun, history: History) -> StoredRun:
+    """An unfinished run closed as it stood, as the session keeps it: with the capability
+    states its journal last recorded, or, when it recorded none (it stopped before its first
+    step, or keeps none), those the session kept before it, which it leaves as they were."""
+    if stored.capability_states is not None or history.capability_states is None:
+        return stored
+    return replace(stored, capability_states=history.capability_states)
 
 
 def _same_resume(unfinished: Journaled, given: Checkpoint | None) -> bool:
@@ -421,7 +439,10 @@ async def _commit(session: Session, result: RunResult[Any], start: int, head: in
         stored = StoredRun(result.run_id, checkpoint=result.checkpoint)
     else:
         stored = StoredRun(
-            result.run_id, messages=result.messages[start:], summary=result.history_summary
+            result.run_id,
+            messages=result.messages[start:],
+            summary=result.history_summary,
+            capability_states=result.capability_states,
         )
     try:
         await session.append(stored, after=head)

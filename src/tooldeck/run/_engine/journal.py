@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from tooldeck.errors import RunStopped, SessionError
 from tooldeck.messages import FROZEN, Message, ToolResult, Usage
@@ -37,6 +38,7 @@ from tooldeck.results import (
     ShownHistory,
     StopReason,
     ToolTrace,
+    unstorable_state,
 )
 from tooldeck.run._engine.state import OpenTurn, RunState
 from tooldeck.run.events import Event, ModelRequest, ModelResponse
@@ -336,7 +338,11 @@ class JournalWriter:
             summary=state.summary,
             capability_states=state.states,
         )
-        await self._journal.write_step(self.run_id, self.step + 1, step.model_dump_json())
+        try:
+            body = step.model_dump_json()
+        except PydanticSerializationError as error:
+            raise unstorable_state(state.states, error) from error
+        await self._journal.write_step(self.run_id, self.step + 1, body)
         self.step += 1
         self.start_at(state)
 

@@ -165,8 +165,9 @@ async def drive(
         if policy.metered:  # token or cost limits, a shared budget
             stop, reason = _metered(setup, state, policy, output, stop, reason)
         if stop is None and setup.output is None and output.tool_calls:
-            continue  # the usual round: run the calls (no coroutine for _ended)
-        ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
+            continue  # the usual round: run the calls (no coroutine for _answer)
+        ended = await _answer(setup, state, policy, output, deps, stop, reason)
+        ended, checked = await _judged(setup, state, policy, ended, deps)
         for event in checked:  # the output guardrails' decisions, with the agent's name
             yield event
         if ended is not None:
@@ -200,7 +201,7 @@ def _capable(hooks: Hooks, start: RunStart, asking: Asking) -> Asking:
     they add."""
     state = start.state
     view = RunView(state.run_id, state.agent, start.policy.rounds, start.deps)
-    added, states = hooks.start(view, state.states)
+    added, states = hooks.start(view, state.states, state.carried)
     state.states = states or None
     if not added:
         return asking
@@ -281,18 +282,11 @@ def _asked(
     return with_deltas(lambda emit: ask(asking, state, policy, specs, settings, deps, emit))
 
 
-async def _ended(
-    setup: RunSetup,
-    state: RunState,
-    policy: RunPolicy,
-    output: AssistantOutput,
-    deps: Any,
-    stop: RunStopped | None,
-    reason: StopReason,
+async def _judged(
+    setup: RunSetup, state: RunState, policy: RunPolicy, ended: RunResult[Any] | None, deps: Any
 ) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
-    """The run's result if this turn ends it (an answer, typed when asked for, or the last
-    answer at a limit; None to go on), and the output guardrails' decisions on it."""
-    ended = await _answer(setup, state, policy, output, deps, stop, reason)
+    """The run's result (``_answer``'s) after the output guardrails and the answer hooks, when
+    it is an answer, and the guardrails' decisions on it."""
     if ended is None or ended.stop_reason != StopReason.ANSWER:
         return ended, ()
     checked: Iterable[GuardrailChecked] = ()
@@ -339,6 +333,8 @@ async def _answer(
     stop: RunStopped | None,
     reason: StopReason,
 ) -> RunResult[Any] | None:
+    """The run's result if this turn ends it: an answer (typed when asked for), or the last
+    answer at a limit; None to go on."""
     if setup.output is not None:
         answered = await take_answer(
             setup.output, setup.output_retries, state, policy, output, deps

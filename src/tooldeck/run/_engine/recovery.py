@@ -105,7 +105,7 @@ async def close(
             settled.append(traced(call, result, 0.0, None))
         state.close_round(turn, settled, ())
     kept = tuple(state.messages[len(history) :])
-    stored = StoredRun(run.run_id, messages=kept)
+    stored = StoredRun(run.run_id, messages=kept, capability_states=state.states)
     return Closed(stored, RunRecovered(run.run_id, "closed", run.rounds, tuple(settled)))
 
 

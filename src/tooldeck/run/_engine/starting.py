@@ -57,6 +57,8 @@ def run_events(
     conversation), observed when ``first`` or every agent is instrumented, and logged when
     ``first`` has a run log (the StreamObserver sees what tracing sees)."""
     state = start.state
+    if opts.carried is not None:  # a run in a session: what its last committed run ended with
+        state.carried = opts.carried
     given = opts.capabilities
     instrument = first.instrument
     if given:  # the run's own capabilities: run-level rules, hooks, observers

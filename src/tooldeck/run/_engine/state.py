@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -82,6 +82,9 @@ class RunState:
     all of it). The run's messages stay whole."""
     states: dict[str, Any] | None = None
     """The states of the run's capabilities by name (None: none keeps one)."""
+    carried: Mapping[str, Any] | None = None
+    """The states the session's last committed run ended with, by name: a capability that
+    starts in this run starts from its own (``Capability.next_run_state``)."""
 
     @property
     def usage(self) -> Usage:
@@ -218,9 +221,13 @@ class RunState:
             history_summary=self.summary,
             agent=self.agent,
         )
-        if not self.guardrails and self.tainted_by is None:
-            return result  # the usual run: two keywords fewer (a dict half the size to make)
-        update = {"guardrails": self.guardrails, "tainted_by": self.tainted_by}
+        if not self.guardrails and self.tainted_by is None and self.states is None:
+            return result  # the usual run: three keywords fewer (a dict half the size to make)
+        update = {
+            "guardrails": self.guardrails,
+            "tainted_by": self.tainted_by,
+            "capability_states": self.states,
+        }
         return result.model_copy(update=update)
 
 
