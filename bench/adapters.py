@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tooldeck import AssistantOutput, Message, ModelSettings, ToolCall, ToolSpec, tool
-from tooldeck.models._provider import Ask
 from tooldeck.models.anthropic import _request as anthropic_request
 from tooldeck.models.anthropic import _response as anthropic_response
+from tooldeck.models.base import Ask
 from tooldeck.models.gemini import _request as gemini_request
 from tooldeck.models.gemini import _response as gemini_response
 from tooldeck.models.openai import _chat as chat

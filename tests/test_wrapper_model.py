@@ -16,9 +16,10 @@ import pytest
 import tooldeck
 from tooldeck import Agent, AssistantOutput, Model, ModelSettings, ScriptedModel, tool
 from tooldeck.durable._steps import DurableModel
+from tooldeck.errors import ModelUnavailable
 from tooldeck.messages import ToolCall
-from tooldeck.models import FallbackModel, RetryingModel, WrapperModel
-from tooldeck.models.base import StreamItem
+from tooldeck.models import FallbackModel, RetryingModel, RetryPolicy, WrapperModel, base
+from tooldeck.models.base import Ask, StreamItem
 from tooldeck.observe._spans import TracedModel
 from tooldeck.run._engine.prompted import ForcedCallHint, PromptedFallback
 
@@ -199,11 +200,17 @@ WRAPPERS: dict[type[WrapperModel], Callable[[Model], WrapperModel]] = {
 }
 """Each of tooldeck's wrappers, built around a model."""
 
+ANSWERED_BY = {"complete": "answer", "stream": "stream_answer"}
+"""The method of tooldeck's models that does the work of each of ``Model``'s that take a
+request (``AskModel`` packs the request into an ``Ask`` and calls it)."""
+
 KEPT = [
     (cls, name)
     for cls in WRAPPERS
     for name in METHODS
     if getattr(cls, name) is getattr(WrapperModel, name)
+    and getattr(cls, ANSWERED_BY.get(name, name))
+    is getattr(WrapperModel, ANSWERED_BY.get(name, name))
 ]
 """(wrapper, method) for each method a wrapper leaves to WrapperModel."""
 
@@ -254,22 +261,33 @@ def _is_wrapper_base(base: ast.expr) -> bool:
     )
 
 
+FORWARDS = {"answer": "answer_of", "stream_answer": "stream_of"}
+"""The function that hands an ``Ask`` to a held model, for each method that takes one."""
+
+
 def _same_call(node: ast.expr | None, method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """True for ``self.<anything>.<method>(<the method's own parameters, in order>)``."""
+    """True for ``self.<anything>.<method>(<the method's own parameters, in order>)``, or
+    ``answer_of(self.<anything>, ask)`` in ``answer`` (``stream_of`` in ``stream_answer``)."""
     if isinstance(node, ast.Await):
         node = node.value
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+    if not isinstance(node, ast.Call):
         return False
-    target = node.func.value
+    args = list(node.args)
+    if isinstance(node.func, ast.Attribute) and node.func.attr == method.name:
+        target: ast.expr | None = node.func.value
+    elif isinstance(node.func, ast.Name) and node.func.id == FORWARDS.get(method.name) and args:
+        target = args.pop(0)
+    else:
+        return False
     on_self = (
         isinstance(target, ast.Attribute)
         and isinstance(target.value, ast.Name)
         and target.value.id == "self"
     )
     own = [a.arg for a in method.args.args[1:]]
-    sent = [a.id if isinstance(a, ast.Name) else None for a in node.args]
+    sent = [a.id if isinstance(a, ast.Name) else None for a in args]
     sent += [k.value.id if isinstance(k.value, ast.Name) else None for k in node.keywords]
-    return on_self and node.func.attr == method.name and sent == own
+    return on_self and sent == own
 
 
 def _yields_each(body: list[ast.stmt], source: ast.expr | None = None) -> bool:
@@ -367,9 +385,23 @@ def test_the_pass_through_check_finds_the_old_wrappers_copies() -> None:
         "                yield item\n"
         "    async def complete(self, messages, tools, settings, instructions=''):\n"
         "        return await self.inner.complete(messages, tools, settings, instructions + 'x')\n"
+        "    def answer(self, ask):\n"
+        "        return answer_of(self.wrapped, ask)\n"
+        "    async def stream_answer(self, ask):\n"
+        "        async for item in stream_of(self.wrapped, ask):\n"
+        "            yield item\n"
+        "    async def stream_answer(self, ask):\n"
+        "        async for item in stream_of(self.wrapped, replace(ask, tools=())):\n"
+        "            yield item\n"
     )
     methods = [n for n in ast.walk(old) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    assert [m.name for m in methods if is_pass_through(m)] == ["count_tokens", "aclose", "stream"]
+    assert [m.name for m in methods if is_pass_through(m)] == [
+        "count_tokens",
+        "aclose",
+        "stream",
+        "answer",
+        "stream_answer",
+    ]
     assert copied_attributes(methods[0]) == ["name", "native_output"]
 
 
@@ -428,3 +460,122 @@ def test_no_other_model_in_tooldeck_hand_writes_a_pass_through() -> None:
             if method.name == "__init__":
                 hand_written += [f"{where} copies {a}" for a in copied_attributes(method)]
     assert hand_written == []
+
+
+# --- the request's four arguments: declared once, packed once ---------------------------
+
+REQUEST = ["messages", "tools", "settings", "instructions"]
+
+
+def test_only_model_and_ask_model_declare_the_request_as_four_arguments() -> None:
+    """Users write models against ``Model.complete/stream(messages, tools, settings,
+    instructions)``; tooldeck's own models take the request as one ``Ask`` (``AskModel``
+    packs it), so no other class of the library declares those four parameters."""
+    declared = sorted(
+        f"{path}: {cls.name}.{method.name}"
+        for path, cls in _classes()
+        for method in cls.body
+        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+        and [a.arg for a in method.args.args[1:5]] == REQUEST
+    )
+
+    assert declared == [
+        "models/base.py: AskModel.complete",
+        "models/base.py: AskModel.stream",
+        "models/base.py: Model.complete",
+        "models/base.py: Model.stream",
+    ]
+
+
+@pytest.fixture
+def asks(monkeypatch: pytest.MonkeyPatch) -> list[Ask]:
+    """Every ``Ask`` packed from here on."""
+    packed: list[Ask] = []
+
+    class CountedAsk(Ask):
+        __slots__ = ()
+
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            packed.append(self)
+
+    monkeypatch.setattr(base, "Ask", CountedAsk)
+    return packed
+
+
+def _stacked(inner: Model) -> Model:
+    """tooldeck's wrappers that need no run around them, one around the next."""
+    return RetryingModel(
+        FallbackModel(PromptedFallback(ForcedCallHint(inner), {"type": "object"}), inner)
+    )
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["complete", "stream"])
+async def test_a_request_through_tooldecks_wrappers_is_packed_into_one_ask(
+    asks: list[Ask], streamed: bool
+) -> None:
+    inner = ScriptedModel([AssistantOutput(content="hi")])
+    model = _stacked(inner)
+    settings = ModelSettings(temperature=0.5)
+
+    if streamed:
+        items = [item async for item in model.stream([], [], settings, "Be brief.")]
+        output = items[-1]
+    else:
+        output = await model.complete([], [], settings, "Be brief.")
+
+    assert isinstance(output, AssistantOutput)
+    assert output.content == "hi"
+    assert len(asks) == 1
+    assert (asks[0].settings, asks[0].instructions) == (settings, "Be brief.")
+    assert inner.requests[0].instructions == "Be brief."
+
+
+class Recording(Model):
+    """A user's model, written against Model's public signature: notes how it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, tuple[Any, ...]]] = []
+
+    async def complete(self, messages, tools, settings, instructions=""):
+        self.asked.append(("complete", (messages, tools, settings, instructions)))
+        return AssistantOutput(content="whole")
+
+    async def stream(self, messages, tools, settings, instructions=""):
+        self.asked.append(("stream", (messages, tools, settings, instructions)))
+        yield AssistantOutput(content="streamed")
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["complete", "stream"])
+async def test_a_users_model_inside_tooldecks_wrappers_is_asked_through_complete_and_stream(
+    streamed: bool,
+) -> None:
+    inner = Recording()
+    model = _stacked(inner)
+    request = ([], [], ModelSettings(), "Be brief.")
+
+    if streamed:
+        output = [item async for item in model.stream(*request)][-1]
+    else:
+        output = await model.complete(*request)
+
+    assert inner.asked == [("stream" if streamed else "complete", request)]
+    assert output.content == ("streamed" if streamed else "whole")  # type: ignore[union-attr]
+
+
+async def test_a_tooldeck_model_whose_complete_is_overridden_is_asked_through_it() -> None:
+    """A subclass of one of tooldeck's models that overrides ``complete`` (as a user's test
+    double does) is asked through it from inside a wrapper, and so is its stream."""
+
+    class Down(ScriptedModel):
+        async def complete(self, messages, tools, settings, instructions=""):
+            raise ModelUnavailable("HTTP 503 from the provider", 503)
+
+    backup = ScriptedModel([AssistantOutput(content="backup"), AssistantOutput(content="again")])
+    down = Down([AssistantOutput(content="never")])
+    model = FallbackModel(RetryingModel(down, RetryPolicy(max_attempts=2, backoff=0)), backup)
+
+    assert (await model.complete([], [], ModelSettings())).content == "backup"
+    streamed = [item async for item in model.stream([], [], ModelSettings())]
+    assert streamed[-1].content == "again"  # type: ignore[union-attr]
+    assert down.requests == []

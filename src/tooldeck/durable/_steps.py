@@ -29,8 +29,8 @@ from pydantic import BaseModel
 
 from tooldeck.durable._once import Work, at_most_once
 from tooldeck.errors import ErrorCode, ModelError
-from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
-from tooldeck.models.base import Model, ModelSettings
+from tooldeck.messages import AssistantOutput, ToolCall, ToolResult, ToolSpec
+from tooldeck.models.base import Ask, AskModel, Model, answer_of
 from tooldeck.models.wrapper import WrapperModel
 from tooldeck.results import RecordedError
 from tooldeck.run._engine.calls.texts import timeout_text
@@ -57,51 +57,36 @@ class DurableModel(WrapperModel):
         self.agent_name = agent_name
         self._options: StepOptions = {"name": f"{agent_name}.model"}
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
+    async def answer(self, ask: Ask) -> AssistantOutput:
         asked: list[AssistantOutput] = []
-        recorded = await DBOS.run_step_async(
-            self._options, self._ask, messages, tools, settings, instructions, asked
-        )
+        recorded = await DBOS.run_step_async(self._options, self._ask, ask, asked)
         # The turn as the model gave it, or, in a replay, as the database kept it.
         if asked:
             output = asked[0]
         else:
             kept = _recorded_turn(recorded)
-            _check_same_tools(kept, tools)
+            _check_same_tools(kept, ask.tools)
             output = kept.turn
         if output.tool_calls:
             _reserve(self.agent_name, output.tool_calls)
         return output
 
-    stream = Model.stream
-    """Model's own: the turn as one item from ``complete`` (a step records a whole turn),
-    never the wrapped model's chunks."""
+    stream_answer = AskModel.stream_answer
+    """AskModel's own: the turn as one item from ``answer``, the step (a step records a
+    whole turn), never the wrapped model's chunks."""
 
-    async def _ask(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-        asked: list[AssistantOutput],
-    ) -> str:
+    async def _ask(self, ask: Ask, asked: list[AssistantOutput]) -> str:
         """The step: ask the model; its turn is recorded as JSON (plain, readable in the
         database, and cheaper to write than a pickle)."""
         try:
-            output = await self.wrapped.complete(messages, tools, settings, instructions)
+            output = await answer_of(self.wrapped, ask)
         except Exception as error:
             if _survives_pickling(error):
                 raise
             failure = ModelError(f"the model call failed: {type(error).__name__}: {error}")
             raise failure from error
         asked.append(output)
-        return RecordedTurn(turn=output, called=_called(output, tools)).model_dump_json()
+        return RecordedTurn(turn=output, called=_called(output, ask.tools)).model_dump_json()
 
 
 class RecordedTurn(BaseModel):

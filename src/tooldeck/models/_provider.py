@@ -7,25 +7,13 @@ from __future__ import annotations
 
 import os
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from tooldeck.errors import ModelNotConfigured
-from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models.base import Model, ModelSettings, StreamItem, final_output
+from tooldeck.messages import AssistantOutput, ToolSpec
+from tooldeck.models.base import Ask, AskModel, StreamItem, final_output, stream_of
 from tooldeck.models.prices import priced
-
-
-@dataclass(frozen=True, slots=True)
-class Ask:
-    """What one turn is asked with: the arguments of ``Model.complete``, kept together from
-    ``ProviderModel`` to the adapter's wire format, which spells them as one request."""
-
-    messages: Sequence[Message]
-    tools: Sequence[ToolSpec]
-    settings: ModelSettings
-    instructions: str
 
 
 def spec_param(spec: ToolSpec, schema_key: str) -> dict[str, Any]:
@@ -38,40 +26,27 @@ def spec_param(spec: ToolSpec, schema_key: str) -> dict[str, Any]:
     return param
 
 
-class ProviderModel(Model):
+class ProviderModel(AskModel):
     """A hosted provider's model (OpenAI, Anthropic, Gemini)."""
 
     def __init__(self, name: str, stream: bool) -> None:
         self.name = name
         self._stream = stream
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
+    async def answer(self, ask: Ask) -> AssistantOutput:
+        """The turn, priced: asked in one request, or read whole from the stream."""
         if self._stream:
-            return await final_output(
-                self.name, self.stream(messages, tools, settings, instructions)
-            )
-        output = await self._request_turn(Ask(messages, tools, settings, instructions))
-        return priced(output, settings.prices, self.name)
+            return await final_output(self.name, stream_of(self, ask))
+        output = await self._request_turn(ask)
+        return priced(output, ask.settings.prices, self.name)
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    async def stream_answer(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The turn as the provider streams it: chunks, then the whole turn, priced."""
-        items = self._stream_turn(Ask(messages, tools, settings, instructions))
+        items = self._stream_turn(ask)
         try:
             async for item in items:
                 if isinstance(item, AssistantOutput):
-                    item = priced(item, settings.prices, self.name)
+                    item = priced(item, ask.settings.prices, self.name)
                 yield item
         finally:
             await items.aclose()

@@ -1,11 +1,18 @@
-"""The model interface every adapter implements, and the per-request settings."""
+"""The model interface every adapter implements, and the per-request settings.
+
+``Model`` is the public interface: ``complete``/``stream`` with a request's four arguments.
+tooldeck's own models (the providers', the local one, the scripted one, every
+``WrapperModel``) are ``AskModel``s: the four arguments are packed once into an ``Ask``
+here, and each model overrides ``answer(ask)``/``stream_answer(ask)``.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from types import MethodType
+from typing import Any, Literal
 
 from tooldeck.errors import ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
@@ -124,6 +131,82 @@ class Model(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to close by default
         """Release clients or weights the model holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One request to a model: the four arguments of ``Model.complete``, packed once by
+    ``AskModel`` and passed as one from wrapper to wrapper to the adapter's wire format."""
+
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec]
+    settings: ModelSettings
+    instructions: str
+
+
+class AskModel(Model):
+    """A ``Model`` that takes each request as one ``Ask``: tooldeck's own models subclass it
+    and override ``answer`` (and ``stream_answer`` when they stream).
+
+    ``complete`` and ``stream`` keep ``Model``'s public signature, declared here once: they
+    pack their arguments into an ``Ask`` and return ``answer``'s coroutine or
+    ``stream_answer``'s generator (no frame of their own). A subclass may still override
+    ``complete`` or ``stream`` as any ``Model`` does; ``answer_of`` and ``stream_of`` then
+    call those.
+    """
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> Coroutine[Any, Any, AssistantOutput]:
+        """The model's turn: ``answer`` to these arguments as one ``Ask``."""
+        return self.answer(Ask(messages, tools, settings, instructions))
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        settings: ModelSettings,
+        instructions: str = "",
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The model's turn as it is written: ``stream_answer`` to these arguments."""
+        return self.stream_answer(Ask(messages, tools, settings, instructions))
+
+    @abstractmethod
+    async def answer(self, ask: Ask) -> AssistantOutput:
+        """The model's turn for ``ask`` (what ``Model.complete`` returns)."""
+
+    async def stream_answer(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
+        """The turn's chunks, then the turn. The default, as ``Model.stream``'s: no chunks,
+        only the turn (through ``complete`` when a subclass overrides it)."""
+        yield await answer_of(self, ask)
+
+
+def answer_of(model: Model, ask: Ask) -> Coroutine[Any, Any, AssistantOutput]:
+    """``model``'s turn for ``ask``: straight to ``answer`` when its ``complete`` is
+    ``AskModel``'s (the Ask is not packed again), otherwise through its own ``complete``:
+    a user's model, or one that overrides ``complete``, is asked as it was written."""
+    complete = model.complete
+    if _unchanged(complete, AskModel.complete) and isinstance(model, AskModel):
+        return model.answer(ask)
+    return complete(ask.messages, ask.tools, ask.settings, ask.instructions)
+
+
+def stream_of(model: Model, ask: Ask) -> AsyncGenerator[StreamItem, None]:
+    """``model``'s stream for ``ask``, as ``answer_of`` gives its turn."""
+    stream = model.stream
+    if _unchanged(stream, AskModel.stream) and isinstance(model, AskModel):
+        return model.stream_answer(ask)
+    return stream(ask.messages, ask.tools, ask.settings, ask.instructions)
+
+
+def _unchanged(method: object, declared: object) -> bool:
+    """True when ``method`` is ``declared`` bound to its model: overridden neither by the
+    model's class nor on the model itself."""
+    return type(method) is MethodType and method.__func__ is declared
 
 
 async def final_output(model: str, items: AsyncIterator[StreamItem]) -> AssistantOutput:

@@ -10,12 +10,12 @@ log record which model answered each round.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
 from tooldeck.errors import ModelError, ModelRateLimited, ModelUnavailable
-from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.messages import AssistantOutput
+from tooldeck.models.base import Ask, Model, StreamItem, answer_of, stream_of
 from tooldeck.models.wrapper import WrapperModel
 
 ErrorKinds = tuple[type[ModelError], ...]
@@ -62,18 +62,12 @@ class FallbackModel(WrapperModel):
         self.name = "fallback:" + ",".join(model.name for model in self.models)
         self.native_output = all(model.native_output for model in self.models)
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
+    async def answer(self, ask: Ask) -> AssistantOutput:
         """The first answer of the models in order (each failure noted on the last one)."""
         failures: list[str] = []
         for model in self.models:
             try:
-                output = await model.complete(messages, tools, settings, instructions)
+                output = await answer_of(model, ask)
             except self.on as error:
                 failures.append(f"{model.name}: {type(error).__name__}: {error}")
                 if model is self.models[-1]:
@@ -85,17 +79,11 @@ class FallbackModel(WrapperModel):
             return answer
         raise AssertionError("unreachable: the last model returns or raises")
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    async def stream_answer(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The first model's stream that starts; once one has yielded, its failure ends it."""
         for model in self.models:
             started = False
-            items = model.stream(messages, tools, settings, instructions)
+            items = stream_of(model, ask)
             try:
                 async for item in items:
                     started = True
@@ -159,18 +147,12 @@ class RetryingModel(WrapperModel):
         """The model asked (``wrapped``, by the name this class has always given it)."""
         return self.wrapped
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
+    async def answer(self, ask: Ask) -> AssistantOutput:
         """The model's answer, asked again after each failure the policy retries."""
         policy = self.policy
         for attempt in range(1, policy.max_attempts + 1):
             try:
-                return await self.wrapped.complete(messages, tools, settings, instructions)
+                return await answer_of(self.wrapped, ask)
             except policy.retry_on as error:
                 if attempt == policy.max_attempts:
                     error.add_note(f"failed {attempt} times (RetryPolicy.max_attempts)")
@@ -178,18 +160,12 @@ class RetryingModel(WrapperModel):
                 await asyncio.sleep(policy.delay(attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    async def stream_answer(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The model's stream, started again after a failure before its first chunk."""
         policy = self.policy
         for attempt in range(1, policy.max_attempts + 1):
             started = False
-            items = self.wrapped.stream(messages, tools, settings, instructions)
+            items = stream_of(self.wrapped, ask)
             try:
                 async for item in items:
                     started = True

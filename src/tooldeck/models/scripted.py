@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from tooldeck.errors import ScriptExhausted
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models.base import Model, ModelSettings
+from tooldeck.models.base import Ask, AskModel, ModelSettings
 from tooldeck.models.prices import priced
 
 
@@ -33,7 +33,7 @@ ScriptedOutput = (
 )
 
 
-class ScriptedModel(Model):
+class ScriptedModel(AskModel):
     """Replays ``outputs`` one per request; a callable entry is called with the request.
 
     Examples:
@@ -53,15 +53,10 @@ class ScriptedModel(Model):
         """Scripted outputs not used yet."""
         return len(self._outputs) - len(self.requests)
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
+    async def answer(self, ask: Ask) -> AssistantOutput:
         """The next scripted output; the request is recorded in ``requests``."""
-        request = RecordedRequest(tuple(messages), tuple(tools), settings, instructions)
+        messages, settings = ask.messages, ask.settings
+        request = RecordedRequest(tuple(messages), tuple(ask.tools), settings, ask.instructions)
         index = len(self.requests)
         self.requests.append(request)
         if index >= len(self._outputs):

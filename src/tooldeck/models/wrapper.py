@@ -11,18 +11,20 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Coroutine, Sequence
 from typing import Any
 
-from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.messages import AssistantOutput, Message
+from tooldeck.models.base import Ask, AskModel, Model, StreamItem, answer_of, stream_of
 
 
-class WrapperModel(Model):
+class WrapperModel(AskModel):
     """``wrapped``, with what a subclass overrides changed and everything else passed through.
 
     ``name`` and ``native_output`` are the wrapped model's (a subclass may set its own after
     ``super().__init__``); ``complete``, ``stream``, ``count_tokens`` and ``aclose`` are
-    the wrapped model's own. Override ``complete`` to change a request; override ``stream``
-    too if the change must hold when a run streams (``Agent.stream(deltas=True)`` asks with
-    ``stream``, which otherwise goes straight to the wrapped model).
+    the wrapped model's own. Override ``complete`` to change a request (or ``answer``, which
+    takes the request as one ``Ask``: tooldeck's own wrappers do); override ``stream`` (or
+    ``stream_answer``) too if the change must hold when a run streams
+    (``Agent.stream(deltas=True)`` asks with ``stream``, which otherwise goes straight to
+    the wrapped model).
 
     Example:
         >>> from tooldeck import AssistantOutput, ScriptedModel
@@ -42,27 +44,17 @@ class WrapperModel(Model):
         self.native_output = wrapped.native_output
 
     # The pass-throughs return the wrapped model's own coroutine or generator rather than
-    # awaiting it in one of their own: passing a request through adds no frame to it.
+    # awaiting it in one of their own: passing a request through adds no frame to it. The
+    # request's Ask goes on as it is to a wrapped AskModel; any other model is asked
+    # through its own complete/stream.
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> Coroutine[Any, Any, AssistantOutput]:
+    def answer(self, ask: Ask) -> Coroutine[Any, Any, AssistantOutput]:
         """The wrapped model's turn."""
-        return self.wrapped.complete(messages, tools, settings, instructions)
+        return answer_of(self.wrapped, ask)
 
-    def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    def stream_answer(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The wrapped model's stream."""
-        return self.wrapped.stream(messages, tools, settings, instructions)
+        return stream_of(self.wrapped, ask)
 
     def count_tokens(self, messages: Sequence[Message]) -> Coroutine[Any, Any, int]:
         """The wrapped model's count."""

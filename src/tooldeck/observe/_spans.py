@@ -18,8 +18,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from tooldeck.errors import ErrorCode, RunStopped
-from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
-from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.messages import AssistantOutput, Message, ToolCall
+from tooldeck.models.base import Ask, Model, ModelSettings, StreamItem, answer_of, stream_of
 from tooldeck.models.wrapper import WrapperModel
 from tooldeck.observe import _content as content
 from tooldeck.results import PendingCall, RunResult, ToolTrace
@@ -254,32 +254,20 @@ class TracedModel(WrapperModel):
         super().__init__(model)
         self._spans = spans
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
-        span = self._spans.chat_span(messages, settings)
+    async def answer(self, ask: Ask) -> AssistantOutput:
+        span = self._spans.chat_span(ask.messages, ask.settings)
         with trace.use_span(span, record_exception=False, set_status_on_exception=False):
             try:
-                output = await self.wrapped.complete(messages, tools, settings, instructions)
+                output = await answer_of(self.wrapped, ask)
             except BaseException as error:
                 _end_failed(span, error)
                 raise
         self._spans.end_chat(span, output)
         return output
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
-        span = self._spans.chat_span(messages, settings)
-        items = self.wrapped.stream(messages, tools, settings, instructions)
+    async def stream_answer(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
+        span = self._spans.chat_span(ask.messages, ask.settings)
+        items = stream_of(self.wrapped, ask)
         ended = False
         try:
             while True:

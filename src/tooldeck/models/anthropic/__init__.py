@@ -29,7 +29,6 @@ from tooldeck.messages import AssistantOutput
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import LoopClients, foreign_loop_errors
 from tooldeck.models._provider import (
-    Ask,
     ProviderModel,
     client_settings,
     key_or_placeholder,
@@ -40,7 +39,7 @@ from tooldeck.models.anthropic import _request as request_format
 from tooldeck.models.anthropic import _response as response_format
 from tooldeck.models.anthropic._errors import refused_by_sdk, sdk_errors
 from tooldeck.models.anthropic._stream import EventReader
-from tooldeck.models.base import StreamItem
+from tooldeck.models.base import Ask, StreamItem
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooldeck.messages import Message, ToolSpec
-from tooldeck.models._provider import Ask, spec_param
+from tooldeck.models._provider import spec_param
 from tooldeck.models._turns import ToolResults, call_id, grouped, is_failure
-from tooldeck.models.base import ModelSettings
+from tooldeck.models.base import Ask, ModelSettings
 
 REPLAYED_BLOCK_TYPES = frozenset({"thinking", "redacted_thinking"})
 """Assistant blocks sent back as they came (the API checks their signatures).

@@ -33,8 +33,8 @@ from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput, Message
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import foreign_loop_errors
-from tooldeck.models._provider import Ask, ProviderModel, refuse_beside_client, require_name
-from tooldeck.models.base import StreamItem, ToolCallChunk
+from tooldeck.models._provider import ProviderModel, refuse_beside_client, require_name
+from tooldeck.models.base import Ask, StreamItem, ToolCallChunk
 from tooldeck.models.gemini import _request as request_format
 from tooldeck.models.gemini import _response as response_format
 from tooldeck.models.gemini._errors import sdk_errors

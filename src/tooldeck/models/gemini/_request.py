@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tooldeck.messages import Message, ToolSpec
-from tooldeck.models._provider import Ask
 from tooldeck.models._turns import ToolResults, call_id, grouped, is_failure
-from tooldeck.models.base import ModelSettings
+from tooldeck.models.base import Ask, ModelSettings
 from tooldeck.models.gemini._schema import to_gemini_schema
 
 ToolSchema = Literal["openapi", "json_schema"]

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Literal
 
 from tooldeck.errors import ModelNotConfigured
-from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.messages import AssistantOutput, Message
+from tooldeck.models.base import Ask, AskModel, StreamItem
 from tooldeck.models.local._decide import DEFAULT_WEIGHTS_RULE, CallRule
 from tooldeck.models.local._engine import LlamaSession, TurnRequest, TurnStats
 from tooldeck.models.local._grammar import plan_turn
@@ -37,7 +37,7 @@ plain transcript), or ``"auto"`` (the template when the GGUF has one)."""
 __all__ = ["CallRule", "ChatFormat", "LocalModel", "TurnStats"]
 
 
-class LocalModel(Model):
+class LocalModel(AskModel):
     """A GGUF model run in-process with llama.cpp; tool calls are constrained to the schemas.
 
     Args:
@@ -128,28 +128,16 @@ class LocalModel(Model):
         """Load the weights now rather than on the first request."""
         self._loaded()
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
+    async def answer(self, ask: Ask) -> AssistantOutput:
         """One turn, decoded under the grammar of the request's tools (loads the weights first)."""
-        request = self._request(messages, tools, settings, instructions)
+        request = self._request(ask)
         try:
             return await asyncio.to_thread(self._run, request)
         except asyncio.CancelledError:
             request.stop.set()  # the worker ends at its next token
             raise
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
+    async def stream_answer(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
         """The turn's text and calls as llama.cpp picks each token, then the whole turn.
 
         Closing the stream (or cancelling its task) stops decoding at the next token and
@@ -161,8 +149,8 @@ class LocalModel(Model):
         def hand_over(piece: bytes | None) -> None:  # in the decoding thread
             loop.call_soon_threadsafe(pieces.put_nowait, piece)
 
-        request = self._request(messages, tools, settings, instructions, hand_over)
-        reader = TurnReader(first_call_number(messages))
+        request = self._request(ask, hand_over)
+        reader = TurnReader(first_call_number(ask.messages))
         worker = asyncio.ensure_future(asyncio.to_thread(self._run, request, hand_over))
         try:
             while (piece := await pieces.get()) is not None:
@@ -179,19 +167,13 @@ class LocalModel(Model):
                 if not worker.cancelled():
                     worker.exception()  # a turn cut short may not parse: nobody needs it
 
-    def _request(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str,
-        on_piece: Callable[[bytes], None] | None = None,
-    ) -> TurnRequest:
+    def _request(self, ask: Ask, on_piece: Callable[[bytes], None] | None = None) -> TurnRequest:
+        settings = ask.settings
         return TurnRequest(
-            messages=tuple(messages),
-            tools=tuple(tools),
-            instructions=instructions,
-            plan=plan_turn(tools, settings, self.parallel_tool_calls),
+            messages=tuple(ask.messages),
+            tools=tuple(ask.tools),
+            instructions=ask.instructions,
+            plan=plan_turn(ask.tools, settings, self.parallel_tool_calls),
             temperature=self.temperature if settings.temperature is None else settings.temperature,
             max_tokens=settings.max_tokens or self.max_tokens,
             call_rule=self.call_rule,

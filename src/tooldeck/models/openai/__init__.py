@@ -24,8 +24,8 @@ from tooldeck.errors import ModelNotConfigured
 from tooldeck.messages import AssistantOutput
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import foreign_loop_errors
-from tooldeck.models._provider import Ask, ProviderModel, require_name
-from tooldeck.models.base import StreamItem
+from tooldeck.models._provider import ProviderModel, require_name
+from tooldeck.models.base import Ask, StreamItem
 from tooldeck.models.openai import _chat as chat
 from tooldeck.models.openai import _responses as responses
 from tooldeck.models.openai._clients import Connection, azure_connection, connect

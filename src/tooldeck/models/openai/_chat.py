@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec, Usage
-from tooldeck.models._provider import Ask, spec_param
-from tooldeck.models.base import TextChunk, ToolCallChunk
+from tooldeck.models._provider import spec_param
+from tooldeck.models.base import Ask, TextChunk, ToolCallChunk
 
 if TYPE_CHECKING:
     from openai.types import CompletionUsage

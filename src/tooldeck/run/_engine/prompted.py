@@ -12,14 +12,14 @@ remembered: its later requests, in this run and in the next ones, go that way at
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing, suppress
 from dataclasses import replace
 from typing import Any
 
 from tooldeck.errors import ModelError, ProviderError
-from tooldeck.messages import AssistantOutput, Message, ToolSpec
-from tooldeck.models.base import Model, ModelSettings, StreamItem
+from tooldeck.messages import AssistantOutput
+from tooldeck.models.base import Ask, Model, ModelSettings, StreamItem, answer_of, stream_of
 from tooldeck.models.wrapper import WrapperModel
 from tooldeck.run.output import prompted_instructions
 
@@ -38,58 +38,49 @@ class PromptedFallback(WrapperModel):
         super().__init__(inner)
         self._schema = schema
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
+    async def answer(self, ask: Ask) -> AssistantOutput:
         """The model's turn; asked the prompted way once the server refused structured output."""
-        if settings.output_schema is None:
-            return await self.wrapped.complete(messages, tools, settings, instructions)
-        prompted, prompt = self._prompted(settings, instructions)
+        if ask.settings.output_schema is None:
+            return await answer_of(self.wrapped, ask)
         if _refuses(self.wrapped):
-            return await self.wrapped.complete(messages, tools, prompted, prompt)
+            return await answer_of(self.wrapped, self._prompted(ask))
         try:
-            return await self.wrapped.complete(messages, tools, settings, instructions)
+            return await answer_of(self.wrapped, ask)
         except ProviderError as error:
             if error.status_code not in REFUSED_STATUSES:
                 raise
             refusal = error
-        output = await _after(refusal, self.wrapped.complete(messages, tools, prompted, prompt))
+        output = await _after(refusal, answer_of(self.wrapped, self._prompted(ask)))
         _remember(self.wrapped)
         return output
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
-        """``complete`` as chunks, with the same fallback while nothing has reached the caller."""
-        sent, refused = (settings, instructions), False
-        if settings.output_schema is not None and _refuses(self.wrapped):
-            sent = self._prompted(settings, instructions)
-        elif settings.output_schema is not None:
-            async with aclosing(self.wrapped.stream(messages, tools, *sent)) as items:
+    async def stream_answer(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
+        """``answer`` as chunks, with the same fallback while nothing has reached the caller."""
+        sent, refused = ask, False
+        if ask.settings.output_schema is not None and _refuses(self.wrapped):
+            sent = self._prompted(ask)
+        elif ask.settings.output_schema is not None:
+            async with aclosing(stream_of(self.wrapped, ask)) as items:
                 first = await _first(items)
                 if first is not None:  # the server takes structured output
                     yield first
                     async for item in items:
                         yield item
                     return
-            sent, refused = self._prompted(settings, instructions), True
-        async with aclosing(self.wrapped.stream(messages, tools, *sent)) as items:
+            sent, refused = self._prompted(ask), True
+        async with aclosing(stream_of(self.wrapped, sent)) as items:
             async for item in items:
                 yield item
         if refused:
             _remember(self.wrapped)
 
-    def _prompted(self, settings: ModelSettings, instructions: str) -> tuple[ModelSettings, str]:
-        return replace(settings, output_schema=None), prompted_instructions(
-            instructions, self._schema
+    def _prompted(self, ask: Ask) -> Ask:
+        """``ask`` without its output schema, the schema written into its instructions."""
+        settings = replace(ask.settings, output_schema=None)
+        return replace(
+            ask,
+            settings=settings,
+            instructions=prompted_instructions(ask.instructions, self._schema),
         )
 
 
@@ -130,35 +121,21 @@ class ForcedCallHint(WrapperModel):
     """The wrapped model, for a typed answer asked for with the final_answer tool: a server that
     refuses the request forcing that call is told of ``output_mode="prompted"``."""
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AssistantOutput:
+    async def answer(self, ask: Ask) -> AssistantOutput:
         """The model's turn; a refusal of a forced call says what else to try."""
         try:
-            return await self.wrapped.complete(messages, tools, settings, instructions)
+            return await answer_of(self.wrapped, ask)
         except ProviderError as error:
-            raise _hinted(error, settings) from None
+            raise _hinted(error, ask.settings) from None
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        settings: ModelSettings,
-        instructions: str = "",
-    ) -> AsyncGenerator[StreamItem, None]:
-        """``complete`` as chunks."""
+    async def stream_answer(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
+        """``answer`` as chunks."""
         try:
-            async with aclosing(
-                self.wrapped.stream(messages, tools, settings, instructions)
-            ) as items:
+            async with aclosing(stream_of(self.wrapped, ask)) as items:
                 async for item in items:
                     yield item
         except ProviderError as error:
-            raise _hinted(error, settings) from None
+            raise _hinted(error, ask.settings) from None
 
 
 FORCED_CALL_REFUSED = (
