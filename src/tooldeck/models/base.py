@@ -18,6 +18,19 @@ from tooldeck.errors import ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.prices import ModelPrices
 
+
+@dataclass(frozen=True, slots=True)
+class NativeToolSearch:
+    """Deferred tools a provider's own tool search may search, in place of a local one."""
+
+    strategy: Literal["bm25", "regex"]
+    """The provider's search to ask for, where it offers a choice (Anthropic)."""
+    deferred: tuple[ToolSpec, ...]
+    """The tools not revealed yet: sent with ``defer_loading: true``."""
+    local_tool: str
+    """The name of the local search tool among the request's tools: left out when native."""
+
+
 ToolChoice = Literal["auto", "required", "none"] | str
 """``auto``: the model decides; ``required``: it must call some tool; ``none``: it must answer;
 any other string: it must call the tool of that name."""
@@ -41,6 +54,10 @@ class ModelSettings:
     prices: ModelPrices | None = None
     """Your own prices for the model: each response's ``usage.cost_usd`` is computed with
     them instead of genai-prices' list (hosted models) or 0 (the local model)."""
+    tool_search: NativeToolSearch | None = None
+    """Set by ``ToolSearch``: an adapter whose provider searches tools itself (Anthropic,
+    OpenAI Responses) sends its own search tool and these deferred tools with
+    ``defer_loading`` in place of the local search tool; any other sends the tools as given."""
 
     def with_tool_choice(self, tool_choice: ToolChoice) -> ModelSettings:
         """These settings with another ``tool_choice`` (the rest unchanged)."""

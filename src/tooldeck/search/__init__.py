@@ -29,7 +29,9 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from tooldeck.run.capabilities import Capability, RunView
+from tooldeck.messages import AssistantOutput, ToolSpec
+from tooldeck.models.tool_search import NativeToolSearch, revealed_tools
+from tooldeck.run.capabilities import Capability, HasStates, ModelCall, RequestContext, RunView
 from tooldeck.search._rank import Ranker, Ranking, Strategy, check_strategy, ranker
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import tool
@@ -55,6 +57,13 @@ class ToolSearch(Capability):
             first), or a function ``(query, tools) -> names`` ranking the deferred tools
             (ToolEntry objects) best first, sync or async.
         max_limit: The most tools one search may reveal (the model's ``limit`` is held to it).
+        native: Let a provider that searches tools itself do it (Anthropic's
+            ``tool_search_tool_bm25``/``_regex`` tools, OpenAI Responses' ``tool_search``):
+            its adapter sends its own search tool and the deferred tools with
+            ``defer_loading`` in place of ``search_tools``, and the tools it finds are
+            revealed as a local search's are. Other models (Chat Completions servers,
+            Gemini, the local model) get ``search_tools`` either way. ``False``: the local
+            search everywhere. A ranking function is always local.
 
     Examples:
         >>> from tooldeck.search import ToolSearch
@@ -62,11 +71,16 @@ class ToolSearch(Capability):
         ToolSearch(strategy='bm25')
     """
 
-    def __init__(self, strategy: Strategy | Ranking = "bm25", *, max_limit: int = 20) -> None:
+    def __init__(
+        self, strategy: Strategy | Ranking = "bm25", *, max_limit: int = 20, native: bool = True
+    ) -> None:
         check_strategy(strategy)
         if not isinstance(max_limit, int) or max_limit < 1:
             raise ValueError(f"max_limit must be a whole number of at least 1, got {max_limit!r}")
+        if not isinstance(native, bool):
+            raise ValueError(f"native must be True or False, got {native!r}")
         self.strategy, self.max_limit = strategy, max_limit
+        self.native = native and isinstance(strategy, str)
         self._indexes: list[tuple[ToolView, _Index]] = []
 
     def initial_state(self) -> dict[str, Any]:
@@ -77,15 +91,50 @@ class ToolSearch(Capability):
         """``view`` with ``search_tools`` after the usual tools, then the tools revealed."""
         if not view.deferred:
             return view
-        index = self._index(view)
-        states = ctx.states
-        state = states.get(self.state_key) if states is not None else None
-        revealed = tuple(state["revealed"]) if state else ()
-        return index.shown(revealed)
+        return self._index(view).shown(_revealed(self, ctx))
+
+    async def before_request(
+        self, request: ModelCall, ctx: RequestContext
+    ) -> ModelCall | AssistantOutput:
+        """Offer the deferred tools not revealed yet to a provider's own search
+        (``ModelSettings.tool_search``): an adapter without one sends ``search_tools``."""
+        if not self.native or not isinstance(self.strategy, str):
+            return request
+        index = self._shown_by(ctx.tools)
+        if index is None:  # no search tool in this request (none shown, or a last answer)
+            return request
+        held = index.shown(_revealed(self, ctx)).deferred
+        deferred = tuple(entry.spec for entry in held.values())
+        native = NativeToolSearch(self.strategy, deferred, SEARCH_TOOL)
+        return replace(request, settings=replace(request.settings, tool_search=native))
+
+    async def after_response(
+        self, request: ModelCall, output: AssistantOutput, ctx: RequestContext
+    ) -> AssistantOutput:
+        """Reveal the tools a provider's own search found, as a local search does."""
+        if request.settings.tool_search is not None and output.provider_items:
+            index = self._shown_by(ctx.tools)
+            if index is not None:
+                revealed: list[str] = self.state(ctx)["revealed"]
+                held = index.view.deferred
+                for name in revealed_tools(output):
+                    if name in held and name not in revealed:
+                        revealed.append(name)
+        return output
+
+    def _shown_by(self, specs: Sequence[ToolSpec]) -> _Index | None:
+        """The tool set whose ``search_tools`` is among ``specs`` (each set has its own)."""
+        for spec in specs:
+            if spec.name == SEARCH_TOOL:
+                for _, index in self._indexes:
+                    if index.entry.spec is spec:
+                        return index
+        return None
 
     def _index(self, view: ToolView) -> _Index:
+        search = view.dispatch.get(SEARCH_TOOL)
         for seen, index in self._indexes:
-            if seen is view:
+            if seen is view or index.entry is search:  # a view it showed, shown again
                 return index
         index = _Index(self, view)
         self._indexes = [*self._indexes[-(_KEPT_VIEWS - 1) :], (view, index)]
@@ -93,7 +142,8 @@ class ToolSearch(Capability):
 
     def __repr__(self) -> str:
         shown = self.strategy if isinstance(self.strategy, str) else self.strategy.__name__
-        return f"ToolSearch(strategy={shown!r})"
+        native = "" if self.native or not isinstance(self.strategy, str) else ", native=False"
+        return f"ToolSearch(strategy={shown!r}{native})"
 
 
 class _Index:
@@ -160,6 +210,12 @@ class _Index:
                 revealed.append(entry.name)
             lines.append(f"{entry.name}: {_first_line(entry.spec.description)}")
         return "tools found (callable from your next turn):\n" + "\n".join(lines)
+
+
+def _revealed(owner: ToolSearch, ctx: HasStates) -> tuple[str, ...]:
+    states = ctx.states
+    state = states.get(owner.state_key) if states is not None else None
+    return tuple(state["revealed"]) if state else ()
 
 
 def _first_line(text: str) -> str:

@@ -16,13 +16,18 @@ from typing import Any
 from tooldeck.messages import Message, ToolSpec
 from tooldeck.models._provider import spec_param
 from tooldeck.models._turns import ToolResults, call_id, grouped, is_failure
-from tooldeck.models.base import Ask, ModelSettings
+from tooldeck.models.base import Ask, ModelSettings, NativeToolSearch
 
-REPLAYED_BLOCK_TYPES = frozenset({"thinking", "redacted_thinking"})
-"""Assistant blocks sent back as they came (the API checks their signatures).
+REPLAYED_BLOCK_TYPES = frozenset({"thinking", "redacted_thinking", "tool_search_tool_result"})
+"""Assistant blocks sent back as they came: thinking (the API checks their signatures) and
+the results of Anthropic's own tool search (their ``tool_reference`` blocks load the tools
+found), with the ``server_tool_use`` blocks of ``SEARCH_TOOL_NAMES``.
 
-Other blocks tooldeck does not read (server tool use, their results) stay in the
+Other blocks tooldeck does not read (other server tools' use and results) stay in the
 assistant message's ``provider_items`` for the host and are not sent back."""
+
+SEARCH_TOOL_NAMES = {"bm25": "tool_search_tool_bm25", "regex": "tool_search_tool_regex"}
+"""Anthropic's tool search tools by ``NativeToolSearch.strategy``; the type adds its date."""
 
 NAMED_PARAMETERS = frozenset({"model", "max_tokens", "messages", "system", "tools", "tool_choice"})
 """Body fields passed to ``messages.create`` by name; any other (``temperature``, the
@@ -49,7 +54,7 @@ def build_request(parts: RequestParts, ask: Ask) -> dict[str, Any]:
     if ask.instructions:
         request["system"] = ask.instructions
     if ask.tools:
-        request["tools"] = [tool_param(spec) for spec in ask.tools]
+        request["tools"] = tool_params(ask.tools, ask.settings.tool_search)
         request["tool_choice"] = tool_choice(ask.settings)
     if ask.settings.temperature is not None:
         request["temperature"] = ask.settings.temperature
@@ -62,6 +67,19 @@ def split_request(request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
     named = {key: value for key, value in request.items() if key in NAMED_PARAMETERS}
     extra = {key: value for key, value in request.items() if key not in NAMED_PARAMETERS}
     return named, extra
+
+
+def tool_params(tools: Sequence[ToolSpec], search: NativeToolSearch | None) -> list[dict[str, Any]]:
+    """The request's tools; with a ``NativeToolSearch`` whose local tool is among them,
+    Anthropic's tool search tool in its place and the deferred tools after the rest, each
+    with ``defer_loading: true`` (the API searches them and loads those it finds)."""
+    if search is None or all(spec.name != search.local_tool for spec in tools):
+        return [tool_param(spec) for spec in tools]
+    name = SEARCH_TOOL_NAMES[search.strategy]
+    native = {"type": f"{name}_20251119", "name": name}
+    params = [native if spec.name == search.local_tool else tool_param(spec) for spec in tools]
+    params.extend({**tool_param(spec), "defer_loading": True} for spec in search.deferred)
+    return params
 
 
 def tool_param(spec: ToolSpec) -> dict[str, Any]:
@@ -107,9 +125,7 @@ def assistant_blocks(message: Message) -> list[dict[str, Any]]:
     A call whose arguments were not a JSON object goes back with ``input: {}`` (the API
     takes only objects); the tool result after it tells the model what was wrong.
     """
-    blocks = [
-        dict(item) for item in message.provider_items if item.get("type") in REPLAYED_BLOCK_TYPES
-    ]
+    blocks = [dict(item) for item in message.provider_items if _replayed(item)]
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     blocks.extend(
@@ -122,6 +138,13 @@ def assistant_blocks(message: Message) -> list[dict[str, Any]]:
         for call in message.tool_calls
     )
     return blocks
+
+
+def _replayed(block: Mapping[str, Any]) -> bool:
+    kind = block.get("type")
+    if kind == "server_tool_use":
+        return block.get("name") in SEARCH_TOOL_NAMES.values()
+    return kind in REPLAYED_BLOCK_TYPES
 
 
 def tool_result(message: Message) -> dict[str, Any]:

@@ -9,6 +9,7 @@ message into the same MessageTurn a whole Message gives; ``to_output`` reads eit
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +92,21 @@ def to_output(model: str, turn: MessageTurn) -> AssistantOutput:
         usage=turn.usage,
         provider_items=tuple(turn.kept),
     )
+
+
+def revealed_tools(items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The tools Anthropic's own tool search found in a turn (its ``provider_items``): the
+    ``tool_name`` of each ``tool_reference`` of each ``tool_search_tool_result``, in order."""
+    names: list[str] = []
+    for item in items:
+        content = item.get("content") if item.get("type") == "tool_search_tool_result" else None
+        if isinstance(content, Mapping) and content.get("type") == "tool_search_tool_search_result":
+            references = content.get("tool_references")
+            for reference in references if isinstance(references, list) else ():
+                name = reference.get("tool_name") if isinstance(reference, Mapping) else None
+                if isinstance(name, str):
+                    names.append(name)
+    return names
 
 
 def _usage(usage: AnthropicUsage) -> Usage:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tooldeck.errors import ModelError, ModelOutputTruncated, ModelRefused, ProviderError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec, Usage
 from tooldeck.models._provider import spec_param
-from tooldeck.models.base import ModelSettings, TextChunk, ToolCallChunk
+from tooldeck.models.base import ModelSettings, NativeToolSearch, TextChunk, ToolCallChunk
 from tooldeck.models.openai._chat import json_schema_format
 
 if TYPE_CHECKING:
@@ -33,6 +33,8 @@ REPLAYED_ITEM_TYPES = frozenset(
         "mcp_list_tools",
         "mcp_call",
         "compaction",
+        "tool_search_call",
+        "tool_search_output",
     }
 )
 """Output items sent back as they came on the next request (the API accepts them as input).
@@ -62,7 +64,7 @@ def build_request(
     request: dict[str, Any] = {"model": parts.model, "input": items}
     if instructions:
         request["instructions"] = instructions
-    all_tools = [*(function_tool(spec) for spec in tools), *parts.hosted_tools]
+    all_tools = [*function_tools(tools, settings.tool_search), *parts.hosted_tools]
     if all_tools:
         request["tools"] = all_tools
         hosted_types = {str(tool.get("type")) for tool in parts.hosted_tools}
@@ -81,6 +83,35 @@ def build_request(
         }
     request.update(parts.extra or {})
     return request
+
+
+def function_tools(
+    tools: Sequence[ToolSpec], search: NativeToolSearch | None
+) -> list[dict[str, Any]]:
+    """The request's function tools; with a ``NativeToolSearch`` whose local tool is among
+    them, the hosted ``tool_search`` tool in its place and the deferred tools after the rest,
+    each with ``defer_loading: true`` (the API searches them and loads those it finds; it
+    has one search, whatever the strategy)."""
+    if search is None or all(spec.name != search.local_tool for spec in tools):
+        return [function_tool(spec) for spec in tools]
+    native = {"type": "tool_search"}
+    params = [native if spec.name == search.local_tool else function_tool(spec) for spec in tools]
+    params.extend({**function_tool(spec), "defer_loading": True} for spec in search.deferred)
+    return params
+
+
+def revealed_tools(items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The tools the hosted tool search loaded in a turn (its ``provider_items``): the name
+    of each function tool of each ``tool_search_output`` item, in order."""
+    names: list[str] = []
+    for item in items:
+        loaded = item.get("tools") if item.get("type") == "tool_search_output" else None
+        for tool in loaded if isinstance(loaded, list) else ():
+            if isinstance(tool, Mapping) and tool.get("type") == "function":
+                name = tool.get("name")
+                if isinstance(name, str):
+                    names.append(name)
+    return names
 
 
 def function_tool(spec: ToolSpec) -> dict[str, Any]:

@@ -123,7 +123,7 @@ async def drive(
         stop: RunStopped | FinalAnswer | HandedOff | None = None
         if (turn := state.turn) is not None:
             outcome: RoundOutcome | None = None
-            calls = run_round(turn, decisions, _moved(calls_of, view, turn, state))
+            calls = run_round(turn, decisions, _moved(calls_of, view, turn, state, setup.hooks))
             try:
                 async for item in calls:
                     if isinstance(item, RoundOutcome):
@@ -458,9 +458,15 @@ def _own_rules(setup: RunSetup) -> Inherited | None:
     )
 
 
-def _moved(calls: CallRound, view: ToolView, turn: OpenTurn, state: RunState) -> CallRound:
+def _moved(
+    calls: CallRound, view: ToolView, turn: OpenTurn, state: RunState, hooks: Hooks | None
+) -> CallRound:
     """The run's CallRound for this round (one per run: a 12-field record and a helper frame
-    each round were ~2% of a W1a round's bytecodes)."""
+    each round were ~2% of a W1a round's bytecodes). Its tools are shown again when a
+    capability chooses them: a provider's own tool search reveals tools in the turn whose
+    calls this round runs."""
+    if hooks is not None and hooks.showing:
+        view = _shown(hooks, view, state, calls.policy, calls.deps)
     calls.view, calls.round, calls.tainted_by = view, turn.round, state.tainted_by
     spending = calls.policy.spending  # the runs inside its calls spend what the run has left
     calls.budget = (
