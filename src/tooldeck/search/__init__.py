@@ -103,9 +103,7 @@ class ToolSearch(Capability):
         index = self._shown_by(ctx.tools)
         if index is None:  # no search tool in this request (none shown, or a last answer)
             return request
-        held = index.shown(_revealed(self, ctx)).deferred
-        deferred = tuple(entry.spec for entry in held.values())
-        native = NativeToolSearch(self.strategy, deferred, SEARCH_TOOL)
+        native = index.native(_revealed(self, ctx), self.strategy)
         return replace(request, settings=replace(request.settings, tool_search=native))
 
     async def after_response(
@@ -155,6 +153,7 @@ class _Index:
         self.tools = tuple(view.deferred.values())
         self._ranker: Ranker | None = None
         self._shown: dict[tuple[str, ...], ToolView] = {}
+        self._native: dict[tuple[str, ...], NativeToolSearch] = {}
         self.entry = ToolEntry.of(
             tool(name=SEARCH_TOOL, inline=True, on_error=_failed, sequential=True)(self.search)
         )
@@ -166,6 +165,18 @@ class _Index:
                 self._shown.clear()
             view = self._shown[revealed] = self._made(revealed)
         return view
+
+    def native(self, revealed: tuple[str, ...], strategy: Strategy) -> NativeToolSearch:
+        """The deferred tools not revealed yet, for a provider's own search (kept per set of
+        reveals: a request with 10,000 deferred tools does not list them again)."""
+        native = self._native.get(revealed)
+        if native is None:
+            if len(self._native) >= _KEPT_SHOWN:
+                self._native.clear()
+            held = self.shown(revealed).deferred
+            deferred = tuple(entry.spec for entry in held.values())
+            native = self._native[revealed] = NativeToolSearch(strategy, deferred, SEARCH_TOOL)
+        return native
 
     def _made(self, revealed: tuple[str, ...]) -> ToolView:
         held = self.view.deferred
