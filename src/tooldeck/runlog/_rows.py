@@ -247,8 +247,10 @@ def _start_row(record: Record) -> Row:
 
 
 def _settings_text(settings: ModelSettings) -> str:
-    """The settings as JSON; a typed answer's schema by its name (the run's model knows it)."""
-    fields = dataclasses.asdict(dataclasses.replace(settings, output_schema=None))
+    """The settings as JSON; a typed answer's schema by its name (the run's model knows it).
+    ``tool_search`` is left out: ToolSearch sets it on the way to the model, per request."""
+    fields = dataclasses.asdict(dataclasses.replace(settings, output_schema=None, tool_search=None))
+    del fields["tool_search"]
     schema = settings.output_schema
     fields["output_schema"] = None if schema is None else schema.name
     return json.dumps(fields)
