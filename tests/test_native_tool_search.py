@@ -42,10 +42,10 @@ from _openai_server import (
     response_events,
     running,
 )
+from test_openai_deltas import chat_model, responses_model
 from tooldeck import Agent, FunctionTool, tool
 from tooldeck.models.anthropic import AnthropicModel
 from tooldeck.models.fallback import FallbackModel
-from tooldeck.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from tooldeck.search import SEARCH_TOOL, ToolSearch
 
 ORDER_SCHEMA = {
@@ -101,12 +101,6 @@ def claude(server: LoopbackServer, stream: bool = False) -> AnthropicModel:
     )
 
 
-def responses(server: FakeOpenAI, stream: bool = False) -> OpenAIResponsesModel:
-    return OpenAIResponsesModel(
-        "gpt-5", base_url=server.url, api_key="k", stream=stream, max_retries=0
-    )
-
-
 def sent(server: LoopbackServer | FakeOpenAI, index: int) -> dict[str, Any]:
     body = dict(server.bodies[index])
     body.pop("stream", None)
@@ -135,6 +129,14 @@ def anthropic_search(found: list[str]) -> list[dict[str, Any]]:
     return [use.to_dict(mode="json"), result.to_dict(mode="json")]
 
 
+def refund_found() -> list[dict[str, Any]]:
+    """A turn that searches, finds ``refund_order`` and calls it."""
+    return [
+        *anthropic_search(["refund_order"]),
+        tool_use("toolu_1", "refund_order", {"order_id": "A1"}),
+    ]
+
+
 def anthropic_reply(server: LoopbackServer, body: dict[str, Any], stream: bool) -> None:
     server.reply(Reply(events=message_events(body)) if stream else Reply(body=body))
 
@@ -147,10 +149,7 @@ def anthropic_tool(name: str, description: str, schema: dict[str, Any]) -> dict[
 async def test_anthropic_searches_its_deferred_tools_and_the_found_tool_runs(
     anthropic: LoopbackServer, stream: bool
 ) -> None:
-    searched = [
-        *anthropic_search(["refund_order"]),
-        tool_use("toolu_1", "refund_order", {"order_id": "A1"}),
-    ]
+    searched = refund_found()
     anthropic_reply(anthropic, message_body(searched), stream)
     anthropic_reply(anthropic, message_body([text("Refunded.")]), stream)
 
@@ -204,10 +203,7 @@ async def test_anthropic_regex_strategy_asks_for_the_regex_search(
 async def test_a_native_reveal_is_in_the_checkpoint_and_a_resume_runs_the_revealed_tool(
     anthropic: LoopbackServer,
 ) -> None:
-    searched = [
-        *anthropic_search(["refund_order"]),
-        tool_use("toolu_1", "refund_order", {"order_id": "A1"}),
-    ]
+    searched = refund_found()
     anthropic_reply(anthropic, message_body(searched), False)
     anthropic_reply(anthropic, message_body([text("Refunded.")]), False)
 
@@ -257,20 +253,14 @@ async def test_a_ranking_function_is_always_local(anthropic: LoopbackServer) -> 
 
 def responses_search(found: list[str]) -> list[dict[str, Any]]:
     """The hosted tool search in a response: its call, then its output loading ``found``."""
+    done: dict[str, Any] = {"call_id": "call_ts", "execution": "server", "status": "completed"}
     call = ResponseToolSearchCall(
-        id="tsc_1",
-        arguments={"query": "refund"},
-        call_id="call_ts",
-        execution="server",
-        status="completed",
-        type="tool_search_call",
+        id="tsc_1", arguments={"query": "refund"}, type="tool_search_call", **done
     )
     output = ResponseToolSearchOutputItem(
         id="tso_1",
-        call_id="call_ts",
-        execution="server",
-        status="completed",
         type="tool_search_output",
+        **done,
         tools=[
             ResponsesFunctionTool(
                 type="function",
@@ -301,7 +291,7 @@ async def test_responses_searches_its_deferred_tools_and_the_found_tool_runs(
     responses_reply(openai, response_body(searched), stream)
     responses_reply(openai, response_body([message_item("Refunded.")], id="resp_2"), stream)
 
-    agent = Agent(responses(openai, stream), tools(), capabilities=[ToolSearch()])
+    agent = Agent(responses_model(openai, stream), tools(), capabilities=[ToolSearch()])
     result = await agent.run("Refund order A1")
 
     assert result.answer == "Refunded."
@@ -330,8 +320,7 @@ async def test_responses_searches_its_deferred_tools_and_the_found_tool_runs(
 async def test_chat_completions_gets_the_local_search_tool(openai: FakeOpenAI) -> None:
     openai.reply(Reply(body=completion_body("Hello.")))
 
-    model = OpenAIChatModel("gpt-4.1-mini", base_url=openai.url, api_key="k", max_retries=0)
-    await Agent(model, tools(), capabilities=[ToolSearch()]).run("Hello")
+    await Agent(chat_model(openai), tools(), capabilities=[ToolSearch()]).run("Hello")
 
     shown = sent(openai, 0)["tools"]
     assert [param["function"]["name"] for param in shown] == ["lookup_order", SEARCH_TOOL]
@@ -341,10 +330,7 @@ async def test_chat_completions_gets_the_local_search_tool(openai: FakeOpenAI) -
 async def test_a_fallback_to_another_provider_sees_the_tools_a_native_search_revealed(
     anthropic: LoopbackServer, openai: FakeOpenAI
 ) -> None:
-    searched = [
-        *anthropic_search(["refund_order"]),
-        tool_use("toolu_1", "refund_order", {"order_id": "A1"}),
-    ]
+    searched = refund_found()
     anthropic_reply(anthropic, message_body(searched), False)
     openai.reply(Reply(body=completion_body("Refunded.")))
 
@@ -362,8 +348,7 @@ async def test_a_fallback_to_another_provider_sees_the_tools_a_native_search_rev
             return await super()._request_turn(ask)
 
     first = Once("claude-sonnet-5", base_url=anthropic.root, api_key="k", max_retries=0)
-    chat = OpenAIChatModel("gpt-4.1-mini", base_url=openai.url, api_key="k", max_retries=0)
-    agent = Agent(FallbackModel(first, chat), tools(), capabilities=[ToolSearch()])
+    agent = Agent(FallbackModel(first, chat_model(openai)), tools(), capabilities=[ToolSearch()])
     result = await agent.run("Refund order A1")
 
     assert result.answer == "Refunded."

@@ -104,6 +104,8 @@ class ToolSearch(Capability):
         if index is None:  # no search tool in this request (none shown, or a last answer)
             return request
         native = index.native(_revealed(self, ctx), self.strategy)
+        if not native.deferred:  # all revealed: nothing for the provider to search
+            return request
         return replace(request, settings=replace(request.settings, tool_search=native))
 
     async def after_response(
