@@ -11,7 +11,7 @@ import copy
 import warnings
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Generic, Literal, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, cast
 
 from typing_extensions import TypeVar, Unpack
 
@@ -35,10 +35,8 @@ from tooldeck.run._engine.assembly import (
 )
 from tooldeck.run._engine.checkpoint import check_decisions, check_tools, restore, verify
 from tooldeck.run._engine.handing_over import agent_named, handoffs_of, paused_in, starting_agent
-from tooldeck.run._engine.in_session import resume_in_session, stream_in_session
-from tooldeck.run._engine.journal import Journaled, JournalWriter
+from tooldeck.run._engine.journal import JournalWriter
 from tooldeck.run._engine.loop import OnLimit, RunSetup, RunStart
-from tooldeck.run._engine.recovery import Closed, close, folded
 from tooldeck.run._engine.request import Asking
 from tooldeck.run._engine.starting import run_events
 from tooldeck.run._engine.state import RunState, untrusted_source
@@ -55,6 +53,10 @@ from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.run.session import records_of
 from tooldeck.tools.outputs import OutputStore
 from tooldeck.tools.registry import EntryWrapper, ToolsLike, ToolSource, ToolView
+
+if TYPE_CHECKING:  # the session's engine loads with the first run in a session
+    from tooldeck.run._engine.journal import Journaled
+    from tooldeck.run._engine.recovery import Closed
 
 DepsT = TypeVar("DepsT", default=Any)
 """The type of ``deps`` a run passes to its tools; ``Any`` unless ``deps_type=`` says."""
@@ -291,6 +293,8 @@ class Agent(Generic[DepsT, OutputT]):
         session = opts.session
         if session is None:
             return self._from_prompt(prompt, opts)
+        from tooldeck.run._engine.in_session import stream_in_session
+
         in_session = replace(opts, session=None, records=records_of(session))
         runs = _SessionRuns(self, prompt, in_session)
         strategy = self.history_strategy
@@ -339,6 +343,8 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> AsyncGenerator[Event, None]:
         session = opts.session
         if session is not None:
+            from tooldeck.run._engine.in_session import resume_in_session
+
             in_session = replace(opts, session=None, records=records_of(session))
             runs = _SessionRuns(self, "", in_session)
             strategy = self.history_strategy
@@ -411,6 +417,8 @@ class Agent(Generic[DepsT, OutputT]):
         """An unfinished run going on from its journal (``run.in_session``)."""
         if run.paused is not None and not run.steps:  # killed before a step: resume again
             return self._from_pause(run.paused, run.opening.decided(), opts)
+        from tooldeck.run._engine.recovery import folded
+
         agent = agent_named(self, run.holder)
         state, policy = folded(run, history, agent.limits, opts.budget)
         if self._stores_outputs:
@@ -516,6 +524,8 @@ class _SessionRuns:
         return self._agent._from_journal(run, history, replace(self._opts, journal=journal))
 
     async def close(self, run: Journaled, history: tuple[Message, ...]) -> Closed:
+        from tooldeck.run._engine.recovery import close
+
         agent = agent_named(self._agent, run.holder)
         view = await agent._setup().tools.view()
         return await close(run, history, view, self._opts.records, agent.limits)
