@@ -21,7 +21,7 @@ cannot hold a call at all: that turn is a ``ModelError`` saying so, never a cut 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tooldeck.messages import ToolSpec
@@ -36,6 +36,15 @@ CLOSERS = ('"}}', '"}', "}}", '"]}', '"]', "]}", "}", "]", '"', ",")
 """Texts the engine prefers while finishing a call, in this order (the ones that are one
 token in the model's vocabulary): close the string, the list, the object; a comma only when
 the grammar wants a required property next."""
+LOOP_TOKENS = 32
+"""A call whose last tokens are one short stretch (1 to ``LOOP_UNIT`` tokens) written again
+and again over at least this many tokens is finished at once (``looping``): the model is
+repeating itself (``"0000…"``, ``"2023-04-22 2023-04-22 …"``) and would only write more of it
+until the token limit. 32 tokens leave room for values that legitimately repeat (sixteen
+zeros in a list, a long number)."""
+LOOP_UNIT = 16
+"""The longest stretch ``looping`` looks for (a date is 10 tokens: Gemma writes digits one
+by one)."""
 _DEPTH = 8
 """How deep ``$ref`` chains are followed before a value counts as ``PATTERN_SLACK`` long."""
 
@@ -144,3 +153,16 @@ def line_closed(turn: str, end_of_calls: str = "") -> bool:
         elif char in "}]":
             depth -= 1
     return opened and depth == 0 and not quoted
+
+
+def looping(tokens: Sequence[int]) -> bool:
+    """Whether ``tokens`` end with one stretch of 1 to ``LOOP_UNIT`` tokens repeated over
+    ``LOOP_TOKENS`` tokens or more (at least three times)."""
+    for unit in range(1, LOOP_UNIT + 1):
+        span = max(LOOP_TOKENS, 3 * unit)
+        span -= span % unit
+        if len(tokens) >= span + unit:
+            tail = tokens[-span - unit :]
+            if all(tail[i] == tail[i + unit] for i in range(span)):
+                return True
+    return False

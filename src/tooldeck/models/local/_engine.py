@@ -18,7 +18,7 @@ from typing import Any
 
 from tooldeck.errors import ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec, Usage
-from tooldeck.models.local._closing import CLOSERS, in_call, line_closed, reserve
+from tooldeck.models.local._closing import CLOSERS, in_call, line_closed, looping, reserve
 from tooldeck.models.local._decide import BranchTokens, CallRule, decide_to_call
 from tooldeck.models.local._decode import (
     finishing_steps,
@@ -250,8 +250,9 @@ class LlamaSession:
     ) -> _Generated:
         """Decode the turn token by token (the prompt is processed): the one generation loop.
 
-        When only the budget's reserve is left inside a call, the call is finished
-        (``_closing``); a budget that cannot hold a call at all is a ModelError.
+        When only the budget's reserve is left inside a call, or the call repeats itself,
+        the call is finished (``_closing``); a budget that cannot hold a call at all is a
+        ModelError.
         """
         import llama_cpp
 
@@ -279,7 +280,7 @@ class LlamaSession:
                 request.on_piece(bytes(pieces[max(len(lead_bytes), len(pieces) - len(piece)) :]))
             if len(produced) >= budget.tokens or (b"\n" in piece and _repeated_call(pieces, lead)):
                 break
-            if finishing or budget.tokens - len(produced) <= budget.reserve:
+            if finishing or budget.tokens - len(produced) <= budget.reserve or looping(produced):
                 said = pieces.decode(errors="replace")[len(lead) :]
                 if not in_call(said):
                     continue
