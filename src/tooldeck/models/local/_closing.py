@@ -32,10 +32,12 @@ SLACK = 8
 written when the reserve is reached, and a space the grammar allows between tokens."""
 PATTERN_SLACK = 16
 """Characters counted for a string with a ``pattern`` (its shortest match is not computed)."""
-CLOSERS = ('"}}', '"}', "}}", '"]}', '"]', "]}", "}", "]", '"', ",")
-"""Texts the engine prefers while finishing a call, in this order (the ones that are one
-token in the model's vocabulary): close the string, the list, the object; a comma only when
-the grammar wants a required property next."""
+STRING_CLOSERS = ('"}}', '"}', '"]}', '"]', '"')
+"""Texts the engine prefers while finishing a call inside a string, in this order (the ones
+that are one token in the model's vocabulary): close the string, and what holds it."""
+VALUE_CLOSERS = ("}}", "]}", "}", "]", ",")
+"""The same outside a string: close the list, the object; a comma only when the grammar
+wants a required property next (inside a string these are only characters)."""
 LOOP_TOKENS = 32
 """A call whose last tokens are one short stretch (1 to ``LOOP_UNIT`` tokens) written again
 and again over at least this many tokens is finished at once (``looping``): the model is
@@ -135,6 +137,18 @@ def line_closed(turn: str, end_of_calls: str = "") -> bool:
     line = turn.rpartition("\n")[2]
     if not line or end_of_calls.rpartition("\n")[2].startswith(line):
         return True
+    depth, opened, quoted = _scan(line)
+    return opened and depth == 0 and not quoted
+
+
+def in_string(turn: str) -> bool:
+    """Whether a call turn stops inside a JSON string."""
+    return _scan(turn.rpartition("\n")[2])[2]
+
+
+def _scan(line: str) -> tuple[int, bool, bool]:
+    """The nesting depth at the end of ``line``, whether it opened a brace, whether it ends
+    inside a string."""
     depth = 0
     opened = quoted = escaped = False
     for char in line:
@@ -152,7 +166,7 @@ def line_closed(turn: str, end_of_calls: str = "") -> bool:
             opened = True
         elif char in "}]":
             depth -= 1
-    return opened and depth == 0 and not quoted
+    return depth, opened, quoted
 
 
 def looping(tokens: Sequence[int]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -63,13 +63,14 @@ def greedy_steps(llm: Any, grammar: str) -> Generator[int, Any, None]:
 
 
 def finishing_steps(
-    llm: Any, grammar: str, written: Sequence[int], closers: Sequence[int]
+    llm: Any, grammar: str, written: Sequence[int], closers: Callable[[], Sequence[int]]
 ) -> Generator[int, Any, None]:
     """Yield tokens that finish what ``written`` (the turn's tokens so far) opened, forever.
 
     The grammar is brought to where ``written`` left it; at each step the first of
-    ``closers`` the grammar allows is taken, else the model's best allowed token (greedy at
-    any temperature: this is the end of a call the token limit is about to cut, ``_closing``).
+    ``closers()`` (asked anew: inside a string they differ) the grammar allows is taken,
+    else the model's best allowed token (greedy at any temperature: this is the end of a
+    call the token limit is about to cut, ``_closing``).
     The last token of ``written`` has not been evaluated yet (a step generator evaluates
     each token only when asked for the next).
     """
@@ -85,7 +86,7 @@ def finishing_steps(
         llm.eval([written[-1]])
         while True:
             logits = next_logits(llm)
-            allowed = (t for t in closers if _allowed(sampler, t, float(logits[t])))
+            allowed = (t for t in closers() if _allowed(sampler, t, float(logits[t])))
             token = next(allowed, -1)
             token = _pick(sampler, logits) if token < 0 else token
             llama_cpp.llama_sampler_accept(sampler, token)

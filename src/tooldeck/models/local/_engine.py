@@ -18,7 +18,15 @@ from typing import Any
 
 from tooldeck.errors import ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec, Usage
-from tooldeck.models.local._closing import CLOSERS, in_call, line_closed, looping, reserve
+from tooldeck.models.local._closing import (
+    STRING_CLOSERS,
+    VALUE_CLOSERS,
+    in_call,
+    in_string,
+    line_closed,
+    looping,
+    reserve,
+)
 from tooldeck.models.local._decide import BranchTokens, CallRule, decide_to_call
 from tooldeck.models.local._decode import (
     finishing_steps,
@@ -128,7 +136,7 @@ class LlamaSession:
             self._continuation("\n", lead + ANSWER_PREFIX.strip()),
         )
         self._embedder = Embedder(lambda: load_embedder(config))
-        self._closers = self._single_tokens(CLOSERS)
+        self._closers = (self._single_tokens(VALUE_CLOSERS), self._single_tokens(STRING_CLOSERS))
         self._cache_text = ""
         self._cache_tokens: list[int] = []
         self._raw: OrderedDict[str, str] = OrderedDict()
@@ -186,6 +194,10 @@ class LlamaSession:
         if last is None or last.role != "user":
             return None
         return self._embedder.fit(last.content, request.plan.tools)
+
+    def _closers_after(self, pieces: bytearray) -> Callable[[], tuple[int, ...]]:
+        """The closing tokens to prefer after the turn's bytes so far (which grow)."""
+        return lambda: self._closers[in_string(pieces.decode(errors="replace"))]
 
     def _single_tokens(self, texts: Sequence[str]) -> tuple[int, ...]:
         """The tokens of those ``texts`` that are one token each, in order."""
@@ -288,7 +300,9 @@ class LlamaSession:
                     break  # the call closed; no room is left for another one
                 if not finishing:
                     steps.close()
-                    steps = _closing(finishing_steps(llm, grammar, produced, self._closers))
+
+                    closers = self._closers_after(pieces)
+                    steps = _closing(finishing_steps(llm, grammar, produced, closers))
                     finishing = True
         ended = time.perf_counter()
         first_at = first_at or ended
@@ -297,7 +311,8 @@ class LlamaSession:
         if not request.stop.is_set() and in_call(said) and not line_closed(said.rstrip("\n"), end):
             raise ModelError(
                 f"the turn's {budget.tokens} tokens cannot hold a whole call of these tools "
-                f"(the shortest takes up to {budget.reserve}); raise max_tokens (or n_ctx)"
+                f"(the shortest takes up to {budget.reserve}; it had written {said!r}); "
+                "raise max_tokens (or n_ctx)"
             )
         kept = lead + _without_repeat(text[len(lead) :]) if text.startswith(lead) else text
         if kept != text:  # keep the tokens only if the cut falls between two of them
