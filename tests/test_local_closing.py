@@ -174,7 +174,8 @@ def test_a_call_that_used_to_run_away_closes_and_validates(
     assert call.raw_arguments is None, call  # the arguments parsed
     (spec,) = [s for s in specs if s.name == call.name]
     jsonschema.validate(call.arguments, spec.parameters)
-    assert output.usage is not None and output.usage.output_tokens <= max_tokens
+    assert output.usage is not None
+    assert output.usage.output_tokens <= max_tokens
 
 
 @pytest.mark.slow
