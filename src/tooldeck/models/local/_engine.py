@@ -140,7 +140,7 @@ class LlamaSession:
         self._cache_text = ""
         self._cache_tokens: list[int] = []
         self._raw: OrderedDict[str, str] = OrderedDict()
-        self._grammars: dict[str, str] = {}
+        self._grammars: dict[str, tuple[str, int]] = {}
         self._frame_tokens: int | None = None
 
     def close(self) -> None:
@@ -164,9 +164,9 @@ class LlamaSession:
         score = self._call_score(request.plan)
         fit = self._fit(request)
         plan = _decided(request, score, fit)
-        grammar = self._grammar(plan)
+        grammar, reserved = self._grammar(plan)
         processed_s = time.perf_counter() - started
-        budget = _Budget(min(request.max_tokens, room), reserve(plan.tools))
+        budget = _Budget(min(request.max_tokens, room), reserved)
         out = self._generate(tokens, grammar, request, budget)
         first = 1 + sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
         said = out.text.removesuffix(self.format.syntax.end_of_calls or "\0")
@@ -232,13 +232,14 @@ class LlamaSession:
             return []
         return list(self.llm.tokenize(text.encode(), add_bos=add_bos, special=self._special))
 
-    def _grammar(self, plan: TurnPlan) -> str:
+    def _grammar(self, plan: TurnPlan) -> tuple[str, int]:
+        """The turn's grammar and the tokens it keeps for closing a call (both cached)."""
         key = json.dumps(
             [plan.allow_answer, plan.max_calls, [spec.model_dump() for spec in plan.tools]]
         )
         if key not in self._grammars:
             built = build_grammar(plan, self.format.syntax, is_valid=self._parses)
-            self._grammars[key] = built.text
+            self._grammars[key] = (built.text, reserve(plan.tools))
         return self._grammars[key]
 
     def _parses(self, grammar: str) -> bool:
