@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 
 import bfcl_cases
+from test_local_model import grammar_accepts
 from tooldeck import Message, ModelError, ModelSettings, ToolSpec
 from tooldeck.eval.bfcl.dialect import bfcl_tools
 from tooldeck.models.local import LocalModel
@@ -29,7 +30,6 @@ from tooldeck.models.local._closing import (
     shortest_call_length,
     shortest_value,
 )
-from tooldeck.models.local._decode import _allowed
 from tooldeck.models.local._grammar import TurnSyntax, build_grammar, call_head, plan_turn
 
 RUNAWAY = ("live_simple_201-116-9", "live_simple_207-116-15")
@@ -51,23 +51,6 @@ def model() -> LocalModel:
     local = LocalModel()
     local.load()
     return local
-
-
-def grammar_accepts(model: LocalModel, grammar: str, text: str) -> bool:
-    """Whether llama.cpp's grammar engine lets the model write ``text`` (token by token)."""
-    import llama_cpp
-
-    llm = model._loaded().llm
-    vocab = llama_cpp.llama_model_get_vocab(llm.model)
-    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
-    try:
-        for token in llm.tokenize(text.encode(), add_bos=False):
-            if not _allowed(sampler, token, 0.0):
-                return False
-            llama_cpp.llama_sampler_accept(sampler, token)
-        return True
-    finally:
-        llama_cpp.llama_sampler_free(sampler)
 
 
 def test_a_call_line_is_closed_when_its_braces_close_outside_strings() -> None:
