@@ -100,7 +100,11 @@ def test_the_reserve_holds_the_shortest_call_of_every_held_out_tool(
         for spec in specs:
             arguments = shortest_value(spec.parameters, spec.parameters.get("$defs", {}))
             line = call_head(spec.name) + json.dumps(arguments) + "}"
-            assert len(line) <= shortest_call_length(spec) <= reserve(specs) - SLACK
+            kept = reserve(specs)
+            assert len(line) <= shortest_call_length(spec) <= kept.most - SLACK
+            assert kept.needed(line[: len(call_head(spec.name))]) == kept.arguments[spec.name]
+            assert kept.arguments[spec.name] >= len(line) - len(call_head(spec.name)) + SLACK
+            assert kept.needed(line[: len(call_head(spec.name)) - 1]) is None  # in the head
             jsonschema.validate(arguments, spec.parameters)
             assert grammar_accepts(model, grammar, " " + line), (record["id"], line)
 

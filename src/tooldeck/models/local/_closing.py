@@ -9,10 +9,13 @@ character, so a 256-character string alone fills a 256-token turn and the call i
 So the engine also budgets from the tokens left. Each turn reserves the tokens of its tools'
 longest *shortest call* (``reserve``): the call head, every required property at its
 shortest value, the closing braces, and ``SLACK`` — counted in characters, an upper bound in
-tokens, since a token writes at least one character. When only the reserve is left and a
-call is open, the engine finishes that call: at each token it writes a closing token (``"``,
-``}``, ``]``, or a comma before a required property: ``CLOSERS``) whenever the grammar allows
-one, else the model's best allowed token, and the turn ends when the call's line closes.
+tokens, since a token writes at least one character. No call is begun with fewer tokens
+left; once a call's head is written its reserve is that tool's shortest arguments. When only
+the reserve is left and a call is open, the engine finishes that call: at each token it
+writes a closing token (inside a string ``"``, outside ``}``, ``]``, or a comma before a
+required property: ``STRING_CLOSERS``, ``VALUE_CLOSERS``) whenever the grammar allows one,
+else the model's best allowed token, and the turn ends when the call's line closes. A call
+repeating itself (``looping``) is finished the same way at once, whatever the limit.
 Nothing shorter than the limit is cut: a long value the tokens allow is the model's own, and
 the character bounds above still hold for it. A limit smaller than a tool's shortest call
 cannot hold a call at all: that turn is a ``ModelError`` saying so, never a cut call.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tooldeck.messages import ToolSpec
@@ -51,9 +55,40 @@ _DEPTH = 8
 """How deep ``$ref`` chains are followed before a value counts as ``PATTERN_SLACK`` long."""
 
 
-def reserve(tools: tuple[ToolSpec, ...]) -> int:
-    """Tokens a turn keeps for closing its call: the longest shortest call of ``tools``."""
-    return max((shortest_call_length(spec) for spec in tools), default=0) + SLACK
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """The tokens a turn keeps for closing a call."""
+
+    most: int
+    """Before a call's head is written: the longest shortest call of the tools, + ``SLACK``."""
+    arguments: Mapping[str, int]
+    """Once the head of a call of a tool is written: that tool's shortest arguments and the
+    closing brace, + ``SLACK`` (the model keeps the tokens its head took)."""
+
+    def needed(self, turn: str) -> int | None:
+        """The tokens to keep at this point of a call turn (without its lead); None while a
+        call's head is being written (it is the grammar's literal: nothing to finish early;
+        ``most`` decides whether a call is begun)."""
+        line = turn.rpartition("\n")[2]
+        opening = CALL_PREFIX + '{"name": '
+        if not line.startswith(opening):
+            return None
+        try:
+            name, _ = json.JSONDecoder().raw_decode(line, len(opening))
+        except ValueError:
+            return None
+        if not isinstance(name, str) or not line.startswith(call_head(name)):
+            return None
+        return self.arguments.get(name, self.most)
+
+
+def reserve(tools: tuple[ToolSpec, ...]) -> Reserve:
+    """The tokens a turn of calls of ``tools`` keeps for closing its call."""
+    most = max((shortest_call_length(spec) for spec in tools), default=0) + SLACK
+    arguments = {
+        spec.name: shortest_call_length(spec) - len(call_head(spec.name)) + SLACK for spec in tools
+    }
+    return Reserve(most, arguments)
 
 
 def shortest_call_length(spec: ToolSpec) -> int:

@@ -21,6 +21,7 @@ from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec, Usag
 from tooldeck.models.local._closing import (
     STRING_CLOSERS,
     VALUE_CLOSERS,
+    Reserve,
     in_call,
     in_string,
     line_closed,
@@ -105,7 +106,7 @@ class _Budget:
     """The tokens a turn may write, and how many of them its last call keeps for closing."""
 
     tokens: int
-    reserve: int
+    reserve: Reserve
     """Tokens left at which an open call is finished (``_closing.reserve``)."""
 
 
@@ -140,7 +141,7 @@ class LlamaSession:
         self._cache_text = ""
         self._cache_tokens: list[int] = []
         self._raw: OrderedDict[str, str] = OrderedDict()
-        self._grammars: dict[str, tuple[str, int]] = {}
+        self._grammars: dict[str, tuple[str, Reserve]] = {}
         self._frame_tokens: int | None = None
 
     def close(self) -> None:
@@ -232,7 +233,7 @@ class LlamaSession:
             return []
         return list(self.llm.tokenize(text.encode(), add_bos=add_bos, special=self._special))
 
-    def _grammar(self, plan: TurnPlan) -> tuple[str, int]:
+    def _grammar(self, plan: TurnPlan) -> tuple[str, Reserve]:
         """The turn's grammar and the tokens it keeps for closing a call (both cached)."""
         key = json.dumps(
             [plan.allow_answer, plan.max_calls, [spec.model_dump() for spec in plan.tools]]
@@ -293,13 +294,15 @@ class LlamaSession:
                 request.on_piece(bytes(pieces[max(len(lead_bytes), len(pieces) - len(piece)) :]))
             if len(produced) >= budget.tokens or (b"\n" in piece and _repeated_call(pieces, lead)):
                 break
-            if finishing or budget.tokens - len(produced) <= budget.reserve or looping(produced):
+            left = budget.tokens - len(produced)
+            if finishing or left <= budget.reserve.most or looping(produced):
                 said = pieces.decode(errors="replace")[len(lead) :]
                 if not in_call(said):
                     continue
                 if line_closed(said, end):
                     break  # the call closed; no room is left for another one
-                if not finishing:
+                needed = budget.reserve.needed(said)
+                if not finishing and (looping(produced) or (needed is not None and left <= needed)):
                     steps.close()
 
                     closers = self._closers_after(pieces)
@@ -312,7 +315,7 @@ class LlamaSession:
         if not request.stop.is_set() and in_call(said) and not line_closed(said.rstrip("\n"), end):
             raise ModelError(
                 f"the turn's {budget.tokens} tokens cannot hold a whole call of these tools "
-                f"(the shortest takes up to {budget.reserve}; it had written {said!r}); "
+                f"(the shortest takes up to {budget.reserve.most}; it had written {said!r}); "
                 "raise max_tokens (or n_ctx)"
             )
         kept = lead + _without_repeat(text[len(lead) :]) if text.startswith(lead) else text
