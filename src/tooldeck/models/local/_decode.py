@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,40 @@ def greedy_steps(llm: Any, grammar: str) -> Generator[int, Any, None]:
     try:
         while True:
             token = _pick(sampler, next_logits(llm))
+            llama_cpp.llama_sampler_accept(sampler, token)
+            yield token
+            llm.eval([token])
+    finally:
+        llama_cpp.llama_sampler_free(sampler)
+
+
+def finishing_steps(
+    llm: Any, grammar: str, written: Sequence[int], closers: Callable[[], Sequence[int]]
+) -> Generator[int, Any, None]:
+    """Yield tokens that finish what ``written`` (the turn's tokens so far) opened, forever.
+
+    The grammar is brought to where ``written`` left it; at each step the first of
+    ``closers()`` (asked anew: inside a string they differ) the grammar allows is taken,
+    else the model's best allowed token (greedy at any temperature: this is the end of a
+    call the token limit is about to cut, ``_closing``).
+    The last token of ``written`` has not been evaluated yet (a step generator evaluates
+    each token only when asked for the next).
+    """
+    import llama_cpp
+
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
+    if not sampler:
+        raise ModelError("llama.cpp refused the turn's grammar")
+    try:
+        for token in written:
+            llama_cpp.llama_sampler_accept(sampler, token)
+        llm.eval([written[-1]])
+        while True:
+            logits = next_logits(llm)
+            allowed = (t for t in closers() if _allowed(sampler, t, float(logits[t])))
+            token = next(allowed, -1)
+            token = _pick(sampler, logits) if token < 0 else token
             llama_cpp.llama_sampler_accept(sampler, token)
             yield token
             llm.eval([token])

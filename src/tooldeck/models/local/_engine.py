@@ -12,14 +12,29 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tooldeck.errors import ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec, Usage
+from tooldeck.models.local._closing import (
+    STRING_CLOSERS,
+    VALUE_CLOSERS,
+    Reserve,
+    in_call,
+    in_string,
+    line_closed,
+    looping,
+    reserve,
+)
 from tooldeck.models.local._decide import BranchTokens, CallRule, decide_to_call
-from tooldeck.models.local._decode import greedy_steps, next_logits, process_prompt
+from tooldeck.models.local._decode import (
+    finishing_steps,
+    greedy_steps,
+    next_logits,
+    process_prompt,
+)
 from tooldeck.models.local._embed import Embedder
 from tooldeck.models.local._grammar import ANSWER_PREFIX, CALL_PREFIX, TurnPlan, build_grammar
 from tooldeck.models.local._load import EngineConfig, load_embedder, load_model, prompt_format
@@ -86,6 +101,15 @@ class TurnRequest:
     turn's lead, which the grammar writes before ``call``/``answer``)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """The tokens a turn may write, and how many of them its last call keeps for closing."""
+
+    tokens: int
+    reserve: Reserve
+    """Tokens left at which an open call is finished (``_closing.reserve``)."""
+
+
 @dataclass(slots=True)
 class _Generated:
     text: str
@@ -113,10 +137,11 @@ class LlamaSession:
             self._continuation("\n", lead + ANSWER_PREFIX.strip()),
         )
         self._embedder = Embedder(lambda: load_embedder(config))
+        self._closers = (self._single_tokens(VALUE_CLOSERS), self._single_tokens(STRING_CLOSERS))
         self._cache_text = ""
         self._cache_tokens: list[int] = []
         self._raw: OrderedDict[str, str] = OrderedDict()
-        self._grammars: dict[str, str] = {}
+        self._grammars: dict[str, tuple[str, Reserve]] = {}
         self._frame_tokens: int | None = None
 
     def close(self) -> None:
@@ -139,9 +164,11 @@ class LlamaSession:
         evaluated = process_prompt(self.llm, tokens)
         score = self._call_score(request.plan)
         fit = self._fit(request)
-        grammar = self._grammar(_decided(request, score, fit))
+        plan = _decided(request, score, fit)
+        grammar, reserved = self._grammar(plan)
         processed_s = time.perf_counter() - started
-        out = self._generate(tokens, grammar, request, min(request.max_tokens, room))
+        budget = _Budget(min(request.max_tokens, room), reserved)
+        out = self._generate(tokens, grammar, request, budget)
         first = 1 + sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
         said = out.text.removesuffix(self.format.syntax.end_of_calls or "\0")
         content, calls = parse_turn(said.removeprefix(self.format.syntax.lead), first)
@@ -168,6 +195,15 @@ class LlamaSession:
         if last is None or last.role != "user":
             return None
         return self._embedder.fit(last.content, request.plan.tools)
+
+    def _closers_after(self, pieces: bytearray) -> Callable[[], tuple[int, ...]]:
+        """The closing tokens to prefer after the turn's bytes so far (which grow)."""
+        return lambda: self._closers[in_string(pieces.decode(errors="replace"))]
+
+    def _single_tokens(self, texts: Sequence[str]) -> tuple[int, ...]:
+        """The tokens of those ``texts`` that are one token each, in order."""
+        tokenized = (self._tokenize(text, add_bos=False) for text in texts)
+        return tuple(tokens[0] for tokens in tokenized if len(tokens) == 1)
 
     def _continuation(self, context: str, text: str) -> list[int]:
         """The tokens of ``text`` where it follows ``context`` in a prompt."""
@@ -197,13 +233,14 @@ class LlamaSession:
             return []
         return list(self.llm.tokenize(text.encode(), add_bos=add_bos, special=self._special))
 
-    def _grammar(self, plan: TurnPlan) -> str:
+    def _grammar(self, plan: TurnPlan) -> tuple[str, Reserve]:
+        """The turn's grammar and the tokens it keeps for closing a call (both cached)."""
         key = json.dumps(
             [plan.allow_answer, plan.max_calls, [spec.model_dump() for spec in plan.tools]]
         )
         if key not in self._grammars:
             built = build_grammar(plan, self.format.syntax, is_valid=self._parses)
-            self._grammars[key] = built.text
+            self._grammars[key] = (built.text, reserve(plan.tools))
         return self._grammars[key]
 
     def _parses(self, grammar: str) -> bool:
@@ -223,9 +260,14 @@ class LlamaSession:
         return True
 
     def _generate(
-        self, tokens: list[int], grammar: str, request: TurnRequest, budget: int
+        self, tokens: list[int], grammar: str, request: TurnRequest, budget: _Budget
     ) -> _Generated:
-        """Decode the turn token by token (the prompt is processed): the one generation loop."""
+        """Decode the turn token by token (the prompt is processed): the one generation loop.
+
+        When only the budget's reserve is left inside a call, or the call repeats itself,
+        the call is finished (``_closing``); a budget that cannot hold a call at all is a
+        ModelError.
+        """
         import llama_cpp
 
         llm = self.llm
@@ -237,7 +279,10 @@ class LlamaSession:
         pieces = bytearray()
         lead = self.format.syntax.lead
         lead_bytes = lead.encode()  # the grammar writes it; streamed pieces start after it
-        for token in _closing(self._steps(tokens, grammar, request.temperature)):
+        end = self.format.syntax.end_of_calls
+        steps = _closing(self._steps(tokens, grammar, request.temperature))
+        finishing = False
+        while (token := next(steps, None)) is not None:
             first_at = first_at or time.perf_counter()
             if llama_cpp.llama_vocab_is_eog(vocab, token) or request.stop.is_set():
                 break
@@ -247,11 +292,32 @@ class LlamaSession:
             ends.append(len(pieces))
             if request.on_piece is not None and len(pieces) > len(lead_bytes):
                 request.on_piece(bytes(pieces[max(len(lead_bytes), len(pieces) - len(piece)) :]))
-            if len(produced) >= budget or (b"\n" in piece and _repeated_call(pieces, lead)):
+            if len(produced) >= budget.tokens or (b"\n" in piece and _repeated_call(pieces, lead)):
                 break
+            left = budget.tokens - len(produced)
+            if finishing or left <= budget.reserve.most or looping(produced):
+                said = pieces.decode(errors="replace")[len(lead) :]
+                if not in_call(said):
+                    continue
+                if line_closed(said, end):
+                    break  # the call closed; no room is left for another one
+                needed = budget.reserve.needed(said)
+                if not finishing and (looping(produced) or (needed is not None and left <= needed)):
+                    steps.close()
+
+                    closers = self._closers_after(pieces)
+                    steps = _closing(finishing_steps(llm, grammar, produced, closers))
+                    finishing = True
         ended = time.perf_counter()
         first_at = first_at or ended
         text = pieces.decode(errors="replace")
+        said = text[len(lead) :]
+        if not request.stop.is_set() and in_call(said) and not line_closed(said.rstrip("\n"), end):
+            raise ModelError(
+                f"the turn's {budget.tokens} tokens cannot hold a whole call of these tools "
+                f"(the shortest takes up to {budget.reserve.most}; it had written {said!r}); "
+                "raise max_tokens (or n_ctx)"
+            )
         kept = lead + _without_repeat(text[len(lead) :]) if text.startswith(lead) else text
         if kept != text:  # keep the tokens only if the cut falls between two of them
             size = len(kept.encode())
@@ -295,7 +361,7 @@ def _decided(request: TurnRequest, score: float | None, fit: float | None) -> Tu
     return plan.only_answer()
 
 
-def _closing(steps: Generator[int, Any, None]) -> Iterator[int]:
+def _closing(steps: Generator[int, Any, None]) -> Generator[int, None, None]:
     """Iterate ``steps`` and close the generator however the loop ends (frees its sampler)."""
     try:
         yield from steps
