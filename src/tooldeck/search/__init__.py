@@ -40,7 +40,9 @@ from tooldeck.tools.registry import ToolEntry, ToolView, deferred
 __all__ = ["NO_MATCH", "SEARCH_TOOL", "ToolSearch"]
 
 SEARCH_TOOL = "search_tools"
+"""The name of the tool ``ToolSearch`` gives the model."""
 NO_MATCH = "no tool matches; do not search again with the same words"
+"""What the model reads when a search finds nothing."""
 _KEPT_VIEWS = 4
 """Tool sets whose index a ToolSearch keeps (an agent's usual view, a handoff's...)."""
 _KEPT_SHOWN = 256
