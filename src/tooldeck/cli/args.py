@@ -78,6 +78,17 @@ def positive_int(text: str) -> int:
     return number
 
 
+def whole_number(text: str) -> int:
+    """An argparse type: a whole number of at least 0."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {number}")
+    return number
+
+
 def positive_seconds(text: str) -> float:
     """An argparse type: a number of seconds above 0 (``1.5``)."""
     return _above_zero(

@@ -38,6 +38,7 @@ from tooldeck.run.events import (
 )
 from tooldeck.runlog.read import LoggedGuardrail
 from tooldeck.safety import GuardrailDecision
+from tooldeck.search import Searched, searched
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 _RESULT_CHARS = 300
@@ -292,6 +293,10 @@ class RunDisplay:
         if call.id not in self._started:  # refused before it ran
             self.console.line(f"  → {_short_call(call)}", "cyan")
         timing = f"  ({duration_text(duration_s)})"
+        search = searched(call.name, call.arguments, output) if ok else None
+        if search is not None and raised is None:
+            self.console.line(f"  ⌕ {search_line(search, output)}{timing}", "green")
+            return
         if raised is None:
             mark, style = ("←", "green") if ok else ("✗", "red")
             self.console.line(f"  {mark} {_short(output)}{timing}", style)
@@ -343,6 +348,15 @@ class RunDisplay:
         """The totals line: time, model turns, calls, tokens, why the run ended."""
         line = totals_line(seconds, self.tally.model_s, usage, calls, stop, self.tally.unmetered)
         self.console.line(line, "dim")
+
+
+def search_line(search: Searched, output: str) -> str:
+    """A search as a person reads it: ``searched "refund": revealed refund_order, ...``, or
+    what the model read when it revealed nothing (no match, an empty query...)."""
+    query = json.dumps(search.query, ensure_ascii=False)
+    if not search.revealed:
+        return f"searched {_short(query)}: {_short(output)}"
+    return _short(f"searched {query}: revealed {', '.join(search.revealed)}")
 
 
 def recovered_lines(event: RunRecovered) -> list[str]:
