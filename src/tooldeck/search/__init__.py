@@ -260,7 +260,7 @@ def searched(name: str, arguments: Mapping[str, object], output: str) -> Searche
         return None
     head, _, rest = output.partition("\n")
     found = [line.split(": ", 1)[0] for line in rest.splitlines()] if head == FOUND else []
-    return Searched(str(arguments.get("query", "")), tuple(name for name in found if name))
+    return Searched(str(arguments.get("query", "")), tuple(each for each in found if each))
 
 
 def _revealed(owner: ToolSearch, ctx: HasStates) -> tuple[str, ...]:
