@@ -76,6 +76,7 @@ DEFERRING = textwrap.dedent(
     capabilities = [ToolSearch(strategy="regex")]
     '''
 )
+DEFERRED_ONLY = DEFERRING.replace('capabilities = [ToolSearch(strategy="regex")]\n', "")
 SEARCH_THEN_REFUND = [
     sim_call("search_tools", {"query": "refund an order", "limit": 1}),
     sim_call("refund", {"order": "7"}),
@@ -87,6 +88,7 @@ SEARCH_THEN_REFUND = [
 def shop(tmp_path: Path) -> Path:
     (tmp_path / "shop.py").write_text(SHOP, encoding="utf-8")
     (tmp_path / "deferring.py").write_text(DEFERRING, encoding="utf-8")
+    (tmp_path / "deferred_only.py").write_text(DEFERRED_ONLY, encoding="utf-8")
     return tmp_path
 
 
@@ -202,6 +204,23 @@ def test_chat_says_how_many_tools_wait_for_a_search(shop: Path) -> None:
     done = tooldeck(shop, None, "chat", "-t", "shop.py", "--defer-tools-after", "1", stdin="exit\n")
     assert done.returncode == 0, done.stderr
     assert "with lookup (and 2 deferred, found with search_tools);" in done.stdout
+
+
+async def test_tools_lists_deferred_tools_marked_and_mcp_serve_serves_them(shop: Path) -> None:
+    listed = tooldeck(shop, None, "tools", "deferred_only.py")
+    assert listed.returncode == 0, listed.stderr
+    assert "refund  [deferred: shown once search_tools finds it]" in listed.stdout
+    described = json.loads(tooldeck(shop, None, "tools", "deferred_only.py", "--json").stdout)
+    assert [(tool["name"], tool.get("deferred")) for tool in described] == [
+        ("lookup", None),
+        ("refund", True),
+    ]
+    # an MCP client is served every tool: it decides what to defer itself
+    served = ["-m", "tooldeck.cli", "mcp", "serve", str(shop / "deferred_only.py")]
+    async with MCPToolset.stdio(sys.executable, served, connect_timeout=SLOW) as toolset:
+        names = [entry.name for entry in await toolset.entries()]
+        assert await toolset.call("refund", {"order": "7"}) == "refunded order 7"
+    assert names == ["lookup", "refund"]
 
 
 @pytest.mark.parametrize(

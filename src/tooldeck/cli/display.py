@@ -39,7 +39,7 @@ from tooldeck.run.events import (
 from tooldeck.runlog.read import LoggedGuardrail
 from tooldeck.safety import GuardrailDecision
 from tooldeck.search import Searched, searched
-from tooldeck.tools.registry import ToolEntry, ToolView
+from tooldeck.tools.registry import ToolEntry, ToolView, deferred
 
 _RESULT_CHARS = 300
 
@@ -404,8 +404,9 @@ def exception_line(error: BaseException) -> str:
 
 
 def show_specs(console: Console, view: ToolView) -> None:
-    """The tool specs the model would see, one block each, marked when a call waits."""
-    for entry in view.dispatch.values():
+    """The tool specs the model would see, one block each, marked when a call waits; the
+    deferred ones last, marked (the model sees them once ``search_tools`` finds them)."""
+    for entry in view.entries:
         spec = entry.spec
         console.line(spec.name + _marks(entry), "bold cyan")
         if spec.description:
@@ -417,6 +418,8 @@ def show_specs(console: Console, view: ToolView) -> None:
 
 
 def _marks(entry: ToolEntry) -> str:
+    if entry.options.defer_loading:
+        return "  [deferred: shown once search_tools finds it]" + _marks(deferred(entry, False))
     if entry.external:
         return "  [external: the application runs its calls]"
     rule = entry.options.requires_approval

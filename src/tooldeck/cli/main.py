@@ -66,7 +66,7 @@ from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import add_sessions_parser
 from tooldeck.cli.web import add_web_parser
 from tooldeck.errors import ToolDeckError
-from tooldeck.tools.registry import ToolEntry
+from tooldeck.tools.registry import ToolEntry, ToolView, deferred
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -186,9 +186,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _tools(args: argparse.Namespace) -> int:
     view = load_tools(args.module, args.toolset)
     if args.json:
-        described = [
-            {**entry.spec.model_dump(), **_how_it_runs(entry)} for entry in view.dispatch.values()
-        ]
+        described = [{**entry.spec.model_dump(), **_how_it_runs(entry)} for entry in view.entries]
         print(json.dumps(described, indent=2, ensure_ascii=False))
     else:
         show_specs(Console(), view)
@@ -198,7 +196,10 @@ def _tools(args: argparse.Namespace) -> int:
 def _how_it_runs(entry: ToolEntry) -> dict[str, object]:
     rule = entry.options.requires_approval
     approval = rule if isinstance(rule, bool) else "per call"
-    return {"external": entry.external, "requires_approval": approval}
+    how: dict[str, object] = {"external": entry.external, "requires_approval": approval}
+    if entry.options.defer_loading:  # shown to a model once search_tools finds it
+        how["deferred"] = True
+    return how
 
 
 def _mcp_serve(args: argparse.Namespace) -> int:
@@ -210,7 +211,7 @@ def _mcp_serve(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from error
     _log_tool_failures(args.verbose)
     serve_tools(
-        view,
+        ToolView.of(deferred(entry, False) for entry in view.entries),  # a client defers its own
         name=args.name or _module_name(args.module),
         http=args.http,
         allow_approval_tools=args.allow_approval_tools,
