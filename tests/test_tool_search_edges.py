@@ -354,6 +354,18 @@ async def test_the_run_page_marks_searches_and_what_they_revealed(
     assert re.search(r"refund_order [0-9.]+ m?s · ok", text)
 
 
+async def test_the_tools_page_lists_deferred_tools_marked(
+    site: Any,  # noqa: F811
+) -> None:
+    agent = Agent(searching_model(), [lookup_order, refund_order, track_parcel])
+    client = site(agent)
+
+    text = shown((await client.get("/tools")).text)
+
+    assert text.index("lookup_order") < text.index("refund_order") < text.index("track_parcel")
+    assert text.count("deferred shown to the model once search_tools finds it") == 2
+
+
 # -- MCP: a server that adds a tool ----------------------------------------------------------
 
 
