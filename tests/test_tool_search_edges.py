@@ -200,10 +200,19 @@ def test_tool_search_keeps_the_modules_own_search_and_its_deferred_tools(
     assert json.loads(ran.stdout)["revealed"] == ["refund"]
 
 
-def test_chat_says_how_many_tools_wait_for_a_search(shop: Path) -> None:
-    done = tooldeck(shop, None, "chat", "-t", "shop.py", "--defer-tools-after", "1", stdin="exit\n")
+@pytest.mark.parametrize(
+    ("after", "said"),
+    [
+        ("1", "with lookup (and 2 deferred, found with search_tools);"),
+        ("0", "with no tools (and 3 deferred, found with search_tools);"),
+    ],
+)
+def test_chat_says_how_many_tools_wait_for_a_search(shop: Path, after: str, said: str) -> None:
+    done = tooldeck(
+        shop, None, "chat", "-t", "shop.py", "--defer-tools-after", after, stdin="exit\n"
+    )
     assert done.returncode == 0, done.stderr
-    assert "with lookup (and 2 deferred, found with search_tools);" in done.stdout
+    assert said in done.stdout
 
 
 async def test_tools_lists_deferred_tools_marked_and_mcp_serve_serves_them(shop: Path) -> None:
