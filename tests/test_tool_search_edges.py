@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from _mcp import GROWING_SERVER, SLOW
 from helpers import answer, call, calls, tool_messages
 from test_web_pages import shown, site  # noqa: F401  (site: the web app's fixture)
-from tooldeck import Agent, ScriptedModel, tool
+from tooldeck import Agent, AssistantOutput, ScriptedModel, ToolCall, tool
 from tooldeck.observe import Instrumentation
 from tooldeck.runlog import RunLog
 from tooldeck.search import ToolSearch
@@ -337,6 +337,41 @@ async def test_each_search_is_a_tool_search_span_under_its_call(capture: bool) -
         expected["tooldeck.tool_search.query"] = "refund"
     assert attributes == expected
     assert [s.name for s in spans].count("tool_search") == 1  # the other call has none
+
+
+async def test_a_providers_own_search_is_named_on_its_chat_span() -> None:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    searched_there: dict[str, Any] = {  # Anthropic's block naming the tools its search loaded
+        "type": "tool_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": {
+            "type": "tool_search_tool_search_result",
+            "tool_references": [{"type": "tool_reference", "tool_name": "refund_order"}],
+        },
+    }
+    model = ScriptedModel(
+        [
+            AssistantOutput(
+                tool_calls=(ToolCall(id="c1", name="refund_order", arguments={"order_id": "A1"}),),
+                provider_items=(searched_there,),
+            ),
+            answer("Refunded."),
+        ]
+    )
+    agent = Agent(
+        model,
+        [lookup_order, refund_order],
+        instrument=Instrumentation(tracer_provider),
+    )
+    await agent.run("Refund order A1")
+    tracer_provider.shutdown()
+
+    chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    revealed = [dict(span.attributes or {}).get("tooldeck.tool_search.revealed") for span in chats]
+    assert revealed == [("refund_order",), None]
+    assert "tool_search" not in [span.name for span in exporter.get_finished_spans()]
 
 
 async def test_the_run_page_marks_searches_and_what_they_revealed(

@@ -378,7 +378,7 @@ def check_tools(args: argparse.Namespace, view: ToolView, output_type: Any = Non
             f"--tool-choice {choice!r} is not auto, required, none or {tools}"
             + did_you_mean(choice, [*_CHOICES, *view.names])
         )
-    if choice == "required" and not view.names and output_type is None:
+    if choice == "required" and not view.entries and output_type is None:
         raise UsageError("--tool-choice required needs tools to call: give -t/--tools")
 
 

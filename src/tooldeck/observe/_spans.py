@@ -4,7 +4,8 @@ One ``invoke_agent`` span per run; under it a ``chat {model}`` span per model re
 only spans that carry token usage, so nothing is counted twice) and an ``execute_tool
 {name}`` span per call, current while the tool runs so the tool's own spans nest under it;
 a call of ``search_tools`` (``tooldeck.search``) has a ``tool_search`` span under its own,
-naming the strategy and the tools the search revealed (its query with ``capture_content``).
+naming the strategy and the tools the search revealed (its query with ``capture_content``);
+a provider's own search happens inside a request, so its ``chat`` span names what it revealed.
 A round a ``FallbackModel`` answered names the model that did on its ``chat`` span
 (``gen_ai.response.model`` and ``gen_ai.provider.name``; ``tooldeck.response.model`` is
 its tooldeck name), as the run log's turn does.
@@ -23,6 +24,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from tooldeck.errors import ErrorCode, RunStopped
 from tooldeck.messages import AssistantOutput, Message, ToolCall
 from tooldeck.models.base import Ask, Model, ModelSettings, StreamItem, answer_of, stream_of
+from tooldeck.models.tool_search import revealed_tools
 from tooldeck.models.wrapper import WrapperModel
 from tooldeck.observe import _content as content
 from tooldeck.results import PendingCall, RunResult, ToolTrace
@@ -225,6 +227,10 @@ class RunSpans:
             span.set_attribute("gen_ai.usage.output_tokens", output.usage.output_tokens)
             if output.usage.cost_usd is not None:
                 span.set_attribute("tooldeck.usage.cost_usd", output.usage.cost_usd)
+        if output.provider_items:  # a provider's own tool search is inside its request
+            revealed = revealed_tools(output)
+            if revealed:
+                span.set_attribute("tooldeck.tool_search.revealed", revealed)
         if self._capture and span.is_recording():
             span.set_attribute("gen_ai.output.messages", content.output_messages(output))
         span.end()
