@@ -312,11 +312,11 @@ def searching(
 ) -> tuple[Capability, ...]:
     """The module's capabilities, with ``ToolSearch()`` for ``--tool-search`` (or
     ``--defer-tools-after``) unless the module gives its own ToolSearch."""
-    if not getattr(args, "tool_search", False) and getattr(args, "defer_tools_after", None) is None:
+    after = getattr(args, "defer_tools_after", None)
+    if not getattr(args, "tool_search", False) and after is None:
         return capabilities
     if args.tools is None:
         raise UsageError("--tool-search finds deferred tools of -t/--tools: give -t/--tools too")
-    after = args.defer_tools_after
     if not view.deferred and after is not None:
         raise UsageError(
             f"--defer-tools-after {after} defers none of the {len(view.dispatch)} tools of "
