@@ -66,7 +66,7 @@ from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import add_sessions_parser
 from tooldeck.cli.web import add_web_parser
 from tooldeck.errors import ToolDeckError
-from tooldeck.tools.registry import ToolEntry, ToolView, deferred
+from tooldeck.tools.registry import ToolEntry
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -211,7 +211,7 @@ def _mcp_serve(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from error
     _log_tool_failures(args.verbose)
     serve_tools(
-        ToolView.of(deferred(entry, False) for entry in view.entries),  # a client defers its own
+        view,
         name=args.name or _module_name(args.module),
         http=args.http,
         allow_approval_tools=args.allow_approval_tools,
