@@ -148,7 +148,8 @@ class Approver:
         an agent tool is checked by that agent's run when it resumes."""
         if self.tools is None or waiting.path:
             return ""
-        entry = self.tools.dispatch.get(waiting.call.name)
+        name = waiting.call.name  # a deferred tool's call waits once a search revealed it
+        entry = self.tools.dispatch.get(name) or self.tools.deferred.get(name)
         if entry is None:
             return ""
         try:
@@ -200,8 +201,8 @@ def reachable_tools(agent: Agent[Any, Any]) -> list[str]:
                 continue
             seen.add(id(each))
             tools = cast(Agent[Any, Any], each).tools
-            names.update(dict.fromkeys(tools.names))
-            for entry in tools.dispatch.values():
+            names.update((entry.name, None) for entry in tools.entries)  # deferred ones too
+            for entry in tools.entries:
                 if isinstance(entry.handler, AgentTool) and isinstance(entry.handler.agent, Agent):
                     waiting.append(entry.handler.agent)
     return list(names)

@@ -69,12 +69,22 @@ def usage_line(prog: str, message: str) -> str:
 
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
+    return _whole(text, 1)
+
+
+def whole_number(text: str) -> int:
+    """An argparse type: a whole number of at least 0."""
+    return _whole(text, 0)
+
+
+def _whole(text: str, least: int) -> int:
     try:
         number = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    if number < least:
+        wanted = "at least 1" if least == 1 else f"{least} or more"
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {number}")
     return number
 
 

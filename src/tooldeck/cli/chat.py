@@ -57,7 +57,10 @@ def _converse(run: Run, runner: asyncio.Runner) -> int:
     """Prompts read from the terminal, each run in turn, until Ctrl-D or 'exit'."""
     console = Console()
     session = run.session.session_id if run.session is not None else ""
-    tools = ", ".join(run.agent.tools.names) or "no tools"
+    shown = run.agent.tools
+    tools = ", ".join(shown.names) or "no tools"
+    if shown.deferred:  # --defer-tools-after, or the module's defer_loading
+        tools += f" (and {len(shown.deferred)} deferred, found with search_tools)"
     console.line(
         f"tooldeck chat on {run.agent.model.name} with {tools}; conversation {session} "
         f"(tooldeck run --session {session} goes on with it). Ctrl-D or 'exit' leaves.",

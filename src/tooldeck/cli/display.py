@@ -38,7 +38,8 @@ from tooldeck.run.events import (
 )
 from tooldeck.runlog.read import LoggedGuardrail
 from tooldeck.safety import GuardrailDecision
-from tooldeck.tools.registry import ToolEntry, ToolView
+from tooldeck.search import Searched, searched
+from tooldeck.tools.registry import ToolEntry, ToolView, deferred
 
 _RESULT_CHARS = 300
 
@@ -292,6 +293,10 @@ class RunDisplay:
         if call.id not in self._started:  # refused before it ran
             self.console.line(f"  → {_short_call(call)}", "cyan")
         timing = f"  ({duration_text(duration_s)})"
+        search = searched(call.name, call.arguments, output) if ok else None
+        if search is not None and raised is None:
+            self.console.line(f"  ⌕ {search_line(search, output)}{timing}", "green")
+            return
         if raised is None:
             mark, style = ("←", "green") if ok else ("✗", "red")
             self.console.line(f"  {mark} {_short(output)}{timing}", style)
@@ -345,6 +350,15 @@ class RunDisplay:
         self.console.line(line, "dim")
 
 
+def search_line(search: Searched, output: str) -> str:
+    """A search as a person reads it: ``searched "refund": revealed refund_order, ...``, or
+    what the model read when it revealed nothing (no match, an empty query...)."""
+    query = json.dumps(search.query, ensure_ascii=False)
+    if not search.revealed:
+        return f"searched {_short(query)}: {_short(output)}"
+    return _short(f"searched {query}: revealed {', '.join(search.revealed)}")
+
+
 def recovered_lines(event: RunRecovered) -> list[str]:
     """What became of a run the session held unfinished (or finished already), and each of
     its calls that had not reported, as the model now reads it."""
@@ -390,8 +404,9 @@ def exception_line(error: BaseException) -> str:
 
 
 def show_specs(console: Console, view: ToolView) -> None:
-    """The tool specs the model would see, one block each, marked when a call waits."""
-    for entry in view.dispatch.values():
+    """The tool specs the model would see, one block each, marked when a call waits; the
+    deferred ones last, marked (the model sees them once ``search_tools`` finds them)."""
+    for entry in view.entries:
         spec = entry.spec
         console.line(spec.name + _marks(entry), "bold cyan")
         if spec.description:
@@ -403,6 +418,8 @@ def show_specs(console: Console, view: ToolView) -> None:
 
 
 def _marks(entry: ToolEntry) -> str:
+    if entry.options.defer_loading:
+        return "  [deferred: shown once search_tools finds it]" + _marks(deferred(entry, False))
     if entry.external:
         return "  [external: the application runs its calls]"
     rule = entry.options.requires_approval

@@ -43,6 +43,7 @@ from tooldeck.run.agent import Agent
 from tooldeck.run.events import Event, RunRecovered
 from tooldeck.run.handle import RunHandle
 from tooldeck.run.handoff import judges_answers
+from tooldeck.search import SEARCH_TOOL, searched
 
 if TYPE_CHECKING:
     from tooldeck.sessions import Session
@@ -376,6 +377,9 @@ def run_document(
         document["guardrails"] = [decision.model_dump() for decision in result.guardrails]
     if result.tainted_by is not None:
         document["tainted_by"] = result.tainted_by.model_dump()
+    revealed = [name for trace in result.tool_trace for name in _revealed(trace)]
+    if revealed:
+        document["revealed"] = list(dict.fromkeys(revealed))
     if run.tally.recovered:
         document["recovered"] = [_recovered_document(event) for event in run.tally.recovered]
     return document
@@ -404,10 +408,15 @@ def _resumed_document(result: RunResult[Any]) -> dict[str, Any]:
     }
 
 
+def _revealed(trace: ToolTrace) -> tuple[str, ...]:
+    search = searched(trace.call.name, trace.call.arguments, trace.result.output)
+    return () if search is None or not trace.result.ok else search.revealed
+
+
 def _call_document(trace: ToolTrace) -> dict[str, Any]:
     call, outcome = trace.call, trace.result
     raised = trace.error
-    return {
+    document = {
         "id": call.id,
         "name": call.name,
         "arguments": call.raw_arguments if call.raw_arguments is not None else call.arguments,
@@ -417,3 +426,6 @@ def _call_document(trace: ToolTrace) -> dict[str, Any]:
         "error": trace.model_dump(mode="json")["error"] if raised is not None else None,
         "duration_s": round(trace.duration_s, 6),
     }
+    if call.name == SEARCH_TOOL:  # a tool search: the tools it revealed, for a script
+        document["revealed"] = list(_revealed(trace))
+    return document

@@ -186,9 +186,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _tools(args: argparse.Namespace) -> int:
     view = load_tools(args.module, args.toolset)
     if args.json:
-        described = [
-            {**entry.spec.model_dump(), **_how_it_runs(entry)} for entry in view.dispatch.values()
-        ]
+        described = [{**entry.spec.model_dump(), **_how_it_runs(entry)} for entry in view.entries]
         print(json.dumps(described, indent=2, ensure_ascii=False))
     else:
         show_specs(Console(), view)
@@ -198,7 +196,10 @@ def _tools(args: argparse.Namespace) -> int:
 def _how_it_runs(entry: ToolEntry) -> dict[str, object]:
     rule = entry.options.requires_approval
     approval = rule if isinstance(rule, bool) else "per call"
-    return {"external": entry.external, "requires_approval": approval}
+    how: dict[str, object] = {"external": entry.external, "requires_approval": approval}
+    if entry.options.defer_loading:  # shown to a model once search_tools finds it
+        how["deferred"] = True
+    return how
 
 
 def _mcp_serve(args: argparse.Namespace) -> int:

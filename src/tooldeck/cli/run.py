@@ -24,6 +24,7 @@ from tooldeck.cli.args import (
     dollars,
     positive_int,
     positive_seconds,
+    whole_number,
 )
 from tooldeck.cli.exec import Form, Run, execute
 from tooldeck.cli.load import exception_text, load_object, loaded_tools, raised_at
@@ -32,10 +33,11 @@ from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import open_session, session_options
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.run.agent import Agent
+from tooldeck.run.capabilities import Capability
 from tooldeck.run.module_settings import ModuleSettings
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits
-from tooldeck.tools.registry import ToolView
+from tooldeck.tools.registry import ToolView, deferred
 
 NO_LOG_HELP = "do not record this run in the run log (tooldeck logs)"
 TOOLS_HELP = (
@@ -57,6 +59,7 @@ def agent_options(terminal: bool = True, without_tools: str = "no tools") -> Par
         help=f"{TOOLS_HELP} (none: {without_tools})",
     )
     parent.add_argument("--toolset", action="append", metavar="NAME", help="only tools in NAME")
+    _searching(parent)
     parent.add_argument("--no-log", action="store_true", help=NO_LOG_HELP)
     system = parent.add_mutually_exclusive_group()
     system.add_argument(
@@ -116,6 +119,23 @@ def _terminal(parent: Parser) -> None:
     parent.add_argument("--yes", action="store_true", help="approve every call without asking")
     parent.add_argument(
         "--no-stream", action="store_true", help="do not stream: show each model turn whole"
+    )
+
+
+def _searching(parent: Parser) -> None:
+    """The options of tool search: deferring the module's tools, searching them."""
+    parent.add_argument(
+        "--tool-search",
+        action="store_true",
+        help="give the model search_tools, which finds the module's deferred tools "
+        "(defer_loading=True, or --defer-tools-after) and shows them from the next turn on",
+    )
+    parent.add_argument(
+        "--defer-tools-after",
+        type=whole_number,
+        metavar="N",
+        help="show the module's first N tools with every request and defer the rest until "
+        "search_tools finds them (0: defer them all; implies --tool-search)",
     )
 
 
@@ -240,6 +260,7 @@ def build_agent(
     tools ``loaded`` and with every setting their module defines: ``run``, ``chat`` and
     ``web`` build theirs here, so each honours what the others do."""
     view, module = loaded
+    view = defer_tools(args, view)
     check_tools(args, view, output_type)
     instructions = _instructions(args)
     model = build_model(args.model, args.base_url, args.api_key_env)
@@ -269,8 +290,51 @@ def build_agent(
         tool_guardrails=module.tool_guardrails,
         handoffs=module.handoffs,
         after_untrusted=module.untrusted_policy(args.after_untrusted),
-        capabilities=module.capabilities,
+        capabilities=searching(args, view, module.capabilities),
     )
+
+
+def defer_tools(args: argparse.Namespace, view: ToolView) -> ToolView:
+    """``view`` with its tools past the first ``--defer-tools-after`` deferred (the module's
+    own deferred tools stay deferred); as it is without the option."""
+    after = getattr(args, "defer_tools_after", None)
+    if after is None:
+        return view
+    if args.tools is None:
+        raise UsageError("--defer-tools-after defers tools of -t/--tools: give -t/--tools too")
+    shown = list(view.dispatch.values())
+    held = [deferred(entry) for entry in shown[after:]]
+    return ToolView.of((*shown[:after], *held, *view.deferred.values()))
+
+
+def searching(
+    args: argparse.Namespace, view: ToolView, capabilities: tuple[Capability, ...]
+) -> tuple[Capability, ...]:
+    """The module's capabilities, with ``ToolSearch()`` for ``--tool-search`` (or
+    ``--defer-tools-after``) unless the module gives its own ToolSearch."""
+    after = getattr(args, "defer_tools_after", None)
+    if not getattr(args, "tool_search", False) and after is None:
+        return capabilities
+    if args.tools is None:
+        raise UsageError("--tool-search finds deferred tools of -t/--tools: give -t/--tools too")
+    if not view.deferred and after is not None:
+        raise UsageError(
+            f"--defer-tools-after {after} defers none of the {len(view.dispatch)} tools of "
+            f"{args.tools!r}: give a smaller N"
+        )
+    if not view.deferred:
+        raise UsageError(
+            f"--tool-search finds deferred tools, and {args.tools!r} has none: give "
+            "--defer-tools-after N, or mark tools @tool(defer_loading=True) in the module"
+        )
+    from tooldeck.search import ToolSearch  # imported only for a run that searches
+
+    if any(isinstance(each, ToolSearch) for each in capabilities):
+        return capabilities  # the module's own, with its strategy
+    try:
+        return (*capabilities, ToolSearch())
+    except ImportError as error:  # bm25s is not installed
+        raise CliError(str(error)) from error
 
 
 def _final_answer_tool(output_type: Any, output_mode: OutputMode, model: Model) -> bool:
@@ -284,7 +348,7 @@ def check_terminal(args: argparse.Namespace, view: ToolView, agent: Agent[Any, A
     """Refuse what a run in the terminal cannot do: external tools' calls (the application
     runs them; the web page asks for their results), an ``--approve`` of no tool (of the
     module, or of an agent it may hand the conversation to)."""
-    external = [name for name, entry in view.dispatch.items() if entry.external]
+    external = [entry.name for entry in view.entries if entry.external]
     if external:
         raise CliError(
             f"{args.tools!r} has external tools ({', '.join(map(repr, external))}): the "
@@ -303,13 +367,18 @@ def check_tools(args: argparse.Namespace, view: ToolView, output_type: Any = Non
     """Refuse a ``--tool-choice`` that is no tool of ``view``."""
     given = args.tools is not None
     choice = args.tool_choice
+    if choice in view.deferred:
+        raise UsageError(
+            f"--tool-choice {choice!r} is deferred (not shown until search_tools finds it): "
+            "leave it among the first --defer-tools-after N tools, or choose another"
+        )
     if choice not in _CHOICES and choice not in view.names:
         tools = f"a tool of {args.tools!r}" if given else "a tool (there are none without -t)"
         raise UsageError(
             f"--tool-choice {choice!r} is not auto, required, none or {tools}"
             + did_you_mean(choice, [*_CHOICES, *view.names])
         )
-    if choice == "required" and not view.names and output_type is None:
+    if choice == "required" and not view.entries and output_type is None:
         raise UsageError("--tool-choice required needs tools to call: give -t/--tools")
 
 

@@ -2,7 +2,10 @@
 
 One ``invoke_agent`` span per run; under it a ``chat {model}`` span per model request (the
 only spans that carry token usage, so nothing is counted twice) and an ``execute_tool
-{name}`` span per call, current while the tool runs so the tool's own spans nest under it.
+{name}`` span per call, current while the tool runs so the tool's own spans nest under it;
+a call of ``search_tools`` (``tooldeck.search``) has a ``tool_search`` span under its own,
+naming the strategy and the tools the search revealed (its query with ``capture_content``);
+a provider's own search happens inside a request, so its ``chat`` span names what it revealed.
 A round a ``FallbackModel`` answered names the model that did on its ``chat`` span
 (``gen_ai.response.model`` and ``gen_ai.provider.name``; ``tooldeck.response.model`` is
 its tooldeck name), as the run log's turn does.
@@ -11,6 +14,7 @@ its tooldeck name), as the run log's turn does.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +24,17 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from tooldeck.errors import ErrorCode, RunStopped
 from tooldeck.messages import AssistantOutput, Message, ToolCall
 from tooldeck.models.base import Ask, Model, ModelSettings, StreamItem, answer_of, stream_of
+from tooldeck.models.tool_search import revealed_tools
 from tooldeck.models.wrapper import WrapperModel
 from tooldeck.observe import _content as content
 from tooldeck.results import PendingCall, RunResult, ToolTrace
 from tooldeck.run.events import HandedOff
 from tooldeck.safety import GuardrailDecision
+from tooldeck.search import SEARCH_TOOL, Searched, search_watcher
 
 if TYPE_CHECKING:
+    from contextvars import Token
+
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
@@ -96,12 +104,16 @@ class RunSpans:
         self, call: ToolCall, execute: Callable[[], Awaitable[ToolTrace | PendingCall]]
     ) -> ToolTrace | PendingCall:
         span = self._tool_span(call)
+        search = self._search_span(call, span) if call.name == SEARCH_TOOL else None
         with trace.use_span(span, record_exception=False, set_status_on_exception=False):
             try:
                 done = await execute()
             except BaseException as error:  # cancelled while it ran
                 _end_failed(span, error)
                 raise
+            finally:
+                if search is not None:
+                    search_watcher.reset(search)
         if isinstance(done, PendingCall):  # an agent tool whose inner run paused
             span.add_event("tooldeck.call_pending", {"tooldeck.pending.kind": done.kind})
             span.end()
@@ -215,6 +227,10 @@ class RunSpans:
             span.set_attribute("gen_ai.usage.output_tokens", output.usage.output_tokens)
             if output.usage.cost_usd is not None:
                 span.set_attribute("tooldeck.usage.cost_usd", output.usage.cost_usd)
+        if output.provider_items:  # a provider's own tool search is inside its request
+            revealed = revealed_tools(output)
+            if revealed:
+                span.set_attribute("tooldeck.tool_search.revealed", revealed)
         if self._capture and span.is_recording():
             span.set_attribute("gen_ai.output.messages", content.output_messages(output))
         span.end()
@@ -234,6 +250,30 @@ class RunSpans:
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, default=repr)
             span.set_attribute("gen_ai.tool.call.arguments", text)
         return span
+
+    def _search_span(self, call: ToolCall, tool_span: Span) -> Token[Any]:
+        """A ``tool_search`` span under the call's, ended when the search has ranked: its
+        strategy, the tools it revealed (``tooldeck.tool_search.revealed``) and, with
+        ``capture_content``, its query; the token to reset the search's watcher with."""
+        started = time.time_ns()
+
+        def searched(strategy: str, found: Searched) -> None:
+            attributes: dict[str, Any] = {
+                "gen_ai.operation.name": "tool_search",
+                "gen_ai.tool.call.id": call.id,
+                "tooldeck.tool_search.strategy": strategy,
+                "tooldeck.tool_search.revealed": list(found.revealed),
+                "tooldeck.tool_search.revealed_count": len(found.revealed),
+            }
+            if self._capture:
+                attributes["tooldeck.tool_search.query"] = found.query
+            context = trace.set_span_in_context(tool_span)
+            span = self._tracer.start_span(
+                "tool_search", context, SpanKind.INTERNAL, attributes, start_time=started
+            )
+            span.end()
+
+        return search_watcher.set(searched)
 
     def _end_tool(self, span: Span, done: ToolTrace) -> None:
         result = done.result

@@ -10,9 +10,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tooldeck.messages import ToolCall
 from tooldeck.run._engine.journal import Writer
 from tooldeck.runlog._checked import checked, json_object
 from tooldeck.runlog._schema import RunLogError, connect
+from tooldeck.search import SEARCH_TOOL, Searched, searched
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,16 @@ class LoggedCall:
     @property
     def failed(self) -> bool:
         return self.error_code is not None
+
+    def search(self) -> Searched | None:
+        """A call of ``search_tools`` read back: its query and the tools it revealed (none
+        when it failed); None for a call of any other tool."""
+        if self.name != SEARCH_TOOL:
+            return None
+        arguments = ToolCall.from_json(self.call_id, self.name, self.arguments).arguments
+        if self.failed or self.result is None:
+            return Searched(str(arguments.get("query", "")), ())
+        return searched(self.name, arguments, self.result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +174,11 @@ class LoggedRun:
         data["status"] = self.status
         if not details:
             del data["turns"], data["calls"], data["guardrails"], data["handoffs"]
+            return data
+        for call, shown in zip(self.calls, data["calls"], strict=True):
+            search = call.search()
+            if search is not None:  # a tool search: the tools it revealed, for a script
+                shown["revealed"] = list(search.revealed)
         return data
 
 

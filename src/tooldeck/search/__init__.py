@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -37,12 +38,27 @@ from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import tool
 from tooldeck.tools.registry import ToolEntry, ToolView, deferred
 
-__all__ = ["NO_MATCH", "SEARCH_TOOL", "ToolSearch"]
+__all__ = [
+    "FOUND",
+    "NO_MATCH",
+    "SEARCH_TOOL",
+    "Searched",
+    "ToolSearch",
+    "search_watcher",
+    "searched",
+]
 
 SEARCH_TOOL = "search_tools"
 """The name of the tool ``ToolSearch`` gives the model."""
 NO_MATCH = "no tool matches; do not search again with the same words"
 """What the model reads when a search finds nothing."""
+FOUND = "tools found (callable from your next turn):"
+"""The first line of a search's answer that found tools."""
+search_watcher: ContextVar[Callable[[str, Searched], None] | None] = ContextVar(
+    "tooldeck_search_watcher", default=None
+)
+"""Called as ``watcher(strategy, search)`` by each local search ranked in this context
+(``tooldeck.observe`` sets it around a ``search_tools`` call to record the search's span)."""
 _KEPT_VIEWS = 4
 """Tool sets whose index a ToolSearch keeps (an agent's usual view, a handoff's...)."""
 _KEPT_SHOWN = 256
@@ -214,6 +230,10 @@ class _Index:
                 f"the query is not a valid regular expression ({error}); search again with "
                 "a simpler pattern, such as a word of the tool's name"
             )
+        watcher = search_watcher.get()
+        if watcher is not None:
+            names = tuple(self.tools[place].name for place in found)
+            watcher(_strategy_name(self.owner.strategy), Searched(query, names))
         if not found:
             return NO_MATCH
         state = self.owner.state(ctx)
@@ -224,13 +244,36 @@ class _Index:
             if entry.name not in revealed:
                 revealed.append(entry.name)
             lines.append(f"{entry.name}: {_first_line(entry.spec.description)}")
-        return "tools found (callable from your next turn):\n" + "\n".join(lines)
+        return f"{FOUND}\n" + "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Searched:
+    """A ``search_tools`` call read back from a run: its query and the tools it revealed."""
+
+    query: str
+    revealed: tuple[str, ...]
+    """The tools its answer names, best first (none: no match, or the search failed)."""
+
+
+def searched(name: str, arguments: Mapping[str, object], output: str) -> Searched | None:
+    """The search a call of ``name`` with ``arguments`` answered by ``output`` was, or None
+    for a call of any other tool (for the display, the run log, spans: what a search found)."""
+    if name != SEARCH_TOOL:
+        return None
+    head, _, rest = output.partition("\n")
+    found = [line.split(": ", 1)[0] for line in rest.splitlines()] if head == FOUND else []
+    return Searched(str(arguments.get("query", "")), tuple(each for each in found if each))
 
 
 def _revealed(owner: ToolSearch, ctx: HasStates) -> tuple[str, ...]:
     states = ctx.states
     state = states.get(owner.state_key) if states is not None else None
     return tuple(state["revealed"]) if state else ()
+
+
+def _strategy_name(strategy: Strategy | Ranking) -> str:
+    return strategy if isinstance(strategy, str) else getattr(strategy, "__name__", "function")
 
 
 def _first_line(text: str) -> str:

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from tooldeck.runlog import LoggedRun, RunLogError
 from tooldeck.runlog.read import list_runs, load_run
+from tooldeck.search import Searched
 from tooldeck.web._site import RAW_RECORD_LIMIT, Site, clipped, dollars, page, site_of
 
 RUNS_SHOWN = 100
@@ -29,7 +30,8 @@ class Bar:
     left: float
     width: float
     kind: str
-    """``model``, ``call``, ``failed``, ``rejected`` or ``waiting`` (the CSS class)."""
+    """``model``, ``call``, ``search``, ``failed``, ``rejected`` or ``waiting`` (the CSS
+    class)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +157,9 @@ def timeline(run: LoggedRun) -> list[Bar]:
         for call in (c for c in run.calls if c.round == turn.round):
             kind = _call_kind(call.error_code, call.started_at, call.result)
             detail = call.error_code or ("waits" if kind == "waiting" else "ok")
+            search = call.search()
+            if search is not None and kind == "call":  # a tool search, with what it revealed
+                kind, detail = "search", search_text(search)
             bars.append(_bar(call.name, detail, call.started_at, call.duration_s, kind))
     return [_placed(bar, start, span) for bar in bars]
 
@@ -172,6 +177,13 @@ def _placed(bar: Bar, start: float, span: float) -> Bar:
     from_time = f"{_ms(bar.width)}" if bar.left >= 0 else "did not run"
     detail = f"{from_time} · {bar.detail}" if bar.detail else from_time
     return Bar(bar.label, detail, min(left, 99.5), max(width, 0.5), bar.kind)
+
+
+def search_text(search: Searched) -> str:
+    """``"refund a payment" → revealed refund_order, ...`` (or ``→ no tool found``)."""
+    query = json.dumps(search.query, ensure_ascii=False)
+    found = f"revealed {', '.join(search.revealed)}" if search.revealed else "no tool found"
+    return f"{query} → {found}"
 
 
 def _ms(seconds: float) -> str:
@@ -195,6 +207,14 @@ def _tokens(input_tokens: int | None, output_tokens: int | None) -> str:
 def _rounds(run: LoggedRun) -> list[dict[str, Any]]:
     """What each round said and did: the model's text, then its calls."""
     return [
-        {"turn": turn, "calls": [c for c in run.calls if c.round == turn.round]}
+        {
+            "turn": turn,
+            "calls": [c for c in run.calls if c.round == turn.round],
+            "searches": {
+                c.call_id: search_text(search)
+                for c in run.calls
+                if c.round == turn.round and (search := c.search()) is not None and not c.failed
+            },
+        }
         for turn in run.turns
     ]

@@ -1,4 +1,5 @@
-"""The tools page: each tool the model is shown, its schema and how its calls run."""
+"""The tools page: each tool the model is shown (the deferred ones last, marked), its schema
+and how its calls run."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ def flags(entry: ToolEntry) -> list[tuple[str, str]]:
     """(flag, what it means) for each rule of the tool that is not a default."""
     options = entry.options
     shown: list[tuple[str, str]] = []
+    if options.defer_loading:
+        shown.append(("deferred", "shown to the model once search_tools finds it"))
     if entry.external:
         shown.append(("external", "the application runs its calls: the page asks for results"))
     if options.requires_approval is True:
@@ -72,7 +75,7 @@ def type_of(prop: dict[str, Any]) -> str:
 
 async def tools(request: Request) -> Response:
     site = site_of(request)
-    entries = list(site.agent.tools.dispatch.values()) if site.agent is not None else []
+    entries = list(site.agent.tools.entries) if site.agent is not None else []  # deferred last
     described = [
         {"entry": entry, "flags": flags(entry), "parameters": parameters(entry.spec.parameters)}
         for entry in entries

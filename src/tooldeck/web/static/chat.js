@@ -84,7 +84,7 @@
     const body = el("div", "call-body");
     root.append(head, el("div", "label", "arguments"), args, body);
     thread.append(root);
-    const card = { root, args, argsText: "", time, body };
+    const card = { root, args, argsText: "", time, body, name };
     cards.set(id, card);
     follow();
     return card;
@@ -110,10 +110,23 @@
       card.root.classList.add("failed");
     }
     card.body.append(el("div", "label", "result"), el("pre", "result", content));
+    const revealed = searchReveals(card.name, content);
+    if (revealed.length) {
+      card.body.append(el("div", "search-log", "⌕ revealed " + revealed.join(", ")));
+    }
     if (how && how.error) {
       card.body.append(el("div", "label", "exception"), el("pre", "result failed", how.error));
     }
     follow();
+  }
+
+  // A tool search's answer (tooldeck.search.FOUND, then "name: description" lines): the
+  // tools it revealed, shown to the model from its next turn.
+  function searchReveals(name, content) {
+    const found = "tools found (callable from your next turn):\n";
+    if (name !== "search_tools" || !content.startsWith(found)) return [];
+    const lines = content.slice(found.length).split("\n");
+    return lines.map((line) => line.split(": ")[0]).filter(Boolean);
   }
 
   function addData(value) {
