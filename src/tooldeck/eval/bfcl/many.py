@@ -1,12 +1,13 @@
 """``bfcl:many_tools``: BFCL's questions asked against one registry of every BFCL function.
 
 Each question of BFCL's ``simple_python`` and ``multiple`` categories is asked with the
-same registry: every function the shipped BFCL data defines, one tool per tool name (1,842:
-the data holds 1,853 function names, some twice with ``.`` and ``_``, in 3,258
-definitions). Where the data defines a name more than once, the registry holds the first
-definition met (``simple_python``, then ``multiple``, then the other categories in the
-data's order) and a case sees its own definition of its own functions in place of it, so it
-is scored exactly as BFCL scores it. The registry is shown one of three ways (``tools``):
+same registry: every function the shipped BFCL data defines, one tool per tool name —
+1,842 tools (the data holds 1,853 function names, a few the same tool name with ``.`` or
+``_``, in 3,258 definitions). Where a name is defined more than once, the registry holds
+the first definition met (``simple_python``, then ``multiple``, then the other categories
+in the data's order), and a case sees its own definition of its own functions in its
+place, so it is scored exactly as BFCL scores it. The registry is shown one of three ways
+(``tools``):
 
 - ``search`` (the default): every tool deferred; the model is shown ``search_tools``
   (``tooldeck.search.ToolSearch``, BM25) and may search up to ``SEARCHES`` times; its first
