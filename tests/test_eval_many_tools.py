@@ -238,7 +238,8 @@ def test_the_command_refuses_bad_options_as_usage_errors(
     args: list[str], message: str, tmp_path: Path
 ) -> None:
     done = tooldeck(*args, cwd=tmp_path)
-    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
 
 
 def test_the_command_reports_recall_without_a_model(tmp_path: Path) -> None:
