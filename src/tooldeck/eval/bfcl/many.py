@@ -185,14 +185,15 @@ def shown_tokens(case: EvalCase) -> int:
 
 
 def check_context(cases: Sequence[EvalCase], models: Iterable[Model]) -> None:
-    """Refuse, before anything runs, cases whose tools cannot fit a model's context: for a
-    model that states its context (a local model's ``n_ctx``), the case that shows the most
-    tools. A model that does not state it (a server) is asked, and its own error is the
-    case's.
+    """Refuse, before anything runs, this suite's cases whose tools cannot fit a model's
+    context: for a model that states its context (a local model's ``n_ctx``), the case that
+    shows the most tools. A model that does not state it (a server) is asked, and its own
+    error is the case's; other suites' cases are left to the model's own check.
 
     Raises:
         ValueError: The tools' estimated tokens and the context's size, and what to do.
     """
+    cases = [case for case in cases if case.suite == f"bfcl:{SUITE}"]
     stated = [(model, size) for model in models if (size := _context_of(model)) is not None]
     if not cases or not stated:
         return
@@ -295,7 +296,7 @@ async def _rank(case: EvalCase, view: ToolView, search: ToolSearch, depth: int) 
     """The rank of the case's last expected tool among those the search returns."""
     question = case.messages[-1].content
     asked = ToolCall(id="search", name=SEARCH_TOOL, arguments={"query": question, "limit": depth})
-    model = ScriptedModel([AssistantOutput(tool_calls=(asked,)), AssistantOutput(content="")])
+    model = ScriptedModel([AssistantOutput(tool_calls=(asked,)), AssistantOutput(content="done")])
     result = await Agent(model, view, capabilities=[search]).run(question)
     states = result.capability_states or {}
     found: list[str] = states[search.state_key]["revealed"]
