@@ -134,6 +134,20 @@ async def test_a_turn_without_a_search_or_a_call_is_the_scored_one() -> None:
     assert model.requests[0].tool_names == ["search_tools"]
 
 
+async def test_a_call_of_a_tool_no_search_revealed_is_wrong_even_with_right_arguments() -> None:
+    arguments = {"base": 10, "height": 5, "unit": None}
+    guessed = ToolCall(id="1", name="calculate_triangle_area", arguments=arguments)
+    model = ScriptedModel(
+        [AssistantOutput(tool_calls=(guessed,)), AssistantOutput(content="I could not.")]
+    )
+    (result,) = (await run_eval([one("search", "simple_python_0")], {"m": model})).results
+    assert not result.correct
+    assert result.reason == (
+        "called 'calculate_triangle_area' before a search revealed it (unknown_tool)"
+    )
+    assert result.made == [{"name": "calculate_triangle_area", "arguments": arguments}]
+
+
 # -- the modes ------------------------------------------------------------------------------
 
 

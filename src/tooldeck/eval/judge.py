@@ -139,16 +139,20 @@ def first_calls(messages: Sequence[Message], search: str | None = None) -> tuple
     ``search`` (the search tool's name), of the first that does more than call it, its
     searches left out (a case whose tools are found by search is scored on its first turn
     that calls one)."""
-    first = next(
-        (
-            m
-            for m in messages
-            if m.role == "assistant"
-            and (search is None or not m.tool_calls or any(c.name != search for c in m.tool_calls))
-        ),
-        None,
-    )
+    first = scored_turn(messages, search)
     if first is None:
         return [], ""
     made = made_calls([first])
     return [call for call in made if call[0] != search], first.content
+
+
+def scored_turn(messages: Sequence[Message], search: str | None = None) -> Message | None:
+    """The first assistant message among ``messages`` (with ``search``: the first that does
+    more than call the search tool)."""
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        calls = message.tool_calls
+        if search is None or not calls or any(call.name != search for call in calls):
+            return message
+    return None

@@ -26,10 +26,11 @@ from tooldeck.eval.judge import (
     judge_first_turn,
     judge_run_end,
     made_calls,
+    scored_turn,
 )
 from tooldeck.eval.report import EvalReport
 from tooldeck.eval.results import CaseResult
-from tooldeck.messages import Usage
+from tooldeck.messages import Message, Usage
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.prices import ModelPrices, price_of
 from tooldeck.models.resolve import resolve_model
@@ -171,6 +172,8 @@ async def run_case(contestant: Contestant, case: EvalCase, settings: EvalSetting
     seconds = time.perf_counter() - started
     turn = result.messages[len(history) + 1 :] if result is not None else ()
     first, text = first_calls(turn, SEARCH_TOOL if case.tool_search else None)
+    if case.tool_search and result is not None and not error:
+        error = _unrevealed(case, turn, result)
     if case.first_turn_only:
         judged = judge_first_turn(case, first, error)
         signals = _signals(contestant.model)
@@ -236,6 +239,21 @@ def _agent(model: Model, case: EvalCase, settings: EvalSettings) -> Agent[None]:
         limits=Limits(max_rounds=settings.max_rounds, max_duration_s=settings.timeout_s),
         output_type=output_type,
     )
+
+
+def _unrevealed(case: EvalCase, turn: Sequence[Message], result: RunResult[Any]) -> str:
+    """Why the scored turn of a searching case is wrong whatever its calls: it called one of
+    the registry's tools before a search revealed it (the call was refused, unknown)."""
+    scored = scored_turn(turn, SEARCH_TOOL)
+    ids = {call.id for call in scored.tool_calls} if scored is not None else set()
+    for trace in result.tool_trace:
+        if (
+            trace.call.id in ids
+            and trace.result.error_code == "unknown_tool"
+            and trace.call.name in case.names
+        ):
+            return f"called {trace.call.name!r} before a search revealed it (unknown_tool)"
+    return ""
 
 
 def _searching() -> list[Capability]:
