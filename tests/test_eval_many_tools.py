@@ -11,18 +11,16 @@ the command.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from test_eval_cli import tooldeck
 from tooldeck import AssistantOutput, ScriptedModel, ToolCall
-from tooldeck.eval import EvalCase, bfcl_suite, load_suite, run_eval
+from tooldeck.eval import EvalCase, EvalReport, bfcl_suite, load_suite, run_eval
 from tooldeck.eval.bfcl import many
 from tooldeck.eval.bfcl.many import check_context, registry, search_recall
 from tooldeck.search._rank import ranker
@@ -85,16 +83,23 @@ def test_a_case_sees_its_own_definition_of_its_function() -> None:
 # -- the wire: search, reveal, the scored call ----------------------------------------------
 
 
-async def test_deferred_tools_are_absent_until_a_search_reveals_the_scored_call(
-    provider: Provider,
-) -> None:
+async def search_then_call(provider: Provider, height: int) -> tuple[ProviderSimulator, EvalReport]:
+    """simple_python_0 (a triangle of base 10, height 5) on the simulator: a search, then a
+    call of the tool it revealed. Strict: a third request (the run going on after the scored
+    call) fails the test."""
     sim = provider(
         [
             sim_call("search_tools", {"query": "area of a triangle: base, height", "limit": 10}),
-            sim_call("calculate_triangle_area", {"base": 10, "height": 5, "unit": None}),
+            sim_call("calculate_triangle_area", {"base": 10, "height": height, "unit": None}),
         ]
-    )  # strict: a third request (the run going on after the scored call) fails the test
-    report = await run_eval([one("search", "simple_python_0")], {"sim": sim.model()})
+    )
+    return sim, await run_eval([one("search", "simple_python_0")], {"sim": sim.model()})
+
+
+async def test_deferred_tools_are_absent_until_a_search_reveals_the_scored_call(
+    provider: Provider,
+) -> None:
+    sim, report = await search_then_call(provider, height=5)
     (result,) = report.results
     first, second = sim.requests
     assert names(first) == ["search_tools"]  # none of the 1,842 deferred tools
@@ -116,13 +121,8 @@ async def test_deferred_tools_are_absent_until_a_search_reveals_the_scored_call(
 async def test_a_wrong_call_after_a_search_is_scored_wrong_by_bfcls_rules(
     provider: Provider,
 ) -> None:
-    sim = provider(
-        [
-            sim_call("search_tools", {"query": "area of a triangle: base, height", "limit": 10}),
-            sim_call("calculate_triangle_area", {"base": 10, "height": 6, "unit": None}),
-        ]
-    )
-    (result,) = (await run_eval([one("search", "simple_python_0")], {"sim": sim.model()})).results
+    _, report = await search_then_call(provider, height=6)
+    (result,) = report.results
     assert (result.correct, result.calls, result.valid_calls) == (False, 1, 1)
     assert "height" in result.reason
 
@@ -224,20 +224,6 @@ def test_bad_options_are_clear_errors() -> None:
         load_suite("bfcl:many_tools", tools="every")
     with pytest.raises(ValueError, match="is an option of bfcl:many_tools"):
         load_suite("bfcl:simple_python", tools="own")
-
-
-def tooldeck(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
-    return subprocess.run(
-        [sys.executable, "-m", "tooldeck.cli", "eval", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize(
