@@ -142,20 +142,16 @@ def many_tools_suite(
     chosen = [r for c in CATEGORIES for r in bfcl_records(c, start, limit, ids)]
     if not chosen:
         return []
-    shared = registry()
-    cases = []
-    for mode in modes:
-        for record in chosen:
-            cases.append(_asked(bfcl_case(record), shared, mode))
-    return cases
+    shared = registry() if set(modes) != {"own"} else None  # "own" needs no registry
+    return [_asked(bfcl_case(record), shared, mode) for mode in modes for record in chosen]
 
 
-def _asked(case: EvalCase, shared: Registry, mode: str) -> EvalCase:
-    """``case`` asked against the registry in ``mode``."""
+def _asked(case: EvalCase, shared: Registry | None, mode: str) -> EvalCase:
+    """``case`` asked against the registry in ``mode`` (None: only its own tools)."""
     named = replace(
         case, suite=f"bfcl:{SUITE}", id=f"{mode}/{case.id}", category=f"{mode}/{case.category}"
     )
-    if mode == "own":
+    if mode == "own" or shared is None:
         return named
     own = {  # the case's own definitions where the registry holds another
         entry.name: entry
