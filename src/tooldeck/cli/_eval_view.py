@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from tooldeck.eval import CaseResult, EvalReport
-from tooldeck.eval.report import Summary, percent
+from tooldeck.eval.report import Summary, per_request, percent
 
 
 @contextmanager
@@ -71,6 +71,7 @@ _COLUMNS = (
     ("calls", True),
     ("schema-valid", True),
     ("s/case", True),
+    ("tokens/request", True),
     ("cost", True),
 )
 
@@ -87,5 +88,6 @@ def _cells(row: Summary) -> list[str]:
         str(row.calls),
         percent(row.schema_valid),
         f"{row.mean_s:.2f}",
+        per_request(row),
         cost,
     ]

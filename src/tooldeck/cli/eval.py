@@ -3,11 +3,14 @@
     tooldeck eval SUITE... --model M [--base-url URL] [--api-key-env NAME] [--price IN,OUT]
         [--model M2 ...]
         [--start N] [--limit N] [--ids ID,ID] [--tool-choice C] [--max-tokens N] [--jobs N]
+        [--tools search|all|own] [--recall]
         [--out FILE] [--resume] [--compare FILE]... [--scorer MODULE:FUNCTION]...
         [--json] [--report FILE.html]
 
-A SUITE is ``bfcl:CATEGORY`` (``bfcl:simple_python``, ``bfcl:irrelevance``, ...) or a case
-file (``.jsonl``, ``.yaml``). ``--base-url``, ``--api-key-env`` and ``--price`` belong to
+A SUITE is ``bfcl:CATEGORY`` (``bfcl:simple_python``, ``bfcl:irrelevance``, ...),
+``bfcl:many_tools`` (BFCL's questions against one registry of every BFCL function; ``--tools``
+says how it is shown, ``--recall`` measures its search alone, no model) or a case file
+(``.jsonl``, ``.yaml``). ``--base-url``, ``--api-key-env`` and ``--price`` belong to
 the ``--model`` before them. Each case is stored as it is scored (``--out``, else a new file
 under ``$TOOLDECK_HOME/evals``); ``--resume`` skips the cases that file already holds.
 """
@@ -30,7 +33,9 @@ from tooldeck.cli.load import load_object
 from tooldeck.cli.model import build_model
 from tooldeck.cli.totals import count
 
-SUITE_HELP = "bfcl:CATEGORY (e.g. bfcl:simple_python) or a case file (.jsonl, .yaml)"
+SUITE_HELP = (
+    "bfcl:CATEGORY (e.g. bfcl:simple_python), bfcl:many_tools, or a case file (.jsonl, .yaml)"
+)
 
 
 class _ModelOption(argparse.Action):
@@ -105,6 +110,17 @@ def _add_selection(evaluate: Parser) -> None:
         "--timeout", type=float, metavar="SECONDS", help="a case taking longer is wrong"
     )
     evaluate.add_argument(
+        "--tools",
+        metavar="MODE[,MODE]",
+        help="bfcl:many_tools: search (default: deferred, found with search_tools), all "
+        "(every tool shown), own (the case's own); several comma-separated",
+    )
+    evaluate.add_argument(
+        "--recall",
+        action="store_true",
+        help="bfcl:many_tools: the search's recall@5 for each question, without a model",
+    )
+    evaluate.add_argument(
         "--scorer",
         action="append",
         default=[],
@@ -138,6 +154,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.resume and args.out is None:
         raise UsageError("--resume continues the file given with --out")
     report = EvalReport(())
+    if args.recall:
+        return _recall(args)
     if args.suites:
         cases = _cases(args)
         settings = EvalSettings(
@@ -158,12 +176,13 @@ def _cases(args: argparse.Namespace) -> list[Any]:
     from tooldeck.eval import CaseFileError, UnknownSuite, load_suite
 
     ids = [i for i in args.ids.split(",") if i]
+    _check_tools(args)
     try:
         cases = [
             case
             for name in args.suites
             for case in (
-                load_suite(name, args.start, args.limit, ids)
+                load_suite(name, args.start, args.limit, ids, tools=_tools_of(args, name))
                 if name.startswith("bfcl:")
                 else load_suite(name)  # a case file runs whole
             )
@@ -177,6 +196,44 @@ def _cases(args: argparse.Namespace) -> list[Any]:
     if not cases:
         raise CliError("the suites hold no case to run (check --start, --limit and --ids)")
     return cases
+
+
+def _check_tools(args: argparse.Namespace) -> None:
+    """``--tools``: modes there are, for bfcl:many_tools only."""
+    from tooldeck.eval.bfcl.many import SUITE, parse_modes
+
+    if args.tools is None:
+        return
+    if f"bfcl:{SUITE}" not in args.suites:
+        raise UsageError(f"--tools is an option of bfcl:{SUITE} (how its registry is shown)")
+    try:
+        parse_modes(args.tools)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _tools_of(args: argparse.Namespace, suite: str) -> str | None:
+    return args.tools if suite == "bfcl:many_tools" else None
+
+
+def _recall(args: argparse.Namespace) -> int:
+    """``--recall``: the search's own recall on bfcl:many_tools's questions (no model)."""
+    from tooldeck.eval.bfcl.many import search_recall
+
+    if args.suites != ["bfcl:many_tools"] or args.tools is not None:
+        raise UsageError(
+            "--recall measures the search of bfcl:many_tools: name it alone, no --tools"
+        )
+    recall = asyncio.run(search_recall(_cases(args)))
+    if args.json:
+        print(json.dumps(recall.to_json(), ensure_ascii=False, indent=1))
+    else:
+        print(
+            f"search_tools (BM25) over {recall.registry:,} deferred tools, "
+            "each question as the query"
+        )
+        print(recall.markdown())
+    return 0
 
 
 def _run(args: argparse.Namespace, cases: list[Any], settings: Any) -> Any:

@@ -106,6 +106,10 @@ class EvalCase:
     """Tool name -> the name the expected calls use, where they differ (BFCL's dotted names)."""
     parallel: bool | None = None
     """``ModelSettings.parallel_tool_calls`` for the case (None: the model's default)."""
+    tool_search: bool = False
+    """Its tools are deferred and found with ``tooldeck.search.ToolSearch``: the model may
+    search a few times, and its first turn that calls another tool is the one scored
+    (``bfcl:many_tools``)."""
 
     @property
     def key(self) -> tuple[str, str]:

@@ -134,9 +134,25 @@ def made_calls(messages: Sequence[Message]) -> list[Made]:
     ]
 
 
-def first_calls(messages: Sequence[Message]) -> tuple[list[Made], str]:
-    """The calls and text of the first assistant message among ``messages``."""
-    first = next((m for m in messages if m.role == "assistant"), None)
+def first_calls(messages: Sequence[Message], search: str | None = None) -> tuple[list[Made], str]:
+    """The calls and text of the first assistant message among ``messages``; with
+    ``search`` (the search tool's name), of the first that does more than call it, its
+    searches left out (a case whose tools are found by search is scored on its first turn
+    that calls one)."""
+    first = scored_turn(messages, search)
     if first is None:
         return [], ""
-    return made_calls([first]), first.content
+    made = made_calls([first])
+    return [call for call in made if call[0] != search], first.content
+
+
+def scored_turn(messages: Sequence[Message], search: str | None = None) -> Message | None:
+    """The first assistant message among ``messages`` (with ``search``: the first that does
+    more than call the search tool)."""
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        calls = message.tool_calls
+        if search is None or not calls or any(call.name != search for call in calls):
+            return message
+    return None

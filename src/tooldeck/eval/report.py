@@ -36,6 +36,11 @@ class Summary:
     median_s: float
     input_tokens: int | None
     output_tokens: int | None
+    requests: int | None
+    """Model requests of the cases that count them (results stored before they did not)."""
+    tokens_per_request: float | None
+    """Input tokens per model request, over the cases that count both (the tools shown
+    weigh most in it: ``bfcl:many_tools`` compares the ways of showing them)."""
     cost: float | None
     scores: dict[str, float]
 
@@ -142,6 +147,8 @@ def summarize(model: str, category: str, rows: Sequence[CaseResult]) -> Summary:
         median_s=statistics.median(r.seconds for r in rows),
         input_tokens=_whole(_total([r.input_tokens for r in rows])),
         output_tokens=_whole(_total([r.output_tokens for r in rows])),
+        requests=_whole(_total([r.requests for r in rows])),
+        tokens_per_request=_per_request(rows),
         cost=_total([r.cost for r in rows]),
         scores={n: statistics.fmean(r.scores[n] for r in rows if n in r.scores) for n in names},
     )
@@ -153,6 +160,12 @@ def _total(values: Sequence[float | None]) -> float | None:
     return sum(known) if known and len(known) == len(values) else None
 
 
+def _per_request(rows: Sequence[CaseResult]) -> float | None:
+    counted = [r for r in rows if r.requests and r.input_tokens is not None]
+    requests = sum(r.requests or 0 for r in counted)
+    return sum(r.input_tokens or 0 for r in counted) / requests if requests else None
+
+
 def _whole(value: float | None) -> int | None:
     return None if value is None else int(value)
 
@@ -161,16 +174,22 @@ def markdown_table(rows: Sequence[Summary]) -> str:
     """Summary rows as a Markdown table."""
     lines = [
         "| model | category | cases | accuracy (BFCL) | strict | call decision | calls made "
-        "| schema-valid calls | s/case (mean, median) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| schema-valid calls | s/case (mean, median) | input tokens/request |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         lines.append(
             f"| {row.model} | {row.category} | {row.cases} | {row.accuracy:.1%} | "
             f"{row.strict_accuracy:.1%} | {percent(row.decision_accuracy)} | {row.calls} | "
-            f"{percent(row.schema_valid)} | {row.mean_s:.2f}, {row.median_s:.2f} |"
+            f"{percent(row.schema_valid)} | {row.mean_s:.2f}, {row.median_s:.2f} | "
+            f"{per_request(row)} |"
         )
     return "\n".join(lines)
+
+
+def per_request(row: Summary) -> str:
+    """Input tokens per request, ``1,234``, or ``–`` when not counted."""
+    return "–" if row.tokens_per_request is None else f"{row.tokens_per_request:,.0f}"
 
 
 def percent(value: float | None) -> str:

@@ -42,6 +42,8 @@ class CaseResult:
     arguments do not parse is wrong."""
     input_tokens: int | None = None
     output_tokens: int | None = None
+    requests: int | None = None
+    """Model requests the case took (with tool search: its searches and its call)."""
     cost: float | None = None
     """US dollars, when the model's prices are known."""
     expected: list[Any] = field(default_factory=list)

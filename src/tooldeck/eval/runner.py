@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from tooldeck.errors import LimitExceeded, RunStopped
+from tooldeck.eval.bfcl.many import SEARCHES, check_context
 from tooldeck.eval.cases import EvalCase, ExpectOutput
 from tooldeck.eval.judge import (
     expected_shown,
@@ -25,16 +26,19 @@ from tooldeck.eval.judge import (
     judge_first_turn,
     judge_run_end,
     made_calls,
+    scored_turn,
 )
 from tooldeck.eval.report import EvalReport
 from tooldeck.eval.results import CaseResult
-from tooldeck.messages import Usage
+from tooldeck.messages import Message, Usage
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.models.prices import ModelPrices, price_of
 from tooldeck.models.resolve import resolve_model
 from tooldeck.results import RunResult
 from tooldeck.run.agent import Agent
+from tooldeck.run.capabilities import Approvals, Capability
 from tooldeck.run.policy import Limits
+from tooldeck.search import SEARCH_TOOL, ToolSearch
 
 ParallelMode = Literal["case", "model", "on", "off"]
 Scorer = Callable[[EvalCase, CaseResult], float | bool]
@@ -102,12 +106,17 @@ async def run_eval(
         done: Results already scored (a stored run being resumed): their cases are skipped,
             and they are part of the report.
         on_result: Called with each result as it is scored (a progress display).
+
+    Raises:
+        ValueError: A case shows more tools than a model's stated context can hold
+            (``bfcl:many_tools`` with ``all`` on a local model); nothing was run.
     """
     chosen = list(cases)
     contestants = _contestants(model)
     kept = list(done)
     have = {result.key for result in kept}
     try:
+        check_context(chosen, [contestant.model for contestant in contestants])
         for contestant in contestants:
             todo = [c for c in chosen if (contestant.name, *c.key) not in have]
             kept.extend(
@@ -162,7 +171,9 @@ async def run_case(contestant: Contestant, case: EvalCase, settings: EvalSetting
         result = failed.result
     seconds = time.perf_counter() - started
     turn = result.messages[len(history) + 1 :] if result is not None else ()
-    first, text = first_calls(turn)
+    first, text = first_calls(turn, SEARCH_TOOL if case.tool_search else None)
+    if case.tool_search and result is not None and not error:
+        error = _unrevealed(case, turn, result)
     if case.first_turn_only:
         judged = judge_first_turn(case, first, error)
         signals = _signals(contestant.model)
@@ -187,6 +198,7 @@ async def run_case(contestant: Contestant, case: EvalCase, settings: EvalSetting
         strict=judged.strict,
         input_tokens=usage.input_tokens if usage and usage.requests else None,
         output_tokens=usage.output_tokens if usage and usage.requests else None,
+        requests=usage.requests if usage else None,
         cost=_cost(contestant, usage),
         expected=expected_shown(case),
         made=judged.made,
@@ -205,7 +217,10 @@ def _agent(model: Model, case: EvalCase, settings: EvalSettings) -> Agent[None]:
     )
     if case.first_turn_only:
         limits = Limits(
-            max_rounds=1, repeat_limit=None, tool_retries=100, max_duration_s=settings.timeout_s
+            max_rounds=SEARCHES + 1 if case.tool_search else 1,
+            repeat_limit=None,
+            tool_retries=100,
+            max_duration_s=settings.timeout_s,
         )
         return Agent(
             model,
@@ -213,6 +228,7 @@ def _agent(model: Model, case: EvalCase, settings: EvalSettings) -> Agent[None]:
             instructions=case.instructions,
             settings=model_settings,
             limits=limits,
+            capabilities=_searching() if case.tool_search else (),
         )
     output_type = case.expect.output_type if isinstance(case.expect, ExpectOutput) else None
     return Agent(
@@ -223,6 +239,27 @@ def _agent(model: Model, case: EvalCase, settings: EvalSettings) -> Agent[None]:
         limits=Limits(max_rounds=settings.max_rounds, max_duration_s=settings.timeout_s),
         output_type=output_type,
     )
+
+
+def _unrevealed(case: EvalCase, turn: Sequence[Message], result: RunResult[Any]) -> str:
+    """Why the scored turn of a searching case is wrong whatever its calls: it called one of
+    the registry's tools before a search revealed it (the call was refused, unknown)."""
+    scored = scored_turn(turn, SEARCH_TOOL)
+    ids = {call.id for call in scored.tool_calls} if scored is not None else set()
+    for trace in result.tool_trace:
+        if (
+            trace.call.id in ids
+            and trace.result.error_code == "unknown_tool"
+            and trace.call.name in case.names
+        ):
+            return f"called {trace.call.name!r} before a search revealed it (unknown_tool)"
+    return ""
+
+
+def _searching() -> list[Capability]:
+    """A case whose tools are found by search: ``ToolSearch``, and the calls of every other
+    tool wait (as for an approval), so the run stops with the turn that is scored."""
+    return [ToolSearch(), Approvals(lambda entry: entry.name != SEARCH_TOOL)]
 
 
 def _with_scores(case: EvalCase, result: CaseResult, scorers: Sequence[Scorer]) -> CaseResult:

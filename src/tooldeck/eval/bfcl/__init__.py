@@ -50,7 +50,8 @@ def bfcl_records(
     """
     if category not in categories():
         raise UnknownSuite(
-            f"no BFCL category {category!r}; the categories are: {', '.join(categories())}"
+            f"no BFCL category {category!r}; the categories are: {', '.join(categories())} "
+            "(and bfcl:many_tools, a suite of its own)"
         )
     chosen = [r for name in FILES for r in records(name) if r["category"] == category]
     if ids:
