@@ -71,6 +71,21 @@ class ErrorCode(StrEnum):
     """The tool's output was longer than its ``max_output_chars`` (``large_output="error"``)."""
     REFUSED = "refused"
     """Not run: a tool guardrail refused the call (or policy refused it)."""
+    CODE_SYNTAX = "code_syntax"
+    """``run_code`` (code mode): the program does not parse; the message names the line."""
+    CODE_TYPE = "code_type"
+    """``run_code``: the program's types do not check (a tool called with the wrong
+    arguments' types, an unknown name); the message names the line."""
+    CODE_ERROR = "code_error"
+    """``run_code``: the program raised while it ran (a nested call's error it did not catch
+    included: the message names the tool and that call's own code)."""
+    CODE_LIMIT = "code_limit"
+    """``run_code``: the program hit a limit (duration, memory, nested calls, output size)
+    and was stopped; the message names the limit."""
+    CODE_CRASHED = "code_crashed"
+    """``run_code``: the worker running the program died; the pool starts another."""
+    REMOTE_ERROR = "remote_error"
+    """A remote agent (A2A) failed the task, rejected it, or could not be reached."""
 
 
 class ToolDeckError(Exception):
