@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, ("tooldeck.messages", "tooldeck.safety", "tooldeck._traced", "tooldeck.results")),
     (2, ("tooldeck.tools", "tooldeck.models")),
     (3, ("tooldeck.run",)),
-    (3, ("tooldeck.search",)),
+    (3, ("tooldeck.search", "tooldeck.remote")),
     (4, ("tooldeck.sessions", "tooldeck.runlog", "tooldeck.observe", "tooldeck.durable")),
     (4, ("tooldeck.serve", "tooldeck.eval", "tooldeck.testing")),
     (5, ("tooldeck.cli", "tooldeck.web")),
