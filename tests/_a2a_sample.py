@@ -115,7 +115,6 @@ def app(rpc_url: str) -> Starlette:
     return Starlette(routes=routes)
 
 
-
 def main() -> None:
     port = int(sys.argv[1])
     rpc_url = sys.argv[2] if len(sys.argv) > 2 else f"http://127.0.0.1:{port}/rpc"

@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
-from _a2a_remote import free_port, sample_server
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import ListTasksRequest, TaskState
-from helpers import tool_messages
 
+from _a2a_remote import free_port, sample_server
+from helpers import tool_messages
 from tooldeck import Agent, tool
 from tooldeck.errors import ToolDeckError
 from tooldeck.remote import A2AAgent
@@ -92,7 +92,8 @@ async def test_an_allowed_https_card_may_not_name_an_http_rpc_url() -> None:
 async def test_run_on_its_own_returns_the_remote_text(remote_url: str) -> None:
     answer = await sample(remote_url).run("hello there")
     assert (answer.text, answer.state) == ("echo: hello there", "completed")
-    assert answer.task_id and answer.context_id
+    assert answer.task_id
+    assert answer.context_id
 
 
 async def test_the_description_is_capped_and_shown_as_the_remote_words(remote_url: str) -> None:
@@ -117,16 +118,15 @@ def delete_records() -> str:
 async def test_a_remote_reply_taints_the_callers_run(remote_url: str, provider: Provider) -> None:
     remote = sample(remote_url)
     await remote.connect()
-    sim = provider(
-        [call("sample", {"input": "hi"}), call("delete_records", {}), reply("Done.")]
-    )
+    sim = provider([call("sample", {"input": "hi"}), call("delete_records", {}), reply("Done.")])
     agent = Agent(
         sim.model(),
         tools=[remote.as_tool(), delete_records],
         capabilities=[UntrustedPolicy("refuse")],
     )
     result = await agent.run("Ask the sample agent, then clean up")
-    assert result.tainted_by is not None and result.tainted_by.tool_name == "sample"
+    assert result.tainted_by is not None
+    assert result.tainted_by.tool_name == "sample"
     read = tool_messages(result.messages)
     assert read[0] == "echo: hi"
     assert read[1].startswith("error[refused]: not run: the conversation holds untrusted content")
@@ -226,7 +226,8 @@ def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process
     paused = _child("pause", tmp_path, remote_url, sim)
     assert paused["stop_reason"] == "paused"
     (pending,) = paused["pending"]
-    assert pending["id"].endswith("/p1") and pending["name"] == "send_email"
+    assert pending["id"].endswith("/p1")
+    assert pending["name"] == "send_email"
     assert pending["arguments"] == {"to": "ops@example.com"}
     assert "it mails (the remote's words)" in pending["reason"]
 
@@ -240,3 +241,21 @@ def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process
 async def _no_open_task(url: str) -> None:
     states = await _task_states(url, "approve the mail")
     assert states == [TaskState.TASK_STATE_COMPLETED]
+
+
+# --- as a handoff target ----------------------------------------------------------------
+
+
+async def test_a_handoff_to_a_remote_answers_with_its_reply_and_taints_the_run(
+    remote_url: str, provider: Provider
+) -> None:
+    remote = sample(remote_url)
+    await remote.connect()
+    sim = provider([call("transfer_to_sample", {})])
+    front = Agent(sim.model(), handoffs=[remote.as_handoff()], name="front")
+    result = await front.run("hello from the user")
+    assert result.answer == "echo: hello from the user"
+    assert result.agent == "sample"
+    assert result.tainted_by is not None
+    assert result.tainted_by.tool_name == "sample"
+    assert len(sim.requests) == 1  # the relay asked no provider

@@ -83,7 +83,9 @@ def _pending_item(index: int, item: Any) -> RemotePending:
     arguments, why = item.get("arguments", {}), item.get("why", "")
     kind = item.get("kind", "approval")
     if not (isinstance(call_id, str) and call_id and "/" not in call_id):
-        raise ToolDeckError(f"{where}: 'id' must be a non-empty string without '/', got {call_id!r}")
+        raise ToolDeckError(
+            f"{where}: 'id' must be a non-empty string without '/', got {call_id!r}"
+        )
     if not (isinstance(name, str) and name):
         raise ToolDeckError(f"{where}: 'name' must be a non-empty string, got {name!r}")
     if not isinstance(arguments, dict) or not isinstance(why, str):

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from a2a.client import A2AClientError, Client, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
-from a2a.helpers import get_data_parts
+from a2a.helpers import get_data_parts, new_data_part
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -27,8 +27,6 @@ from a2a.types import (
     StreamResponse,
     TaskState,
 )
-from google.protobuf.json_format import MessageToDict, ParseError
-from google.protobuf.struct_pb2 import Value
 
 from tooldeck.errors import ToolDeckError
 from tooldeck.remote._pending import RemotePending, pending_from_data, plain_question
@@ -45,8 +43,10 @@ def card_from_json(data: Any, where: str) -> AgentCard:
         raise ToolDeckError(f"the agent card at {where} is not a JSON object")
     try:
         return parse_agent_card(data)
-    except (ParseError, TypeError, ValueError) as error:
-        raise ToolDeckError(f"the agent card at {where} is not one a2a-sdk reads: {error}") from None
+    except Exception as error:  # protobuf's ParseError (its stubs are not installed)
+        raise ToolDeckError(
+            f"the agent card at {where} is not one a2a-sdk reads: {error}"
+        ) from None
 
 
 def card_of(card: AgentCard | Mapping[str, Any]) -> AgentCard:
@@ -62,11 +62,6 @@ def card_urls(card: AgentCard) -> tuple[str, ...]:
     if not urls:
         raise ToolDeckError(f"the agent card of {card.name!r} names no interface to call")
     return urls
-
-
-def card_json(card: AgentCard) -> dict[str, Any]:
-    """The card as JSON (to show a person what the remote says of itself)."""
-    return MessageToDict(card)
 
 
 def open_client(card: AgentCard, http: httpx.AsyncClient) -> Client:
@@ -90,9 +85,7 @@ def text_message(text: str, task_id: str = "", context_id: str = "") -> Message:
 
 def data_message(data: dict[str, Any], text: str, task_id: str, context_id: str) -> Message:
     """A user message holding one data part (and ``text`` when not empty) on a task."""
-    value = Value()
-    value.struct_value.update(data)
-    parts = [Part(data=value), *([Part(text=text)] if text else [])]
+    parts = [new_data_part(data), *([Part(text=text)] if text else [])]
     return _message(parts, task_id, context_id)
 
 
@@ -119,7 +112,7 @@ async def cancel(client: Client, task_id: str) -> None:
 
 def state_name(state: int) -> str:
     """``TaskState.TASK_STATE_INPUT_REQUIRED`` -> ``"input_required"``."""
-    return TaskState.Name(state).removeprefix("TASK_STATE_").lower()  # type: ignore[arg-type]
+    return str(TaskState.Name(state)).removeprefix("TASK_STATE_").lower()
 
 
 @dataclass

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from a2a.types import AgentCard, Message
 
     from tooldeck.remote._wire import Progress
+    from tooldeck.run.agent import Agent
+    from tooldeck.run.handoff import Handoff
 
 CARD_PATH = "/.well-known/agent-card.json"
 _NOT_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
@@ -252,6 +254,24 @@ class A2AAgent:
             )
         told = description if description is not None else self.description()
         return remote_tool(self, name or self.name, told, **options)
+
+    def as_agent(self, **options: Unpack[ToolOptionArgs]) -> Agent[Any, str]:
+        """A local agent that only relays to this remote (``tooldeck.remote.relay``): its
+        model asks no provider; it calls ``as_tool(**options)`` with the last user message
+        and answers with the reply. Needs the card (``await remote.connect()`` first)."""
+        from tooldeck.remote.relay import RelayModel
+        from tooldeck.run.agent import Agent
+
+        return Agent(RelayModel(self.name), tools=[self.as_tool(**options)], name=self.name)
+
+    def as_handoff(self, **handoff_options: Any) -> Handoff:
+        """This remote as a handoff target: ``Agent(handoffs=[remote.as_handoff()])``.
+        The model sees ``transfer_to_<name>``; the remote answers the user through the
+        relay agent (``as_agent``), its reply untrusted and its pauses the run's.
+        ``handoff_options`` are ``handoff()``'s (``description=``, ``sees=``...)."""
+        from tooldeck.run.handoff import handoff
+
+        return handoff(self.as_agent(), **handoff_options)
 
     def __repr__(self) -> str:
         return f"A2AAgent({self.card_url or self.origin!r}, trust={self.trust!r})"
