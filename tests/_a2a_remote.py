@@ -1,4 +1,5 @@
-"""Start the a2a-sdk sample server (tests/_a2a_sample.py) as a real process on 127.0.0.1."""
+"""Start the a2a-sdk sample server (examples/a2a_sample_agent.py) as a real process on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SAMPLE = Path(__file__).with_name("_a2a_sample.py")
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "a2a_sample_agent.py"
 
 
 def free_port() -> int:
@@ -28,7 +29,7 @@ def sample_server(card_rpc_url: str | None = None) -> Iterator[str]:
     try:
         assert server.stdout is not None
         line = server.stdout.readline()
-        if line.strip() != "ready":
+        if line.strip() != f"ready http://127.0.0.1:{port}":
             server.kill()
             raise RuntimeError(f"the sample A2A server did not start: {server.stderr.read()}")
         yield f"http://127.0.0.1:{port}"

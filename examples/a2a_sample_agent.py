@@ -1,9 +1,11 @@
 """An A2A server built only from a2a-sdk: its request handler, its JSON-RPC and agent-card
-routes, an in-memory task store, and the small sample executor below (no tooldeck).
+routes, an in-memory task store, and the small sample executor below (no tooldeck). The
+remote agent of docs/a2a.md's examples and of tests/test_a2a_client.py.
 
-``python tests/_a2a_sample.py PORT [CARD_RPC_URL]`` serves it on 127.0.0.1:PORT and prints
-``ready`` once listening. ``CARD_RPC_URL`` replaces the RPC URL the card names (to test a
-caller's refusal of a card that points elsewhere).
+``python examples/a2a_sample_agent.py PORT [CARD_RPC_URL]`` serves it on 127.0.0.1:PORT (a
+free port for ``0``) and prints ``ready http://127.0.0.1:PORT`` once listening.
+``CARD_RPC_URL`` replaces the RPC URL the card names (to test a caller's refusal of a card
+that points elsewhere).
 
 What the sample agent does with the user's text:
 - ``approve ...``: asks for input (``INPUT_REQUIRED``), listing one pending call in the
@@ -18,11 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
-from typing import Any
 
 import uvicorn
-from a2a.helpers import get_data_parts, new_task_from_user_message, new_text_message
+from a2a.helpers import (
+    get_data_parts,
+    new_data_part,
+    new_task_from_user_message,
+    new_text_message,
+)
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -59,7 +66,7 @@ class SampleExecutor(AgentExecutor):
         if word == "approve":
             ids = {"context_id": task.context_id, "task_id": task.id}
             question = new_text_message("May I send the e-mail?", **ids)
-            question.parts.append(Part(data=_value({"pending": [{**PENDING, "why": "it mails"}]})))
+            question.parts.append(new_data_part({"pending": [{**PENDING, "why": "it mails"}]}))
             await updater.requires_input(question)
         elif word == "slow":
             await updater.start_work()
@@ -89,12 +96,11 @@ class SampleExecutor(AgentExecutor):
         await TaskUpdater(event_queue, task.id, task.context_id).cancel()
 
 
-def _value(data: dict[str, Any]) -> Any:
-    from google.protobuf.struct_pb2 import Value
-
-    value = Value()
-    value.struct_value.update(data)
-    return value
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def app(rpc_url: str) -> Starlette:
@@ -116,7 +122,7 @@ def app(rpc_url: str) -> Starlette:
 
 
 def main() -> None:
-    port = int(sys.argv[1])
+    port = int(sys.argv[1]) or _free_port()
     rpc_url = sys.argv[2] if len(sys.argv) > 2 else f"http://127.0.0.1:{port}/rpc"
     config = uvicorn.Config(app(rpc_url), host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
@@ -125,7 +131,7 @@ def main() -> None:
         task = asyncio.create_task(server.serve())
         while not server.started:
             await asyncio.sleep(0.02)
-        print("ready", flush=True)
+        print(f"ready http://127.0.0.1:{port}", flush=True)
         await task
 
     asyncio.run(serve())
