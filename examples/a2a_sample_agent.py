@@ -8,6 +8,7 @@ free port for ``0``) and prints ``ready http://127.0.0.1:PORT`` once listening.
 that points elsewhere).
 
 What the sample agent does with the user's text:
+- ``ask ...``: asks a plain question (input required, no data part).
 - ``approve ...``: asks for input (``INPUT_REQUIRED``), listing one pending call in the
   data part of docs/a2a.md (``{"pending": [...]}``); the reply's ``{"decisions": ...}``
   ends the task with a text saying what was decided.
@@ -68,6 +69,9 @@ class SampleExecutor(AgentExecutor):
             question = new_text_message("May I send the e-mail?", **ids)
             question.parts.append(new_data_part({"pending": [{**PENDING, "why": "it mails"}]}))
             await updater.requires_input(question)
+        elif word == "ask":
+            ids = {"context_id": task.context_id, "task_id": task.id}
+            await updater.requires_input(new_text_message("What is your name?", **ids))
         elif word == "slow":
             await updater.start_work()
             await updater.add_artifact([Part(text="working...")], artifact_id="a1")
@@ -87,6 +91,8 @@ class SampleExecutor(AgentExecutor):
         data = get_data_parts(list(context.message.parts))
         decisions = data[0]["decisions"] if data else {}
         said = json.dumps(decisions, sort_keys=True)
+        text = "".join(part.text for part in context.message.parts)
+        said += f" text: {text}" if text else ""
         await updater.add_artifact([Part(text=f"decided: {said}")], artifact_id="a2")
         await updater.complete()
 

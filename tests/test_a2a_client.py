@@ -20,8 +20,8 @@ from a2a.types import ListTasksRequest, TaskState
 
 from _a2a_remote import free_port, sample_server
 from helpers import tool_messages
-from tooldeck import Agent, tool
-from tooldeck.errors import ToolDeckError
+from tooldeck import Agent, Approve, Reject, ToolResult, tool
+from tooldeck.errors import CheckpointError, ToolDeckError
 from tooldeck.remote import A2AAgent
 from tooldeck.run.events import NestedEvent, TextDelta, ToolCallStarted
 from tooldeck.run.untrusted import UntrustedPolicy
@@ -259,3 +259,85 @@ async def test_a_handoff_to_a_remote_answers_with_its_reply_and_taints_the_run(
     assert result.tainted_by is not None
     assert result.tainted_by.tool_name == "sample"
     assert len(sim.requests) == 1  # the relay asked no provider
+
+
+# --- decisions and questions on their own -----------------------------------------------
+
+
+async def test_each_decision_travels_in_the_documented_shape(remote_url: str) -> None:
+    remote = sample(remote_url)
+    shapes = {
+        "reject": (Reject("not today"), {"reject": "not today"}),
+        "edit": (Approve(arguments={"to": "me@example.com"}), {"edit": {"to": "me@example.com"}}),
+        "approve": (Approve(), {"approve": True}),
+    }
+    for decision, sent in shapes.values():
+        paused = await remote.run("approve the mail")
+        assert paused.state == "input_required"
+        assert [(p.id, p.name, p.kind, p.why) for p in paused.pending] == [
+            ("p1", "send_email", "approval", "it mails")
+        ]
+        done = await remote.reply(paused, {"p1": decision})
+        assert done.text == "decided: " + json.dumps({"p1": sent}, sort_keys=True)
+        assert done.state == "completed"
+
+
+async def test_a_plain_question_is_one_external_call_answered_with_text(remote_url: str) -> None:
+    remote = sample(remote_url)
+    paused = await remote.run("ask for a name")
+    (question,) = paused.pending
+    assert (question.id, question.kind, question.why) == ("input", "external", "What is your name?")
+    done = await remote.reply(paused, {"input": ToolResult.success("Ada")})
+    assert done.text == 'decided: {"input": {"result": "Ada"}} text: Ada'
+
+
+async def test_a_decision_for_a_call_the_remote_did_not_list_is_refused(remote_url: str) -> None:
+    remote = sample(remote_url)
+    paused = await remote.run("approve the mail")
+    with pytest.raises(
+        CheckpointError, match=r"decisions for calls the remote did not list: \['p9'\]"
+    ):
+        await remote.reply(paused, {"p9": Approve()})
+
+
+# --- more failures ----------------------------------------------------------------------
+
+
+async def test_a_remote_that_does_not_finish_in_time_is_cancelled(remote_url: str) -> None:
+    remote = sample(remote_url, timeout=1.0)
+    with pytest.raises(
+        ToolDeckError, match=r"did not finish within 1.0 s \(its task was cancelled\)"
+    ):
+        await remote.run("slow timing")
+    assert await _task_states(remote_url, "slow timing") == [TaskState.TASK_STATE_CANCELED]
+
+
+async def test_a_card_that_is_not_there_reads_remote_error(
+    remote_url: str, provider: Provider
+) -> None:
+    remote = A2AAgent(f"{remote_url}/nothing.json", allowed=[remote_url], name="nothing")
+    sim = provider([call("nothing", {"input": "hi"}), reply("No card.")])
+    entry = remote.as_tool(description="Not an agent.")
+    result = await Agent(sim.model(), tools=[entry]).run("Ask")
+    (read,) = tool_messages(result.messages)
+    assert read.startswith(
+        f"error[remote_error]: could not read the agent card at {remote_url}/nothing.json: "
+        "Client error '404 Not Found'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("card", "why"),
+    [
+        ([1], "the agent card at A2AAgent(card) is not a JSON object"),
+        (
+            {"supportedInterfaces": "nope"},
+            "the agent card at A2AAgent(card) is not one a2a-sdk reads: Failed to parse",
+        ),
+        ({"name": "x"}, "the agent card of 'x' names no interface to call"),
+    ],
+)
+def test_a_card_that_is_not_a_card_is_refused(card: Any, why: str) -> None:
+    with pytest.raises(ToolDeckError) as refused:
+        A2AAgent(card, allowed=["https://a.example.com"])
+    assert str(refused.value).startswith(why)

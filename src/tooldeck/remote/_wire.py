@@ -39,10 +39,10 @@ ENDED = frozenset({"completed", "failed", "canceled", "rejected"})
 
 def card_from_json(data: Any, where: str) -> AgentCard:
     """The agent card in ``data`` (JSON read from ``where``), or why it is not one."""
-    if not isinstance(data, dict):
+    if not isinstance(data, Mapping):
         raise ToolDeckError(f"the agent card at {where} is not a JSON object")
     try:
-        return parse_agent_card(data)
+        return parse_agent_card(dict(data))
     except Exception as error:  # protobuf's ParseError (its stubs are not installed)
         raise ToolDeckError(
             f"the agent card at {where} is not one a2a-sdk reads: {error}"
@@ -53,7 +53,7 @@ def card_of(card: AgentCard | Mapping[str, Any]) -> AgentCard:
     """A card given to ``A2AAgent``: an a2a-sdk ``AgentCard`` or its JSON as a dict."""
     if isinstance(card, AgentCard):
         return card
-    return card_from_json(dict(card), "A2AAgent(card)")
+    return card_from_json(card, "A2AAgent(card)")
 
 
 def card_urls(card: AgentCard) -> tuple[str, ...]:
