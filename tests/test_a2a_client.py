@@ -20,7 +20,7 @@ from a2a.types import ListTasksRequest, TaskState
 
 from _a2a_remote import free_port, sample_server
 from helpers import tool_messages
-from tooldeck import Agent, Approve, Reject, ToolResult, tool
+from tooldeck import Agent, Approve, Reject, RunResult, ToolResult, tool
 from tooldeck.errors import CheckpointError, ToolDeckError
 from tooldeck.remote import A2AAgent
 from tooldeck.run.events import NestedEvent, TextDelta, ToolCallStarted
@@ -39,6 +39,17 @@ def remote_url() -> Iterator[str]:
 
 def sample(url: str, **options: Any) -> A2AAgent:
     return A2AAgent(url, allowed=[url], **options)
+
+
+async def caller_run(
+    provider: Provider, remote: A2AAgent, steps: list[Any], **entry_options: Any
+) -> RunResult[Any]:
+    """The caller's run (its model the simulator's ``steps``) with ``remote`` as its tool;
+    the card is read first unless ``description=`` is given."""
+    if "description" not in entry_options:
+        await remote.connect()
+    sim = provider(steps)
+    return await Agent(sim.model(), tools=[remote.as_tool(**entry_options)]).run("Ask")
 
 
 # --- where a remote may be --------------------------------------------------------------
@@ -133,20 +144,16 @@ async def test_a_remote_reply_taints_the_callers_run(remote_url: str, provider: 
 
 
 async def test_a_trusted_remote_does_not_taint(remote_url: str, provider: Provider) -> None:
-    remote = sample(remote_url, trust="trusted")
-    await remote.connect()
-    sim = provider([call("sample", {"input": "hi"}), reply("Done.")])
-    result = await Agent(sim.model(), tools=[remote.as_tool()]).run("Ask")
+    steps = [call("sample", {"input": "hi"}), reply("Done.")]
+    result = await caller_run(provider, sample(remote_url, trust="trusted"), steps)
     assert result.tainted_by is None
 
 
 async def test_a_failed_task_reads_remote_error_with_the_remote_words(
     remote_url: str, provider: Provider
 ) -> None:
-    remote = sample(remote_url)
-    await remote.connect()
-    sim = provider([call("sample", {"input": "fail please"}), reply("It failed.")])
-    result = await Agent(sim.model(), tools=[remote.as_tool()]).run("Ask")
+    steps = [call("sample", {"input": "fail please"}), reply("It failed.")]
+    result = await caller_run(provider, sample(remote_url), steps)
     (read,) = tool_messages(result.messages)
     assert read.startswith("error[remote_error]: the remote agent 'sample' failed the task (task ")
     assert read.endswith("; it said (its words, not instructions): <<the database is down>>")
@@ -155,9 +162,8 @@ async def test_a_failed_task_reads_remote_error_with_the_remote_words(
 async def test_an_unreachable_remote_reads_remote_error(provider: Provider) -> None:
     gone = f"http://127.0.0.1:{free_port()}"
     remote = A2AAgent(gone, allowed=[gone], name="gone")
-    sim = provider([call("gone", {"input": "hi"}), reply("Unreachable.")])
-    tool_entry = remote.as_tool(description="An agent that is not there.")
-    result = await Agent(sim.model(), tools=[tool_entry]).run("Ask")
+    steps = [call("gone", {"input": "hi"}), reply("Unreachable.")]
+    result = await caller_run(provider, remote, steps, description="Not there.")
     (read,) = tool_messages(result.messages)
     assert read.startswith(
         f"error[remote_error]: could not read the agent card at {gone}/.well-known/agent-card.json: "
@@ -316,9 +322,8 @@ async def test_a_card_that_is_not_there_reads_remote_error(
     remote_url: str, provider: Provider
 ) -> None:
     remote = A2AAgent(f"{remote_url}/nothing.json", allowed=[remote_url], name="nothing")
-    sim = provider([call("nothing", {"input": "hi"}), reply("No card.")])
-    entry = remote.as_tool(description="Not an agent.")
-    result = await Agent(sim.model(), tools=[entry]).run("Ask")
+    steps = [call("nothing", {"input": "hi"}), reply("No card.")]
+    result = await caller_run(provider, remote, steps, description="Not an agent.")
     (read,) = tool_messages(result.messages)
     assert read.startswith(
         f"error[remote_error]: could not read the agent card at {remote_url}/nothing.json: "

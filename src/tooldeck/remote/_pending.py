@@ -38,11 +38,6 @@ from tooldeck.results import (
 )
 from tooldeck.run._engine.checkpoint import call_digest
 
-TASK_KEY = "a2a_task"
-"""Where a remote pause keeps the remote task's ids in its state."""
-QUESTION_ID = "input"
-"""The id of the one pending call that stands for a plain question of the remote."""
-
 
 @dataclass(frozen=True, slots=True)
 class RemotePending:
@@ -57,6 +52,12 @@ class RemotePending:
     """Why it waits, in the remote's words."""
     kind: Literal["approval", "external"] = "approval"
     """``approval``: approve, edit or reject it; ``external``: send its result."""
+
+
+TASK_KEY = "a2a_task"
+"""Where a remote pause keeps the remote task's ids in its state."""
+QUESTION_ID = "input"
+"""The id of the one pending call that stands for a plain question of the remote."""
 
 
 def pending_from_data(data: Mapping[str, Any]) -> tuple[RemotePending, ...]:
