@@ -12,6 +12,7 @@ What the sample agent does with the user's text:
 - ``approve ...``: asks for input (``INPUT_REQUIRED``), listing one pending call in the
   data part of docs/a2a.md (``{"pending": [...]}``); the reply's ``{"decisions": ...}``
   ends the task with a text saying what was decided.
+- ``garbled ...``: asks for input with a data part that breaks that shape.
 - ``slow ...``: streams a chunk, then works for a minute (a caller cancels it).
 - ``fail ...``: the task fails, saying why.
 - anything else: streams ``echo: <text>`` back in two artifact chunks.
@@ -72,6 +73,11 @@ class SampleExecutor(AgentExecutor):
         elif word == "ask":
             ids = {"context_id": task.context_id, "task_id": task.id}
             await updater.requires_input(new_text_message("What is your name?", **ids))
+        elif word == "garbled":  # an input request whose data part breaks the shape
+            ids = {"context_id": task.context_id, "task_id": task.id}
+            question = new_text_message("Decide?", **ids)
+            question.parts.append(new_data_part({"pending": [{"name": "x"}]}))
+            await updater.requires_input(question)
         elif word == "slow":
             await updater.start_work()
             await updater.add_artifact([Part(text="working...")], artifact_id="a1")

@@ -159,6 +159,19 @@ async def test_a_failed_task_reads_remote_error_with_the_remote_words(
     assert read.endswith("; it said (its words, not instructions): <<the database is down>>")
 
 
+async def test_an_input_request_in_another_shape_reads_remote_error(
+    remote_url: str, provider: Provider
+) -> None:
+    steps = [call("sample", {"input": "garbled request"}), reply("It was garbled.")]
+    result = await caller_run(provider, sample(remote_url), steps)
+    assert result.checkpoint is None
+    (read,) = tool_messages(result.messages)
+    assert read == (
+        "error[remote_error]: the remote's pending call 0: 'id' must be a non-empty string "
+        "without '/', got None"
+    )
+
+
 async def test_an_unreachable_remote_reads_remote_error(provider: Provider) -> None:
     gone = f"http://127.0.0.1:{free_port()}"
     remote = A2AAgent(gone, allowed=[gone], name="gone")

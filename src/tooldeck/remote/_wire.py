@@ -129,11 +129,6 @@ class Progress:
     pending: tuple[RemotePending, ...] = ()
 
     @property
-    def ended(self) -> bool:
-        """Whether the task is over (or waits for input: it takes a reply)."""
-        return self.state in ENDED or self.state == "input_required"
-
-    @property
     def text(self) -> str:
         """The remote's answer: its artifacts' text, or else its last status message."""
         return "".join(self.artifacts.values()) or self.said
