@@ -213,6 +213,14 @@ async def test_cancelling_the_caller_cancels_the_remote_task(
     assert states == [TaskState.TASK_STATE_CANCELED]
 
 
+async def test_a_tool_timeout_cancels_the_remote_task(remote_url: str, provider: Provider) -> None:
+    steps = [call("sample", {"input": "slow tool"}), reply("Too slow.")]
+    result = await caller_run(provider, sample(remote_url), steps, timeout=1.0)
+    (read,) = tool_messages(result.messages)
+    assert read.startswith("error[tool_timeout]: 'sample' did not finish within 1 s")
+    assert await _task_states(remote_url, "slow tool") == [TaskState.TASK_STATE_CANCELED]
+
+
 async def _task_states(url: str, text: str) -> list[int]:
     """The states of the remote's tasks whose first message was ``text`` (a2a-sdk's client)."""
     async with httpx.AsyncClient() as http:
@@ -240,7 +248,7 @@ def _child(scenario: str, workdir: Path, url: str, sim: ProviderSimulator) -> di
 def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process(
     tmp_path: Path, remote_url: str, provider: Provider
 ) -> None:
-    sim = provider([call("sample", {"input": "approve the mail"}), reply("Mailed.")])
+    sim = provider([call("sample", {"input": "approve the ops mail"}), reply("Mailed.")])
 
     paused = _child("pause", tmp_path, remote_url, sim)
     assert paused["stop_reason"] == "paused"
@@ -258,7 +266,7 @@ def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process
 
 
 async def _no_open_task(url: str) -> None:
-    states = await _task_states(url, "approve the mail")
+    states = await _task_states(url, "approve the ops mail")
     assert states == [TaskState.TASK_STATE_COMPLETED]
 
 
