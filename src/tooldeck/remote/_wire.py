@@ -13,6 +13,11 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+try:
+    import a2a.client  # noqa: F401 - the check that the extra is installed
+except ImportError as missing:  # pragma: no cover - the dev extra installs it
+    raise ImportError("tooldeck.remote needs a2a-sdk: pip install 'tooldeck[a2a]'") from missing
+
 import httpx
 from a2a.client import A2AClientError, Client, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
