@@ -5,7 +5,8 @@ remote agent of docs/a2a.md's examples and of tests/test_a2a_client.py.
 ``python examples/a2a_sample_agent.py PORT [CARD_RPC_URL]`` serves it on 127.0.0.1:PORT (a
 free port for ``0``) and prints ``ready http://127.0.0.1:PORT`` once listening.
 ``CARD_RPC_URL`` replaces the RPC URL the card names (to test a caller's refusal of a card
-that points elsewhere).
+that points elsewhere). With ``A2A_SAMPLE_TOKEN`` set, every request needs
+``Authorization: Bearer <token>``.
 
 What the sample agent does with the user's text:
 - ``ask ...``: asks a plain question (input required, no data part).
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 
 import uvicorn
 from a2a.helpers import (
@@ -46,6 +49,10 @@ from a2a.types import (
     TaskState,
 )
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 PENDING = {"id": "p1", "name": "send_email", "arguments": {"to": "ops@example.com"}}
 
@@ -130,7 +137,20 @@ def app(rpc_url: str) -> Starlette:
     )
     handler = DefaultRequestHandler(SampleExecutor(), InMemoryTaskStore(), card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/rpc")]
-    return Starlette(routes=routes)
+    token = os.environ.get("A2A_SAMPLE_TOKEN")
+    middleware = [Middleware(BaseHTTPMiddleware, dispatch=_bearer(token))] if token else []
+    return Starlette(routes=routes, middleware=middleware)
+
+
+def _bearer(token: str) -> Callable[[Request, RequestResponseEndpoint], Awaitable[Response]]:
+    """With ``A2A_SAMPLE_TOKEN`` set, every request (the card too) needs that bearer token."""
+
+    async def dispatch(request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if request.headers.get("authorization") != f"Bearer {token}":
+            return JSONResponse({"error": "a bearer token is required"}, status_code=401)
+        return await call_next(request)
+
+    return dispatch
 
 
 def main() -> None:

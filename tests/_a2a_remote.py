@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -21,11 +22,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def sample_server(card_rpc_url: str | None = None) -> Iterator[str]:
-    """Serve the sample agent; yields its base URL (``http://127.0.0.1:PORT``)."""
+def sample_server(card_rpc_url: str | None = None, token: str | None = None) -> Iterator[str]:
+    """Serve the sample agent (needing ``token`` as a bearer token when given); yields its
+    base URL (``http://127.0.0.1:PORT``)."""
     port = free_port()
     command = [sys.executable, str(SAMPLE), str(port), *([card_rpc_url] if card_rpc_url else [])]
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {**os.environ, **({"A2A_SAMPLE_TOKEN": token} if token else {})}
+    server = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         assert server.stdout is not None
         line = server.stdout.readline()

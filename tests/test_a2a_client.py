@@ -97,6 +97,18 @@ async def test_an_allowed_https_card_may_not_name_an_http_rpc_url() -> None:
         A2AAgent(card, allowed=["https://agents.example.com"])
 
 
+async def test_headers_go_with_the_card_and_every_call() -> None:
+    with sample_server(token="s3cret") as url:
+        refused = A2AAgent(url, allowed=[url])
+        with pytest.raises(
+            ToolDeckError, match=r"could not read the agent card at .* '401 Unauthorized'"
+        ):
+            await refused.connect()
+        remote = A2AAgent(url, allowed=[url], headers={"Authorization": "Bearer s3cret"})
+        answer = await remote.run("hello with a token")
+    assert answer.text == "echo: hello with a token"
+
+
 # --- on its own -------------------------------------------------------------------------
 
 
