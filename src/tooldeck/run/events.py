@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tooldeck.messages import AssistantOutput, ToolCall, ToolSpec
+from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import RunResult, ToolTrace
 from tooldeck.safety import GuardrailDecision, UntrustedSource
@@ -120,6 +120,21 @@ class UntrustedContent:
 
 
 @dataclass(slots=True)
+class MessageJoined:
+    """A message sent to the run while it worked (``RunHandle.send``) joined the conversation,
+    after the results of the round before, ahead of the request of round ``round``."""
+
+    round: int
+    message: Message
+    """The user message, as the conversation now holds it."""
+    sent: bool = True
+    """False when the run ended before another request (it was cancelled, or stopped at a
+    limit): the message is kept at the end of the transcript, unanswered."""
+    agent: str = ""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
+
+
+@dataclass(slots=True)
 class HandedOff:
     """The agent ``source`` handed the conversation to ``target`` (its ``transfer_to_...``
     call ``call`` in round ``round``): ``target``'s loop goes on with the run."""
@@ -176,6 +191,7 @@ AgentEvent = (
     | ToolCallFinished
     | GuardrailChecked
     | UntrustedContent
+    | MessageJoined
     | HandedOff
     | RunRecovered
     | FinalAnswer

@@ -31,6 +31,7 @@ from tooldeck.run._engine.calls.round import RoundOutcome, run_round
 from tooldeck.run._engine.calls.shared import CallOptions, CallRound
 from tooldeck.run._engine.checkpoint import check_tools, make_checkpoint
 from tooldeck.run._engine.hooks import Hooks
+from tooldeck.run._engine.inbox import Inbox
 from tooldeck.run._engine.inherited import Inherited
 from tooldeck.run._engine.journal import JournalWriter, journaled
 from tooldeck.run._engine.request import Asking, Delta, ask, with_deltas
@@ -42,6 +43,7 @@ from tooldeck.run.events import (
     FinalAnswer,
     GuardrailChecked,
     HandedOff,
+    MessageJoined,
     ModelRequest,
     ModelResponse,
     NestedEvent,
@@ -145,6 +147,9 @@ async def drive(
             return
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         view, specs, settings, reason = _next_request(setup, state, policy, view, stop, deps)
+        if state.inbox is not None and state.inbox.waiting:  # sent while the run worked
+            for joined in _joined(state, policy.rounds + 1):
+                yield joined
         policy.rounds += 1
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
@@ -171,8 +176,26 @@ async def drive(
         for event in checked:  # the output guardrails' decisions, with the agent's name
             yield event
         if ended is not None:
+            if state.inbox is not None and _answers_again(state.inbox, ended):
+                continue  # a message sent as it answered: the run answers it too
             yield FinalAnswer(ended, name)
             return
+
+
+def _joined(state: RunState, round_: int) -> list[MessageJoined]:
+    """The messages sent to the run since its last request, now in its conversation."""
+    assert state.inbox is not None
+    sent = state.inbox.take()
+    state.messages.extend(sent)
+    return [MessageJoined(round_, message, True, state.agent) for message in sent]
+
+
+def _answers_again(inbox: Inbox, ended: RunResult[Any]) -> bool:
+    """Whether a run that answered goes on: a message waits (sent as it answered), so it
+    asks again; else its inbox closes as it ends."""
+    if ended.stop_reason is not StopReason.ANSWER:
+        return False
+    return not inbox.close_if_empty("it has ended with its answer")
 
 
 async def _begin(
