@@ -75,8 +75,8 @@ async def test_a_message_sent_during_a_tool_call_reaches_the_next_request() -> N
     assert roles(second)[-2:] == ["tool", "user"]  # after the result, before the request
     assert user_texts(second) == ["Research tides", "Keep it under 50 words"]
     joined = [event for event in seen if isinstance(event, MessageJoined)]
-    assert [(j.round, j.message.content, j.sent) for j in joined] == [
-        (2, "Keep it under 50 words", True)
+    assert [(j.round, j.messages, j.sent) for j in joined] == [
+        (2, (Message.user("Keep it under 50 words"),), True)
     ]
     request = next(e for e in seen if isinstance(e, ModelRequest) and e.round == 2)
     assert seen.index(joined[0]) == seen.index(request) - 1
@@ -162,7 +162,8 @@ async def test_a_message_waiting_as_the_run_pauses_is_kept_in_the_checkpoint() -
     assert len(sim.requests) == 2
     assert roles(sim.requests[1])[-3:] == ["tool", "tool", "user"]
     assert user_texts(sim.requests[1])[-1] == "Mention the moon"
-    assert [e.message.content for e in seen if isinstance(e, MessageJoined)] == ["Mention the moon"]
+    joined = [e.messages for e in seen if isinstance(e, MessageJoined)]
+    assert joined == [(Message.user("Mention the moon"),)]
     assert result.answer == "Published."
 
 
@@ -199,7 +200,7 @@ async def test_a_message_waiting_as_the_run_is_cancelled_is_kept_unanswered() ->
     assert result.messages[-1] == Message.user("Actually, stop")
     assert result.messages[-2].role == "tool"  # the call was answered first
     kept = [e for e in seen if isinstance(e, MessageJoined)]
-    assert [(k.message.content, k.sent) for k in kept] == [("Actually, stop", False)]
+    assert [(k.messages, k.sent) for k in kept] == [((Message.user("Actually, stop"),), False)]
     assert isinstance(seen[-1], FinalAnswer)
 
 

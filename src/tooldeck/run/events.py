@@ -121,15 +121,16 @@ class UntrustedContent:
 
 @dataclass(slots=True)
 class MessageJoined:
-    """A message sent to the run while it worked (``RunHandle.send``) joined the conversation,
+    """Messages sent to the run while it worked (``RunHandle.send``) joined the conversation,
     after the results of the round before, ahead of the request of round ``round``."""
 
     round: int
-    message: Message
-    """The user message, as the conversation now holds it."""
+    messages: tuple[Message, ...]
+    """The user messages, oldest first, as the conversation now holds them."""
     sent: bool = True
     """False when the run ended before another request (it was cancelled, or stopped at a
-    limit): the message is kept at the end of the transcript, unanswered."""
+    limit): the messages are kept at the end of the transcript, unanswered (``round`` is
+    then the run's last)."""
     agent: str = ""
     """The name of the agent whose loop yielded it (it changes at each handoff)."""
 

@@ -239,9 +239,8 @@ async def listening(
             elif isinstance(event, FinalAnswer):
                 result = event.result
                 kept = inbox.close(f"it has ended (stop reason {result.stop_reason.value!r})")
-                for message in kept:
-                    yield MessageJoined(last_round, message, False, event.agent)
                 if kept:
+                    yield MessageJoined(last_round, kept, False, event.agent)
                     event.result = _with(result, kept)
             yield event
     except RunStopped as stopped:

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from tooldeck.messages import Message
+from tooldeck.results import RunResult, StopReason
+from tooldeck.run.events import MessageJoined
 
 
 class Inbox:
@@ -58,15 +61,22 @@ class Inbox:
             taken, self.waiting = tuple(self.waiting), []
             return taken
 
-    def close_if_empty(self, why: str) -> bool:
-        """As a run would end with an answer: close the inbox for ``why`` when nothing
-        waits (True), in the same step as the test; False when something waits (the run
-        goes on to answer it)."""
+    def join(self, messages: list[Message], round_: int, agent: str) -> MessageJoined:
+        """What waits, added to the run's ``messages`` before the request of ``round_``."""
+        sent = self.take()
+        messages.extend(sent)
+        return MessageJoined(round_, sent, True, agent)
+
+    def answers_again(self, ended: RunResult[Any]) -> bool:
+        """Whether a run that answered goes on: a message waits (sent as it answered), so
+        it asks again; else the inbox closes as the run ends, in the same step as the test."""
+        if ended.stop_reason is not StopReason.ANSWER:
+            return False
         with self._lock:
             if self.waiting:
-                return False
-            self._closed = why
-            return True
+                return True
+            self._closed = "it has ended with its answer"
+            return False
 
     def close(self, why: str) -> tuple[Message, ...]:
         """Close the inbox for ``why``; what was still waiting (a run can no longer send it)."""

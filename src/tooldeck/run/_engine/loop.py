@@ -31,7 +31,6 @@ from tooldeck.run._engine.calls.round import RoundOutcome, run_round
 from tooldeck.run._engine.calls.shared import CallOptions, CallRound
 from tooldeck.run._engine.checkpoint import check_tools, make_checkpoint
 from tooldeck.run._engine.hooks import Hooks
-from tooldeck.run._engine.inbox import Inbox
 from tooldeck.run._engine.inherited import Inherited
 from tooldeck.run._engine.journal import JournalWriter, journaled
 from tooldeck.run._engine.request import Asking, Delta, ask, with_deltas
@@ -43,7 +42,6 @@ from tooldeck.run.events import (
     FinalAnswer,
     GuardrailChecked,
     HandedOff,
-    MessageJoined,
     ModelRequest,
     ModelResponse,
     NestedEvent,
@@ -148,9 +146,7 @@ async def drive(
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         view, specs, settings, reason = _next_request(setup, state, policy, view, stop, deps)
         if state.inbox is not None and state.inbox.waiting:  # sent while the run worked
-            for joined in _joined(state, policy.rounds + 1):
-                yield joined
-        policy.rounds += 1
+            yield state.inbox.join(state.messages, policy.rounds, name)
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
         output = await ask(asking, state, policy, specs, settings, deps) if direct else None
@@ -171,31 +167,12 @@ async def drive(
             stop, reason = _metered(setup, state, policy, output, stop, reason)
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _answer)
-        ended = await _answer(setup, state, policy, output, deps, stop, reason)
-        ended, checked = await _judged(setup, state, policy, ended, deps)
+        ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
         for event in checked:  # the output guardrails' decisions, with the agent's name
             yield event
         if ended is not None:
-            if state.inbox is not None and _answers_again(state.inbox, ended):
-                continue  # a message sent as it answered: the run answers it too
             yield FinalAnswer(ended, name)
             return
-
-
-def _joined(state: RunState, round_: int) -> list[MessageJoined]:
-    """The messages sent to the run since its last request, now in its conversation."""
-    assert state.inbox is not None
-    sent = state.inbox.take()
-    state.messages.extend(sent)
-    return [MessageJoined(round_, message, True, state.agent) for message in sent]
-
-
-def _answers_again(inbox: Inbox, ended: RunResult[Any]) -> bool:
-    """Whether a run that answered goes on: a message waits (sent as it answered), so it
-    asks again; else its inbox closes as it ends."""
-    if ended.stop_reason is not StopReason.ANSWER:
-        return False
-    return not inbox.close_if_empty("it has ended with its answer")
 
 
 async def _begin(
@@ -297,14 +274,16 @@ def _next_request(
 ) -> tuple[ToolView, tuple[ToolSpec, ...], ModelSettings, StopReason]:
     """The tools (as the capabilities that choose them say) and settings of the next
     request, and the reason the run ends with if it answers: the current tools, or (at a
-    limit, ``on_limit="final_answer"``) none."""
+    limit, ``on_limit="final_answer"``) none. The request is counted (``policy.rounds``)."""
     if stop is None:
         if (hooks := setup.hooks) is not None and hooks.showing:
             view = _shown(hooks, view, state, policy, deps)
         specs = view.specs if setup.output is None else shown_specs(setup.output, view)
         settings = setup.requests[0] if policy.rounds == 0 else setup.requests[1]
+        policy.rounds += 1
         return view, specs, settings, StopReason.ANSWER
     reason = _last_request(setup, state, stop)  # raises unless asked for a last answer
+    policy.rounds += 1
     return view, shown_specs(setup.output, ToolView.of(())), setup.requests[2], reason
 
 
@@ -322,6 +301,25 @@ def _asked(
         request = partial(ask, asking, state, policy, specs, settings, deps)
         return first.beside(request, start.deltas)
     return with_deltas(lambda emit: ask(asking, state, policy, specs, settings, deps, emit))
+
+
+async def _ended(
+    setup: RunSetup,
+    state: RunState,
+    policy: RunPolicy,
+    output: AssistantOutput,
+    deps: Any,
+    stop: RunStopped | None,
+    reason: StopReason,
+) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
+    """The run's result if this turn ends it (``_answer``'s, an answer judged by the output
+    guardrails and the answer hooks), and the guardrails' decisions on it; None to go on —
+    as when a message sent to the run as it answered waits: it asks again to answer it."""
+    ended = await _answer(setup, state, policy, output, deps, stop, reason)
+    ended, checked = await _judged(setup, state, policy, ended, deps)
+    if ended is not None and state.inbox is not None and state.inbox.answers_again(ended):
+        return None, checked
+    return ended, checked
 
 
 async def _judged(
