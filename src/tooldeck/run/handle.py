@@ -96,13 +96,7 @@ class RunHandle(Generic[OutputT]):
                 and why; nothing was added.
             TypeError: ``message`` is neither text nor a user ``Message``.
         """
-        sent = user_message(message)
-        inbox = self._inbox
-        refused = f"it was cancelled ({self._signal.reason})" if self._signal.is_set() else None
-        refused = refused or inbox.put(sent)
-        if refused is not None:
-            run = repr(inbox.run_id) if inbox.run_id else "(not started)"
-            raise RunEnded(f"cannot send a message to run {run}: {refused}; it was not added")
+        send_to(self._inbox, self._signal, message)
 
     def _interrupt(self) -> None:
         """Cancel the run's task while its loop runs: not before (the run ends cancelled
@@ -213,6 +207,22 @@ def cancelled_while_running(reason: str) -> str:
     )
 
 
+def send_to(inbox: Inbox, signal: CancelSignal, message: str | Message) -> Message:
+    """``RunHandle.send`` for a front door that drives the run's stream itself
+    (``stream_told(..., inbox=...)``): the message as the run will hold it.
+
+    Raises:
+        RunEnded: the run has ended or was cancelled (naming it and why).
+    """
+    sent = user_message(message)
+    refused = f"it was cancelled ({signal.reason})" if signal.is_set() else None
+    refused = refused or inbox.put(sent)
+    if refused is not None:
+        run = repr(inbox.run_id) if inbox.run_id else "(not started)"
+        raise RunEnded(f"cannot send a message to run {run}: {refused}; it was not added")
+    return sent
+
+
 def user_message(message: str | Message) -> Message:
     """``message`` as the user message a run is sent (``RunHandle.send``)."""
     if isinstance(message, str):
@@ -301,22 +311,28 @@ def start_resumed_run(
 
 
 def stream_told(
-    agent: _Starts, prompt: str, signal: CancelSignal, **options: Unpack[RunArgs[Any]]
+    agent: _Starts,
+    prompt: str,
+    signal: CancelSignal,
+    inbox: Inbox | None = None,
+    **options: Unpack[RunArgs[Any]],
 ) -> AsyncGenerator[Event, None]:
     """``Agent.stream`` whose tools read ``signal`` as ``ctx.cancelled``: for a front door
     that stops the stream itself (its client went away). Closing a stream stops what the run
     awaits; setting ``signal`` as it closes tells the sync tools still running, at any depth.
-    The run stops as a closed stream does (its session keeps its journal)."""
-    return agent._stream(prompt, replace(RunOptions.of(options), cancel=signal))
+    The run stops as a closed stream does (its session keeps its journal). Messages put in
+    ``inbox`` (``send_to``) join the run as ``RunHandle.send``'s do."""
+    return agent._stream(prompt, replace(RunOptions.of(options), cancel=signal, inbox=inbox))
 
 
 def resume_stream_told(
     agent: _Starts,
     decisions: Mapping[str, Decision] | None,
     signal: CancelSignal,
+    inbox: Inbox | None = None,
     **options: Unpack[RunArgs[Any]],
 ) -> AsyncGenerator[Event, None]:
-    """``Agent.resume_stream`` of the session's paused run, its tools told as
-    ``stream_told``'s are."""
-    opts = replace(RunOptions.of(options, resuming=True), cancel=signal)
+    """``Agent.resume_stream`` of the session's paused run, its tools told and its
+    ``inbox`` read as ``stream_told``'s are."""
+    opts = replace(RunOptions.of(options, resuming=True), cancel=signal, inbox=inbox)
     return agent._resume(None, decisions, opts)

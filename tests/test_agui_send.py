@@ -1,0 +1,145 @@
+"""``POST /messages`` beside the AG-UI endpoint: a message added to a thread's run going on
+joins it before its next model request (read on the provider simulator's recorded request),
+streams as a user text message under the client's id (every event validated with the
+protocol's own types, tests/_agui.py), and keeps that id in the snapshot; what cannot be
+added is refused with a status and a code the client can act on."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from ag_ui.core import (
+    MessagesSnapshotEvent,
+    RunFinishedEvent,
+    TextMessageContentEvent,
+    TextMessageStartEvent,
+    UserMessage,
+)
+
+from _agui import new_input, of_type, post
+from tooldeck import Agent, tool
+from tooldeck.serve.agui import app
+from tooldeck.testing import ProviderSimulator, call, reply
+
+started = threading.Event()
+release = threading.Event()
+
+
+@tool
+def survey(area: str) -> str:
+    """Survey an area (waits until the test lets it finish)."""
+    started.set()
+    if not release.wait(10):
+        raise TimeoutError("never released")
+    return f"{area}: calm"
+
+
+@pytest.fixture(autouse=True)
+def _gates() -> Any:
+    started.clear()
+    release.clear()
+    yield
+    release.set()
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[ProviderSimulator]:
+    async with ProviderSimulator([call("survey", {"area": "bay"}), reply("Calm, briefly.")]) as s:
+        yield s
+
+
+def client_of(sim: ProviderSimulator, tmp_path: Path) -> httpx.AsyncClient:
+    served = app(Agent(sim.model(), [survey]), data_dir=tmp_path)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=served), base_url="http://t")
+
+
+def message(text: str, id_: str = "u-late") -> dict[str, Any]:
+    return {"id": id_, "role": "user", "content": text}
+
+
+async def until_started() -> None:
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+
+
+async def test_a_message_posted_while_the_run_works_joins_it(
+    sim: ProviderSimulator, tmp_path: Path
+) -> None:
+    async with client_of(sim, tmp_path) as client:
+        body = new_input("t1", "Survey the bay")
+        running = asyncio.create_task(post(client, body))
+        await until_started()
+        sent = {"threadId": "t1", "runId": body["runId"], "message": message("Be brief")}
+        queued = await client.post("/messages", json=sent)
+        release.set()
+        events = await running
+    assert queued.status_code == 202, queued.text
+    assert queued.json() == {
+        "status": "queued",
+        "threadId": "t1",
+        "runId": body["runId"],
+        "messageId": "u-late",
+    }
+    last = sim.requests[1]["messages"]
+    assert [m["role"] for m in last][-2:] == ["tool", "user"]
+    assert last[-1]["content"] == "Be brief"
+    (start,) = [e for e in of_type(events, TextMessageStartEvent) if e.role == "user"]
+    assert start.message_id == "u-late"
+    assert start.metadata == {"tooldeck": {"sent": True}}
+    content = [
+        e.delta for e in of_type(events, TextMessageContentEvent) if e.message_id == "u-late"
+    ]
+    assert content == ["Be brief"]
+    (snapshot,) = of_type(events, MessagesSnapshotEvent)
+    users = [m for m in snapshot.messages if isinstance(m, UserMessage)]
+    assert [(m.id, m.content) for m in users] == [
+        (body["messages"][-1]["id"], "Survey the bay"),
+        ("u-late", "Be brief"),
+    ]
+    assert isinstance(events[-1], RunFinishedEvent)
+
+
+async def test_a_message_for_a_thread_without_a_run_going_on_is_refused(
+    sim: ProviderSimulator, tmp_path: Path
+) -> None:
+    async with client_of(sim, tmp_path) as client:
+        sent = {"threadId": "idle", "runId": "r1", "message": message("hello?")}
+        answer = await client.post("/messages", json=sent)
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "error": "thread 'idle' has no run going on: send the message as the next run's "
+        "prompt (POST /)",
+        "code": "no_run",
+    }
+
+
+async def test_a_message_naming_another_run_or_without_text_is_refused(
+    sim: ProviderSimulator, tmp_path: Path
+) -> None:
+    async with client_of(sim, tmp_path) as client:
+        body = new_input("t1", "Survey the bay")
+        running = asyncio.create_task(post(client, body))
+        await until_started()
+        wrong = {"threadId": "t1", "runId": "run-old", "message": message("x")}
+        other = await client.post("/messages", json=wrong)
+        empty = {"threadId": "t1", "runId": body["runId"], "message": message("")}
+        blank = await client.post("/messages", json=empty)
+        shaped = await client.post("/messages", json={"threadId": "t1", "message": "hi"})
+        release.set()
+        await running
+    assert other.status_code == 409
+    assert other.json()["code"] == "other_run"
+    assert "is " + repr(body["runId"]) + ", not 'run-old'" in other.json()["error"]
+    assert blank.status_code == 422
+    assert blank.json()["code"] == "invalid_message"
+    assert shaped.status_code == 422
+    assert "runId" in shaped.json()["error"]
+    assert [m["content"] for m in sim.requests[1]["messages"] if m["role"] == "user"] == [
+        "Survey the bay"
+    ]
