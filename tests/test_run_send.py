@@ -6,6 +6,7 @@ answers, across a pause, on a cancel and in a session."""
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from tooldeck import Agent, FinalAnswer, ScriptedModel, ToolCallStarted, tool
+from tooldeck.cli.display import Console, RunDisplay
 from tooldeck.errors import CheckpointError, RunEnded
 from tooldeck.messages import Message
 from tooldeck.results import Approve, StopReason
@@ -52,6 +54,16 @@ def roles(request: dict[str, Any]) -> list[str]:
     return [m["role"] for m in request["messages"]]
 
 
+def displayed(events: list[Event]) -> list[str]:
+    """The lines the CLI's run display shows for ``events``."""
+    out = io.StringIO()
+    display = RunDisplay(Console(out), "sim")
+    for event in events:
+        display.show(event)
+    display.close()
+    return out.getvalue().splitlines()
+
+
 async def events_until_started(handle: Any, seen: list[Event]) -> None:
     async for event in handle:
         seen.append(event)
@@ -82,6 +94,8 @@ async def test_a_message_sent_during_a_tool_call_reaches_the_next_request() -> N
     assert seen.index(joined[0]) == seen.index(request) - 1
     assert result.messages[-2] == Message.user("Keep it under 50 words")
     assert result.answer == "Tides, briefly."
+    shown = displayed(seen)
+    assert "  ✉ message joined before the next request: Keep it under 50 words" in shown
 
 
 async def test_a_message_sent_from_another_thread_joins_in_order() -> None:
@@ -201,6 +215,7 @@ async def test_a_message_waiting_as_the_run_is_cancelled_is_kept_unanswered() ->
     assert result.messages[-2].role == "tool"  # the call was answered first
     kept = [e for e in seen if isinstance(e, MessageJoined)]
     assert [(k.messages, k.sent) for k in kept] == [((Message.user("Actually, stop"),), False)]
+    assert "  ✉ message kept, not sent: the run ended: Actually, stop" in displayed(seen)
     assert isinstance(seen[-1], FinalAnswer)
 
 
