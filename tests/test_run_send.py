@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from tooldeck.errors import CheckpointError, RunEnded
 from tooldeck.messages import Message
 from tooldeck.results import Approve, StopReason
 from tooldeck.run.events import Event, MessageJoined, ModelRequest
+from tooldeck.runlog import RunLog
 from tooldeck.sessions import SQLiteSession
 from tooldeck.testing import ProviderSimulator, call, fail, reply
 
@@ -258,3 +262,28 @@ async def test_a_run_without_a_handle_has_no_inbox() -> None:
     assert RunState(messages=[]).inbox is None
     async with ProviderSimulator([reply("ok")]) as sim:
         assert (await Agent(sim.model()).run("hi")).answer == "ok"
+
+
+async def test_the_run_log_keeps_what_was_sent_and_logs_show_prints_it(tmp_path: Path) -> None:
+    script = [call("wait_for_release", {"topic": "tides"}), reply("Done.")]
+    async with ProviderSimulator(script) as sim:
+        with RunLog(tmp_path / "logs.db") as log:
+            handle = Agent(sim.model(), [wait_for_release], run_log=log).start("Research tides")
+            await events_until_started(handle, [])
+            handle.send("Cite one source")
+            release.set()
+            result = await handle
+            log.flush()
+            logged = log.run(result.run_id)
+    (sent,) = logged.messages_sent
+    assert (sent.round, sent.content, sent.sent) == (2, "Cite one source", True)
+    env = {**os.environ, "TOOLDECK_HOME": str(tmp_path)}
+    shown = subprocess.run(
+        [sys.executable, "-m", "tooldeck.cli", "logs", "show", result.run_id],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert "✉ message joined before the next request: Cite one source" in shown
