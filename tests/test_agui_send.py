@@ -63,18 +63,20 @@ def message(text: str, id_: str = "u-late") -> dict[str, Any]:
     return {"id": id_, "role": "user", "content": text}
 
 
-async def until_started() -> None:
+async def run_working(client: httpx.AsyncClient) -> tuple[dict[str, Any], asyncio.Task[Any]]:
+    """A run of thread t1 started, its stream read in a task, once its tool works."""
+    body = new_input("t1", "Survey the bay")
+    running = asyncio.create_task(post(client, body))
     while not started.is_set():
         await asyncio.sleep(0.01)
+    return body, running
 
 
 async def test_a_message_posted_while_the_run_works_joins_it(
     sim: ProviderSimulator, tmp_path: Path
 ) -> None:
     async with client_of(sim, tmp_path) as client:
-        body = new_input("t1", "Survey the bay")
-        running = asyncio.create_task(post(client, body))
-        await until_started()
+        body, running = await run_working(client)
         sent = {"threadId": "t1", "runId": body["runId"], "message": message("Be brief")}
         queued = await client.post("/messages", json=sent)
         release.set()
@@ -123,9 +125,7 @@ async def test_a_message_naming_another_run_or_without_text_is_refused(
     sim: ProviderSimulator, tmp_path: Path
 ) -> None:
     async with client_of(sim, tmp_path) as client:
-        body = new_input("t1", "Survey the bay")
-        running = asyncio.create_task(post(client, body))
-        await until_started()
+        body, running = await run_working(client)
         wrong = {"threadId": "t1", "runId": "run-old", "message": message("x")}
         other = await client.post("/messages", json=wrong)
         empty = {"threadId": "t1", "runId": body["runId"], "message": message("")}

@@ -117,8 +117,7 @@ async def drive(
 ) -> AsyncGenerator[Event, None]:
     """The loop. It starts from a prompt or from a paused run (``start.decisions``)."""
     state, policy, deps, name = start.state, start.policy, start.deps, start.state.agent
-    view, asking, first, calls_of = await _begin(setup, start, observer)
-    decisions: Mapping[str, Decision] = start.decisions or _NO_DECISIONS
+    view, asking, first, calls_of, decisions = await _begin(setup, start, observer)
     while True:
         stop: RunStopped | FinalAnswer | HandedOff | None = None
         if (turn := state.turn) is not None:
@@ -167,7 +166,8 @@ async def drive(
             stop, reason = _metered(setup, state, policy, output, stop, reason)
         if stop is None and setup.output is None and output.tool_calls:
             continue  # the usual round: run the calls (no coroutine for _answer)
-        ended, checked = await _ended(setup, state, policy, output, deps, stop, reason)
+        ended = await _answer(setup, state, policy, output, deps, stop, reason)
+        ended, checked = await _judged(setup, state, policy, ended, deps)
         for event in checked:  # the output guardrails' decisions, with the agent's name
             yield event
         if ended is not None:
@@ -177,10 +177,11 @@ async def drive(
 
 async def _begin(
     setup: RunSetup, start: RunStart, observer: RunObserver | None
-) -> tuple[ToolView, Asking, InputCheck | None, CallRound]:
+) -> tuple[ToolView, Asking, InputCheck | None, CallRound, Mapping[str, Decision]]:
     """The tools of the run's first round (a resumed run's pending calls checked against
     them, before anything runs), how the run asks its model (observed, when traced), the
-    input guardrails of a run from a prompt, and what its rounds of calls share."""
+    input guardrails of a run from a prompt, what its rounds of calls share, and the
+    decisions its first round runs with (a resumed run's)."""
     view = setup.tools.unchanged() or await setup.tools.view()
     asking, hooks = setup.asking, setup.hooks
     if hooks is not None:
@@ -195,7 +196,8 @@ async def _begin(
     guards, fresh = setup.guards, start.resumed is None and not start.continued
     if guards is not None and guards.input and fresh:
         first = InputCheck(guards.input, start.state, start.deps)
-    return view, asking, first, _call_round(setup, start, view, observer)
+    decisions = start.decisions or _NO_DECISIONS
+    return view, asking, first, _call_round(setup, start, view, observer), decisions
 
 
 def _capable(hooks: Hooks, start: RunStart, asking: Asking) -> Asking:
@@ -303,30 +305,12 @@ def _asked(
     return with_deltas(lambda emit: ask(asking, state, policy, specs, settings, deps, emit))
 
 
-async def _ended(
-    setup: RunSetup,
-    state: RunState,
-    policy: RunPolicy,
-    output: AssistantOutput,
-    deps: Any,
-    stop: RunStopped | None,
-    reason: StopReason,
-) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
-    """The run's result if this turn ends it (``_answer``'s, an answer judged by the output
-    guardrails and the answer hooks), and the guardrails' decisions on it; None to go on —
-    as when a message sent to the run as it answered waits: it asks again to answer it."""
-    ended = await _answer(setup, state, policy, output, deps, stop, reason)
-    ended, checked = await _judged(setup, state, policy, ended, deps)
-    if ended is not None and state.inbox is not None and state.inbox.answers_again(ended):
-        return None, checked
-    return ended, checked
-
-
 async def _judged(
     setup: RunSetup, state: RunState, policy: RunPolicy, ended: RunResult[Any] | None, deps: Any
 ) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
     """The run's result (``_answer``'s) after the output guardrails and the answer hooks, when
-    it is an answer, and the guardrails' decisions on it."""
+    it is an answer, and the guardrails' decisions on it; None to go on, as when a message
+    sent to the run as it answered waits (it asks again, to answer it)."""
     if ended is None or ended.stop_reason != StopReason.ANSWER:
         return ended, ()
     checked: Iterable[GuardrailChecked] = ()
@@ -348,6 +332,8 @@ async def _judged(
             ended = await hooks.answered(ended, run_view(state, policy, deps))
         except (MiddlewareError, GuardrailTripped) as error:
             raise attach(error, state, _stop_reason(error)) from error.__cause__
+    if ended is not None and state.inbox is not None and state.inbox.answers_again(ended):
+        return None, checked
     return ended, checked
 
 
