@@ -287,3 +287,23 @@ async def test_the_run_log_keeps_what_was_sent_and_logs_show_prints_it(tmp_path:
         check=True,
     ).stdout
     assert "✉ message joined before the next request: Cite one source" in shown
+
+
+async def test_a_message_sent_as_a_typed_answer_is_given_is_answered_with_another() -> None:
+    from pydantic import BaseModel
+
+    class Tide(BaseModel):
+        cause: str
+
+    first = fail.slow_first_byte(1.0, answer=reply('{"cause": "the moon"}'))
+    script = [first, reply('{"cause": "the moon and the sun"}')]
+    async with ProviderSimulator(script) as sim:
+        handle = Agent(sim.model(), output_type=Tide).start("Why tides?")
+        async for event in handle:
+            if isinstance(event, ModelRequest) and event.round == 1:
+                handle.send("Mention the sun too")
+        result = await handle
+    assert roles(sim.requests[1]) == ["user", "assistant", "user"]
+    assert sim.requests[1]["messages"][1]["content"] == '{"cause": "the moon"}'
+    assert user_texts(sim.requests[1])[-1] == "Mention the sun too"
+    assert result.output == Tide(cause="the moon and the sun")
