@@ -143,3 +143,29 @@ async def test_a_message_naming_another_run_or_without_text_is_refused(
     assert [m["content"] for m in sim.requests[1]["messages"] if m["role"] == "user"] == [
         "Survey the bay"
     ]
+
+
+async def test_a_message_for_a_run_that_just_ended_is_refused_saying_why() -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from tooldeck.run._engine.inbox import Inbox
+    from tooldeck.run.cancel import CancelSignal
+    from tooldeck.serve.agui._send import LiveRun, send_message
+
+    inbox = Inbox()
+    inbox.run_id = "r-7"
+    inbox.close("it has ended with its answer")  # its answer is out; its stream not yet closed
+    live = {"t1": LiveRun("run-1", inbox, CancelSignal())}
+    site = Starlette(routes=[Route("/messages", lambda r: send_message(r, live), methods=["POST"])])
+    transport = httpx.ASGITransport(app=site)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        body = {"threadId": "t1", "runId": "run-1", "message": message("too late")}
+        answer = await client.post("/messages", json=body)
+    assert answer.status_code == 409
+    assert answer.json() == {
+        "error": "cannot send a message to run 'r-7': it has ended with its answer; "
+        "it was not added",
+        "code": "run_ended",
+    }
+    assert not live["t1"].waiting and not inbox.waiting
