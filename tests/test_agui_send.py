@@ -157,7 +157,11 @@ async def test_a_message_for_a_run_that_just_ended_is_refused_saying_why() -> No
     inbox.run_id = "r-7"
     inbox.close("it has ended with its answer")  # its answer is out; its stream not yet closed
     live = {"t1": LiveRun("run-1", inbox, CancelSignal())}
-    site = Starlette(routes=[Route("/messages", lambda r: send_message(r, live), methods=["POST"])])
+
+    async def endpoint(request: Any) -> Any:
+        return await send_message(request, live)
+
+    site = Starlette(routes=[Route("/messages", endpoint, methods=["POST"])])
     transport = httpx.ASGITransport(app=site)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         body = {"threadId": "t1", "runId": "run-1", "message": message("too late")}
@@ -168,4 +172,5 @@ async def test_a_message_for_a_run_that_just_ended_is_refused_saying_why() -> No
         "it was not added",
         "code": "run_ended",
     }
-    assert not live["t1"].waiting and not inbox.waiting
+    assert not live["t1"].waiting
+    assert not inbox.waiting
