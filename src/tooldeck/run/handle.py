@@ -238,8 +238,8 @@ async def listening(
 ) -> AsyncGenerator[Event, None]:
     """The run's events; as it ends, its inbox closes, and a message still waiting (the run
     was cancelled, or stopped at a limit) is kept at the end of its transcript, unanswered:
-    a ``MessageJoined(sent=False)`` each, then the FinalAnswer (or the RunStopped's result)
-    holding it. A run that answered or paused closed its inbox itself (``run._engine``)."""
+    one ``MessageJoined(sent=False)``, then the FinalAnswer (or the RunStopped's result)
+    holding them. A run that answered or paused closed its inbox itself (``run._engine``)."""
     inbox.run_id = state.run_id
     last_round = 0
     try:
