@@ -63,6 +63,15 @@ def message(text: str, id_: str = "u-late") -> dict[str, Any]:
     return {"id": id_, "role": "user", "content": text}
 
 
+def refused(answer: httpx.Response, status: int, code: str) -> str:
+    """The error text of a refusal, once its status and code are the ones expected."""
+    assert answer.status_code == status, answer.text
+    body = answer.json()
+    assert sorted(body) == ["code", "error"]
+    assert body["code"] == code
+    return str(body["error"])
+
+
 async def run_working(client: httpx.AsyncClient) -> tuple[dict[str, Any], asyncio.Task[Any]]:
     """A run of thread t1 started, its stream read in a task, once its tool works."""
     body = new_input("t1", "Survey the bay")
@@ -113,12 +122,9 @@ async def test_a_message_for_a_thread_without_a_run_going_on_is_refused(
     async with client_of(sim, tmp_path) as client:
         sent = {"threadId": "idle", "runId": "r1", "message": message("hello?")}
         answer = await client.post("/messages", json=sent)
-    assert answer.status_code == 404
-    assert answer.json() == {
-        "error": "thread 'idle' has no run going on: send the message as the next run's "
-        "prompt (POST /)",
-        "code": "no_run",
-    }
+    assert refused(answer, 404, "no_run") == (
+        "thread 'idle' has no run going on: send the message as the next run's prompt (POST /)"
+    )
 
 
 async def test_a_message_naming_another_run_or_without_text_is_refused(
@@ -166,11 +172,8 @@ async def test_a_message_for_a_run_that_just_ended_is_refused_saying_why() -> No
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         body = {"threadId": "t1", "runId": "run-1", "message": message("too late")}
         answer = await client.post("/messages", json=body)
-    assert answer.status_code == 409
-    assert answer.json() == {
-        "error": "cannot send a message to run 'r-7': it has ended with its answer; "
-        "it was not added",
-        "code": "run_ended",
-    }
+    assert refused(answer, 409, "run_ended") == (
+        "cannot send a message to run 'r-7': it has ended with its answer; it was not added"
+    )
     assert not live["t1"].waiting
     assert not inbox.waiting
