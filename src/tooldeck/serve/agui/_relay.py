@@ -8,8 +8,10 @@ turn. Each finished call is a ``TOOL_CALL_RESULT`` whose metadata says how it we
 (``tooldeck``: ``ok``, ``errorCode``, ``durationS``, and the host's exception when shown).
 A result tooldeck writes without a call event (a typed answer's ``final_answer``) is sent
 when the run ends, from the conversation, so no call the stream started is left without
-its result unless the run waits for it. A handoff (``Agent(handoffs=...)``) is a
-``CUSTOM`` event named ``tooldeck.handoff`` (``source``, ``target``, ``toolCallId``).
+its result unless the run waits for it. A message sent to the run (``POST /messages``)
+that joins its conversation is a user text message under its client's id. A handoff
+(``Agent(handoffs=...)``) is a ``CUSTOM`` event named ``tooldeck.handoff`` (``source``,
+``target``, ``toolCallId``).
 
 A run that judges its answer (output guardrails: ``hold_answer``) streams no text: a turn
 with calls sends its text whole when it is written; the answer is sent when the run ends
@@ -42,6 +44,7 @@ from tooldeck.run.events import (
     Event,
     GuardrailChecked,
     HandedOff,
+    MessageJoined,
     ModelRequest,
     ModelResponse,
     RunRecovered,
@@ -50,6 +53,7 @@ from tooldeck.run.events import (
     ToolCallFinished,
 )
 from tooldeck.serve.agui._messages import message_id
+from tooldeck.serve.agui._send import LiveRun
 
 
 def recovered_value(event: RunRecovered) -> dict[str, Any]:
@@ -99,6 +103,8 @@ class Relay:
     """With ``hold_answer``: the text of the turn that may end the run, not sent yet."""
     withheld: dict[int, str] = field(default_factory=dict)
     """Position -> what is shown instead of an answer an output guardrail did not pass."""
+    live: LiveRun | None = None
+    """The run as ``POST /messages`` adds to it: the ids its clients gave what they sent."""
 
     def events(self, event: Event) -> Iterator[BaseEvent]:
         """The AG-UI events for one tooldeck event (none for an event they do not show)."""
@@ -126,6 +132,21 @@ class Relay:
             yield CustomEvent(name="tooldeck.handoff", value=handed)
         elif isinstance(event, RunRecovered):
             yield CustomEvent(name="tooldeck.recovered", value=recovered_value(event))
+        elif isinstance(event, MessageJoined):
+            yield from self._joined(event)
+
+    def _joined(self, event: MessageJoined) -> Iterator[BaseEvent]:
+        """Messages sent to the run, now in its conversation (after the round's results),
+        as user text messages under the ids their clients gave them."""
+        given = self.live.take(len(event.messages)) if self.live is not None else []
+        after = self.turn_at + 1 + len(self.turn_calls)
+        for index, message in enumerate(event.messages):
+            id_ = given[index].id if index < len(given) else message_id(after + index)
+            how = {"tooldeck": {"sent": event.sent}}
+            yield TextMessageStartEvent(message_id=id_, role="user", metadata=how)
+            if message.content:
+                yield TextMessageContentEvent(message_id=id_, delta=message.content)
+            yield TextMessageEndEvent(message_id=id_)
 
     def answer(self) -> Iterator[BaseEvent]:
         """The text of the answer the run ended with, held back until its guardrails passed."""
