@@ -37,6 +37,15 @@ class ToolEntry:
     emits_events: bool = False
     """Its calls pass events of a run of their own to the run's stream while they run (an
     agent tool does): the loop runs such a call beside the stream, never blocking it."""
+    calls_tools: bool = False
+    """Its handler calls other tools through the run's call path (``RunContext.caller``), as
+    code mode's ``run_code`` does: those calls' events are the run's own, and the loop runs
+    such a call beside the stream too."""
+
+    @property
+    def streams(self) -> bool:
+        """Its calls pass events to the run's stream while they run."""
+        return self.emits_events or self.calls_tools
 
     @property
     def name(self) -> str:
