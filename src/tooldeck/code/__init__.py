@@ -145,7 +145,7 @@ class CodeMode(Capability):
         files = (
             "Files: " + ", ".join(f"{m.virtual_path} ({m.mode})" for m in self.mounts) + "."
             if self.mounts
-            else "It has no files, network, environment or clock of the host."
+            else "It has no files, network or environment of the host."
         )
         return (
             "Run a Python program (a subset of Python 3 with its common standard modules) in a "
