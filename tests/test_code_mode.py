@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -242,3 +241,109 @@ async def test_a_program_stops_at_its_own_call_limit(provider: Provider) -> None
     text = await read_after(provider, code, mode=mode)
     assert text == "error[code_limit]: the program made more than 3 tool calls and was stopped"
     assert len(ran) == 3
+
+
+# -- approvals inside code ------------------------------------------------------------------
+
+REFUND_PROGRAM = """
+    unit = await price(item="apple")
+    print("unit", unit)
+    done = await refund(order_id="o1", amount=unit * 2)
+    print(done)
+    unit * 2
+"""
+
+
+def _child(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
+    env = {**os.environ, **sim.env}
+    command = [sys.executable, str(CHILD), scenario, str(workdir)]
+    child = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
+    assert child.returncode == 0, child.stderr[-3000:]
+    outcome: dict[str, Any] = json.loads(child.stdout.strip().splitlines()[-1])
+    return outcome
+
+
+def test_a_nested_call_needing_approval_pauses_and_the_program_goes_on_in_another_process(
+    tmp_path: Path, provider: Provider
+) -> None:
+    sim = provider([run_code(REFUND_PROGRAM), reply("Refunded 1.00 on o1.")])
+
+    paused = _child("pause", tmp_path, sim)
+    pending = (tmp_path / "pending").read_text()
+    checkpoint = json.loads((tmp_path / "checkpoint.json").read_text())
+    resumed = _child("resume", tmp_path, sim)
+
+    assert paused["stop_reason"] == "paused"
+    assert pending.endswith(".2")  # the program's second call, inside run_code's
+    (waiting,) = checkpoint["turn"]["pending"]
+    assert waiting["kind"] == "agent"  # the paused call, its program's state inside
+    assert waiting["nested"]["capability_states"]["run_code"]["snapshot"]
+    assert resumed["stop_reason"] == "answer"
+    assert resumed["answer"] == "Refunded 1.00 on o1."
+    assert resumed["read"] == ["unit 0.5\nrefunded 1.00 on o1\nresult: 1.0"]
+    effects = [line.split(" ", 1) for line in (tmp_path / "effects").read_text().splitlines()]
+    assert [what for _, what in effects] == ["price apple", "refund o1 1.0"]  # price once
+    assert effects[0][0] != effects[1][0]  # the refund ran in the resuming process
+    assert read(sim.requests[1]) == "unit 0.5\nrefunded 1.00 on o1\nresult: 1.0"
+
+
+async def test_a_rejected_nested_call_raises_in_the_program_which_goes_on(
+    provider: Provider,
+) -> None:
+    code = """
+        try:
+            await refund(order_id="o1", amount=5.0)
+        except RuntimeError as error:
+            print(error)
+        "went on"
+    """
+    sim = provider([run_code(code), reply("Not refunded.")])
+    agent = Agent(sim.model(), tools=[refund], capabilities=[CodeMode()])
+    paused = await agent.run("refund")
+    (pending,) = paused.pending
+    assert pending.path == ("run_code",)
+    assert pending.call.arguments == {"order_id": "o1", "amount": 5.0}
+
+    result = await agent.resume(paused.checkpoint, {pending.id: Reject("not today")})
+
+    assert result.answer == "Not refunded."
+    assert read(sim.requests[1]) == ("refund failed: error[rejected]: not today\nresult: went on")
+    assert ran == []
+
+
+async def test_a_changed_program_state_in_a_signed_checkpoint_is_refused(
+    provider: Provider,
+) -> None:
+    from tooldeck.errors import CheckpointError
+
+    sim = provider([run_code(REFUND_PROGRAM)])
+    agent = Agent(
+        sim.model(), tools=[price, refund], capabilities=[CodeMode()], checkpoint_key=b"k"
+    )
+    paused = await agent.run("refund")
+    assert paused.checkpoint is not None
+    text = paused.checkpoint.to_json()
+    kept = json.loads(text)
+    state = kept["turn"]["pending"][0]["nested"]["capability_states"]["run_code"]
+    state["answers"] = {"0": {"return_value": 1000.0}}  # a forged earlier answer
+
+    with pytest.raises(CheckpointError, match="signature does not match"):
+        await agent.resume(json.dumps(kept), {paused.pending[0].id: Approve()})
+    assert ran == ["price(apple)"]
+
+
+async def test_approval_whole_asks_for_the_program_and_its_calls_ask_no_more(
+    provider: Provider,
+) -> None:
+    sim = provider([run_code(REFUND_PROGRAM), reply("Refunded.")])
+    agent = Agent(sim.model(), tools=[price, refund], capabilities=[CodeMode(approval="whole")])
+    paused = await agent.run("refund")
+    (pending,) = paused.pending
+    assert (pending.call.name, pending.path, pending.kind) == ("run_code", (), "approval")
+    assert ran == []  # nothing of the program ran before the approval
+
+    result = await agent.resume(paused.checkpoint, {pending.id: Approve()})
+
+    assert result.answer == "Refunded."
+    assert ran == ["price(apple)", "refund(o1, 1.0)"]
+    assert read(sim.requests[1]) == "unit 0.5\nrefunded 1.00 on o1\nresult: 1.0"
