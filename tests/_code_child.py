@@ -7,6 +7,10 @@ a price up, then refunds (which needs approval), its model the provider simulato
 - ``pause``: the program's refund waits: the run pauses; the signed checkpoint goes to
   WORKDIR/checkpoint.json, the pending call's id to WORKDIR/pending.
 - ``resume``: the agent built afresh in this process resumes it, the refund approved.
+- ``journal``: a program that prices, then ships (``side_effects``) in the SQLite session
+  WORKDIR/shop.db (run id ``run-1``); the shipping writes WORKDIR/hanging and sleeps, to be
+  killed.
+- ``journal-again``: the same run met again in that session.
 
 Each tool call appends to WORKDIR/effects. The outcome is printed as JSON on the last
 line: the answer, the stop reason, what the tools answered.
@@ -18,11 +22,13 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from tooldeck import Agent, Approve, tool
 from tooldeck.code import CodeMode
 from tooldeck.models.openai import OpenAIChatModel
+from tooldeck.sessions import SQLiteSession
 
 scenario, workdir_text = sys.argv[1:3]
 workdir = Path(workdir_text)
@@ -48,6 +54,16 @@ def refund(order_id: str, amount: float) -> str:
     return f"refunded {amount:.2f} on {order_id}"
 
 
+@tool(side_effects=True)
+def ship(order_id: str) -> str:
+    """Ship an order."""
+    _effect(f"ship {order_id}")
+    if scenario == "journal":
+        (workdir / "hanging").write_text("ship")
+        time.sleep(600)
+    return f"shipped {order_id}"
+
+
 def agent() -> Agent[None, str]:
     model = OpenAIChatModel(
         "shop-model",
@@ -55,7 +71,7 @@ def agent() -> Agent[None, str]:
         api_key=os.environ["OPENAI_API_KEY"],
         max_retries=0,
     )
-    return Agent(model, tools=[price, refund], capabilities=[CodeMode()], checkpoint_key=KEY)
+    return Agent(model, tools=[price, refund, ship], capabilities=[CodeMode()], checkpoint_key=KEY)
 
 
 async def main() -> None:
@@ -66,6 +82,9 @@ async def main() -> None:
         assert result.checkpoint is not None
         checkpoint.write_text(result.checkpoint.to_json(), encoding="utf-8")
         (workdir / "pending").write_text(result.pending[0].id, encoding="utf-8")
+    elif scenario.startswith("journal"):
+        async with SQLiteSession(str(workdir / "shop.db"), "shop") as session:
+            result = await shop.run("Ship o1", session=session, run_id="run-1")
     else:
         stored = checkpoint.read_text(encoding="utf-8")
         pending = (workdir / "pending").read_text(encoding="utf-8")

@@ -11,9 +11,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -347,3 +349,62 @@ async def test_approval_whole_asks_for_the_program_and_its_calls_ask_no_more(
     assert result.answer == "Refunded."
     assert ran == ["price(apple)", "refund(o1, 1.0)"]
     assert read(sim.requests[1]) == "unit 0.5\nrefunded 1.00 on o1\nresult: 1.0"
+
+
+def test_a_nested_side_effect_call_killed_mid_way_is_not_run_twice(
+    tmp_path: Path, provider: Provider
+) -> None:
+    code = """
+        unit = await price(item="apple")
+        try:
+            print(await ship(order_id="o1"))
+        except RuntimeError as error:
+            print(error)
+        unit
+    """
+    sim = provider([run_code(code), reply("Checked.")])
+    env = {**os.environ, **sim.env}
+    command = [sys.executable, str(CHILD), "journal", str(tmp_path)]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 120
+    try:
+        while not (tmp_path / "hanging").exists():
+            if child.poll() is not None:
+                raise AssertionError(f"the child ended early: {child.communicate()[1][-3000:]!r}")
+            assert time.monotonic() < deadline, "the child never reached the shipping"
+            time.sleep(0.01)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.communicate(timeout=60)
+
+    again = _child("journal-again", tmp_path, sim)
+
+    effects = [line.split(" ", 1)[1] for line in (tmp_path / "effects").read_text().splitlines()]
+    assert effects == ["price apple", "ship o1", "price apple"]  # the shipping ran once
+    (text,) = again["read"]
+    assert text.startswith("ship failed: error[interrupted]: the call may have completed: ")
+    assert "idempotency key 'run-1:1:0.2'" in text
+    assert text.endswith("result: 0.5")
+    assert again["answer"] == "Checked."
+
+
+def test_code_mode_unused_never_imports_pydantic_monty() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from tooldeck import Agent, AssistantOutput, ScriptedModel, tool
+        from tooldeck.code import CodeMode
+
+        @tool
+        def price(item: str) -> float:
+            '''A price.'''
+            return 1.0
+
+        model = ScriptedModel([AssistantOutput(content="hi")])
+        agent = Agent(model, tools=[price], capabilities=[CodeMode()])
+        assert agent.run_sync("hi").answer == "hi"
+        print("pydantic_monty" in sys.modules)
+        """
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "False"
