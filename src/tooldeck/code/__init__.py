@@ -31,6 +31,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Literal
@@ -39,7 +40,7 @@ from tooldeck.code._limits import CodeLimits, Mount
 from tooldeck.code._program import RUN_CODE, RunCode
 from tooldeck.code._signatures import callable_name, described
 from tooldeck.run.capabilities import Capability, RunView
-from tooldeck.tools.function import tool
+from tooldeck.tools.function import FunctionTool, tool
 from tooldeck.tools.registry import ToolEntry, ToolView
 
 __all__ = ["RUN_CODE", "CodeLimits", "CodeMode", "Mount"]
@@ -133,12 +134,13 @@ class CodeMode(Capability):
         if whole:  # approved as a whole: its calls ask no more
             chosen = [_without_approval(entry) for entry in chosen]
         tools = {entry.name: entry for entry in chosen}
-        schema = tool(name=RUN_CODE, description=self._description(chosen))(_program)
+        schema = _schema()
         handler = RunCode(schema, tools, self.limits, self.mounts)
+        spec = schema.spec.model_copy(update={"description": self._description(chosen)})
         options = schema.options
         if asks:
             options = replace(options, requires_approval=True)
-        return ToolEntry(schema.spec, handler, options, origin="tooldeck.code", calls_tools=True)
+        return ToolEntry(spec, handler, options, origin="tooldeck.code", calls_tools=True)
 
     def _description(self, chosen: list[ToolEntry]) -> str:
         limits = self.limits
@@ -170,6 +172,12 @@ def _without_approval(entry: ToolEntry) -> ToolEntry:
     if not entry.options.requires_approval:
         return entry
     return replace(entry, options=replace(entry.options, requires_approval=False))
+
+
+@functools.cache
+def _schema() -> FunctionTool[..., str]:
+    """``run_code``'s arguments, made once a process (its description is per tool set)."""
+    return tool(name=RUN_CODE)(_program)
 
 
 def _program(code: str) -> str:  # pragma: no cover - its schema only: RunCode runs it

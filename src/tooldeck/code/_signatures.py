@@ -4,10 +4,11 @@ its return type, JSON-shaped otherwise)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import keyword
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -58,11 +59,21 @@ def return_type(entry: ToolEntry) -> Any:
     handler = entry.handler
     if not isinstance(handler, FunctionTool) or handler.fn is None:
         return _NO_RETURN
+    return _declared(handler.fn)
+
+
+@functools.lru_cache(maxsize=1024)
+def _declared(function: Callable[..., Any]) -> Any:
     try:
-        hints = typing.get_type_hints(handler.fn)
+        hints = typing.get_type_hints(function)
     except Exception:  # an annotation that does not resolve: JSON-shaped values
         return _NO_RETURN
     return hints.get("return", _NO_RETURN)
+
+
+@functools.lru_cache(maxsize=1024)
+def _adapter(declared: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(declared)
 
 
 def value_of(entry: ToolEntry, output: str) -> Any:
@@ -78,7 +89,7 @@ def value_of(entry: ToolEntry, output: str) -> Any:
         except ValueError:
             return output
     try:
-        value = TypeAdapter(declared).validate_json(output or "null")
+        value = _adapter(declared).validate_json(output or "null")
     except ValidationError as error:
         raise TypeError(
             f"{entry.name!r} returned a value that is not its declared type "
