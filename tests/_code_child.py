@@ -25,9 +25,9 @@ import sys
 import time
 from pathlib import Path
 
+from helpers import simulated_model
 from tooldeck import Agent, Approve, tool
 from tooldeck.code import CodeMode
-from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.sessions import SQLiteSession
 
 scenario, workdir_text = sys.argv[1:3]
@@ -65,12 +65,7 @@ def ship(order_id: str) -> str:
 
 
 def agent() -> Agent[None, str]:
-    model = OpenAIChatModel(
-        "shop-model",
-        base_url=os.environ["OPENAI_BASE_URL"],
-        api_key=os.environ["OPENAI_API_KEY"],
-        max_retries=0,
-    )
+    model = simulated_model()
     return Agent(model, tools=[price, refund, ship], capabilities=[CodeMode()], checkpoint_key=KEY)
 
 

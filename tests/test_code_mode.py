@@ -11,11 +11,9 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from helpers import kill_when_written
 from tooldeck import Agent, Approve, Reject, RunContext, tool
 from tooldeck.cli.display import Console, RunDisplay
 from tooldeck.code import CodeLimits, CodeMode
@@ -366,16 +365,7 @@ def test_a_nested_side_effect_call_killed_mid_way_is_not_run_twice(
     env = {**os.environ, **sim.env}
     command = [sys.executable, str(CHILD), "journal", str(tmp_path)]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    deadline = time.monotonic() + 120
-    try:
-        while not (tmp_path / "hanging").exists():
-            if child.poll() is not None:
-                raise AssertionError(f"the child ended early: {child.communicate()[1][-3000:]!r}")
-            assert time.monotonic() < deadline, "the child never reached the shipping"
-            time.sleep(0.01)
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.communicate(timeout=60)
+    kill_when_written(child, tmp_path / "hanging", "the shipping")
 
     again = _child("journal-again", tmp_path, sim)
 

@@ -21,7 +21,7 @@ from tooldeck.tools.handler import Pause, ToolHandler, ToolOutcome
 from tooldeck.tools.registry import EntryWrapper, ToolEntry
 
 if TYPE_CHECKING:
-    from tooldeck.code._sandbox import Progress, Settled, Stop, Wait
+    from tooldeck.code._sandbox import Progress, Settled, Wait
 
 RUN_CODE = "run_code"
 """The name of the tool ``CodeMode`` gives the model."""
@@ -139,17 +139,15 @@ class _Program:
 
     async def _answer(
         self, name: str, arguments: dict[str, Any], made: int
-    ) -> Settled | Stop | Wait:
+    ) -> Settled | ToolResult | Wait:
         """One call of the program: through the run's call path, its answer as monty takes it."""
-        from tooldeck.code._sandbox import Stop
-
         if self._decided is not None:  # the call that waited, decided and run on resume
             decided, self._decided = self._decided, None
             return decided
         limits = self.handler.limits
         if made >= limits.max_calls:
             text = f"the program made more than {limits.max_calls} tool calls and was stopped"
-            return Stop(ToolResult.failure(ErrorCode.CODE_LIMIT, text))
+            return ToolResult.failure(ErrorCode.CODE_LIMIT, text)
         tools = self.handler.tools
         if name not in tools:
             shown = ", ".join(tools) or "none"
@@ -178,20 +176,19 @@ class _Program:
         from tooldeck.code import _sandbox as box
 
         printed = progress.printed + self._sink.output
-        if isinstance(ended, box.Stop):
-            return self._outcome(ended.result)
-        if isinstance(ended, box.Waiting):
+        if isinstance(ended, ToolResult):
+            return self._outcome(ended)
+        if isinstance(ended, box.Wait):
             progress.printed = printed
-            return self._paused(ended)
+            return self._paused(ended, progress)
         return self._outcome(box.finished(ended.output, printed, self.handler.limits))
 
     def _outcome(self, result: ToolResult) -> ToolOutcome:
         return ToolOutcome(result, None, tuple(self.traces), self.untrusted)
 
-    def _paused(self, waiting: Any) -> Pause:
+    def _paused(self, waiting: Wait, progress: Progress) -> Pause:
         """The run pauses: the waiting call, and the program's dump to go on from."""
         pending: PendingCall = waiting.record
-        progress = waiting.progress
         kept = {
             "snapshot": waiting.dump,
             "printed": progress.printed,

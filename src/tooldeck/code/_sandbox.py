@@ -39,32 +39,17 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class Wait:
-    """Make the program wait at this call (for a person's decision)."""
+    """Make the program wait at this call (for a person's decision): ``drive`` gives it back
+    with the snapshot's dump (base64) to go on from."""
 
     record: Any
     """What the host keeps of the waiting call."""
+    dump: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Stop:
-    """End the program now with this result (a limit reached)."""
-
-    result: ToolResult
-
-
-@dataclass(frozen=True, slots=True)
-class Waiting:
-    """The program stopped at a call that waits: its snapshot's dump and its progress."""
-
-    dump: str
-    """The snapshot's ``dump()``, base64."""
-    progress: Progress
-    record: Any
-    """The host's record of the waiting call (``Wait.record``)."""
-
-
-Answer = Callable[[str, dict[str, Any], int], Awaitable[Settled | Stop | Wait]]
-"""Answers one tool call of the program (name, keyword arguments, the calls before it)."""
+Answer = Callable[[str, dict[str, Any], int], Awaitable[Settled | ToolResult | Wait]]
+"""Answers one tool call of the program (name, keyword arguments, the calls before it): its
+answer, the program made to wait there, or a ToolResult to stop it with (a limit reached)."""
 
 
 _pool: tuple[int, monty.AsyncMonty] | None = None
@@ -102,7 +87,7 @@ def mounted(mounts: tuple[Mount, ...]) -> list[monty.MountDir]:
 
 async def drive(
     snapshot: monty.AsyncSnapshot, answer: Answer, progress: Progress
-) -> monty.MontyComplete | Waiting | Stop:
+) -> monty.MontyComplete | Wait | ToolResult:
     """Run the program on from ``snapshot``, answering each call, until it completes, waits
     or must stop."""
     while not isinstance(snapshot, monty.MontyComplete):
@@ -111,10 +96,10 @@ async def drive(
                 snapshot = await snapshot.resume_auto()
                 continue
             got = await answer(str(snapshot.function_name), dict(snapshot.kwargs), progress.calls)
-            if isinstance(got, Stop):
+            if isinstance(got, ToolResult):
                 return got
             if isinstance(got, Wait):
-                return Waiting(base64.b64encode(snapshot.dump()).decode(), progress, got.record)
+                return Wait(got.record, base64.b64encode(snapshot.dump()).decode())
             progress.calls += 1
             if snapshot.args:
                 got = {"exc_type": "TypeError", "message": "tools take keyword arguments only"}
