@@ -432,7 +432,8 @@ async def test_a_program_that_read_untrusted_content_is_refused_its_side_effects
 
     text = read(sim.requests[1])
     assert text.startswith("ship failed: error[refused]: not run: the conversation holds ")
-    assert "untrusted content (from" in text and "'ship' has side effects" in text
+    assert "untrusted content (from" in text
+    assert "'ship' has side effects" in text
     assert ran == []
     assert result.tainted_by is not None  # the run knows the program read untrusted content
     assert result.tainted_by.tool_name == "run_code"
