@@ -206,3 +206,13 @@ async def test_a_read_write_mount_keeps_what_the_program_wrote(
     )
     assert text == "result: 2"
     assert (tmp_path / "report.txt").read_text() == "42"
+
+
+async def test_a_program_whose_types_do_not_fit_the_tools_is_code_type(provider: Provider) -> None:
+    mode = CodeMode(type_check=True, limits=TIGHT)
+    wrong, right = await read_after(
+        provider, "await stock(item=3)", 'await stock(item="apple") + 1', mode=mode
+    )
+    assert wrong.startswith("error[code_type]: the program does not type-check:\n")
+    assert "Argument to function `stock` is incorrect: Expected `str`, found `Literal[3]`" in wrong
+    assert right == "result: 4"

@@ -38,8 +38,11 @@ class RunCode:
         tools: Mapping[str, ToolEntry],
         limits: CodeLimits,
         mounts: tuple[Mount, ...],
+        stubs: str | None = None,
     ) -> None:
         self._schema, self.tools, self.limits, self.mounts = schema, tools, limits, mounts
+        self.stubs = stubs
+        """The tools' signatures a program is type-checked against (None: not checked)."""
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments checked against ``run_code``'s schema (one ``code`` text)."""
@@ -99,7 +102,7 @@ class _Program:
         self._sink = box.print_sink(limits)
         progress = box.Progress()
         try:
-            async with box.checkout(await box.pool(), limits) as session:
+            async with box.checkout(await box.pool(), limits, self.handler.stubs) as session:
                 snapshot = await session.feed_start(
                     code, print_callback=self._sink, mount=box.mounted(self.handler.mounts) or None
                 )

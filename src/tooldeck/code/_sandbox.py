@@ -65,9 +65,15 @@ async def pool() -> monty.AsyncMonty:
     return _pool[1]
 
 
-def checkout(workers: monty.AsyncMonty, limits: CodeLimits) -> monty.AsyncMontySession:
-    """A worker for one program, with its limits."""
+def checkout(
+    workers: monty.AsyncMonty, limits: CodeLimits, stubs: str | None = None
+) -> monty.AsyncMontySession:
+    """A worker for one program, with its limits; with ``stubs`` (the tools' signatures) the
+    program is type-checked before it runs."""
     return workers.checkout(
+        type_check=stubs is not None,
+        type_check_stubs=stubs,
+        type_check_format="concise",
         limits={
             "max_feed_duration_secs": float(limits.duration_s),
             "max_memory": int(limits.memory_bytes),

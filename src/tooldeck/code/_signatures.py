@@ -54,6 +54,12 @@ def described(entries: Iterable[ToolEntry]) -> str:
     return "\n\n".join(signature(entry) for entry in entries)
 
 
+def stubs(entries: Iterable[ToolEntry]) -> str:
+    """The signatures of ``entries`` as a stub the type checker reads."""
+    bodies = "\n\n".join(f"{signature(entry)}\n    ..." for entry in entries)
+    return f"from typing import Any, Literal\n\n{bodies}\n"
+
+
 def return_type(entry: ToolEntry) -> Any:
     """The return type a function tool declares (``_NO_RETURN`` when none is known)."""
     handler = entry.handler
