@@ -437,3 +437,26 @@ async def test_a_program_that_read_untrusted_content_is_refused_its_side_effects
     assert ran == []
     assert result.tainted_by is not None  # the run knows the program read untrusted content
     assert result.tainted_by.tool_name == "run_code"
+
+
+async def test_with_repl_a_programs_names_stay_for_the_next_until_restart(
+    provider: Provider,
+) -> None:
+    sim = provider(
+        [
+            run_code('unit = await price(item="pear")\ndef twice(x):\n    return 2 * x'),
+            run_code("twice(unit)"),
+            sim_call("run_code", {"code": "unit", "restart": True}),
+            reply("done"),
+        ]
+    )
+    agent = Agent(sim.model(), tools=[price], capabilities=[CodeMode(repl=True)])
+    result = await agent.run("go")
+
+    first, second, restarted = (read(request) for request in sim.requests[1:])
+    assert first == "(the program printed nothing and its last expression is None)"
+    assert second == "result: 1.5"
+    assert restarted.startswith("error[code_error]: the program raised: NameError: name 'unit'")
+    assert "restart: true forgets it" in description(sim.requests[0])
+    assert result.capability_states is not None
+    assert result.capability_states["CodeMode"]["session"] is None  # the restart forgot it

@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 from tooldeck.code._limits import CodeLimits, Mount
 from tooldeck.code._program import RUN_CODE, RunCode
@@ -66,6 +66,10 @@ class CodeMode(Capability):
             (the person approves the program; its calls then ask no more).
         type_check: Check each program's types against the tools' signatures before it runs
             (``code_type`` when they do not fit); it costs 30-150 ms a program.
+        repl: Keep what a program defines (its variables, functions, imports) for the run's
+            next programs, as a REPL does; ``run_code(..., restart=true)`` starts afresh. It
+            is the run's state: a checkpoint and the run's journal carry it; the session's
+            next run starts afresh. A program that fails leaves it as it was before.
 
     Examples:
         >>> from tooldeck.code import CodeLimits, CodeMode
@@ -82,6 +86,7 @@ class CodeMode(Capability):
         mounts: Iterable[Mount] = (),
         approval: Approval = "each",
         type_check: bool = False,
+        repl: bool = False,
     ) -> None:
         if approval not in ("each", "whole"):
             raise ValueError(f"approval must be 'each' or 'whole', got {approval!r}")
@@ -99,7 +104,16 @@ class CodeMode(Capability):
                 raise TypeError(f"CodeMode(mounts=...) takes Mount objects, got {mount!r}")
         self.approval: Approval = approval
         self.type_check = type_check
+        self.repl = repl
         self._made: list[tuple[ToolView, ToolView]] = []
+
+    def initial_state(self) -> dict[str, Any] | None:
+        """With ``repl``: the run's REPL (a dump of the names programs left; none yet)."""
+        return {"session": None} if self.repl else None
+
+    def next_run_state(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Each run starts with an empty REPL."""
+        return None
 
     def chooses(self, entry: ToolEntry) -> bool:
         """Whether a program may call ``entry``'s tool."""
@@ -115,8 +129,6 @@ class CodeMode(Capability):
             if seen is view or made is view:
                 return made
         chosen = [entry for entry in view.dispatch.values() if self.chooses(entry)]
-        if not chosen:
-            return view
         made = ToolView.of(
             [
                 *(entry for entry in view.dispatch.values() if self._shown(entry)),
@@ -138,9 +150,10 @@ class CodeMode(Capability):
         if whole:  # approved as a whole: its calls ask no more
             chosen = [_without_approval(entry) for entry in chosen]
         tools = {entry.name: entry for entry in chosen}
-        schema = _schema()
+        schema = _schema(self.repl)
         checked = stubs(chosen) if self.type_check else None
-        handler = RunCode(schema, tools, self.limits, self.mounts, checked)
+        repl = self.state_key if self.repl else None
+        handler = RunCode(schema, tools, self.limits, self.mounts, checked, repl)
         spec = schema.spec.model_copy(update={"description": self._description(chosen)})
         options = schema.options
         if asks:
@@ -161,8 +174,13 @@ class CodeMode(Capability):
             "`import asyncio`). A failed call raises an exception the program may catch. You "
             "read what it printed, then the value of its last expression: end with the value "
             f"you need. {files} Limits: {limits.duration_s:g} s, "
-            f"{limits.memory_bytes // (1024 * 1024)} MiB, {limits.max_calls} tool calls.\n\n"
-            + described(chosen)
+            f"{limits.memory_bytes // (1024 * 1024)} MiB, {limits.max_calls} tool calls."
+            + (
+                " What a program defines stays for your next programs (restart: true forgets it)."
+                if self.repl
+                else ""
+            )
+            + ("\n\n" + described(chosen) if chosen else " It may call no tool.")
         )
 
     def __repr__(self) -> str:
@@ -180,9 +198,9 @@ def _without_approval(entry: ToolEntry) -> ToolEntry:
 
 
 @functools.cache
-def _schema() -> FunctionTool[..., str]:
+def _schema(repl: bool) -> FunctionTool[..., str]:
     """``run_code``'s arguments, made once a process (its description is per tool set)."""
-    return tool(name=RUN_CODE)(_program)
+    return tool(name=RUN_CODE)(_repl_program if repl else _program)
 
 
 def _program(code: str) -> str:  # pragma: no cover - its schema only: RunCode runs it
@@ -190,5 +208,15 @@ def _program(code: str) -> str:  # pragma: no cover - its schema only: RunCode r
 
     Args:
         code: The program. Its last expression's value is what you read, after what it printed.
+    """
+    return code
+
+
+def _repl_program(code: str, restart: bool = False) -> str:  # pragma: no cover - its schema
+    """Run a Python program.
+
+    Args:
+        code: The program. Its last expression's value is what you read, after what it printed.
+        restart: Forget what earlier programs defined, and start afresh.
     """
     return code

@@ -39,10 +39,13 @@ class RunCode:
         limits: CodeLimits,
         mounts: tuple[Mount, ...],
         stubs: str | None = None,
+        repl: str | None = None,
     ) -> None:
         self._schema, self.tools, self.limits, self.mounts = schema, tools, limits, mounts
         self.stubs = stubs
         """The tools' signatures a program is type-checked against (None: not checked)."""
+        self.repl = repl
+        """The capability state holding the run's REPL (None: each program starts afresh)."""
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments checked against ``run_code``'s schema (one ``code`` text)."""
@@ -57,7 +60,7 @@ class RunCode:
         program = _Program(self, context, caller)
         if context.resumed is not None:
             return await program.resume(context.resumed)
-        return await program.start(str(arguments["code"]))
+        return await program.start(str(arguments["code"]), bool(arguments.get("restart")))
 
     def check_resume(self, state: Checkpoint) -> None:
         """Raise CheckpointError unless ``state`` is a paused program this tool can go on."""
@@ -95,18 +98,23 @@ class _Program:
         self._decided: Settled | None = None
         self._sink: Any = None
 
-    async def start(self, code: str) -> ToolOutcome | Pause:
+    async def start(self, code: str, restart: bool = False) -> ToolOutcome | Pause:
         from tooldeck.code import _sandbox as box  # pydantic_monty, only when code runs
 
         limits = self.handler.limits
         self._sink = box.print_sink(limits)
         progress = box.Progress()
+        repl = self._repl()
+        if repl is not None and restart:
+            repl["session"] = None
         try:
             async with box.checkout(await box.pool(), limits, self.handler.stubs) as session:
+                if repl is not None and repl.get("session"):  # the names earlier programs left
+                    await session.load_session(base64.b64decode(repl["session"]))
                 snapshot = await session.feed_start(
                     code, print_callback=self._sink, mount=box.mounted(self.handler.mounts) or None
                 )
-                return self._ended(await box.drive(snapshot, self._answer, progress), progress)
+                return await self._run(session, snapshot, progress)
         except box.MontyError as error:
             return self._outcome(box.failed(error, progress.printed + self._sink.output, limits))
 
@@ -136,9 +144,26 @@ class _Program:
                     mount=box.mounted(self.handler.mounts) or None,
                     print_callback=self._sink,
                 )
-                return self._ended(await box.drive(snapshot, self._answer, progress), progress)
+                return await self._run(session, snapshot, progress)
         except box.MontyError as error:
             return self._outcome(box.failed(error, progress.printed + self._sink.output, limits))
+
+    async def _run(self, session: Any, snapshot: Any, progress: Progress) -> ToolOutcome | Pause:
+        """Drive the program to its end; a completed one's names kept for the run's next."""
+        from tooldeck.code import _sandbox as box
+
+        ended = await box.drive(snapshot, self._answer, progress)
+        repl = self._repl()
+        if repl is not None and isinstance(ended, box.Complete):
+            repl["session"] = base64.b64encode(await session.dump()).decode()
+        return self._ended(ended, progress)
+
+    def _repl(self) -> dict[str, Any] | None:
+        key, states = self.handler.repl, self.context.states
+        if key is None or states is None:
+            return None
+        repl: dict[str, Any] | None = states.get(key)
+        return repl
 
     async def _answer(
         self, name: str, arguments: dict[str, Any], made: int

@@ -22,6 +22,8 @@ from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolResult
 
 MontyError = monty.MontyError
+Complete = monty.MontyComplete
+"""A program that ran to its end (``.output``: its last expression's value)."""
 """What a program's failure raises (its syntax, types, run, a limit, a crashed worker)."""
 Settled = dict[str, Any]
 """A call's answer as monty takes it: ``{"return_value": v}`` or ``{"exc_type": ...,
