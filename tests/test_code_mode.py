@@ -460,3 +460,25 @@ async def test_with_repl_a_programs_names_stay_for_the_next_until_restart(
     assert "restart: true forgets it" in description(sim.requests[0])
     assert result.capability_states is not None
     assert result.capability_states["CodeMode"]["session"] is None  # the restart forgot it
+
+
+async def test_the_repl_goes_on_through_a_pause_in_a_fresh_agent(provider: Provider) -> None:
+    sim = provider(
+        [
+            run_code("rate = 2"),
+            run_code('done = await refund(order_id="o1", amount=1.0)\nkept = rate * 3\ndone'),
+            run_code("kept + rate"),
+            reply("done"),
+        ]
+    )
+    mode = CodeMode(["refund"], repl=True)
+    paused = await Agent(sim.model(), tools=[refund], capabilities=[mode]).run("go")
+    assert paused.checkpoint is not None
+    stored = paused.checkpoint.to_json()
+
+    fresh = Agent(sim.model(), tools=[refund], capabilities=[CodeMode(["refund"], repl=True)])
+    result = await fresh.resume(stored, {paused.pending[0].id: Approve()})
+
+    assert read(sim.requests[2]) == "result: refunded 1.00 on o1"
+    assert read(sim.requests[3]) == "result: 8"
+    assert result.answer == "done"
