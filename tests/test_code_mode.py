@@ -482,3 +482,29 @@ async def test_the_repl_goes_on_through_a_pause_in_a_fresh_agent(provider: Provi
     assert read(sim.requests[2]) == "result: refunded 1.00 on o1"
     assert read(sim.requests[3]) == "result: 8"
     assert result.answer == "done"
+
+
+async def test_the_web_timeline_shows_each_nested_call_as_a_call_of_its_own(
+    tmp_path: Path,
+) -> None:
+    import httpx
+    from ag_ui.core import ToolCallResultEvent, ToolCallStartEvent
+
+    from _agui import new_input, of_type, post
+    from tooldeck import AssistantOutput, ScriptedModel, ToolCall
+    from tooldeck.serve.agui import app
+
+    program = 'await price(item="apple") + await stock(item="pear")'
+    turn = ToolCall(id="c1", name="run_code", arguments={"code": program})
+    model = ScriptedModel([AssistantOutput(tool_calls=[turn]), AssistantOutput(content="done")])
+    agent = Agent(model, tools=[price, stock], capabilities=[CodeMode()])
+    transport = httpx.ASGITransport(app=app(agent))
+    async with httpx.AsyncClient(transport=transport, base_url="http://agui.test") as client:
+        events = await post(client, new_input("t1", "go"))  # the protocol's order checked
+
+    started = [(e.tool_call_id, e.tool_call_name) for e in of_type(events, ToolCallStartEvent)]
+    assert started == [("c1", "run_code"), ("c1.1", "price"), ("c1.2", "stock")]
+    results = {e.tool_call_id: e for e in of_type(events, ToolCallResultEvent)}
+    assert (results["c1.1"].content, results["c1.2"].content) == ("0.5", "4")
+    message_ids = [e.message_id for e in results.values()]
+    assert len(set(message_ids)) == 3  # each its own message
