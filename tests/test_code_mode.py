@@ -508,3 +508,48 @@ async def test_the_web_timeline_shows_each_nested_call_as_a_call_of_its_own(
     assert (results["c1.1"].content, results["c1.2"].content) == ("0.5", "4")
     message_ids = [e.message_id for e in results.values()]
     assert len(set(message_ids)) == 3  # each its own message
+
+
+SHOP_MODULE = textwrap.dedent(
+    '''
+    from tooldeck import tool
+    from tooldeck.code import CodeMode
+
+
+    @tool
+    def price(item: str) -> float:
+        """The price of one unit of an item, in euros."""
+        return {"apple": 0.5, "pear": 0.75}[item]
+
+
+    @tool
+    def stock(item: str) -> int:
+        """Units of an item in stock."""
+        return 4
+
+
+    __all__ = ["price", "stock"]
+    capabilities = [CodeMode()]
+    '''
+)
+
+
+def test_tooldeck_run_shows_each_nested_call_as_a_line(tmp_path: Path, provider: Provider) -> None:
+    from test_cli_doors import on, tooldeck
+
+    (tmp_path / "shop.py").write_text(SHOP_MODULE, encoding="utf-8")
+    program = 'await price(item="pear") * await stock(item="pear")'
+    sim = provider([run_code(program), reply("3.00 euros.")], model="shop-model")
+
+    done = tooldeck(tmp_path, sim, "run", "Value of the pears?", "-t", "shop.py", *on(sim))
+
+    assert done.returncode == 0, done.stderr
+    assert "3.00 euros." in done.stdout
+    lines = done.stdout.splitlines()
+    at = lines.index('  → price(item="pear")')  # each nested call its line, under run_code's
+    assert lines[at - 1].startswith("  → run_code(code=")
+    assert lines[at + 1].startswith("  ← 0.75  (")
+    assert lines[at + 2] == '  → stock(item="pear")'
+    assert lines[at + 3].startswith("  ← 4  (")
+    assert lines[at + 4].startswith("  ← result: 3.0  (")
+    assert read(sim.requests[1]) == "result: 3.0"
