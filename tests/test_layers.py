@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (2, ("tooldeck.tools", "tooldeck.models")),
     (3, ("tooldeck.run",)),
     (3, ("tooldeck.search", "tooldeck.remote")),
+    (3, ("tooldeck.code",)),
     (4, ("tooldeck.sessions", "tooldeck.runlog", "tooldeck.observe", "tooldeck.durable")),
     (4, ("tooldeck.serve", "tooldeck.eval", "tooldeck.testing")),
     (5, ("tooldeck.cli", "tooldeck.web")),

@@ -119,6 +119,8 @@ class Relay:
         elif isinstance(event, ModelResponse):
             yield from self._turn_done(event.output)
         elif isinstance(event, ToolCallFinished):
+            if self._inside(event.trace.call.id) is not None:  # a program's call (code mode)
+                yield from self._inner_call(event.trace.call)
             yield self._result(event.trace)
         elif isinstance(event, GuardrailChecked):
             decision = event.decision
@@ -220,10 +222,34 @@ class Relay:
             tool_call_id=call_id, tool_call_name=name, parent_message_id=message_id(self.turn_at)
         )
 
+    def _inner_call(self, call: ToolCall) -> Iterator[BaseEvent]:
+        """A call made inside one of the turn's calls (``run_code``'s ``<id>.<n>``): opened
+        and closed whole before its result, so the timeline shows it as a call of its own."""
+        yield self._start(call.id, call.name)
+        yield ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments_json)
+        yield ToolCallEndEvent(tool_call_id=call.id)
+
     def _result(self, trace: ToolTrace) -> ToolCallResultEvent:
         call_id = trace.call.id
         self._unanswered.pop(call_id, None)
+        inside = self._inside(call_id)
+        if inside is not None:  # a call inside one of the turn's: a message id of its own
+            number = call_id.rpartition(".")[2]
+            return self._result_event(trace, f"{message_id(self.turn_at + 1 + inside)}.{number}")
         index = next((i for i, c in enumerate(self.turn_calls) if c.id == call_id), 0)
+        return self._result_event(trace, message_id(self.turn_at + 1 + index))
+
+    def _inside(self, call_id: str) -> int | None:
+        """The place of the turn's call that ``call_id`` was made inside (``"<its id>.<n>"``),
+        or None for any other call."""
+        if any(made.id == call_id for made in self.turn_calls):
+            return None
+        outer, dot, _ = call_id.rpartition(".")
+        found = (i for i, made in enumerate(self.turn_calls) if dot and made.id == outer)
+        return next(found, None)
+
+    def _result_event(self, trace: ToolTrace, message: str) -> ToolCallResultEvent:
+        call_id = trace.call.id
         how: dict[str, Any] = {
             "ok": trace.result.ok,
             "errorCode": trace.result.error_code,
@@ -234,7 +260,7 @@ class Relay:
             kind = error.type_name if isinstance(error, RecordedError) else type(error).__name__
             how["error"] = f"{kind}: {error}"
         return ToolCallResultEvent(
-            message_id=message_id(self.turn_at + 1 + index),
+            message_id=message,
             tool_call_id=call_id,
             content=trace.result.output,
             role="tool",
