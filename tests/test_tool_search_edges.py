@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from _mcp import GROWING_SERVER, SLOW
 from helpers import answer, call, calls, tool_messages
 from test_web_pages import shown, site  # noqa: F401  (site: the web app's fixture)
+import tooldeck as tooldeck_package
 from tooldeck import Agent, AssistantOutput, ScriptedModel, ToolCall, tool
 from tooldeck.observe import Instrumentation
 from tooldeck.runlog import RunLog
@@ -224,6 +225,21 @@ def test_tools_lists_deferred_tools_marked(shop: Path) -> None:
         ("lookup", None),
         ("refund", True),
     ]
+
+
+async def test_mcp_serve_serves_a_modules_deferred_tools_too(shop: Path) -> None:
+    # an MCP client is served every tool, the deferred ones included: it defers its own
+    served = ["-m", "tooldeck.cli", "mcp", "serve", str(shop / "deferred_only.py")]
+    this_tooldeck = {"PYTHONPATH": str(Path(tooldeck_package.__file__).parents[1])}
+    # (the SDK starts a server with a minimal environment: without PYTHONPATH a checkout's
+    # test would serve whichever tooldeck is installed)
+    async with MCPToolset.stdio(
+        sys.executable, served, env=this_tooldeck, connect_timeout=SLOW
+    ) as toolset:
+        names = [(entry.name, entry.spec.description) for entry in await toolset.entries()]
+        refunded = await toolset.call("refund", {"order": "7"})
+    assert names == [("lookup", "Look an order up."), ("refund", "Refund an order's payment.")]
+    assert refunded == "refunded order 7"
 
 
 @pytest.mark.parametrize(
