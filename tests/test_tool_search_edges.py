@@ -21,10 +21,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from _mcp import GROWING_SERVER, SLOW
+from _mcp import GROWING_SERVER, ROOT, SLOW
 from helpers import answer, call, calls, tool_messages
 from test_web_pages import shown, site  # noqa: F401  (site: the web app's fixture)
-import tooldeck as tooldeck_package
 from tooldeck import Agent, AssistantOutput, ScriptedModel, ToolCall, tool
 from tooldeck.observe import Instrumentation
 from tooldeck.runlog import RunLog
@@ -230,7 +229,7 @@ def test_tools_lists_deferred_tools_marked(shop: Path) -> None:
 async def test_mcp_serve_serves_a_modules_deferred_tools_too(shop: Path) -> None:
     # an MCP client is served every tool, the deferred ones included: it defers its own
     served = ["-m", "tooldeck.cli", "mcp", "serve", str(shop / "deferred_only.py")]
-    this_tooldeck = {"PYTHONPATH": str(Path(tooldeck_package.__file__).parents[1])}
+    this_tooldeck = {"PYTHONPATH": str(ROOT / "src")}
     # (the SDK starts a server with a minimal environment: without PYTHONPATH a checkout's
     # test would serve whichever tooldeck is installed)
     async with MCPToolset.stdio(
@@ -454,3 +453,38 @@ async def test_a_deferred_mcp_toolsets_new_tools_become_searchable() -> None:
         ["search_tools", "grow", "extra_1"],
     ]
     assert toolset.changes_announced == 1
+
+
+def test_run_follows_a_deferred_mcp_toolset_of_its_module_that_adds_a_tool(
+    shop: Path, provider: Provider
+) -> None:
+    (shop / "growing.py").write_text(
+        "import sys\n"
+        "from tooldeck.tools.mcp import MCPToolset\n\n"
+        f"growing = MCPToolset.stdio(sys.executable, [{GROWING_SERVER[1]!r}], "
+        f"connect_timeout={SLOW}, defer_loading=True)\n",
+        encoding="utf-8",
+    )
+    sim = provider(
+        [
+            sim_call("search_tools", {"query": "grow"}),
+            sim_call("grow", {}),  # adds extra_1 and sends tools/list_changed
+            sim_call("search_tools", {"query": "extra"}),
+            sim_call("extra_1", {}),
+            reply("Grown."),
+        ],
+        model="shop-model",
+    )
+    ran = tooldeck(shop, sim, "run", "Grow.", "-t", "growing.py", "--json")
+
+    assert ran.returncode == 0, ran.stderr
+    assert [offered(request) for request in sim.requests] == [
+        ["search_tools"],  # every tool of the server deferred
+        ["search_tools", "grow"],
+        ["search_tools", "grow"],  # extra_1 is deferred too, until found
+        ["search_tools", "grow", "extra_1"],
+        ["search_tools", "grow", "extra_1"],
+    ]
+    assert sim.requests[3]["messages"][-1]["content"] == f"{FOUND}\nextra_1: Added by grow."
+    assert sim.requests[4]["messages"][-1]["content"] == '{"result": "extra"}'
+    assert json.loads(ran.stdout)["revealed"] == ["grow", "extra_1"]
