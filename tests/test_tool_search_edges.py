@@ -1,8 +1,10 @@
 """Tool search at the edges (issue 37): ``--tool-search`` and ``--defer-tools-after N`` on
 real ``tooldeck`` processes against the provider simulator, the display's and ``--json``'s
 searches, the run log read back (``tooldeck logs show``), the web run page's timeline, a
-``tool_search`` span per search, and a deferred MCPToolset whose server adds a tool and
-sends ``notifications/tools/list_changed``: the new tool is searchable (a new index)."""
+``tool_search`` span per search, ``tooldeck mcp serve`` serving deferred tools to an MCP
+client, and a deferred MCPToolset whose server adds a tool and sends
+``notifications/tools/list_changed``: the new tool is searchable (a new index), in an Agent
+and in ``tooldeck run`` and ``chat``."""
 
 from __future__ import annotations
 
@@ -455,8 +457,9 @@ async def test_a_deferred_mcp_toolsets_new_tools_become_searchable() -> None:
     assert toolset.changes_announced == 1
 
 
-def test_run_follows_a_deferred_mcp_toolset_of_its_module_that_adds_a_tool(
-    shop: Path, provider: Provider
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_run_and_chat_follow_a_deferred_mcp_toolset_of_their_module_that_adds_a_tool(
+    command: str, shop: Path, provider: Provider
 ) -> None:
     (shop / "growing.py").write_text(
         "import sys\n"
@@ -475,7 +478,10 @@ def test_run_follows_a_deferred_mcp_toolset_of_its_module_that_adds_a_tool(
         ],
         model="shop-model",
     )
-    ran = tooldeck(shop, sim, "run", "Grow.", "-t", "growing.py", "--json")
+    if command == "run":
+        ran = tooldeck(shop, sim, "run", "Grow.", "-t", "growing.py", "--json")
+    else:
+        ran = tooldeck(shop, sim, "chat", "-t", "growing.py", stdin="Grow.\nexit\n")
 
     assert ran.returncode == 0, ran.stderr
     assert [offered(request) for request in sim.requests] == [
@@ -487,4 +493,8 @@ def test_run_follows_a_deferred_mcp_toolset_of_its_module_that_adds_a_tool(
     ]
     assert sim.requests[3]["messages"][-1]["content"] == f"{FOUND}\nextra_1: Added by grow."
     assert sim.requests[4]["messages"][-1]["content"] == '{"result": "extra"}'
-    assert json.loads(ran.stdout)["revealed"] == ["grow", "extra_1"]
+    if command == "run":
+        assert json.loads(ran.stdout)["revealed"] == ["grow", "extra_1"]
+    else:  # the banner names the tools the chat starts with, read before its first turn
+        assert "with no tools (and 1 deferred, found with search_tools);" in ran.stdout
+        assert "Grown." in ran.stdout
