@@ -9,6 +9,11 @@ its model the provider simulator (``OPENAI_BASE_URL``: fresh call ids in every r
 - ``journal``: the same prompt in the SQLite session WORKDIR/shop.db (run id ``run-1``);
   the refund (revealed, no approval) writes WORKDIR/hanging and sleeps, to be killed.
 - ``journal-again``: the same run met again in that session, the refund not hanging.
+- ``durable``: the prompt as the durable run ``run-1`` (DBOS on the SQLite system database
+  WORKDIR/system.sqlite); the refund (revealed) writes WORKDIR/hanging and sleeps, to be
+  killed.
+- ``durable-again``: DBOS launched again on that database recovers ``run-1`` (the refund not
+  hanging); its result.
 
 The outcome is printed as JSON on the last line: the answer, the stop reason, what the
 tools answered.
@@ -24,6 +29,11 @@ from pathlib import Path
 
 from helpers import simulated_model, tool_messages
 from tooldeck import Agent, Approve, tool
+<<<<<<< HEAD
+=======
+from tooldeck.models.openai import OpenAIChatModel
+from tooldeck.results import RunResult
+>>>>>>> i37-rest
 from tooldeck.run.events import FinalAnswer, RunRecovered
 from tooldeck.search import ToolSearch
 from tooldeck.sessions import SQLiteSession
@@ -42,7 +52,7 @@ def lookup_order(order_id: str) -> str:
 @tool(defer_loading=True, requires_approval=scenario in ("pause", "resume"))
 def refund_order(order_id: str) -> str:
     """Refund an order's payment to the customer."""
-    if scenario == "journal":
+    if scenario in ("journal", "durable"):
         (workdir / "hanging").write_text("refund")
         time.sleep(600)
     with (workdir / "effects").open("a") as file:
@@ -62,11 +72,40 @@ def agent() -> Agent[None, str]:
     return Agent(model, tools=tools, capabilities=[ToolSearch()], checkpoint_key=KEY)
 
 
+async def durable_run(shop: Agent[None, str]) -> RunResult[str]:
+    """The prompt as the durable run ``run-1``, or (``durable-again``) that run recovered."""
+    from dbos import DBOS
+
+    from tooldeck.durable import DurableAgent
+
+    DBOS(
+        config={
+            "name": "tooldeck-search-tests",
+            "system_database_url": f"sqlite:///{workdir / 'system.sqlite'}",
+            "executor_id": "worker-1",
+            "application_version": "tests",
+            "log_level": "WARNING",
+        }
+    )
+    durable = DurableAgent(shop, name="shop")
+    DBOS.launch()  # recovers this executor's unfinished runs: a killed process's
+    try:
+        if scenario == "durable":
+            return await durable.run("Refund order A1", run_id="run-1")
+        handle = await DBOS.retrieve_workflow_async("run-1")
+        result: RunResult[str] = await handle.get_result(polling_interval_sec=0.1)
+        return result
+    finally:
+        DBOS.destroy()
+
+
 async def main() -> None:
     shop = agent()
     checkpoint = workdir / "checkpoint.json"
     recovered = False
-    if scenario == "pause":
+    if scenario.startswith("durable"):
+        result = await durable_run(shop)
+    elif scenario == "pause":
         result = await shop.run("Refund order A1")
         assert result.checkpoint is not None
         checkpoint.write_text(result.checkpoint.to_json(), encoding="utf-8")

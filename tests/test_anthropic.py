@@ -40,7 +40,7 @@ from tooldeck.errors import (
     ModelUnavailable,
     ProviderError,
 )
-from tooldeck.models.anthropic import AnthropicModel
+from tooldeck.models.anthropic import MAX_CONTINUATIONS, AnthropicModel
 from tooldeck.models.resolve import resolve_model
 
 ADD_TOOL = {"name": "add_numbers", "description": "Add two integers.", "input_schema": ADD_SCHEMA}
@@ -437,10 +437,29 @@ async def test_refusal_stop_is_refused_with_the_explanation(
 
 
 async def test_a_stop_reason_tooldeck_does_not_handle_is_an_error(server: LoopbackServer) -> None:
-    respond(server, message_body([text("Searching")], stop_reason="pause_turn"), stream=False)
+    respond(server, message_body([text("Hm")], stop_reason="a_new_reason"), stream=False)
 
-    with pytest.raises(ModelError, match="stop_reason 'pause_turn'"):
+    with pytest.raises(ModelError, match="stop_reason 'a_new_reason', which tooldeck does not"):
         await make_model(server).complete([Message.user("x")], [], ModelSettings())
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_turn_still_paused_after_asking_it_to_go_on_is_an_error(
+    server: LoopbackServer, stream: bool
+) -> None:
+    for _ in range(MAX_CONTINUATIONS + 1):
+        respond(server, message_body([text("Searching.")], stop_reason="pause_turn"), stream)
+
+    with pytest.raises(ModelError) as caught:
+        await make_model(server, stream).complete([Message.user("x")], [], ModelSettings())
+
+    assert str(caught.value) == (
+        "anthropic:claude-sonnet-5: the turn was still paused (stop_reason 'pause_turn') after "
+        "5 requests to go on; the provider's server tools did not finish"
+    )
+    assert len(server.bodies) == MAX_CONTINUATIONS + 1
+    assert len(server.bodies[-1]["messages"]) == 2  # the question, the turn so far
+    assert len(server.bodies[-1]["messages"][-1]["content"]) == MAX_CONTINUATIONS
 
 
 # --- failures ------------------------------------------------------------------------------

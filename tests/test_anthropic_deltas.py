@@ -216,7 +216,7 @@ async def test_an_error_event_after_text_ends_the_run_as_an_overloaded_status_do
             {"type": "refusal", "category": "cyber", "explanation": "Not that."},
             ModelRefused,
         ),
-        ("pause_turn", None, ModelError),
+        ("a_new_reason", None, ModelError),
     ],
 )
 async def test_a_stop_reason_raises_what_complete_raises_after_the_text(

@@ -354,3 +354,41 @@ async def test_a_fallback_to_another_provider_sees_the_tools_a_native_search_rev
     assert result.answer == "Refunded."
     shown = [param["function"]["name"] for param in sent(openai, 0)["tools"]]
     assert shown == ["lookup_order", SEARCH_TOOL, "refund_order"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_anthropic_asks_a_paused_search_to_go_on_and_the_found_tool_runs(
+    anthropic: LoopbackServer, stream: bool
+) -> None:
+    """``pause_turn``: the API paused its own search loop; the adapter sends the turn so
+    far back as the last message, and the turn goes on (Anthropic's documented handling)."""
+    use, found = anthropic_search(["refund_order"])
+    looking = text("Let me find the refund tool.")
+    anthropic_reply(anthropic, message_body([looking, use], stop_reason="pause_turn"), stream)
+    calling = tool_use("toolu_1", "refund_order", {"order_id": "A1"})
+    anthropic_reply(anthropic, message_body([found, calling]), stream)
+    anthropic_reply(anthropic, message_body([text("Refunded.")]), stream)
+
+    result = await Agent(claude(anthropic, stream), tools(), capabilities=[ToolSearch()]).run(
+        "Refund order A1"
+    )
+
+    assert result.answer == "Refunded."
+    assert result.messages[2].content == "refunded A1"
+    assert len(anthropic.bodies) == 3  # the paused turn, its continuation, the answer
+    first, going_on, after = sent(anthropic, 0), sent(anthropic, 1), sent(anthropic, 2)
+    assert going_on["tools"] == first["tools"]  # the same request, refund_order still deferred
+    assert going_on["messages"] == [
+        *first["messages"],
+        {"role": "assistant", "content": [looking, use]},
+    ]
+    turn = result.messages[1]
+    assert turn.content == "Let me find the refund tool."
+    assert [call.name for call in turn.tool_calls] == ["refund_order"]
+    assert [item["type"] for item in turn.provider_items] == [
+        "server_tool_use",
+        "tool_search_tool_result",
+    ]
+    assert result.usage.input_tokens == 3 * 25  # each request counted
+    assert [param["name"] for param in after["tools"]][-2:] == ["refund_order", "track_parcel"]
+    assert "defer_loading" not in after["tools"][-2]  # revealed: shown plain

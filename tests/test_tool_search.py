@@ -482,7 +482,12 @@ def test_a_reveal_survives_a_checkpoint_resumed_in_another_process(
     assert last_read(after) == "refunded A1"
 
 
-def test_a_reveal_survives_a_kill_and_the_journal(tmp_path: Path, provider: Provider) -> None:
+@pytest.mark.parametrize("door", ["journal", "durable"])
+def test_a_reveal_survives_a_kill_and_the_recovery(
+    door: str, tmp_path: Path, provider: Provider
+) -> None:
+    """A session's journal, or a durable (DBOS) run: killed in the revealed tool's call,
+    the run met again in a new process still shows that tool, calls it and goes on."""
     sim = provider(
         [
             sim_call("search_tools", {"query": "refund payment", "limit": 1}),
@@ -490,12 +495,19 @@ def test_a_reveal_survives_a_kill_and_the_journal(tmp_path: Path, provider: Prov
             reply("Refunded."),
         ]
     )
-    kill_when_written(_child("journal", tmp_path, sim), tmp_path / "hanging", "the refund")
+    kill_when_written(_child(door, tmp_path, sim), tmp_path / "hanging", "the refund")
 
-    again = _finished("journal-again", tmp_path, sim)
+    again = _finished(f"{door}-again", tmp_path, sim)
 
-    assert again["recovered"] is True
+    assert again["recovered"] is (door == "journal")  # a durable run is DBOS's to recover
     assert again["answer"] == "Refunded."
+    assert again["read"] == [
+        "tools found (callable from your next turn):\nrefund_order: Refund an order's payment "
+        "to the customer.",
+        "refunded A1",
+    ]
+    assert (tmp_path / "effects").read_text() == "refund A1\n"
+    assert len(sim.requests) == 3  # the turns before the kill were read back, not asked
     after = sim.requests[-1]  # the request the run met again made
     assert names(after) == ["lookup_order", "search_tools", "refund_order"]
     assert last_read(after) == "refunded A1"

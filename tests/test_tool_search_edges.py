@@ -1,8 +1,10 @@
 """Tool search at the edges (issue 37): ``--tool-search`` and ``--defer-tools-after N`` on
 real ``tooldeck`` processes against the provider simulator, the display's and ``--json``'s
 searches, the run log read back (``tooldeck logs show``), the web run page's timeline, a
-``tool_search`` span per search, and a deferred MCPToolset whose server adds a tool and
-sends ``notifications/tools/list_changed``: the new tool is searchable (a new index)."""
+``tool_search`` span per search, ``tooldeck mcp serve`` serving deferred tools to an MCP
+client, and a deferred MCPToolset whose server adds a tool and sends
+``notifications/tools/list_changed``: the new tool is searchable (a new index), in an Agent
+and in ``tooldeck run`` and ``chat``."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from _mcp import GROWING_SERVER, SLOW
+from _mcp import GROWING_SERVER, ROOT, SLOW
 from helpers import answer, call, calls, tool_messages
 from test_web_pages import shown, site  # noqa: F401  (site: the web app's fixture)
 from tooldeck import Agent, AssistantOutput, ScriptedModel, ToolCall, tool
@@ -224,6 +226,21 @@ def test_tools_lists_deferred_tools_marked(shop: Path) -> None:
         ("lookup", None),
         ("refund", True),
     ]
+
+
+async def test_mcp_serve_serves_a_modules_deferred_tools_too(shop: Path) -> None:
+    # an MCP client is served every tool, the deferred ones included: it defers its own
+    served = ["-m", "tooldeck.cli", "mcp", "serve", str(shop / "deferred_only.py")]
+    this_tooldeck = {"PYTHONPATH": str(ROOT / "src")}
+    # (the SDK starts a server with a minimal environment: without PYTHONPATH a checkout's
+    # test would serve whichever tooldeck is installed)
+    async with MCPToolset.stdio(
+        sys.executable, served, env=this_tooldeck, connect_timeout=SLOW
+    ) as toolset:
+        names = [(entry.name, entry.spec.description) for entry in await toolset.entries()]
+        refunded = await toolset.call("refund", {"order": "7"})
+    assert names == [("lookup", "Look an order up."), ("refund", "Refund an order's payment.")]
+    assert refunded == "refunded order 7"
 
 
 @pytest.mark.parametrize(
@@ -438,3 +455,46 @@ async def test_a_deferred_mcp_toolsets_new_tools_become_searchable() -> None:
         ["search_tools", "grow", "extra_1"],
     ]
     assert toolset.changes_announced == 1
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_run_and_chat_follow_a_deferred_mcp_toolset_of_their_module_that_adds_a_tool(
+    command: str, shop: Path, provider: Provider
+) -> None:
+    (shop / "growing.py").write_text(
+        "import sys\n"
+        "from tooldeck.tools.mcp import MCPToolset\n\n"
+        f"growing = MCPToolset.stdio(sys.executable, [{GROWING_SERVER[1]!r}], "
+        f"connect_timeout={SLOW}, defer_loading=True)\n",
+        encoding="utf-8",
+    )
+    sim = provider(
+        [
+            sim_call("search_tools", {"query": "grow"}),
+            sim_call("grow", {}),  # adds extra_1 and sends tools/list_changed
+            sim_call("search_tools", {"query": "extra"}),
+            sim_call("extra_1", {}),
+            reply("Grown."),
+        ],
+        model="shop-model",
+    )
+    if command == "run":
+        ran = tooldeck(shop, sim, "run", "Grow.", "-t", "growing.py", "--json")
+    else:
+        ran = tooldeck(shop, sim, "chat", "-t", "growing.py", stdin="Grow.\nexit\n")
+
+    assert ran.returncode == 0, ran.stderr
+    assert [offered(request) for request in sim.requests] == [
+        ["search_tools"],  # every tool of the server deferred
+        ["search_tools", "grow"],
+        ["search_tools", "grow"],  # extra_1 is deferred too, until found
+        ["search_tools", "grow", "extra_1"],
+        ["search_tools", "grow", "extra_1"],
+    ]
+    assert sim.requests[3]["messages"][-1]["content"] == f"{FOUND}\nextra_1: Added by grow."
+    assert sim.requests[4]["messages"][-1]["content"] == '{"result": "extra"}'
+    if command == "run":
+        assert json.loads(ran.stdout)["revealed"] == ["grow", "extra_1"]
+    else:  # the banner names the tools the chat starts with, read before its first turn
+        assert "with no tools (and 1 deferred, found with search_tools);" in ran.stdout
+        assert "Grown." in ran.stdout

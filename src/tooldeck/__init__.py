@@ -141,6 +141,7 @@ _MOVED: dict[str, tuple[str, ...]] = {
             "ProviderError",
             "ScriptExhausted",
             "ToolDefinitionWarning",
+            "RunEnded",
             "ToolExecutionError",
         ],
         ("tooldeck.errors",),

@@ -188,11 +188,13 @@ def _read_below(read: Callable[[str], str], prompt: str, text: str, shown: TextI
     return read(prompt)
 
 
-def reachable_tools(agent: Agent[Any, Any]) -> list[str]:
+def reachable_tools(agent: Agent[Any, Any], shown: ToolView | None = None) -> list[str]:
     """The names of the tools of ``agent``, of every agent a run may be handed to from it
     (``handing_over.reachable``) and of every agent asked as a tool by one of them: the calls
-    a person may be asked about (a call inside an agent tool waits as the top run's)."""
-    names: dict[str, None] = {}
+    a person may be asked about (a call inside an agent tool waits as the top run's).
+    ``shown``: ``agent``'s tools as the command loaded them (an agent following a module's
+    Toolsets lists them at its first turn)."""
+    names: dict[str, None] = dict.fromkeys(e.name for e in shown.entries) if shown else {}
     seen: set[int] = set()
     waiting = [agent]
     while waiting:

@@ -21,13 +21,14 @@ from tooldeck.cli.display import Console, call_text
 from tooldeck.cli.exec import Run, execute
 from tooldeck.cli.interrupt import Interrupted
 from tooldeck.cli.load import loaded_tools
-from tooldeck.cli.run import agent_options, prepare
+from tooldeck.cli.run import agent_options, defer_tools, prepare
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import session_options
 from tooldeck.cli.terminal import TerminalReader
 from tooldeck.cli.totals import Tally
 from tooldeck.errors import ErrorCode, SessionError
 from tooldeck.run._engine.calls.texts import keeps_running
+from tooldeck.tools.registry import ToolView
 
 _LEAVE = {"exit", "quit", "/exit", "/quit"}
 
@@ -50,14 +51,14 @@ def chat_command(args: argparse.Namespace) -> int:
     with asyncio.Runner() as runner, loaded_tools(args.tools, args.toolset, runner) as loaded:
         run = prepare(args, loaded, "")
         with logging_runs(run.agent, args.no_log):
-            return _converse(run, runner)
+            return _converse(run, runner, defer_tools(args, loaded.view))
 
 
-def _converse(run: Run, runner: asyncio.Runner) -> int:
-    """Prompts read from the terminal, each run in turn, until Ctrl-D or 'exit'."""
+def _converse(run: Run, runner: asyncio.Runner, shown: ToolView) -> int:
+    """Prompts read from the terminal, each run in turn, until Ctrl-D or 'exit'; ``shown``:
+    the tools the chat starts with."""
     console = Console()
     session = run.session.session_id if run.session is not None else ""
-    shown = run.agent.tools
     tools = ", ".join(shown.names) or "no tools"
     if shown.deferred:  # --defer-tools-after, or the module's defer_loading
         tools += f" (and {len(shown.deferred)} deferred, found with search_tools)"

@@ -225,7 +225,7 @@ def _answer_stored(run: Run, stored: Checkpoint, watch: Watch, voice: Voice) -> 
     session_id = run.session.session_id
     prompt, calls = paused_prompt(stored), waiting_calls(stored)
     discard = f"tooldeck sessions discard {session_id}"
-    known = reachable_tools(run.agent)
+    known = reachable_tools(run.agent, run.approver.tools if run.approver else None)
     missing = [p.call.name for p in stored.turn.pending if p.call.name not in known]
     if missing:
         raise CliError(

@@ -7,24 +7,29 @@ names a module: ``run``, ``chat``, ``web``, ``mcp serve``, ``eval``. Here their 
 become the command's: a target written wrong is a usage error, one that cannot be loaded a
 failure of one line (the traceback with ``-v``).
 A Toolset's tools (an MCP server's) go where function tools go: they are loaded (the server
-started) on the event loop the command runs on, and closed when the command ends.
+started) on the event loop the command runs on, and closed when the command ends. While
+the command runs, a module with Toolsets is followed (``ModuleTools``): an MCP server that
+announces a new tool list (``notifications/tools/list_changed``) is listed again before the
+next model turn, as for an ``Agent`` given the toolset itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from tooldeck.cli.args import CliError, UsageError
 from tooldeck.run.module_settings import ModuleSettings, module_settings
 from tooldeck.tools import modules
 from tooldeck.tools.modules import exception_text, is_own_code, raised_at
-from tooldeck.tools.registry import ToolRegistry, ToolView
+from tooldeck.tools.registry import ToolEntry, ToolRegistry, Toolset, ToolView
 
 __all__ = [
+    "Loaded",
     "ModuleSettings",
+    "ModuleTools",
     "exception_text",
     "is_own_code",
     "load_object",
@@ -47,6 +52,56 @@ def command_errors() -> Iterator[None]:
         raise CliError(str(error)) from error.__cause__
 
 
+class ModuleTools(Toolset):
+    """A module's tools as a command shows them (``shape``: ``--defer-tools-after``), listed
+    again whenever one of its Toolsets changed (an MCP server's ``tools/list_changed``):
+    what ``run`` and ``chat`` give their agent when the module has Toolsets."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        toolsets: Sequence[str] | None,
+        shape: Callable[[ToolView], ToolView] | None = None,
+    ) -> None:
+        self._registry = registry
+        self._toolsets = toolsets
+        self._shape = shape
+        self._stamp = registry.stamp
+        self._version = 0
+        self.defer_loading = False
+        """Whether some of its tools are deferred (an agent then gets a ``ToolSearch``)."""
+
+    def shaped(self, shape: Callable[[ToolView], ToolView], shown: ToolView) -> ModuleTools:
+        """These tools, each list passed through ``shape``; ``shown`` is the first one."""
+        twin = ModuleTools(self._registry, self._toolsets, shape)
+        twin.defer_loading = bool(shown.deferred)
+        return twin
+
+    @property
+    def version(self) -> int:
+        stamp = self._registry.stamp
+        if stamp != self._stamp:
+            self._stamp = stamp
+            self._version += 1
+        return self._version
+
+    async def entries(self) -> Sequence[ToolEntry]:
+        view = await _view(self._registry, self._toolsets)
+        return (view if self._shape is None else self._shape(view)).entries
+
+
+class Loaded(NamedTuple):
+    """What a command's ``-t/--tools`` names, loaded."""
+
+    view: ToolView
+    """The tools as loaded when the command started."""
+    settings: ModuleSettings
+    """The settings the module defines beside its tools."""
+    following: ModuleTools | None = None
+    """The same tools, listed again when a Toolset changes; None when the module has no
+    Toolset (or its connections are closed already)."""
+
+
 def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
     """The tools named by ``target`` (see ``tooldeck.tools.modules.tool_registry``), only
     those of ``toolsets`` when given; a Toolset's are listed, and its connection closed (its
@@ -54,30 +109,32 @@ def load_tools(target: str, toolsets: Sequence[str] | None = None) -> ToolView:
     return load_with_settings(target, toolsets)[0]
 
 
-def load_with_settings(
-    target: str, toolsets: Sequence[str] | None = None
-) -> tuple[ToolView, ModuleSettings]:
-    """``load_tools``, and the settings the module defines beside its tools."""
+def load_with_settings(target: str, toolsets: Sequence[str] | None = None) -> Loaded:
+    """``load_tools``, and the settings the module defines beside its tools (not followed:
+    a Toolset's connection is closed here)."""
     with asyncio.Runner() as runner, loaded_tools(target, toolsets, runner) as loaded:
-        return loaded
+        return loaded._replace(following=None)
 
 
 @contextmanager
 def loaded_tools(
     target: str | None, toolsets: Sequence[str] | None, runner: asyncio.Runner
-) -> Iterator[tuple[ToolView, ModuleSettings]]:
+) -> Iterator[Loaded]:
     """The tools named by ``target`` (none when None), Toolsets' tools loaded on
-    ``runner``'s loop and closed there when the block ends; and the settings the module
-    defines beside its tools (``ModuleSettings``: guardrails, handoffs, untrusted policy)."""
+    ``runner``'s loop and closed there when the block ends; the settings the module
+    defines beside its tools (``ModuleSettings``: guardrails, handoffs, untrusted policy);
+    and, for a module with Toolsets, the tools followed on ``runner``'s loop."""
     if target is None:
         if toolsets:
             raise UsageError("--toolset picks tools of --tools: give -t/--tools too")
-        yield ToolView.of(()), ModuleSettings()
+        yield Loaded(ToolView.of(()), ModuleSettings())
         return
     with command_errors():
         registry, settings = module_settings(target)
     try:
-        yield runner.run(_view(registry, toolsets)), settings
+        view = runner.run(_view(registry, toolsets))
+        following = ModuleTools(registry, toolsets) if registry.toolsets_registered else None
+        yield Loaded(view, settings, following)
     finally:
         if registry.toolsets_registered:
             runner.run(registry.aclose())

@@ -203,7 +203,7 @@ def _how_it_runs(entry: ToolEntry) -> dict[str, object]:
 
 
 def _mcp_serve(args: argparse.Namespace) -> int:
-    view, settings = load_with_settings(args.module, args.toolset)
+    view, settings, _ = load_with_settings(args.module, args.toolset)
     refuse_unhonoured(settings, "tooldeck mcp serve", NOT_SERVED, _ONE_CALL)
     try:
         from tooldeck.serve.mcp import serve_tools

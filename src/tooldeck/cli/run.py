@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,17 +28,16 @@ from tooldeck.cli.args import (
     whole_number,
 )
 from tooldeck.cli.exec import Form, Run, execute
-from tooldeck.cli.load import exception_text, load_object, loaded_tools, raised_at
+from tooldeck.cli.load import Loaded, exception_text, load_object, loaded_tools, raised_at
 from tooldeck.cli.model import build_model
 from tooldeck.cli.runlog import logging_runs
 from tooldeck.cli.sessions import open_session, session_options
 from tooldeck.models.base import Model, ModelSettings
 from tooldeck.run.agent import Agent
 from tooldeck.run.capabilities import Capability
-from tooldeck.run.module_settings import ModuleSettings
 from tooldeck.run.output import OutputMode
 from tooldeck.run.policy import Limits
-from tooldeck.tools.registry import ToolView, deferred
+from tooldeck.tools.registry import ToolRegistry, ToolView, deferred
 
 NO_LOG_HELP = "do not record this run in the run log (tooldeck logs)"
 TOOLS_HELP = (
@@ -227,7 +227,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def prepare(
     args: argparse.Namespace,
-    loaded: tuple[ToolView, ModuleSettings],
+    loaded: Loaded,
     prompt: str,
     output_type: Any = None,
     output_mode: OutputMode = "auto",
@@ -235,7 +235,7 @@ def prepare(
     """The run the arguments describe on the tools ``loaded`` (with the settings their
     module defines: guardrails, handoffs, its untrusted policy), every argument checked
     first."""
-    view, _ = loaded
+    view = defer_tools(args, loaded.view)
     agent = build_agent(args, loaded, output_type, output_mode)
     check_terminal(args, view, agent)
     return Run(
@@ -252,15 +252,16 @@ def prepare(
 
 def build_agent(
     args: argparse.Namespace,
-    loaded: tuple[ToolView, ModuleSettings],
+    loaded: Loaded,
     output_type: Any = None,
     output_mode: OutputMode = "auto",
 ) -> Agent[Any, Any]:
     """The agent the options of ``agent_options`` and ``model_options`` describe, on the
     tools ``loaded`` and with every setting their module defines: ``run``, ``chat`` and
-    ``web`` build theirs here, so each honours what the others do."""
-    view, module = loaded
-    view = defer_tools(args, view)
+    ``web`` build theirs here, so each honours what the others do. A module's Toolsets are
+    followed when ``loaded`` can (a changed MCP tool list is read again before a turn)."""
+    module = loaded.settings
+    view = defer_tools(args, loaded.view)
     check_tools(args, view, output_type)
     instructions = _instructions(args)
     model = build_model(args.model, args.base_url, args.api_key_env)
@@ -273,7 +274,7 @@ def build_agent(
         )
     return Agent(
         model,
-        view,
+        _followed(args, loaded, view),
         instructions=instructions,
         settings=ModelSettings(
             tool_choice=args.tool_choice, max_tokens=args.max_tokens, prices=args.price
@@ -292,6 +293,13 @@ def build_agent(
         after_untrusted=module.untrusted_policy(args.after_untrusted),
         capabilities=searching(args, view, module.capabilities),
     )
+
+
+def _followed(args: argparse.Namespace, loaded: Loaded, view: ToolView) -> ToolView | ToolRegistry:
+    """``view``, or for a module with Toolsets the same tools read again when one changes."""
+    if loaded.following is None:
+        return view
+    return ToolRegistry([loaded.following.shaped(partial(defer_tools, args), view)])
 
 
 def defer_tools(args: argparse.Namespace, view: ToolView) -> ToolView:
@@ -357,7 +365,7 @@ def check_terminal(args: argparse.Namespace, view: ToolView, agent: Agent[Any, A
     for name in args.approve:
         if args.tools is None:
             raise UsageError(f"--approve {name!r}: there are no tools without -t/--tools")
-        names = reachable_tools(agent)
+        names = reachable_tools(agent, view)
         if name not in names:
             known = did_you_mean(name, names)
             raise UsageError(f"--approve {name!r} is no tool of {args.tools!r}{known}")

@@ -36,7 +36,7 @@ from tooldeck.run.capabilities import Capability, HasStates, ModelCall, RequestC
 from tooldeck.search._rank import Ranker, Ranking, Strategy, check_strategy, ranker
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.function import tool
-from tooldeck.tools.registry import ToolEntry, ToolView, deferred
+from tooldeck.tools.registry import SEARCH_TOOL, ToolEntry, ToolView, deferred
 
 __all__ = [
     "FOUND",
@@ -48,8 +48,6 @@ __all__ = [
     "searched",
 ]
 
-SEARCH_TOOL = "search_tools"
-"""The name of the tool ``ToolSearch`` gives the model."""
 NO_MATCH = "no tool matches; do not search again with the same words"
 """What the model reads when a search finds nothing."""
 FOUND = "tools found (callable from your next turn):"

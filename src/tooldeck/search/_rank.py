@@ -11,6 +11,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol
 
+from tooldeck.search._regex import RegexRanker
 from tooldeck.tools.registry import ToolEntry
 
 Strategy = Literal["bm25", "regex"]
@@ -68,7 +69,7 @@ def ranker(strategy: Strategy | Ranking, tools: Sequence[ToolEntry]) -> Ranker:
     if strategy == "bm25":
         return _BM25(tools)
     if strategy == "regex":
-        return _Regex(tools)
+        return RegexRanker([entry.name for entry in tools], list(map(described, tools)))
     assert callable(strategy)
     return _Given(strategy, tools)
 
@@ -98,28 +99,6 @@ class _BM25:
         best = np.argpartition(-scores, size - 1)[:size]
         ordered = best[np.argsort(-scores[best], kind="stable")]
         return [int(i) for i in ordered if scores[i] > 0]
-
-
-class _Regex:
-    """A regular expression (case-insensitive) over each tool's text: name matches first."""
-
-    def __init__(self, tools: Sequence[ToolEntry]) -> None:
-        self._names = [entry.name for entry in tools]
-        self._texts = [described(entry) for entry in tools]
-
-    async def rank(self, query: str, limit: int) -> list[int]:
-        pattern = re.compile(query, re.IGNORECASE)  # re.error: the caller says why
-        by_name = [i for i, name in enumerate(self._names) if pattern.search(name)]
-        if len(by_name) >= limit:
-            return by_name[:limit]
-        found = set(by_name)
-        rest = (i for i, text in enumerate(self._texts) if i not in found and pattern.search(text))
-        ranked = by_name[:limit]
-        for index in rest:
-            if len(ranked) >= limit:
-                break
-            ranked.append(index)
-        return ranked
 
 
 class _Given:

@@ -31,7 +31,7 @@ from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.policy import Limits, RunPolicy
 from tooldeck.serve._stdio import serve_stdio
 from tooldeck.tools.guardrails import ArgumentsCheck, ToolGuardrail
-from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView
+from tooldeck.tools.registry import ToolEntry, ToolRegistry, ToolView, deferred
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
@@ -66,11 +66,12 @@ class ServedTools:
     @classmethod
     def of(cls, tools: ToolRegistry | ToolView, *, allow_approval_tools: bool) -> ServedTools:
         """External tools are never served; approval tools only when allowed, and then
-        they run without asking (the MCP client takes the person's place)."""
+        they run without asking (the MCP client takes the person's place). Deferred tools
+        (``defer_loading``) are served as any other: an MCP client defers its own."""
         view = tools.view() if isinstance(tools, ToolRegistry) else tools
         served: list[ToolEntry] = []
         not_served: dict[str, str] = {}
-        for entry in view.dispatch.values():
+        for entry in map(_shown, view.entries):
             if entry.external:
                 not_served[entry.name] = "an external tool: the application runs its calls"
             elif entry.options.requires_approval and not allow_approval_tools:
@@ -84,6 +85,10 @@ class ServedTools:
             else:
                 served.append(entry)
         return cls(ToolView.of(served), not_served)
+
+
+def _shown(entry: ToolEntry) -> ToolEntry:
+    return deferred(entry, False)
 
 
 def mcp_server(

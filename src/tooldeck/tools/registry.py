@@ -276,6 +276,11 @@ class ToolRegistry:
             await toolset.aclose()
 
 
+SEARCH_TOOL = "search_tools"
+"""The name of the tool that reveals deferred tools (``tooldeck.search.ToolSearch`` gives
+it to the model; a call of a deferred tool before its reveal is told to use it)."""
+
+
 def deferred(entry: ToolEntry, defer: bool = True) -> ToolEntry:
     """``entry`` held back until a search reveals it (``defer=False``: shown as usual)."""
     if entry.options.defer_loading is defer:

@@ -12,6 +12,9 @@ schema itself); ``tool_choice`` ``auto`` / ``required`` / ``none`` / a tool's na
 kept in the assistant message's ``provider_items`` and sent back unchanged, with their
 signatures, before the text and calls of their turn. ``stream()`` yields text and tool
 input pieces as the server-sent events bring them, then the same turn ``complete()`` gives.
+A turn the API pauses in its own server-tool loop (``stop_reason: "pause_turn"``, e.g. a
+long tool search) is asked to go on: the same request with the turn so far as the last
+assistant message, up to ``MAX_CONTINUATIONS`` times; its parts make one turn.
 
 Part of ``tooldeck.models``: may import what it may, and the ``anthropic`` SDK.
 """
@@ -24,7 +27,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from tooldeck.errors import ModelNotConfigured
+from tooldeck.errors import ModelError, ModelNotConfigured
 from tooldeck.messages import AssistantOutput
 from tooldeck.models._http import Endpoint
 from tooldeck.models._loops import LoopClients, foreign_loop_errors
@@ -46,6 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AnthropicModel"]
 
+MAX_CONTINUATIONS = 5
+"""Requests that ask a turn paused by the API (``pause_turn``) to go on, at most, per turn."""
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` when neither the model nor ``ModelSettings`` sets it (the API requires it)."""
 
@@ -115,36 +120,42 @@ class AnthropicModel(ProviderModel):
         return self._clients.current()
 
     async def _request_turn(self, ask: Ask) -> AssistantOutput:
-        """One Messages API request, as an AssistantOutput."""
-        request = request_format.build_request(self._parts, ask)
-        named, extra = request_format.split_request(request)
-        with self._sdk_errors() as context:
-            try:
-                message = await self.client.messages.create(**named, extra_body=extra or None)
-            except ValueError as error:  # raised before sending, e.g. max_tokens too large
-                raise refused_by_sdk(context, error) from error
-            turn = response_format.turn_from_message(self.name, message)
-        return response_format.to_output(self.name, turn)
+        """One Messages API request, as an AssistantOutput (a paused turn asked to go on)."""
+        turns: list[response_format.MessageTurn] = []
+        while not turns or _goes_on(self.name, turns):
+            request = request_format.build_request(self._parts, ask)
+            named, extra = request_format.split_request(response_format.continued(request, turns))
+            with self._sdk_errors() as context:
+                try:
+                    message = await self.client.messages.create(**named, extra_body=extra or None)
+                except ValueError as error:  # raised before sending, e.g. max_tokens too large
+                    raise refused_by_sdk(context, error) from error
+                turns.append(response_format.turn_from_message(self.name, message))
+        return response_format.to_output(self.name, response_format.joined(turns))
 
     async def _stream_turn(self, ask: Ask) -> AsyncGenerator[StreamItem, None]:
-        """The message as server-sent events: text and tool input pieces, then the whole turn.
+        """The message as server-sent events: text and tool input pieces, then the whole turn
+        (a paused turn asked to go on, its pieces after the first part's).
 
         Thinking is assembled into the turn (signatures kept for replay) without pieces.
         Closing the generator closes the HTTP response.
         """
-        request = request_format.build_request(self._parts, ask)
-        named, extra = request_format.split_request(request)
-        reader = EventReader(self.name)
-        with self._sdk_errors():
-            events = await self.client.messages.create(
-                **named, extra_body=extra or None, stream=True
-            )
-            async with events:
-                async for event in events:
-                    chunk = reader.add(event)
-                    if chunk is not None:
-                        yield chunk
-        yield response_format.to_output(self.name, reader.turn())
+        turns: list[response_format.MessageTurn] = []
+        while not turns or _goes_on(self.name, turns):
+            request = request_format.build_request(self._parts, ask)
+            named, extra = request_format.split_request(response_format.continued(request, turns))
+            reader = EventReader(self.name)
+            with self._sdk_errors():
+                events = await self.client.messages.create(
+                    **named, extra_body=extra or None, stream=True
+                )
+                async with events:
+                    async for event in events:
+                        chunk = reader.add(event)
+                        if chunk is not None:
+                            yield chunk
+            turns.append(reader.turn())
+        yield response_format.to_output(self.name, response_format.joined(turns))
 
     @contextmanager
     def _sdk_errors(self) -> Iterator[Endpoint]:
@@ -157,6 +168,19 @@ class AnthropicModel(ProviderModel):
         """Close the SDK clients tooldeck built (a later request builds a new one); a client
         passed in is left open for its owner to close."""
         await self._clients.aclose()
+
+
+def _goes_on(model: str, turns: list[response_format.MessageTurn]) -> bool:
+    """Whether the turn paused (``pause_turn``) and may be asked to go on once more."""
+    if turns[-1].stop_reason != response_format.PAUSED:
+        return False
+    if len(turns) > MAX_CONTINUATIONS:
+        raise ModelError(
+            f"{model}: the turn was still paused (stop_reason 'pause_turn') after "
+            f"{MAX_CONTINUATIONS} requests to go on; the provider's server tools did not "
+            "finish"
+        )
+    return True
 
 
 def _connect(

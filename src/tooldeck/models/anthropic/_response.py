@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from anthropic.types import Usage as AnthropicUsage
 
 _FINISHED = frozenset({"end_turn", "tool_use", "stop_sequence"})
+PAUSED = "pause_turn"
+"""The API paused a long server-tool loop (its own tool search, here): the turn goes on
+when its content so far is sent back as the conversation's last assistant message."""
 _TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
 
 
@@ -36,6 +39,8 @@ class MessageTurn:
     refusal: str = ""
     """The refusal's explanation (``stop_details``), when the API gave one."""
     usage: Usage | None = None
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    """Every content block as the API's JSON, in order (what a paused turn sends back)."""
 
     def add_call(self, id: str, name: str, given: object) -> None:
         """A ``tool_use`` block; input that is not a JSON object is kept as raw text."""
@@ -57,6 +62,7 @@ def turn_from_message(model: str, message: Message) -> MessageTurn:
     if message.stop_details is not None:
         turn.refusal = message.stop_details.explanation or ""
     for block in message.content:
+        turn.blocks.append(block.to_dict(mode="json"))
         if block.type == "text":
             turn.text.append(block.text)
         elif block.type == "tool_use":
@@ -64,6 +70,28 @@ def turn_from_message(model: str, message: Message) -> MessageTurn:
         else:
             turn.kept.append(block.to_dict(mode="json"))
     return turn
+
+
+def joined(turns: Sequence[MessageTurn]) -> MessageTurn:
+    """One turn of a paused turn's parts, in order: their text, calls and kept blocks one
+    after another, their usage added up, the last one's stop reason."""
+    whole = MessageTurn(stop_reason=turns[-1].stop_reason, refusal=turns[-1].refusal)
+    for turn in turns:
+        whole.text += turn.text
+        whole.calls += turn.calls
+        whole.kept += turn.kept
+        if turn.usage is not None:
+            whole.usage = turn.usage if whole.usage is None else whole.usage + turn.usage
+    return whole
+
+
+def continued(request: dict[str, Any], paused: Sequence[MessageTurn]) -> dict[str, Any]:
+    """``request`` asking a paused turn to go on: the content so far, every block as it
+    came, as the last message (Anthropic: "send the assistant content back to continue")."""
+    if not paused:
+        return request
+    so_far = {"role": "assistant", "content": [block for turn in paused for block in turn.blocks]}
+    return {**request, "messages": [*request["messages"], so_far]}
 
 
 def to_output(model: str, turn: MessageTurn) -> AssistantOutput:
@@ -84,7 +112,7 @@ def to_output(model: str, turn: MessageTurn) -> AssistantOutput:
     if reason is not None and reason not in _FINISHED:
         raise ModelError(
             f"{model}: the response stopped with stop_reason {reason!r}, which tooldeck does "
-            "not handle (pause_turn comes from server tools, which AnthropicModel does not run)"
+            "not handle"
         )
     return AssistantOutput(
         content=content,

@@ -57,13 +57,16 @@ class _Block:
             block[key] = opening + "".join(pieces)
         if self.signature is not None:
             block["signature"] = self.signature
+        given = block.get("input")
+        parsed = {**block, "input": _parsed_input(given)} if isinstance(given, str) else block
+        turn.blocks.append(parsed)  # as a Message has it
+        if block["type"] not in ("text", "tool_use"):
+            block = parsed
         if block["type"] == "text":
             turn.text.append(block["text"])
         elif block["type"] == "tool_use":
             turn.add_call(block["id"], block["name"], block["input"])
         else:
-            if isinstance(block.get("input"), str):  # a server tool's input, as a Message has it
-                block["input"] = _parsed_input(block["input"])
             turn.kept.append(block)
 
 

@@ -10,7 +10,7 @@ from tooldeck.errors import ErrorCode, InvalidArguments, ModelRetry
 from tooldeck.messages import ToolCall, ToolResult
 from tooldeck.run.policy import Limits
 from tooldeck.tools.function import FunctionTool
-from tooldeck.tools.registry import ToolEntry, ToolView
+from tooldeck.tools.registry import SEARCH_TOOL, ToolEntry, ToolView
 from tooldeck.tools.schema._argument_rules import shown
 
 _MAY_STILL_COMPLETE = (
@@ -19,8 +19,6 @@ _MAY_STILL_COMPLETE = (
 )
 _MAX_PROBLEMS = 20
 """Problems listed in one ``invalid_arguments`` text; the rest are counted."""
-SEARCH_TOOL = "search_tools"
-"""The name of the tool that reveals deferred tools (``tooldeck.search.ToolSearch``)."""
 _MAX_NAME = 200
 """Longer unknown tool names get no "did you mean" (matching them costs too much)."""
 
