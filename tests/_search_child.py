@@ -29,11 +29,7 @@ from pathlib import Path
 
 from helpers import simulated_model, tool_messages
 from tooldeck import Agent, Approve, tool
-<<<<<<< HEAD
-=======
-from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.results import RunResult
->>>>>>> i37-rest
 from tooldeck.run.events import FinalAnswer, RunRecovered
 from tooldeck.search import ToolSearch
 from tooldeck.sessions import SQLiteSession
