@@ -19,6 +19,8 @@
         tooldeck sessions clear ID
     tooldeck web [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--host HOST] [--port N]
         [the options of run but --approve, --yes, --no-stream]
+    tooldeck a2a serve --tools MODULE[:ATTR]|FILE.py [--model MODEL] [--host HOST] [--port N]
+        [--session-db PATH|URL] [--auth bearer|api-key|none] [the options of web]
     tooldeck eval SUITE... [--model M [--base-url URL]]... [--limit N] [--jobs N]
         [--out FILE] [--resume] [--compare FILE]... [--json] [--report FILE.html]
 
@@ -57,6 +59,7 @@ from tooldeck.cli.args import (
 from tooldeck.cli.chat import add_chat_parser
 from tooldeck.cli.display import Console, show_specs
 from tooldeck.cli.eval import add_eval_parser
+from tooldeck.cli.a2a import add_a2a_parser
 from tooldeck.cli.exec import Run, execute
 from tooldeck.cli.load import load_tools, load_with_settings, refuse_unhonoured
 from tooldeck.cli.logs import add_logs_parser
@@ -126,6 +129,7 @@ def _parser() -> Parser:
     add_logs_parser(commands, [verbose])
     add_sessions_parser(commands, [verbose])
     add_web_parser(commands, [verbose, model])
+    add_a2a_parser(commands, [verbose, model])
     add_eval_parser(commands, [verbose])
     for name in ("run", "chat", "demo", "tools"):
         commands.choices[name].set_defaults(prog=f"tooldeck {name}")
