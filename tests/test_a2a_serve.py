@@ -49,8 +49,10 @@ async def test_a_task_streams_its_calls_and_text_and_the_context_goes_on(
                 for d in message_data(e.status_update.status.message)
             ]
             assert [d["kind"] for d in data] == ["tooldeck.tool_call", "tooldeck.tool_result"]
-            assert data[0]["name"] == "lookup" and data[0]["arguments"] == {"order": "A1"}
-            assert data[1]["ok"] is True and data[1]["output"] == "order A1: paid, 250 dollars"
+            assert data[0]["name"] == "lookup"
+            assert data[0]["arguments"] == {"order": "A1"}
+            assert data[1]["ok"] is True
+            assert data[1]["output"] == "order A1: paid, 250 dollars"
             chunks = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
             assert "Order A1 is paid." in [get_artifact_text(a) for a in chunks]
             assert task.status.state == TaskState.TASK_STATE_COMPLETED
@@ -61,7 +63,8 @@ async def test_a_task_streams_its_calls_and_text_and_the_context_goes_on(
             _, later = await send(client, prompt("Was it A1?", context_id=task.context_id))
             listed = await client.list_tasks(ListTasksRequest(context_id=task.context_id))
     assert later.status.state == TaskState.TASK_STATE_COMPLETED
-    assert "Where is order A1?" in _said(sim) and "Was it A1?" in _said(sim)
+    assert "Where is order A1?" in _said(sim)
+    assert "Was it A1?" in _said(sim)
     assert {t.id for t in listed.tasks} == {task.id, later.id}
 
 
@@ -75,7 +78,8 @@ async def test_a_pause_is_decided_by_a_reply_to_a_second_server_process(
     assert first.returncode is not None  # the first server is gone before the reply
     assert paused.status.state == WAITING
     [waiting] = pending_calls(paused)
-    assert waiting["name"] == "refund" and waiting["kind"] == "approval"
+    assert waiting["name"] == "refund"
+    assert waiting["kind"] == "approval"
     assert waiting["arguments"] == {"order": "A1", "amount": 250}
     assert waiting["why"] == "its tool requires a person's approval"
     assert waiting["id"] == sim.call_ids[0]
@@ -160,7 +164,8 @@ async def test_an_edited_call_runs_with_the_edit_and_an_external_result_reaches_
             _, external = await send(client, decisions(paused, edit))
             assert external.status.state == WAITING
             [asked] = pending_calls(external)
-            assert asked["kind"] == "external" and asked["name"] == "ask_warehouse"
+            assert asked["kind"] == "external"
+            assert asked["name"] == "ask_warehouse"
             with pytest.raises(A2AError) as approve_external:
                 await send(client, decisions(external, {"id": asked["id"], "decision": "approve"}))
             assert "is an external tool's: reply with its result" in str(approve_external.value)
