@@ -65,9 +65,14 @@ async def slow_count(to: int) -> str:
 
 @contextmanager
 def served(
-    folder: Path, sim: ProviderSimulator, *options: str, db: str = "tasks.db"
+    folder: Path,
+    sim: ProviderSimulator,
+    *options: str,
+    db: str = "tasks.db",
+    slow_s: float = 30,
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``tooldeck a2a serve -t shop.py`` in ``folder``; its URL and process, stopped after."""
+    """``tooldeck a2a serve -t shop.py`` in ``folder``; its URL and process, stopped after.
+    ``slow_count`` sleeps ``slow_s`` seconds."""
     shop = folder / "shop.py"
     if not shop.exists():
         shop.write_text(SHOP, encoding="utf-8")
@@ -79,7 +84,7 @@ def served(
         "TOOLDECK_A2A_TOKEN": TOKEN,
         "TOOLDECK_CHECKPOINT_KEY": "a key shared by the servers",
         "SHOP_EFFECTS": str(folder / "effects.txt"),
-        "SHOP_SLOW_S": "30",
+        "SHOP_SLOW_S": str(slow_s),
     }
     command = [sys.executable, "-m", "tooldeck.cli", "a2a", "serve", "-t", "shop.py"]
     command += ["--model", MODEL, "--base-url", sim.base_url, "--port", "0"]
