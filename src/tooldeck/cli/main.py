@@ -43,6 +43,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from tooldeck.cli.a2a import add_a2a_parser
 from tooldeck.cli.args import (
     ENVIRONMENT,
     EXIT_INTERRUPTED,
@@ -59,7 +60,6 @@ from tooldeck.cli.args import (
 from tooldeck.cli.chat import add_chat_parser
 from tooldeck.cli.display import Console, show_specs
 from tooldeck.cli.eval import add_eval_parser
-from tooldeck.cli.a2a import add_a2a_parser
 from tooldeck.cli.exec import Run, execute
 from tooldeck.cli.load import load_tools, load_with_settings, refuse_unhonoured
 from tooldeck.cli.logs import add_logs_parser
