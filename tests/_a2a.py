@@ -20,7 +20,8 @@ from a2a.client import Client, ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_message, new_text_part
 from a2a.types import Message, Role, SendMessageRequest, StreamResponse, Task
 
-from tooldeck.testing import ProviderSimulator
+from helpers import stop
+from tooldeck.testing import ProviderSimulator, call
 
 TOKEN = "test-token-" + "x" * 24
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -68,11 +69,12 @@ def served(
     folder: Path,
     sim: ProviderSimulator,
     *options: str,
-    db: str = "tasks.db",
+    store: str | None = None,
     slow_s: float = 30,
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``tooldeck a2a serve -t shop.py`` in ``folder``; its URL and process, stopped after.
-    ``slow_count`` sleeps ``slow_s`` seconds."""
+    ``slow_count`` sleeps ``slow_s`` seconds; tasks and sessions are kept in ``store`` (a
+    PostgreSQL connection string), else in ``tasks.db`` in ``folder``."""
     shop = folder / "shop.py"
     if not shop.exists():
         shop.write_text(SHOP, encoding="utf-8")
@@ -88,7 +90,7 @@ def served(
     }
     command = [sys.executable, "-m", "tooldeck.cli", "a2a", "serve", "-t", "shop.py"]
     command += ["--model", MODEL, "--base-url", sim.base_url, "--port", "0"]
-    command += ["--session-db", str(folder / db), *options]
+    command += ["--session-db", store or str(folder / "tasks.db"), *options]
     process = subprocess.Popen(
         command, cwd=folder, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
     )
@@ -96,12 +98,7 @@ def served(
         url = _url(process)
         yield url, process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         if process.stderr is not None:
             process.stderr.close()
 
@@ -166,3 +163,15 @@ def status_text(task: Task) -> str:
 
 def message_data(message: Message) -> list[Any]:
     return get_data_parts(message.parts)
+
+
+REFUND_A1 = call("refund", {"order": "A1", "amount": 250})
+"""The model's turn that pauses the shop's run: a refund, which needs approval."""
+
+
+async def paused_refund(client: Client) -> tuple[Task, dict[str, Any]]:
+    """Ask for a refund (the model's next turn is ``REFUND_A1``): the paused task, and the
+    call it waits for."""
+    _, paused = await send(client, prompt("Refund order A1."))
+    [waiting] = pending_calls(paused)
+    return paused, waiting

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 from tooldeck import AssistantOutput, Message, ToolCall
@@ -59,3 +60,13 @@ MAY_HAVE_RUN = (
     "it again"
 )
 """What follows "before this call finished" for a call a cancel cut short (run/handle.py)."""
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Stop a server process the test started: SIGTERM, then SIGKILL after 15 seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

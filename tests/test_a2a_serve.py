@@ -16,9 +16,11 @@ from a2a.utils.errors import A2AError
 
 from _a2a import (
     AUTH,
+    REFUND_A1,
     a2a_client,
     decisions,
     message_data,
+    paused_refund,
     pending_calls,
     prompt,
     send,
@@ -68,16 +70,17 @@ async def test_a_task_streams_its_calls_and_text_and_the_context_goes_on(
     assert {t.id for t in listed.tasks} == {task.id, later.id}
 
 
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
 async def test_a_pause_is_decided_by_a_reply_to_a_second_server_process(
-    tmp_path: Path, provider
+    tmp_path: Path, provider, database: str, request: pytest.FixtureRequest
 ) -> None:
-    sim = provider([call("refund", {"order": "A1", "amount": 250}), reply("Refunded.")])
-    with served(tmp_path, sim) as (first_url, first):
+    store = request.getfixturevalue("postgres_dsn") if database == "postgres" else None
+    sim = provider([REFUND_A1, reply("Refunded.")])
+    with served(tmp_path, sim, store=store) as (first_url, first):
         async with a2a_client(first_url) as client:
-            _, paused = await send(client, prompt("Refund order A1."))
+            paused, waiting = await paused_refund(client)
     assert first.returncode is not None  # the first server is gone before the reply
     assert paused.status.state == WAITING
-    [waiting] = pending_calls(paused)
     assert waiting["name"] == "refund"
     assert waiting["kind"] == "approval"
     assert waiting["arguments"] == {"order": "A1", "amount": 250}
@@ -85,7 +88,7 @@ async def test_a_pause_is_decided_by_a_reply_to_a_second_server_process(
     assert waiting["id"] == sim.call_ids[0]
     assert "refund (call" in status_text(paused)
 
-    with served(tmp_path, sim) as (second_url, second):
+    with served(tmp_path, sim, store=store) as (second_url, second):
         async with a2a_client(second_url) as client:
             reloaded = await client.get_task(GetTaskRequest(id=paused.id))
             assert reloaded.status.state == WAITING
@@ -102,11 +105,10 @@ async def test_a_pause_is_decided_by_a_reply_to_a_second_server_process(
 async def test_a_reply_naming_a_call_not_pending_is_refused_and_nothing_runs(
     tmp_path: Path, provider
 ) -> None:
-    sim = provider([call("refund", {"order": "A1", "amount": 250}), reply("I did not refund it.")])
+    sim = provider([REFUND_A1, reply("I did not refund it.")])
     with served(tmp_path, sim) as (url, _):
         async with a2a_client(url) as client:
-            _, paused = await send(client, prompt("Refund order A1."))
-            [waiting] = pending_calls(paused)
+            paused, waiting = await paused_refund(client)
             with pytest.raises(A2AError) as refused:
                 await send(client, decisions(paused, {"id": "call_guess", "decision": "approve"}))
             assert str(refused.value) == (

@@ -18,7 +18,16 @@ from a2a.types import (
     TaskState,
 )
 
-from _a2a import a2a_client, message_data, pending_calls, prompt, send, served, status_text
+from _a2a import (
+    REFUND_A1,
+    a2a_client,
+    message_data,
+    paused_refund,
+    prompt,
+    send,
+    served,
+    status_text,
+)
 from tooldeck.testing import ProviderSimulator, call, reply
 
 
@@ -64,11 +73,10 @@ async def test_cancel_stops_the_running_tool_and_the_conversation_goes_on(
 async def test_cancelling_a_paused_task_closes_its_run_and_frees_the_conversation(
     tmp_path: Path, provider
 ) -> None:
-    sim = provider([call("refund", {"order": "A1", "amount": 250}), reply("Not refunded.")])
+    sim = provider([REFUND_A1, reply("Not refunded.")])
     with served(tmp_path, sim) as (url, _):
         async with a2a_client(url) as client:
-            _, paused = await send(client, prompt("Refund order A1."))
-            [waiting] = pending_calls(paused)
+            paused, waiting = await paused_refund(client)
             cancelled = await client.cancel_task(CancelTaskRequest(id=paused.id))
             _, later = await send(client, prompt("Was it refunded?", paused.context_id))
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED

@@ -9,11 +9,12 @@ compared in constant time.
 from __future__ import annotations
 
 import hmac
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from a2a.types import APIKeySecurityScheme, HTTPAuthSecurityScheme, SecurityScheme
+
+from tooldeck.serve.limits import refuse
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -102,10 +103,10 @@ class Guard:
         if self.auth.accepts(headers):
             await self.app(scope, receive, send)
             return
-        await _refuse(send, self.auth)
+        await _unauthorized(send, self.auth)
 
 
-async def _refuse(send: Send, auth: Auth) -> None:
+async def _unauthorized(send: Send, auth: Auth) -> None:
     if isinstance(auth, BearerToken):
         what, challenge = "an Authorization: Bearer <token> header", b'Bearer realm="a2a"'
     else:
@@ -114,14 +115,7 @@ async def _refuse(send: Send, auth: Auth) -> None:
         f"this agent takes tasks only from clients that send {what}; the agent card "
         "(/.well-known/agent-card.json) declares it"
     )
-    body = json.dumps({"error": problem}).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"www-authenticate", challenge),
-    ]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await refuse(send, 401, problem, [(b"www-authenticate", challenge)])
 
 
 def _same(given: str, secret: str) -> bool:
