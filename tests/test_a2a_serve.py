@@ -6,6 +6,10 @@ SQLite file. What each test asserts is what the client reads, and what happened 
 
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -123,6 +127,13 @@ async def test_a_reply_naming_a_call_not_pending_is_refused_and_nothing_runs(
                     ),
                 )
             assert "the digest given for call" in str(wrong_digest.value)
+            with pytest.raises(A2AError) as malformed:
+                await send(client, decisions(paused, {"id": waiting["id"], "decision": "maybe"}))
+            assert str(malformed.value).startswith(
+                'the reply is not {"kind": "tooldeck.decisions", "decisions": [{"id": ..., '
+                '"decision": "approve"|"reject"|"result", ...}]}: decisions.0.decision: Input '
+                "should be 'approve', 'reject' or 'result'"
+            )
             with pytest.raises(A2AError) as prompt_while_paused:
                 await send(client, prompt("Hello?", context_id=paused.context_id))
             assert str(prompt_while_paused.value).startswith(
@@ -232,3 +243,21 @@ def test_the_card_is_made_from_the_agent(tmp_path: Path, provider) -> None:
         {"url": f"{url}/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
     assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+
+
+def test_the_command_refuses_to_serve_without_its_secret_or_tools(tmp_path: Path) -> None:
+    (tmp_path / "shop.py").write_text("from tooldeck import tool\n", encoding="utf-8")
+    base = {k: v for k, v in os.environ.items() if k != "TOOLDECK_A2A_TOKEN"}
+    command = [sys.executable, "-m", "tooldeck.cli", "a2a", "serve"]
+    run = functools.partial(
+        subprocess.run, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+    )
+    no_secret = run([*command, "-t", "shop.py"], env=base)
+    short = run([*command, "-t", "shop.py"], env={**base, "TOOLDECK_A2A_TOKEN": "short"})
+    no_tools = run(command, env=base)
+    assert no_secret.returncode == 2
+    assert "--auth bearer needs the secret in $TOOLDECK_A2A_TOKEN" in no_secret.stderr
+    assert short.returncode == 2
+    assert "BearerToken needs a secret of at least 16 characters (got 5)" in short.stderr
+    assert no_tools.returncode == 2
+    assert "give the agent's tools: -t/--tools" in no_tools.stderr
