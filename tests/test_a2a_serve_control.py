@@ -6,6 +6,7 @@ the task again and reads it to its end.
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -108,3 +109,23 @@ async def test_a_client_that_lost_its_stream_subscribes_again_and_reads_the_end(
     assert [d["output"] for d in results if d["kind"] == "tooldeck.tool_result"] == ["counted to 3"]
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     assert status_text(done) == "Counted to 3."
+
+
+async def test_a_server_killed_mid_run_loses_nothing_the_next_task_goes_on_from_it(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
+    with served(tmp_path, sim) as (url, killed):
+        async with a2a_client(url) as client:
+            task_id = await _until_the_call_starts(client, prompt("Count to 3."))
+            first = await client.get_task(GetTaskRequest(id=task_id))
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+    with served(tmp_path, sim) as (url, _):
+        async with a2a_client(url) as client:
+            _, later = await send(client, prompt("Did you finish?", first.context_id))
+    assert later.status.state == TaskState.TASK_STATE_COMPLETED
+    said = _said(sim)
+    assert "Count to 3." in said  # the killed run's prompt and call are kept
+    assert "error[interrupted]" in said
+    assert said.index("Count to 3.") < said.index("Did you finish?")
