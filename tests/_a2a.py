@@ -71,10 +71,12 @@ def served(
     *options: str,
     store: str | None = None,
     slow_s: float = 30,
+    key: str = "a key shared by the servers",
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``tooldeck a2a serve -t shop.py`` in ``folder``; its URL and process, stopped after.
     ``slow_count`` sleeps ``slow_s`` seconds; tasks and sessions are kept in ``store`` (a
-    PostgreSQL connection string), else in ``tasks.db`` in ``folder``."""
+    PostgreSQL connection string), else in ``tasks.db`` in ``folder``; ``key`` signs the
+    checkpoints of paused runs."""
     shop = folder / "shop.py"
     if not shop.exists():
         shop.write_text(SHOP, encoding="utf-8")
@@ -84,7 +86,7 @@ def served(
         **sim.env,
         "TOOLDECK_HOME": str(folder / "home"),
         "TOOLDECK_A2A_TOKEN": TOKEN,
-        "TOOLDECK_CHECKPOINT_KEY": "a key shared by the servers",
+        "TOOLDECK_CHECKPOINT_KEY": key,
         "SHOP_EFFECTS": str(folder / "effects.txt"),
         "SHOP_SLOW_S": str(slow_s),
     }

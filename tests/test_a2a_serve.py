@@ -261,3 +261,27 @@ def test_the_command_refuses_to_serve_without_its_secret_or_tools(tmp_path: Path
     assert "BearerToken needs a secret of at least 16 characters (got 5)" in short.stderr
     assert no_tools.returncode == 2
     assert "give the agent's tools: -t/--tools" in no_tools.stderr
+
+
+async def test_a_server_with_another_checkpoint_key_runs_nothing_and_the_task_still_waits(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([REFUND_A1, reply("Refunded.")])
+    with served(tmp_path, sim) as (url, right), served(tmp_path, sim, key="other") as (other, _):
+        async with a2a_client(url) as client:
+            paused, waiting = await paused_refund(client)
+        approve = decisions(paused, {"id": waiting["id"], "decision": "approve"})
+        async with a2a_client(other) as client:
+            _, refused = await send(client, approve)
+        assert not (tmp_path / "effects.txt").exists()
+        assert refused.status.state == WAITING
+        assert status_text(refused) == (
+            "The reply could not resume the run: the checkpoint's signature does not match: it "
+            "was changed after it was made, or made with another checkpoint_key"
+        )
+        assert pending_calls(refused) == [waiting]
+        async with a2a_client(url) as client:
+            _, done = await send(client, approve)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    effects = (tmp_path / "effects.txt").read_text().splitlines()
+    assert effects == [f"refund A1 250 pid={right.pid}"]

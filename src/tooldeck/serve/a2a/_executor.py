@@ -24,8 +24,8 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, TaskState
 from pydantic_core import to_jsonable_python
 
-from tooldeck.errors import RunStopped, ToolDeckError
-from tooldeck.results import RunResult, StopReason
+from tooldeck.errors import CheckpointError, RunStopped, ToolDeckError
+from tooldeck.results import Checkpoint, RunResult, StopReason
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import FinalAnswer, TextDelta, ToolCallFinished, ToolCallStarted
 from tooldeck.run.handle import RunHandle, start_resumed_run, start_run
@@ -126,6 +126,7 @@ class RunExecutor(AgentExecutor):
     async def _run(self, asked: NewRun | Resume, session: Session, updater: TaskUpdater) -> None:
         task_id = updater.task_id
         handle: RunHandle[Any]
+        paused = None
         if isinstance(asked, NewRun):
             handle = start_run(
                 self.agent,
@@ -136,12 +137,13 @@ class RunExecutor(AgentExecutor):
                 deps=self.deps,
             )
         else:
+            paused = await session.pending()
             handle = start_resumed_run(
                 self.agent, None, asked.decisions, session=session, deltas=True, deps=self.deps
             )
         running = self._running[task_id] = _Running(handle)
         try:
-            await _Relay(updater).relay(handle)
+            await _Relay(updater, paused).relay(handle)
         except asyncio.CancelledError:  # the server shuts down: the run stops as it stands
             handle.cancel("the A2A server stopped")
             await asyncio.shield(handle.result())
@@ -167,8 +169,10 @@ class RunExecutor(AgentExecutor):
 class _Relay:
     """The run's events as the task's updates."""
 
-    def __init__(self, updater: TaskUpdater) -> None:
+    def __init__(self, updater: TaskUpdater, paused: Checkpoint | None = None) -> None:
         self.updater = updater
+        self.paused = paused
+        """The pause a reply resumes: it stays when the reply cannot resume it."""
         self._streamed: set[int] = set()
 
     async def relay(self, handle: RunHandle[Any]) -> None:
@@ -220,6 +224,13 @@ class _Relay:
         """The run raised: the task fails with what stopped it."""
         try:
             await handle.result()
+        except CheckpointError as error:
+            if self.paused is None:
+                raise
+            text = " ".join(f"The reply could not resume the run: {error}".split())
+            parts = [new_text_part(text), new_data_part(pending_part(self.paused))]
+            await self.updater.requires_input(self.updater.new_agent_message(parts))
+            return
         except (RunStopped, ToolDeckError) as error:
             text = " ".join(f"The run stopped: {error}".split())
         except Exception as error:
