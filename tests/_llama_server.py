@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from helpers import stop
+
 START_TIMEOUT_S = 120.0
 
 
@@ -55,12 +57,7 @@ def llama_server() -> Iterator[str]:
         _wait_until_serving(process, base_url)
         yield base_url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def _free_port() -> int:

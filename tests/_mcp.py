@@ -19,6 +19,7 @@ from typing import IO
 import pytest
 
 from _npm import NpmUnavailable, npm_bin
+from helpers import stop
 from tooldeck import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,12 +111,7 @@ def http_server(command: list[str], port: int, env: dict[str, str] | None = None
             _wait_for_port(port, process, log)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: IO[str]) -> None:

@@ -1,5 +1,6 @@
 """The npm packages the tests run against, installed once per machine: the MCP servers and
-the Inspector (tests/npm), the official AG-UI client (tests/npm_agui).
+the Inspector (tests/npm), the official AG-UI client (tests/npm_agui), the official A2A
+client (tests/npm_a2a).
 
 ``npm ci`` installs exactly the versions in a folder's package-lock.json into a cache folder
 outside the repository (``~/.cache/tooldeck-npm/<hash of the lock file>``, or
@@ -19,6 +20,7 @@ from pathlib import Path
 
 NPM_DIR = Path(__file__).resolve().parent / "npm"
 AGUI_DIR = Path(__file__).resolve().parent / "npm_agui"
+A2A_DIR = Path(__file__).resolve().parent / "npm_a2a"
 _FILES = ("package.json", "package-lock.json")
 
 

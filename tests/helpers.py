@@ -89,3 +89,13 @@ def kill_when_written(child: subprocess.Popen[Any], path: Path, what: str) -> No
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.communicate(timeout=60)
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Stop a server process the test started: SIGTERM, then SIGKILL after 15 seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -19,6 +19,8 @@
         tooldeck sessions clear ID
     tooldeck web [--tools MODULE[:ATTR]|FILE.py] [--model MODEL] [--host HOST] [--port N]
         [the options of run but --approve, --yes, --no-stream]
+    tooldeck a2a serve --tools MODULE[:ATTR]|FILE.py [--model MODEL] [--host HOST] [--port N]
+        [--session-db PATH|URL] [--auth bearer|api-key|none] [the options of web]
     tooldeck eval SUITE... [--model M [--base-url URL]]... [--limit N] [--jobs N]
         [--out FILE] [--resume] [--compare FILE]... [--json] [--report FILE.html]
 
@@ -41,6 +43,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from tooldeck.cli.a2a import add_a2a_parser
 from tooldeck.cli.args import (
     ENVIRONMENT,
     EXIT_INTERRUPTED,
@@ -126,6 +129,7 @@ def _parser() -> Parser:
     add_logs_parser(commands, [verbose])
     add_sessions_parser(commands, [verbose])
     add_web_parser(commands, [verbose, model])
+    add_a2a_parser(commands, [verbose, model])
     add_eval_parser(commands, [verbose])
     for name in ("run", "chat", "demo", "tools"):
         commands.choices[name].set_defaults(prog=f"tooldeck {name}")

@@ -10,10 +10,14 @@ app (``tooldeck.serve.agui.app``) and ``tooldeck web`` put it in front of every 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+Header = tuple[bytes, bytes]
+"""An HTTP header as ASGI sends it: (name, value)."""
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 """1 MiB: a prompt of some 250,000 words, or a client's whole conversation sent back."""
@@ -86,16 +90,22 @@ class BodyLimit:
             f"{size_text(self.max_bytes)}; send less, or start the server with a higher limit "
             "(max_body_bytes=, tooldeck web --max-body BYTES)"
         )
-        body = json.dumps({"error": problem}).encode()
         # No "connection: close": a server closing with the body unread resets the
         # connection, and a client still sending never reads the answer; the server reads
         # what still comes and drops it (uvicorn does), holding none of it.
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await refuse(send, 413, problem)
+
+
+async def refuse(send: Send, status: int, problem: str, headers: Sequence[Header] = ()) -> None:
+    """Answer ``status`` with the JSON body ``{"error": problem}`` (and ``headers``)."""
+    body = json.dumps({"error": problem}).encode()
+    head = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _content_length(scope: Scope) -> int | None:
