@@ -176,6 +176,12 @@ def check_decisions(
             raise CheckpointError(f"call {call_id!r} ({pending.call.name}): {problem}")
         if isinstance(decision, Approve) and decision.arguments is not None:
             _check_json(call_id, decision.arguments)
+        if isinstance(decision, Approve) and decision.scope != "once" and pending.path:
+            raise CheckpointError(
+                f"call {call_id!r} ({pending.call.name}) is made inside the agent tool "
+                f"{' > '.join(pending.path)}, whose run ends with the call: "
+                f"Approve(scope={decision.scope!r}) is for the run's own calls; approve it once"
+            )
         if pending.id in keyed:
             raise CheckpointError(f"two decisions for pending call {pending.id!r}: send one")
         keyed[pending.id] = decision

@@ -23,6 +23,7 @@ from tooldeck.run._engine.calls.texts import (
     with_edit_note,
 )
 from tooldeck.run._engine.checkpoint import call_digest
+from tooldeck.run._engine.remembered import approval_for
 from tooldeck.run.policy import CallSignature
 from tooldeck.tools.context import Resumption
 
@@ -65,6 +66,9 @@ async def hold_back(
         kind: PendingKind | None = "external" if item.entry.external else None
         if kind is None and (item.ask or await _needs_approval(item, round_)):
             kind = "approval"
+            if not item.ask:  # untrusted content: a person is asked each time
+                item.remembered = approval_for(round_.states, item.call.name)
+                kind = None if item.remembered is not None else kind
         if kind is None:
             runnable.append(item)
         else:
