@@ -11,11 +11,13 @@ fresh call ids in every response, over loopback.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from tooldeck.run.capabilities import ForgetApprovals
 from tooldeck.run.events import ToolCallStarted
 from tooldeck.runlog import RunLog
 from tooldeck.runlog.read import load_run
-from tooldeck.testing import ProviderSimulator, call, reply
+from tooldeck.testing import ProviderSimulator, call, fail, reply
 
 KEY = b"scopes test key"
 
@@ -98,9 +100,11 @@ async def test_once_and_reject_ask_again_at_the_next_call(
 
     first = await agent.run("pay three times")
     once = await agent.resume(first.checkpoint, {first.pending[0].id: Approve()})
-    assert paid == [1] and kinds(once) == [("pay", "approval")]
+    assert paid == [1]
+    assert kinds(once) == [("pay", "approval")]
     rejected = await agent.resume(once.checkpoint, {once.pending[0].id: Reject(message="no")})
-    assert paid == [1] and kinds(rejected) == [("pay", "approval")]
+    assert paid == [1]
+    assert kinds(rejected) == [("pay", "approval")]
     assert rejected.approvals == ()
     tool_messages = [m.content for m in rejected.messages if m.role == "tool"]
     assert tool_messages == ["paid 1", "error[rejected]: no"]
@@ -160,7 +164,8 @@ async def test_a_run_approval_holds_after_a_handoff(
     first = await front.run("pay, then let billing pay")
     done = await front.resume(first.checkpoint, {first.pending[0].id: Approve(scope="run")})
 
-    assert done.answer == "billed" and done.agent == "billing"
+    assert done.answer == "billed"
+    assert done.agent == "billing"
     assert paid == [1, 2]
 
 
@@ -190,7 +195,7 @@ async def test_a_broken_remembered_approval_is_refused_before_anything_runs(
     stored = json.loads(first.checkpoint.to_json())
     stored["capability_states"] = {"tooldeck.approvals": {"pay": {"tool": "pay"}}}
 
-    with pytest.raises(CheckpointError, match="the checkpoint's remembered approvals: .*broken"):
+    with pytest.raises(CheckpointError, match=r"the checkpoint's remembered approvals: .*broken"):
         await agent.resume(
             Checkpoint.from_json(json.dumps(stored)), {first.pending[0].id: Approve()}
         )
@@ -237,7 +242,8 @@ async def test_untrusted_content_asks_even_under_a_remembered_approval(
 
     assert paid == [1]
     (waiting,) = later.pending
-    assert waiting.call.arguments == {"amount": 500} and waiting.reason
+    assert waiting.call.arguments == {"amount": 500}
+    assert waiting.reason
 
 
 CHILD = textwrap.dedent(
@@ -282,7 +288,8 @@ async def test_a_run_approval_survives_a_resume_in_another_process(
     agent = Agent(sim.model(), [pay, refund], checkpoint_key=KEY)
     first = await agent.run("pay, refund, pay")
     second = await agent.resume(first.checkpoint, {first.pending[0].id: Approve(scope="run")})
-    assert kinds(second) == [("refund", "approval")] and paid == [1]
+    assert kinds(second) == [("refund", "approval")]
+    assert paid == [1]
     assert second.checkpoint is not None
     (tmp_path / "paused.json").write_text(second.checkpoint.to_json(), encoding="utf-8")
     (tmp_path / "child.py").write_text(CHILD, encoding="utf-8")
@@ -354,7 +361,8 @@ async def test_a_run_approval_does_not_reach_the_sessions_next_run(
     later = await in_session(Agent(sim.model(), [pay]), store, "pay 2")
 
     assert paid == [1]
-    assert kinds(later) == [("pay", "approval")] and later.approvals == ()
+    assert kinds(later) == [("pay", "approval")]
+    assert later.approvals == ()
 
 
 async def test_forget_approvals_revokes_a_session_approval(
@@ -368,8 +376,90 @@ async def test_forget_approvals_revokes_a_session_approval(
     forgot = await in_session(
         Agent(sim.model(), [pay]), store, "pay 2", capabilities=[ForgetApprovals(["pay"])]
     )
-    assert paid == [1] and kinds(forgot) == [("pay", "approval")]
+    assert paid == [1]
+    assert kinds(forgot) == [("pay", "approval")]
     assert forgot.approvals == ()
     again = await resumed_in_session(Agent(sim.model(), [pay]), store, Approve())
     assert kinds(again) == [("pay", "approval")]  # pay 3: asked again, nothing kept
-    assert paid == [1, 2] and again.approvals == ()
+    assert paid == [1, 2]
+    assert again.approvals == ()
+
+
+RESUMING = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pathlib import Path
+    from tooldeck import Agent, Approve, tool
+    from tooldeck.run.events import FinalAnswer, RunRecovered
+    from tooldeck.sessions import PostgresSession, SQLiteSession
+
+    kind, where, model, folder = sys.argv[1:5]
+    folder = Path(folder)
+
+
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        \"\"\"Pay an amount.\"\"\"
+        with (folder / "paid").open("a") as ledger:
+            ledger.write(f"{amount}\\n")
+        return f"paid {amount}"
+
+
+    async def main():
+        opened = SQLiteSession if kind == "sqlite" else PostgresSession
+        async with opened(where, "chat") as session:
+            decisions = {(folder / "pending").read_text(): Approve(scope="run", by="ann")}
+            stream = Agent(model, [pay]).resume_stream(session=session, decisions=decisions)
+            events = [event async for event in stream]
+        result = events[-1].result
+        print(json.dumps({
+            "recovered": [e.how for e in events if isinstance(e, RunRecovered)],
+            "stop": result.stop_reason,
+            "approvals": [(a.tool, a.scope) for a in result.approvals],
+        }))
+
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_run_approval_survives_a_kill_and_the_resume_met_again(
+    store: Store, tmp_path: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    script = [call("pay", {"amount": 1}), call("pay", {"amount": 2}), fail.hang()]
+    sim = provider([*script, call("pay", {"amount": 3}), reply("done")], model="shop-model")
+    paid, pay, _ = payments()
+
+    async def paused() -> str:
+        session = store.session("chat")
+        try:
+            first = await Agent(sim.model(), [pay]).run("pay 1, 2 and 3", session=session)
+        finally:
+            await session.aclose()
+        return first.pending[0].id
+
+    (tmp_path / "pending").write_text(asyncio.run(paused()), encoding="utf-8")
+    (tmp_path / "resuming.py").write_text(RESUMING, encoding="utf-8")
+    command = [sys.executable, "resuming.py", *store.args(), MODEL, str(tmp_path)]
+    env = {**os.environ, **sim.env}
+    first = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE)
+    try:  # the resume paid 2 without asking, and hangs in its next model request: kill it
+        deadline = time.monotonic() + 120
+        while len(sim.requests) < 3:
+            assert first.poll() is None and time.monotonic() < deadline, "it never hung"
+            time.sleep(0.02)
+    finally:
+        first.kill()
+        first.wait()
+    assert (tmp_path / "paid").read_text() == "1\n2\n"
+
+    again = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert again.returncode == 0, again.stderr
+    told = json.loads(again.stdout)
+    assert told == {"recovered": ["continued"], "stop": "answer", "approvals": [["pay", "run"]]}
+    assert (tmp_path / "paid").read_text() == "1\n2\n3\n"  # 3 not asked, 1 and 2 not run again
+    assert paid == []
