@@ -447,7 +447,8 @@ def test_a_run_approval_survives_a_kill_and_the_resume_met_again(
     try:  # the resume paid 2 without asking, and hangs in its next model request: kill it
         deadline = time.monotonic() + 120
         while len(sim.requests) < 3:
-            assert first.poll() is None and time.monotonic() < deadline, "it never hung"
+            assert first.poll() is None, "it ended instead of hanging"
+            assert time.monotonic() < deadline, "it never hung"
             time.sleep(0.02)
     finally:
         first.kill()
