@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -464,3 +465,26 @@ def test_a_run_approval_survives_a_kill_and_the_resume_met_again(
     assert told == {"recovered": ["continued"], "stop": "answer", "approvals": [["pay", "run"]]}
     assert (tmp_path / "paid").read_text() == "1\n2\n3\n"  # 3 not asked, 1 and 2 not run again
     assert paid == []
+
+
+@pytest.mark.usefixtures("launched_dbos")
+async def test_a_durable_runs_approval_holds_for_the_rest_of_the_run(
+    provider: Callable[..., ProviderSimulator],
+) -> None:
+    from tooldeck.durable import DurableAgent
+
+    paid, pay, refund = payments()
+    script = [call("pay", {"amount": 1}), call("pay", {"amount": 2}), call("refund", {"amount": 2})]
+    sim = provider([*script, reply("done")])
+    agent = Agent(sim.model(), [pay, refund], checkpoint_key=KEY)
+    durable = DurableAgent(agent, name=f"scopes-{uuid.uuid4().hex[:8]}")
+
+    first = await durable.run("pay 1 and 2, refund 2")
+    (waiting,) = first.pending
+    second = await durable.resume(first.run_id, {waiting.id: Approve(scope="run", by="ann")})
+
+    assert paid == [1, 2]  # pay 2 was not asked about
+    assert kinds(second) == [("refund", "approval")]
+    assert [(a.tool, a.by) for a in second.approvals] == [("pay", "ann")]
+    done = await durable.resume(first.run_id, {second.pending[0].id: Approve()})
+    assert done.answer == "done"
