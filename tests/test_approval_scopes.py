@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from _pty import Terminal
 from _stores import Store
 from test_cli_doors import MODEL
 from tooldeck import Agent, Approve, Checkpoint, Reject, RememberedApproval, RunResult, tool
@@ -488,3 +489,74 @@ async def test_a_durable_runs_approval_holds_for_the_rest_of_the_run(
     assert [(a.tool, a.by) for a in second.approvals] == [("pay", "ann")]
     done = await durable.resume(first.run_id, {second.pending[0].id: Approve()})
     assert done.answer == "done"
+
+
+DELETING = textwrap.dedent(
+    '''
+    from pathlib import Path
+
+    from tooldeck import tool
+
+
+    @tool(requires_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        with Path("deleted").open("a") as record:
+            record.write(path + "\\n")
+        return f"deleted {path}"
+    '''
+)
+
+
+def question(path: str) -> str:
+    choices = "[y]es / [n]o / [a]lways in this run / [s]ession / [e]dit"
+    return f'approve delete_file(path="{path}")? {choices}'
+
+
+def deleting(*paths: str) -> list[Any]:
+    return [*(call("delete_file", {"path": path}) for path in paths), reply("done")]
+
+
+def test_the_cli_question_approves_for_the_run_and_for_the_session(
+    tmp_path: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    (tmp_path / "deleting.py").write_text(DELETING, encoding="utf-8")
+    sim = provider([*deleting("a", "b"), *deleting("c", "d"), *deleting("e")])
+    base = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
+    env = {**base, "TOOLDECK_HOME": str(tmp_path / "home"), **sim.env}
+    model = ["--model", MODEL, "--base-url", sim.base_url]
+
+    def at_terminal(prompt: str, session: str) -> Any:
+        argv = [sys.executable, "-m", "tooldeck.cli", "run", prompt, "-t", "deleting.py"]
+        return Terminal([*argv, *model, "--session", session], tmp_path, env)
+
+    # "a": b is not asked about in this run
+    first = at_terminal("delete a and b", "tidy")
+    first.expect(question("a"))
+    first.send("a\r")
+    status, shown = first.finish()
+    assert status == 0, shown
+    assert question("b") not in shown
+    # "s": d is not asked about, nor e in the conversation's next run
+    second = at_terminal("delete c and d", "tidy")
+    second.expect(question("c"))
+    second.send("s\r")
+    status, shown = second.finish()
+    assert status == 0, shown
+    assert question("d") not in shown
+    third = at_terminal("delete e", "tidy")
+    status, shown = third.finish()
+    assert status == 0, shown
+    assert "approve" not in shown
+
+    assert (tmp_path / "deleted").read_text().split() == ["a", "b", "c", "d", "e"]
+    logs = [sys.executable, "-m", "tooldeck.cli", "logs", "--session", "tidy", "--json"]
+    listed = json.loads(subprocess.check_output(logs, cwd=tmp_path, env=env, text=True))
+    shown_runs = []
+    for run in reversed(listed):  # newest first
+        show = [sys.executable, "-m", "tooldeck.cli", "logs", "show", run["run_id"]]
+        shown_runs.append(subprocess.check_output(show, cwd=tmp_path, env=env, text=True))
+    assert '✓ approved for the run by cli: delete_file(path="a")' in shown_runs[0]
+    assert "remembered for the run" in shown_runs[0]
+    assert "✓ approved for the session by cli" in shown_runs[1]
+    assert '✓ approved (remembered for the session) by cli: delete_file(path="e")' in shown_runs[2]
