@@ -560,3 +560,42 @@ def test_the_cli_question_approves_for_the_run_and_for_the_session(
     assert "remembered for the run" in shown_runs[0]
     assert "✓ approved for the session by cli" in shown_runs[1]
     assert '✓ approved (remembered for the session) by cli: delete_file(path="e")' in shown_runs[2]
+
+
+async def test_the_agui_resume_takes_a_scope_and_refuses_one_it_cannot_honour(
+    tmp_path: Path, provider: Callable[..., ProviderSimulator]
+) -> None:
+    import httpx
+    from ag_ui.core import RunErrorEvent, RunFinishedEvent
+
+    from _agui import approve, new_input, post
+    from tooldeck.serve.agui import app
+
+    paid, pay, _ = payments()
+    sim = provider([*paying(1, 2), *paying(3)])
+    transport = httpx.ASGITransport(app=app(Agent(sim.model(), [pay]), data_dir=tmp_path))
+    async with httpx.AsyncClient(transport=transport, base_url="http://agui.test") as client:
+        events = await post(client, new_input("t1", "pay 1 and 2"))
+        (interrupt,) = events[-1].outcome.interrupts
+        scope = interrupt.response_schema["properties"]["scope"]
+        assert scope["enum"] == ["once", "run", "session"]
+
+        for payload, problem in [
+            ({"approved": False, "scope": "run"}, "scope 'run': a rejection is for one call"),
+            ({"approved": True, "scope": "forever"}, "scope: Input should be 'once', 'run'"),
+        ]:
+            refused = await post(client, new_input("t1", resume=[approve(interrupt.id, **payload)]))
+            assert isinstance(refused[-1], RunErrorEvent)
+            assert refused[-1].code == "invalid_payload"
+            assert problem in refused[-1].message
+        assert paid == []
+
+        answer = approve(interrupt.id, approved=True, scope="session")
+        resumed = await post(client, new_input("t1", resume=[answer]))
+        assert isinstance(resumed[-1], RunFinishedEvent)
+        assert resumed[-1].outcome.type == "success"  # pay 2 ran without an interrupt
+        later = await post(client, new_input("t1", "pay 3"))  # the thread's next run
+
+    assert isinstance(later[-1], RunFinishedEvent)
+    assert later[-1].outcome.type == "success"
+    assert paid == [1, 2, 3]
