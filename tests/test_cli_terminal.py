@@ -44,7 +44,9 @@ TOOLS = textwrap.dedent(
         return "copied"
     '''
 )
-QUESTION = 'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways in this run / [s]ession / [e]dit'
+QUESTION = (
+    'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways in this run / [s]ession / [e]dit'
+)
 
 
 @pytest.fixture

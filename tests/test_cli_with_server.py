@@ -64,7 +64,9 @@ EXTERNAL_TOOLS = textwrap.dedent(
     )
     """
 )
-PROMPT = 'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways in this run / [s]ession / [e]dit'
+PROMPT = (
+    'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways in this run / [s]ession / [e]dit'
+)
 
 
 @pytest.fixture
