@@ -93,6 +93,23 @@ async def test_run_scope_lets_the_tools_later_calls_go_without_pausing(
     assert resumed.checkpoint.approvals == resumed.approvals
 
 
+async def test_a_run_approval_covers_the_undecided_calls_of_its_tool_in_the_same_turn(
+    provider: Callable[..., ProviderSimulator],
+) -> None:
+    paid, pay, refund = payments()
+    turn = call(("pay", {"amount": 1}), ("refund", {"amount": 1}), ("pay", {"amount": 2}))
+    sim = provider([turn, reply("done")])
+    agent = Agent(sim.model(), [pay, refund])
+    first = await agent.run("pay 1 and 2, refund 1")
+    assert kinds(first) == [("pay", "approval"), ("refund", "approval"), ("pay", "approval")]
+
+    decision = {first.pending[0].id: Approve(scope="run")}
+    later = await agent.resume(first.checkpoint, decision)
+
+    assert paid == [1, 2]  # the second pay runs under the approval; refund still waits
+    assert kinds(later) == [("refund", "approval")]
+
+
 async def test_once_and_reject_ask_again_at_the_next_call(
     provider: Callable[..., ProviderSimulator],
 ) -> None:

@@ -78,9 +78,15 @@ class Approver:
     def decide(self, pending: Sequence[PendingCall]) -> dict[str, Decision]:
         """One decision per approval call (external calls cannot be run from the CLI)."""
         decisions: dict[str, Decision] = {}
+        remembered: set[str] = set()
         for waiting in pending:
-            if waiting.kind == "approval":
-                decisions[waiting.id] = self._decide_one(waiting)  # unique in nested runs too
+            if waiting.kind != "approval":
+                continue
+            if waiting.call.name in remembered and not waiting.path and not waiting.reason:
+                continue  # the run approves it, as approved for the run a moment ago
+            decision = decisions[waiting.id] = self._decide_one(waiting)  # unique when nested
+            if isinstance(decision, Approve) and decision.scope != "once":
+                remembered.add(waiting.call.name)
         return decisions
 
     def _decide_one(self, waiting: PendingCall) -> Decision:
