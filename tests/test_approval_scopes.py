@@ -265,19 +265,16 @@ async def test_untrusted_content_asks_even_under_a_remembered_approval(
     assert waiting.reason
 
 
-CHILD = textwrap.dedent(
+LEDGER = textwrap.dedent(
     """
-    import json, sys
     from pathlib import Path
-    from tooldeck import Agent, Approve, Checkpoint, tool
-
-    folder = Path(sys.argv[1])
+    from tooldeck import tool
 
 
     @tool(requires_approval=True)
     def pay(amount: int) -> str:
-        \"\"\"Pay an amount.\"\"\"
-        with (folder / "paid").open("a") as ledger:
+        \"\"\"Pay an amount (written to ./paid).\"\"\"
+        with Path("paid").open("a") as ledger:
             ledger.write(f"{amount}\\n")
         return f"paid {amount}"
 
@@ -286,10 +283,19 @@ CHILD = textwrap.dedent(
     def refund(amount: int) -> str:
         \"\"\"Refund an amount.\"\"\"
         return f"refunded {amount}"
+    """
+)
+"""The children's tools, as ``payments()`` makes them, writing what they pay to ./paid."""
 
+CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from ledger import pay, refund
+    from tooldeck import Agent, Checkpoint, Approve
 
-    agent = Agent(sys.argv[2], [pay, refund], checkpoint_key=b"scopes test key")
-    checkpoint = Checkpoint.from_json((folder / "paused.json").read_text())
+    agent = Agent(sys.argv[1], [pay, refund], checkpoint_key=b"scopes test key")
+    checkpoint = Checkpoint.from_json(Path("paused.json").read_text())
     (waiting,) = checkpoint.pending
     result = agent.resume_sync(checkpoint, {waiting.id: Approve()})
     print(json.dumps({"stop": result.stop_reason, "answer": result.answer,
@@ -312,8 +318,9 @@ async def test_a_run_approval_survives_a_resume_in_another_process(
     assert second.checkpoint is not None
     (tmp_path / "paused.json").write_text(second.checkpoint.to_json(), encoding="utf-8")
     (tmp_path / "child.py").write_text(CHILD, encoding="utf-8")
+    (tmp_path / "ledger.py").write_text(LEDGER, encoding="utf-8")
 
-    command = [sys.executable, "child.py", str(tmp_path), MODEL]
+    command = [sys.executable, "child.py", MODEL]
     env = {**os.environ, **sim.env}
     done = subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
@@ -408,26 +415,18 @@ RESUMING = textwrap.dedent(
     """
     import asyncio, json, sys
     from pathlib import Path
-    from tooldeck import Agent, Approve, tool
-    from tooldeck.run.events import FinalAnswer, RunRecovered
+    from ledger import pay
+    from tooldeck import Agent, Approve
+    from tooldeck.run.events import RunRecovered
     from tooldeck.sessions import PostgresSession, SQLiteSession
 
-    kind, where, model, folder = sys.argv[1:5]
-    folder = Path(folder)
-
-
-    @tool(requires_approval=True)
-    def pay(amount: int) -> str:
-        \"\"\"Pay an amount.\"\"\"
-        with (folder / "paid").open("a") as ledger:
-            ledger.write(f"{amount}\\n")
-        return f"paid {amount}"
+    kind, where, model = sys.argv[1:4]
 
 
     async def main():
         opened = SQLiteSession if kind == "sqlite" else PostgresSession
         async with opened(where, "chat") as session:
-            decisions = {(folder / "pending").read_text(): Approve(scope="run", by="ann")}
+            decisions = {Path("pending").read_text(): Approve(scope="run", by="ann")}
             stream = Agent(model, [pay]).resume_stream(session=session, decisions=decisions)
             events = [event async for event in stream]
         result = events[-1].result
@@ -460,7 +459,8 @@ def test_a_run_approval_survives_a_kill_and_the_resume_met_again(
 
     (tmp_path / "pending").write_text(asyncio.run(paused()), encoding="utf-8")
     (tmp_path / "resuming.py").write_text(RESUMING, encoding="utf-8")
-    command = [sys.executable, "resuming.py", *store.args(), MODEL, str(tmp_path)]
+    (tmp_path / "ledger.py").write_text(LEDGER, encoding="utf-8")
+    command = [sys.executable, "resuming.py", *store.args(), MODEL]
     env = {**os.environ, **sim.env}
     first = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE)
     try:  # the resume paid 2 without asking, and hangs in its next model request: kill it
@@ -517,9 +517,10 @@ DELETING = textwrap.dedent(
 
     @tool(requires_approval=True)
     def delete_file(path: str) -> str:
-        """Delete a file."""
-        with Path("deleted").open("a") as record:
-            record.write(path + "\\n")
+        """Delete a file (the test reads the paths asked for in ./deleted)."""
+        record = Path("deleted")
+        before = record.read_text() if record.exists() else ""
+        record.write_text(before + path + "\\n")
         return f"deleted {path}"
     '''
 )
@@ -543,28 +544,22 @@ def test_the_cli_question_approves_for_the_run_and_for_the_session(
     env = {**base, "TOOLDECK_HOME": str(tmp_path / "home"), **sim.env}
     model = ["--model", MODEL, "--base-url", sim.base_url]
 
-    def at_terminal(prompt: str, session: str) -> Any:
+    def at_terminal(prompt: str, asked: str = "", key: str = "") -> str:
+        """``prompt`` run in the conversation "tidy" at a terminal; everything shown."""
         argv = [sys.executable, "-m", "tooldeck.cli", "run", prompt, "-t", "deleting.py"]
-        return Terminal([*argv, *model, "--session", session], tmp_path, env)
+        terminal = Terminal([*argv, *model, "--session", "tidy"], tmp_path, env)
+        if asked:
+            terminal.expect(question(asked))
+            terminal.send(f"{key}\r")
+        status, shown = terminal.finish()
+        assert status == 0, shown
+        return shown
 
     # "a": b is not asked about in this run
-    first = at_terminal("delete a and b", "tidy")
-    first.expect(question("a"))
-    first.send("a\r")
-    status, shown = first.finish()
-    assert status == 0, shown
-    assert question("b") not in shown
+    assert question("b") not in at_terminal("delete a and b", "a", "a")
     # "s": d is not asked about, nor e in the conversation's next run
-    second = at_terminal("delete c and d", "tidy")
-    second.expect(question("c"))
-    second.send("s\r")
-    status, shown = second.finish()
-    assert status == 0, shown
-    assert question("d") not in shown
-    third = at_terminal("delete e", "tidy")
-    status, shown = third.finish()
-    assert status == 0, shown
-    assert "approve" not in shown
+    assert question("d") not in at_terminal("delete c and d", "c", "s")
+    assert "approve" not in at_terminal("delete e")
 
     assert (tmp_path / "deleted").read_text().split() == ["a", "b", "c", "d", "e"]
     logs = [sys.executable, "-m", "tooldeck.cli", "logs", "--session", "tidy", "--json"]
