@@ -555,11 +555,15 @@ def test_the_cli_question_approves_for_the_run_and_for_the_session(
         assert status == 0, shown
         return shown
 
-    # "a": b is not asked about in this run
-    assert question("b") not in at_terminal("delete a and b", "a", "a")
+    # "a": b is not asked about in this run; the display says why
+    shown = at_terminal("delete a and b", "a", "a")
+    assert question("b") not in shown
+    assert '✓ approved (remembered for the run) by cli: delete_file(path="b")' in shown
     # "s": d is not asked about, nor e in the conversation's next run
     assert question("d") not in at_terminal("delete c and d", "c", "s")
-    assert "approve" not in at_terminal("delete e")
+    shown = at_terminal("delete e")
+    assert question("e") not in shown
+    assert "✓ approved (remembered for the session) by cli" in shown
 
     assert (tmp_path / "deleted").read_text().split() == ["a", "b", "c", "d", "e"]
     logs = [sys.executable, "-m", "tooldeck.cli", "logs", "--session", "tidy", "--json"]
