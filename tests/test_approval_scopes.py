@@ -110,6 +110,27 @@ async def test_a_run_approval_covers_the_undecided_calls_of_its_tool_in_the_same
     assert kinds(later) == [("refund", "approval")]
 
 
+async def test_a_remembered_approval_covers_calls_a_predicate_would_ask_about(
+    provider: Callable[..., ProviderSimulator],
+) -> None:
+    sent: list[int] = []
+
+    @tool(requires_approval=lambda ctx, arguments: arguments["amount"] > 100)
+    def transfer(amount: int) -> str:
+        """Send money."""
+        sent.append(amount)
+        return f"sent {amount}"
+
+    amounts = (500, 20, 900)
+    sim = provider([*(call("transfer", {"amount": a}) for a in amounts), reply("sent")])
+    agent = Agent(sim.model(), [transfer])
+    first = await agent.run("send three transfers")
+    done = await agent.resume(first.checkpoint, {first.pending[0].id: Approve(scope="session")})
+
+    assert done.answer == "sent"  # no session: it lasted the run
+    assert sent == [500, 20, 900]
+
+
 async def test_once_and_reject_ask_again_at_the_next_call(
     provider: Callable[..., ProviderSimulator],
 ) -> None:
