@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-from helpers import tool_messages
+from helpers import simulated_model, tool_messages
 from tooldeck import Agent, Approve, tool
-from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.run.events import FinalAnswer, RunRecovered
 from tooldeck.search import ToolSearch
 from tooldeck.sessions import SQLiteSession
@@ -59,12 +57,7 @@ def track_parcel(parcel_id: str) -> str:
 
 
 def agent() -> Agent[None, str]:
-    model = OpenAIChatModel(
-        "shop-model",
-        base_url=os.environ["OPENAI_BASE_URL"],
-        api_key=os.environ["OPENAI_API_KEY"],
-        max_retries=0,
-    )
+    model = simulated_model()
     tools = [lookup_order, refund_order, track_parcel]
     return Agent(model, tools=tools, capabilities=[ToolSearch()], checkpoint_key=KEY)
 

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
 from typing import Any
 
 from tooldeck import AssistantOutput, Message, ToolCall
+from tooldeck.models.base import Model
 
 
 def call(tool_name: str, call_id: str = "c1", /, **arguments: Any) -> ToolCall:
@@ -59,3 +65,27 @@ MAY_HAVE_RUN = (
     "it again"
 )
 """What follows "before this call finished" for a call a cancel cut short (run/handle.py)."""
+
+
+def simulated_model(name: str = "shop-model") -> Model:
+    """A child process's model: the provider simulator its parent started
+    (``OPENAI_BASE_URL``), never retried."""
+    from tooldeck.models.openai import OpenAIChatModel
+
+    base_url, api_key = os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
+    return OpenAIChatModel(name, base_url=base_url, api_key=api_key, max_retries=0)
+
+
+def kill_when_written(child: subprocess.Popen[Any], path: Path, what: str) -> None:
+    """SIGKILL ``child`` once it has written ``path`` (it hangs in ``what``), or fail saying
+    how it ended early."""
+    deadline = time.monotonic() + 120
+    try:
+        while not path.exists():
+            if child.poll() is not None:
+                raise AssertionError(f"the child ended early: {child.communicate()[1][-3000:]!r}")
+            assert time.monotonic() < deadline, f"the child never reached {what}"
+            time.sleep(0.01)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.communicate(timeout=60)

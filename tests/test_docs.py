@@ -199,7 +199,7 @@ def test_import_does_not_load_provider_sdks() -> None:
         "import sys, tooldeck; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('openai', 'llama_cpp', 'httpx', 'griffe', 'jsonschema', 'rich', 'mcp', 'mcp_types', "
-        "'httpx2', 'anyio')))"
+        "'httpx2', 'anyio', 'a2a')))"
     )
     output = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

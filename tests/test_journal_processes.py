@@ -11,15 +11,14 @@ The children are tests/_journal_child.py, started with subprocess.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from _stores import Store, execute
+from helpers import kill_when_written
 from tooldeck.run._engine.recovery import NO_REPORT
 
 CHILD = Path(__file__).with_name("_journal_child.py")
@@ -36,16 +35,7 @@ def killed(store: Store, workdir: Path, scenario: str, run_id: str, hang: str) -
     """Run the child until it reaches ``hang``, and SIGKILL it there."""
     child = start(store, workdir, scenario, run_id, hang)
     marker = workdir / "hanging"
-    deadline = time.monotonic() + 120
-    try:
-        while not marker.exists():
-            if child.poll() is not None:
-                raise AssertionError(f"the child ended early: {child.communicate()[1][-3000:]}")
-            assert time.monotonic() < deadline, f"the child never reached {hang!r}"
-            time.sleep(0.01)
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.communicate(timeout=60)
+    kill_when_written(child, marker, repr(hang))
     assert child.returncode == -signal.SIGKILL
     marker.unlink()
 

@@ -409,6 +409,7 @@ def test_an_empty_file_becomes_a_run_log_of_the_current_version(tmp_path: Path) 
             "handoffs",
             "model_turns",
             "runs",
+            "sent_messages",
             "tool_calls",
         ]
 

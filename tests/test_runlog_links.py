@@ -122,7 +122,7 @@ def test_a_version_1_log_is_migrated_and_its_runs_still_read(tmp_path: Path) -> 
     assert (new.prompt, new.answer) == ("Again", "Hi!")
     assert (new.writer_pid, new.status, new.process_gone) == (os.getpid(), "answer", False)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
 
 
 def test_a_log_that_cannot_be_opened_is_refused_when_made_not_during_a_run(

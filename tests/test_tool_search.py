@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from typing import Any
 import pytest
 
 from _mcp import EXAMPLE_SERVER, SLOW
-from helpers import answer, call, calls, tool_messages
+from helpers import answer, call, calls, kill_when_written, tool_messages
 from tooldeck import Agent, ScriptedModel, ToolRegistry, tool
 from tooldeck.errors import MiddlewareError, ToolDefinitionError
 from tooldeck.eval.bfcl.dialect import bfcl_tools
@@ -492,17 +490,7 @@ def test_a_reveal_survives_a_kill_and_the_journal(tmp_path: Path, provider: Prov
             reply("Refunded."),
         ]
     )
-    child = _child("journal", tmp_path, sim)
-    deadline = time.monotonic() + 120
-    try:
-        while not (tmp_path / "hanging").exists():
-            if child.poll() is not None:
-                raise AssertionError(f"the child ended early: {child.communicate()[1][-3000:]}")
-            assert time.monotonic() < deadline, "the child never reached the refund"
-            time.sleep(0.01)
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.communicate(timeout=60)
+    kill_when_written(_child("journal", tmp_path, sim), tmp_path / "hanging", "the refund")
 
     again = _finished("journal-again", tmp_path, sim)
 

@@ -32,8 +32,8 @@ from tooldeck import (
 from tooldeck.messages import Usage
 from tooldeck.models.base import TextChunk
 from tooldeck.runlog import RunLog
+from tooldeck.testing import ProviderSimulator, reply
 from tooldeck.testing import call as sim_call
-from tooldeck.testing import reply as sim_reply
 from tooldeck.web import create_app
 
 TOKEN = "browser-test-token"
@@ -231,7 +231,7 @@ def test_a_call_approved_for_the_run_lets_the_next_go_and_says_so_after_a_reload
         [
             sim_call("delete_file", {"path": "a.txt"}),
             sim_call("delete_file", {"path": "b.txt"}),
-            sim_reply("Deleted both."),
+            reply("Deleted both."),
         ]
     )
     served = serve(Agent(sim.model(), [delete_file]))
@@ -484,3 +484,45 @@ def test_a_request_without_the_token_is_refused(serve: Any, browser: BrowserCont
     assert response.status == 403
     expect(page.locator("body")).to_contain_text("needs its token")
     shot(page, "refused")
+
+
+def test_a_message_typed_while_the_agent_works_shows_queued_then_sent(
+    serve: Any, browser: BrowserContext
+) -> None:
+    gate = threading.Event()
+
+    @tool
+    def survey(area: str) -> str:
+        """Survey an area (slowly: until the test lets it finish)."""
+        if not gate.wait(WAIT_MS / 1000):
+            raise TimeoutError("never released")
+        return f"{area}: calm"
+
+    script = [sim_call("survey", {"area": "bay"}), reply("Calm; kept it brief.")]
+    with ProviderSimulator(script) as sim:
+        try:
+            served = serve(Agent(sim.model(), [survey]))
+            page = logged_in(browser, served, "/chat/steer")
+            ask(page, "Survey the bay.")
+            expect(page.locator(".call.running")).to_have_count(1)
+            expect(page.locator("#prompt")).to_be_enabled()  # typing while the agent works
+            ask(page, "Keep it brief.")
+            late = page.locator(".msg.user").nth(1)
+            expect(late).to_have_class("msg user queued")
+            expect(late.locator(".msg-state")).to_have_text(
+                "queued: the agent reads it before its next step"
+            )
+            shot(page, "chat-message-queued")
+        finally:
+            gate.set()
+        expect(late).to_have_class("msg user sent")
+        expect(late.locator(".msg-state")).to_have_text("sent")
+        expect(page.locator(".msg.assistant")).to_have_text("Calm; kept it brief.")
+        order = page.locator("#thread > *").evaluate_all("(n) => n.map((x) => x.className)")
+        assert order.index("msg user sent") == order.index("call") + 1  # after the call's result
+        shot(page, "chat-message-sent")
+        page.reload()
+        expect(page.locator(".msg.user")).to_have_text(["Survey the bay.", "Keep it brief."])
+    last = sim.requests[1]["messages"]
+    assert [m["role"] for m in last][-2:] == ["tool", "user"]
+    assert last[-1]["content"] == "Keep it brief."

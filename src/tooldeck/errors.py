@@ -33,6 +33,7 @@ The tree (a second base in brackets; ``tests/test_errors_tree.py`` holds it to t
         SessionError
             SessionConflict
         RunLogError
+        RunEnded (RuntimeError)
         ModelNotConfigured (ValueError)
         InvalidArguments (ValueError)
 
@@ -243,6 +244,13 @@ class RunLogError(ToolDeckError):
     table, the run and the column). ``tooldeck.runlog.RunLogError`` is this class."""
 
     docs = "run-log.md"
+
+
+class RunEnded(ToolDeckError, RuntimeError):
+    """A message was sent (``RunHandle.send``) to a run that can no longer take one: it
+    answered, paused, was cancelled or stopped. The message names the run and why."""
+
+    docs = "run-control.md#sending-a-message-to-a-running-run"
 
 
 class ModelNotConfigured(ToolDeckError, ValueError):

@@ -332,6 +332,9 @@ class Checkpoint(BaseModel):
     """What that agent is shown of the conversation before its handoff, if not all of it."""
     capability_states: dict[str, Any] | None = None
     """The states of the run's capabilities by name (``Capability.initial_state``)."""
+    queued: tuple[Message, ...] = ()
+    """Messages sent to the run (``RunHandle.send``) that had not joined its conversation
+    when it paused: they join it before the resumed run's first request."""
     signature: str | None = None
     """HMAC-SHA256 of the rest, when the agent has a ``checkpoint_key``."""
 

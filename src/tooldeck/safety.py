@@ -62,6 +62,7 @@ def unsigned_safety_defaults(checkpoint: dict[str, Any]) -> dict[str, Any]:
         (checkpoint, "agent", ""),
         (checkpoint, "shown", None),
         (checkpoint, "capability_states", None),
+        (checkpoint, "queued", []),
         (turn, "untrusted", []),
     ]
     drops += [(message, "untrusted", False) for message in checkpoint["messages"]]

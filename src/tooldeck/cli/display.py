@@ -27,6 +27,7 @@ from tooldeck.run.events import (
     FinalAnswer,
     GuardrailChecked,
     HandedOff,
+    MessageJoined,
     ModelRequest,
     ModelResponse,
     RunRecovered,
@@ -239,6 +240,8 @@ class RunDisplay:
             self.handed_off(event.source, event.target)
         elif isinstance(event, RunRecovered):
             self.recovered(event)
+        elif isinstance(event, MessageJoined):
+            self.joined(event)
         elif isinstance(event, FinalAnswer):
             self._spin(None)
             for pending in event.result.pending:
@@ -334,6 +337,13 @@ class RunDisplay:
     def handed_off(self, source: str, target: str) -> None:
         """The agent ``source`` handed the conversation to ``target``, which goes on."""
         self.console.line(f"  ⇢ {source} handed to {target}", "magenta")
+
+    def joined(self, event: MessageJoined) -> None:
+        """Messages sent to the run while it worked joined its conversation (or, ``sent``
+        false, were kept at its end unanswered: it ended first)."""
+        how = "joined before the next request" if event.sent else "kept, not sent: the run ended"
+        for message in event.messages:
+            self.console.line(f"  ✉ message {how}: {_short(message.content)}", "cyan")
 
     def recovered(self, event: RunRecovered) -> None:
         """A run the session held unfinished (or finished already), met again."""

@@ -15,7 +15,8 @@ from typing import Any
 
 from tooldeck.cli.display import Console, RunDisplay, call_text
 from tooldeck.cli.totals import count, dollars
-from tooldeck.messages import ToolCall, Usage
+from tooldeck.messages import Message, ToolCall, Usage
+from tooldeck.run.events import MessageJoined
 from tooldeck.runlog import LoggedCall, LoggedRun, LoggedTurn, default_path
 from tooldeck.runlog.read import list_runs, load_run
 
@@ -227,6 +228,9 @@ def _moments(run: LoggedRun, display: RunDisplay) -> Iterator[_Moment]:
         yield decided.at, 2, lambda decided=decided: display.guardrail(decided)
     for handed in run.handoffs:
         yield handed.at, 4, lambda h=handed: display.handed_off(h.source, h.target)
+    for sent in run.messages_sent:
+        joined = MessageJoined(sent.round, (Message.user(sent.content),), sent.sent)
+        yield sent.at, 4, lambda joined=joined: display.joined(joined)
 
 
 def _call_moments(logged: LoggedCall, display: RunDisplay) -> Iterator[_Moment]:

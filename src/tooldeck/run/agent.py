@@ -361,12 +361,14 @@ class Agent(Generic[DepsT, OutputT]):
     def check_resumable(self, checkpoint: Checkpoint) -> None:
         """Refuse (CheckpointError) a checkpoint this agent cannot go on from: changed since
         it was made, or a pending call's tool gone (in paused agent tools' runs too). The
-        tools are checked here when known without loading them, else as the run starts,
-        before anything runs."""
+        tools are checked here when known without loading them and no capability changes
+        what is shown (``CodeMode`` adds ``run_code``), else as the run starts, before
+        anything runs."""
         verify(checkpoint, self.checkpoint_key)
-        paused = paused_in(self, checkpoint)
-        view = paused._setup().tools.unchanged()
-        if view is not None:
+        setup = paused_in(self, checkpoint)._setup()
+        view = setup.tools.unchanged()
+        showing = setup.hooks is not None and setup.hooks.showing
+        if view is not None and not showing:  # else as the run starts, with the tools they show
             check_tools(checkpoint, view)
 
     def wrapped(

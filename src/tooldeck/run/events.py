@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tooldeck.messages import AssistantOutput, ToolCall, ToolSpec
+from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import RememberedApproval, RunResult, ToolTrace
 from tooldeck.safety import GuardrailDecision, UntrustedSource
@@ -123,6 +123,22 @@ class UntrustedContent:
 
 
 @dataclass(slots=True)
+class MessageJoined:
+    """Messages sent to the run while it worked (``RunHandle.send``) joined the conversation,
+    after the results of the round before, ahead of the request of round ``round``."""
+
+    round: int
+    messages: tuple[Message, ...]
+    """The user messages, oldest first, as the conversation now holds them."""
+    sent: bool = True
+    """False when the run ended before another request (it was cancelled, or stopped at a
+    limit): the messages are kept at the end of the transcript, unanswered (``round`` is
+    then the run's last)."""
+    agent: str = ""
+    """The name of the agent whose loop yielded it (it changes at each handoff)."""
+
+
+@dataclass(slots=True)
 class HandedOff:
     """The agent ``source`` handed the conversation to ``target`` (its ``transfer_to_...``
     call ``call`` in round ``round``): ``target``'s loop goes on with the run."""
@@ -179,6 +195,7 @@ AgentEvent = (
     | ToolCallFinished
     | GuardrailChecked
     | UntrustedContent
+    | MessageJoined
     | HandedOff
     | RunRecovered
     | FinalAnswer

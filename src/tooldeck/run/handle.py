@@ -10,7 +10,16 @@ finish is answered ``error[cancelled]: ...``. In a session the cancelled run com
 was done is kept) unless the canceller says ``commit=False`` (the session then keeps
 nothing of the run).
 
-Only a run started with a handle pays for any of this: ``cancellable`` wraps its events.
+``handle.send(message)``, from any task or thread, adds a user message to the run while it
+works: it joins the conversation after the current round's results, before the run's next
+model request (a ``MessageJoined`` event says when). A message sent as the run answers makes
+it ask again, so the message is answered; one still waiting when it pauses is kept in its
+checkpoint and joins before the resumed run's first request; one still waiting when it is
+cancelled or stops at a limit is kept at the end of its transcript, unanswered
+(``MessageJoined(sent=False)``). Sending to a run that ended raises ``RunEnded``.
+
+Only a run started with a handle pays for any of this: ``cancellable`` and ``listening``
+wrap its events, and the loop tests one attribute per request.
 """
 
 from __future__ import annotations
@@ -22,12 +31,20 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from typing_extensions import Unpack
 
-from tooldeck.errors import ErrorCode
-from tooldeck.messages import ToolResult
+from tooldeck.errors import ErrorCode, RunEnded, RunStopped
+from tooldeck.messages import Message, ToolResult
 from tooldeck.results import Checkpoint, Decision, RunResult, StopReason, ToolTrace
+from tooldeck.run._engine.inbox import Inbox
 from tooldeck.run._engine.state import RunState
 from tooldeck.run.cancel import CancelSignal
-from tooldeck.run.events import Event, FinalAnswer, ToolCallFinished, ToolCallStarted
+from tooldeck.run.events import (
+    Event,
+    FinalAnswer,
+    MessageJoined,
+    ModelRequest,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from tooldeck.run.options import RunArgs, RunOptions
 
 OutputT = TypeVar("OutputT")
@@ -36,9 +53,12 @@ OutputT = TypeVar("OutputT")
 class RunHandle(Generic[OutputT]):
     """A run going on in a task of the event loop it was started on (``Agent.start``)."""
 
-    def __init__(self, events: AsyncGenerator[Event, None], signal: CancelSignal) -> None:
+    def __init__(
+        self, events: AsyncGenerator[Event, None], signal: CancelSignal, inbox: Inbox
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         self._signal = signal
+        self._inbox = inbox
         self._events: asyncio.Queue[Event | None] = asyncio.Queue()
         self._task = self._loop.create_task(self._drive(events))
 
@@ -63,6 +83,20 @@ class RunHandle(Generic[OutputT]):
         self._signal.cancel(reason, commit=commit)
         if not self._task.done():
             self._loop.call_soon_threadsafe(self._interrupt)
+
+    def send(self, message: str | Message) -> None:
+        """Add a user message to the run while it works (from any task or thread): it joins
+        the conversation before the run's next model request (``MessageJoined``).
+
+        Args:
+            message: The text, or a ``Message`` with role ``"user"``.
+
+        Raises:
+            RunEnded: the run has ended (answered, paused, cancelled or stopped), naming it
+                and why; nothing was added.
+            TypeError: ``message`` is neither text nor a user ``Message``.
+        """
+        send_to(self._inbox, self._signal, message)
 
     def _interrupt(self) -> None:
         """Cancel the run's task while its loop runs: not before (the run ends cancelled
@@ -173,6 +207,66 @@ def cancelled_while_running(reason: str) -> str:
     )
 
 
+def send_to(inbox: Inbox, signal: CancelSignal, message: str | Message) -> Message:
+    """``RunHandle.send`` for a front door that drives the run's stream itself
+    (``stream_told(..., inbox=...)``): the message as the run will hold it.
+
+    Raises:
+        RunEnded: the run has ended or was cancelled (naming it and why).
+    """
+    sent = user_message(message)
+    refused = f"it was cancelled ({signal.reason})" if signal.is_set() else None
+    refused = refused or inbox.put(sent)
+    if refused is not None:
+        run = repr(inbox.run_id) if inbox.run_id else "(not started)"
+        raise RunEnded(f"cannot send a message to run {run}: {refused}; it was not added")
+    return sent
+
+
+def user_message(message: str | Message) -> Message:
+    """``message`` as the user message a run is sent (``RunHandle.send``)."""
+    if isinstance(message, str):
+        return Message.user(message)
+    if isinstance(message, Message) and message.role == "user":
+        return message
+    got = f"a {message.role!r} message" if isinstance(message, Message) else repr(message)
+    raise TypeError(f"send() takes text or a user Message (Message.user(...)), got {got}")
+
+
+async def listening(
+    events: AsyncGenerator[Event, None], state: RunState, inbox: Inbox
+) -> AsyncGenerator[Event, None]:
+    """The run's events; as it ends, its inbox closes, and a message still waiting (the run
+    was cancelled, or stopped at a limit) is kept at the end of its transcript, unanswered:
+    one ``MessageJoined(sent=False)``, then the FinalAnswer (or the RunStopped's result)
+    holding them. A run that answered or paused closed its inbox itself (``run._engine``)."""
+    inbox.run_id = state.run_id
+    last_round = 0
+    try:
+        async for event in events:
+            if isinstance(event, ModelRequest):
+                last_round = event.round
+            elif isinstance(event, FinalAnswer):
+                result = event.result
+                kept = inbox.close(f"it has ended (stop reason {result.stop_reason.value!r})")
+                if kept:
+                    yield MessageJoined(last_round, kept, False, event.agent)
+                    event.result = _with(result, kept)
+            yield event
+    except RunStopped as stopped:
+        kept = inbox.close(f"it has stopped: {stopped}")
+        if kept and stopped.result is not None:
+            stopped.result = _with(stopped.result, kept)
+        raise
+    finally:
+        inbox.close("it has ended")
+
+
+def _with(result: RunResult[Any], kept: tuple[Message, ...]) -> RunResult[Any]:
+    """``result`` with the messages sent and never answered at the end of its transcript."""
+    return result.model_copy(update={"messages": (*result.messages, *kept)})
+
+
 class _Starts(Protocol):
     def _stream(self, prompt: str, opts: RunOptions) -> AsyncGenerator[Event, None]: ...
 
@@ -198,9 +292,9 @@ def start_carrying(
     """``Agent.start``, its capabilities started from ``carried`` (the states a session's
     last committed run ended with: ``Capability.next_run_state``), for a front door that
     keeps the session itself (``tooldeck.durable``)."""
-    signal = CancelSignal()
-    opts = replace(RunOptions.of(options), cancel=signal, carried=carried)
-    return RunHandle(agent._stream(prompt, opts), signal)
+    signal, inbox = CancelSignal(), Inbox()
+    opts = replace(RunOptions.of(options), cancel=signal, inbox=inbox, carried=carried)
+    return RunHandle(agent._stream(prompt, opts), signal, inbox)
 
 
 def start_resumed_run(
@@ -211,28 +305,34 @@ def start_resumed_run(
 ) -> RunHandle[Any]:
     """``Agent.start_resume``: ``Agent.resume`` in a task of the running event loop; its
     handle (``session=`` alone resumes the session's paused run, as ``resume`` does)."""
-    signal = CancelSignal()
-    opts = replace(RunOptions.of(options, resuming=True), cancel=signal)
-    return RunHandle(agent._resume(checkpoint, decisions, opts), signal)
+    signal, inbox = CancelSignal(), Inbox()
+    opts = replace(RunOptions.of(options, resuming=True), cancel=signal, inbox=inbox)
+    return RunHandle(agent._resume(checkpoint, decisions, opts), signal, inbox)
 
 
 def stream_told(
-    agent: _Starts, prompt: str, signal: CancelSignal, **options: Unpack[RunArgs[Any]]
+    agent: _Starts,
+    prompt: str,
+    signal: CancelSignal,
+    inbox: Inbox | None = None,
+    **options: Unpack[RunArgs[Any]],
 ) -> AsyncGenerator[Event, None]:
     """``Agent.stream`` whose tools read ``signal`` as ``ctx.cancelled``: for a front door
     that stops the stream itself (its client went away). Closing a stream stops what the run
     awaits; setting ``signal`` as it closes tells the sync tools still running, at any depth.
-    The run stops as a closed stream does (its session keeps its journal)."""
-    return agent._stream(prompt, replace(RunOptions.of(options), cancel=signal))
+    The run stops as a closed stream does (its session keeps its journal). Messages put in
+    ``inbox`` (``send_to``) join the run as ``RunHandle.send``'s do."""
+    return agent._stream(prompt, replace(RunOptions.of(options), cancel=signal, inbox=inbox))
 
 
 def resume_stream_told(
     agent: _Starts,
     decisions: Mapping[str, Decision] | None,
     signal: CancelSignal,
+    inbox: Inbox | None = None,
     **options: Unpack[RunArgs[Any]],
 ) -> AsyncGenerator[Event, None]:
-    """``Agent.resume_stream`` of the session's paused run, its tools told as
-    ``stream_told``'s are."""
-    opts = replace(RunOptions.of(options, resuming=True), cancel=signal)
+    """``Agent.resume_stream`` of the session's paused run, its tools told and its
+    ``inbox`` read as ``stream_told``'s are."""
+    opts = replace(RunOptions.of(options, resuming=True), cancel=signal, inbox=inbox)
     return agent._resume(None, decisions, opts)

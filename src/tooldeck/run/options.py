@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypedDict, TypeVar
 
 from tooldeck.messages import Message
+from tooldeck.run._engine.inbox import Inbox
 from tooldeck.run._engine.inherited import Inherited
 from tooldeck.run._engine.journal import JournalWriter
 from tooldeck.run.budget import Budget
@@ -84,6 +85,9 @@ class RunOptions:
     cancel: CancelSignal | None = None
     """Set by ``Agent.start``: the signal that cancels the run (tools read it as
     ``ctx.cancelled``)."""
+    inbox: Inbox | None = None
+    """Set by ``Agent.start``: where the handle puts the messages sent to the run
+    (``RunHandle.send``)."""
     records: CallRecords | None = None
     """Where the run records its ``side_effects`` calls: its session, when it can (set by
     the agent as it takes the session out of the options)."""

@@ -37,6 +37,8 @@ def _python_types(hint: Any) -> tuple[type, ...]:
         return (float, int)  # SQLite gives back an integral REAL as it was stored
     if hint in (str, int):
         return (hint,)
+    if hint is bool:
+        return (int,)  # stored as 0 or 1 (the reader makes it a bool)
     return (str,)  # stored as JSON text (settings), parsed by the reader
 
 

@@ -23,6 +23,7 @@ from tooldeck.run.events import (
     FinalAnswer,
     GuardrailChecked,
     HandedOff,
+    MessageJoined,
     ModelRequest,
     ModelResponse,
     ToolCallFinished,
@@ -30,7 +31,18 @@ from tooldeck.run.events import (
     UntrustedContent,
 )
 from tooldeck.run.observer import RunInfo
-from tooldeck.runlog._rows import CALL, END, GUARD, HAND, PENDING, START, TAINT, TURN, error_text
+from tooldeck.runlog._rows import (
+    CALL,
+    END,
+    GUARD,
+    HAND,
+    PENDING,
+    SENT,
+    START,
+    TAINT,
+    TURN,
+    error_text,
+)
 from tooldeck.runlog._writer import Put, Writer
 
 CANCELLED = "cancelled"
@@ -71,6 +83,10 @@ async def record_run(
                 put((TAINT, run_id, event.source.call_id, event.source.tool_name))
             elif isinstance(event, HandedOff):
                 put((HAND, run_id, event.round, event.call.id, event.source, event.target, clock()))
+            elif isinstance(event, MessageJoined):
+                at = clock()
+                for message in event.messages:
+                    put((SENT, run_id, event.round, message.content, int(event.sent), at))
             yield event
     except RunStopped as stopped:
         if not finished:

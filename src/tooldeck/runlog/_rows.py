@@ -22,9 +22,20 @@ from tooldeck.messages import ToolCall
 from tooldeck.models.base import ModelSettings
 from tooldeck.results import Approve, RecordedError, Reject, RememberedApproval
 
-START, TURN, PENDING, CALL, END, FLUSH, GUARD, TAINT, HAND = range(9)
+START, TURN, PENDING, CALL, END, FLUSH, GUARD, TAINT, HAND, SENT = range(10)
 """Record kinds."""
-FIELDS = {START: 12, TURN: 11, PENDING: 5, CALL: 11, END: 10, FLUSH: 1, GUARD: 8, TAINT: 3, HAND: 6}
+FIELDS = {
+    START: 12,
+    TURN: 11,
+    PENDING: 5,
+    CALL: 11,
+    END: 10,
+    FLUSH: 1,
+    GUARD: 8,
+    TAINT: 3,
+    HAND: 6,
+    SENT: 5,
+}
 """How many values follow each kind on the tape (see the observer for what they are)."""
 
 Record = tuple[Any, ...]
@@ -122,6 +133,7 @@ _GUARD = _Insert(
     ("?", "?", _T, "?", "?", "?", "?", "?"),
 )
 _HAND = _Insert("INSERT INTO handoffs (run_id, round, call_id, source, target, at)", ("?",) * 6)
+_SENT = _Insert("INSERT INTO sent_messages (run_id, round, content, sent, at)", ("?",) * 5)
 _TAINT = "UPDATE runs SET untrusted_call_id = ?, untrusted_tool = ? WHERE run_id = ?"
 _END = (
     "UPDATE runs SET ended_at = ?, duration_s = coalesce(duration_s, 0) + ?,"
@@ -168,6 +180,7 @@ class RowMaker:
         guards: list[Row] = []
         taints: list[Row] = []
         handoffs: list[Row] = []
+        sent: list[Row] = []
         for record in batch:
             kind = record[0]
             if kind == CALL:
@@ -186,6 +199,8 @@ class RowMaker:
                 taints.append((record[2], record[3], record[1]))
             elif kind == HAND:  # (kind, run id, round, call id, source, target, at)
                 handoffs.append(record[1:])
+            elif kind == SENT:  # (kind, run id, round, content, sent, at)
+                sent.append(record[1:])
         whole, start_rows, end_rows = _runs(starts, ends)
         planned = [
             *_RUN.statements(whole),
@@ -195,6 +210,7 @@ class RowMaker:
             *_CALL.statements(calls),
             *_GUARD.statements(guards),
             *_HAND.statements(handoffs),
+            *_SENT.statements(sent),
         ]
         if end_rows:  # only runs whose start was written in an earlier batch, or resumed
             planned.append((_END, end_rows))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tooldeck.errors import RunLogError as RunLogError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The version of the tables below (``PRAGMA user_version`` of a run log database)."""
 
 BUSY_TIMEOUT_MS = 5_000
@@ -131,7 +131,21 @@ ALTER TABLE runs ADD COLUMN writer_started INTEGER;
 """Version 5: the process that runs a run (its host, id and start time), so that a run with
 no end whose process is gone reads as interrupted, not as running."""
 
-_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: _V5}
+_V6 = """
+CREATE TABLE sent_messages (
+    id       INTEGER PRIMARY KEY,
+    run_id   TEXT NOT NULL,
+    round    INTEGER NOT NULL,
+    content  TEXT NOT NULL,
+    sent     INTEGER NOT NULL,
+    at       REAL NOT NULL
+);
+CREATE INDEX sent_messages_by_run ON sent_messages (run_id);
+"""
+"""Version 6: each message sent to a run while it worked (``RunHandle.send``), as it joined
+the conversation (``sent`` 0: kept unanswered at its end, the run having ended first)."""
+
+_MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: _V5, 5: _V6}
 """The script that takes a database from version N to N + 1 (0: an empty database)."""
 
 

@@ -111,6 +111,18 @@ class LoggedHandoff:
 
 
 @dataclass(frozen=True, slots=True)
+class LoggedMessage:
+    """A message sent to a logged run while it worked (a row of ``sent_messages``)."""
+
+    round: int
+    """The round whose request it joined (or, not ``sent``, the run's last)."""
+    content: str
+    sent: bool
+    """False: the run ended before another request; it is kept at the end, unanswered."""
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class LoggedRun:
     """One logged run; ``turns``, ``calls`` and ``guardrails`` are filled by ``load_run`` only."""
 
@@ -156,6 +168,8 @@ class LoggedRun:
     guardrails: tuple[LoggedGuardrail, ...] = ()
     handoffs: tuple[LoggedHandoff, ...] = ()
     """Who handed the run to whom (``Agent(handoffs=...)``), in order."""
+    messages_sent: tuple[LoggedMessage, ...] = ()
+    """The messages sent to the run while it worked (``RunHandle.send``), in order."""
     process_gone: bool = False
     """It has no end and the process that ran it is gone (killed, or crashed): it will never
     end. Judged when the run was read (a process on another host is taken to be there)."""
@@ -177,6 +191,7 @@ class LoggedRun:
         data["status"] = self.status
         if not details:
             del data["turns"], data["calls"], data["guardrails"], data["handoffs"]
+            del data["messages_sent"]
             return data
         for call, shown in zip(self.calls, data["calls"], strict=True):
             search = call.search()
@@ -286,7 +301,11 @@ def load_run(path: str | os.PathLike[str], run_id: str) -> LoggedRun:
             "SELECT round, call_id, source, target, at FROM handoffs WHERE run_id = ? ORDER BY id",
             (run.run_id,),
         )
-        return _with_details(run, turns, calls, guardrails, handoffs)
+        sent = connection.execute(
+            "SELECT round, content, sent, at FROM sent_messages WHERE run_id = ? ORDER BY id",
+            (run.run_id,),
+        )
+        return _with_details(run, turns, calls, guardrails, handoffs, sent)
 
 
 def decided_calls(path: str | os.PathLike[str], session: str) -> list[tuple[str, LoggedCall]]:
@@ -314,6 +333,7 @@ def _with_details(
     calls: sqlite3.Cursor,
     guardrails: sqlite3.Cursor,
     handoffs: sqlite3.Cursor,
+    sent: sqlite3.Cursor,
 ) -> LoggedRun:
     loaded_turns = tuple(_turn(row, run.run_id) for row in turns.fetchall())
     loaded_calls = tuple(
@@ -327,7 +347,23 @@ def _with_details(
         LoggedHandoff(*checked(row, LoggedHandoff, "handoffs", run.run_id))
         for row in handoffs.fetchall()
     )
-    return replace(run, turns=loaded_turns, calls=loaded_calls, guardrails=decided, handoffs=handed)
+    messages = tuple(
+        _sent_message(checked(row, LoggedMessage, "sent_messages", run.run_id))
+        for row in sent.fetchall()
+    )
+    return replace(
+        run,
+        turns=loaded_turns,
+        calls=loaded_calls,
+        guardrails=decided,
+        handoffs=handed,
+        messages_sent=messages,
+    )
+
+
+def _sent_message(values: list[Any]) -> LoggedMessage:
+    round_, content, sent, at = values
+    return LoggedMessage(round_, content, bool(sent), at)
 
 
 @contextmanager

@@ -13,8 +13,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from tooldeck._budget import Budget
 from tooldeck.errors import ToolDeckError
-from tooldeck.messages import Message
-from tooldeck.results import Checkpoint, Decision
+from tooldeck.messages import Message, ToolCall
+from tooldeck.results import Checkpoint, Decision, PendingCall, ToolTrace
 from tooldeck.tools.outputs import OutputStore
 
 DepsT = TypeVar("DepsT")
@@ -28,6 +28,23 @@ class Resumption:
     """The ``Pause.state`` the call returned when it paused."""
     decisions: Mapping[str, Decision]
     """The decisions on the calls inside it, keyed by the inner ``PendingCall.id``."""
+
+
+class ToolCaller(Protocol):
+    """Runs the calls a call makes of other tools (code mode's programs) through the run's
+    own call path: each checked against its schema, the budgets and limits, guarded, asked
+    about, run at most once, traced and shown as the run's own call."""
+
+    async def call(self, call: ToolCall, tools: Mapping[str, Any]) -> ToolTrace | PendingCall:
+        """Run ``call`` of one of ``tools`` (ToolEntry objects by name): its trace, or the
+        PendingCall it waits as (a person's approval)."""
+        ...
+
+    async def decided(
+        self, pending: PendingCall, decision: Decision, tools: Mapping[str, Any]
+    ) -> ToolTrace | PendingCall:
+        """Run (or answer without running) a call that waited, now that it is decided."""
+        ...
 
 
 class ToolChanges(Protocol):
@@ -102,6 +119,9 @@ class RunContext(Generic[DepsT]):
     states: dict[str, Any] | None = field(default=None, repr=False)
     """The states of the run's capabilities by name: read one with
     ``capability.state(ctx)`` (None when no capability of the run keeps one)."""
+    caller: ToolCaller | None = field(default=None, repr=False)
+    """For a tool whose entry says ``calls_tools`` (code mode's ``run_code``): runs its calls
+    of other tools through the run's call path; None for other calls."""
 
     @property
     def idempotency_key(self) -> str:
@@ -116,11 +136,18 @@ class RunContext(Generic[DepsT]):
     @property
     def place(self) -> int | str:
         """The call's place among the calls of the model turn that made it, from 0 (the
-        call id when this context was not made by a run, which knows the turn)."""
+        call id when this context was not made by a run, which knows the turn); for a call
+        made inside one of those (``"<its id>.<n>"``, a code-mode program's n-th call),
+        ``"<that call's place>.<n>"``."""
         if self.messages:
-            for index, call in enumerate(self.messages[-1].tool_calls):
+            calls = self.messages[-1].tool_calls
+            for index, call in enumerate(calls):
                 if call.id == self.call_id:
                     return index
+            outer, dot, number = self.call_id.rpartition(".")
+            for index, call in enumerate(calls if dot else ()):
+                if call.id == outer:  # a call made inside that one (code mode's program)
+                    return f"{index}.{number}"
         return self.call_id
 
     @property

@@ -37,6 +37,15 @@ class ToolEntry:
     emits_events: bool = False
     """Its calls pass events of a run of their own to the run's stream while they run (an
     agent tool does): the loop runs such a call beside the stream, never blocking it."""
+    calls_tools: bool = False
+    """Its handler calls other tools through the run's call path (``RunContext.caller``), as
+    code mode's ``run_code`` does: those calls' events are the run's own, and the loop runs
+    such a call beside the stream too."""
+
+    @property
+    def streams(self) -> bool:
+        """Its calls pass events to the run's stream while they run."""
+        return self.emits_events or self.calls_tools
 
     @property
     def name(self) -> str:
@@ -72,7 +81,8 @@ class ToolView:
     """Some tool has guardrails of its own (``@tool(guardrails=...)``): checked once, here."""
     untrusted: bool = False
     """Some tool's results may be untrusted content (``trust="untrusted"``, or an agent
-    tool's, whose inner run may read some): checked once, here."""
+    tool's, whose inner run may read some, or ``run_code``'s, whose calls may): checked
+    once, here."""
 
     deferred: Mapping[str, ToolEntry] = field(default_factory=lambda: _NONE_DEFERRED, repr=False)
     """The tools held back until a search reveals them (``defer_loading``): neither shown
@@ -94,7 +104,7 @@ class ToolView:
         may_pause = any(e.external or e.options.requires_approval for e in dispatch.values())
         specs = tuple(entry.spec for entry in dispatch.values())
         guarded = any(entry.options.guardrails for entry in dispatch.values())
-        untrusted = any(e.options.trust == "untrusted" or e.emits_events for e in dispatch.values())
+        untrusted = any(e.options.trust == "untrusted" or e.streams for e in dispatch.values())
         held = MappingProxyType(deferred) if deferred else _NONE_DEFERRED
         return cls(specs, MappingProxyType(dispatch), may_pause, guarded, untrusted, held)
 

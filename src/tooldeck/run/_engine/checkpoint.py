@@ -23,8 +23,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tooldeck.errors import CheckpointError
-from tooldeck.messages import ToolCall, ToolResult
+from tooldeck.messages import Message, ToolCall, ToolResult
 from tooldeck.results import Approve, Checkpoint, Decision, PausedTurn, PendingCall, Reject
+from tooldeck.run._engine.inbox import Inbox
 from tooldeck.run._engine.state import OpenTurn, RunState
 from tooldeck.run.agent_tool import NestingHandler
 from tooldeck.run.budget import Budget
@@ -67,10 +68,22 @@ def make_checkpoint(state: RunState, policy: RunPolicy, key: bytes | None) -> Ch
         agent=state.agent,
         shown=state.shown,
         capability_states=state.states,
+        queued=_queued(state),
     )
     if key is None:
         return checkpoint
     return checkpoint.model_copy(update={"signature": _sign(checkpoint, key)})
+
+
+def _queued(state: RunState) -> tuple[Message, ...]:
+    """What was sent to the run and had not joined it as it pauses (its inbox closes: a
+    message sent from now on goes to the resumed run)."""
+    if state.inbox is None:
+        return ()
+    return state.inbox.close(
+        "it has paused: calls wait for a decision (a message it had not sent yet is in its "
+        "checkpoint); resume it and send to the resumed run"
+    )
 
 
 def _sign(checkpoint: Checkpoint, key: bytes) -> str:
@@ -91,6 +104,12 @@ def verify(checkpoint: Checkpoint, key: bytes | None) -> None:
                 "or made with another checkpoint_key"
             )
     _check_calls(checkpoint)
+    for number, message in enumerate(checkpoint.queued):
+        if message.role != "user":
+            raise CheckpointError(
+                f"queued message {number} is a {message.role!r} message: only user messages "
+                "are sent to a run (RunHandle.send); the checkpoint was not made by tooldeck"
+            )
 
 
 def _payload_signature(checkpoint: Checkpoint, key: bytes) -> str:
@@ -275,6 +294,7 @@ def restore(
         agent=checkpoint.agent,
         shown=checkpoint.shown,
         states=copy.deepcopy(checkpoint.capability_states),
+        inbox=Inbox(checkpoint.queued) if checkpoint.queued else None,
     )
     calls = checkpoint.messages[-1].tool_calls
     state.turn = OpenTurn(

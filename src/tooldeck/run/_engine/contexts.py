@@ -16,7 +16,7 @@ from typing import Any
 
 from tooldeck._budget import Budget
 from tooldeck.messages import Message
-from tooldeck.tools.context import Resumption, RunContext, ToolChanges
+from tooldeck.tools.context import Resumption, RunContext, ToolCaller, ToolChanges
 from tooldeck.tools.outputs import OutputStore
 
 
@@ -35,6 +35,7 @@ def run_context(
     budget: Budget | None = None,
     inherited: object = None,
     states: dict[str, Any] | None = None,
+    caller: ToolCaller | None = None,
 ) -> RunContext[Any]:
     """The context of a call (``call_id``, ``tool_name``) or of the run itself (a guardrail:
     both empty), at model turn ``round``; see ``RunContext`` for each field."""
@@ -56,4 +57,5 @@ def run_context(
         budget,
         inherited,
         states,
+        caller,
     )

@@ -118,8 +118,7 @@ async def drive(
 ) -> AsyncGenerator[Event, None]:
     """The loop. It starts from a prompt or from a paused run (``start.decisions``)."""
     state, policy, deps, name = start.state, start.policy, start.deps, start.state.agent
-    view, asking, first, calls_of = await _begin(setup, start, observer)
-    decisions: Mapping[str, Decision] = start.decisions or _NO_DECISIONS
+    view, asking, first, calls_of, decisions = await _begin(setup, start, observer)
     while True:
         stop: RunStopped | FinalAnswer | HandedOff | None = None
         if (turn := state.turn) is not None:
@@ -146,7 +145,8 @@ async def drive(
             return
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         view, specs, settings, reason = _next_request(setup, state, policy, view, stop, deps)
-        policy.rounds += 1
+        if state.inbox is not None and state.inbox.waiting:  # sent while the run worked
+            yield state.inbox.join(state.messages, policy.rounds, name)
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
         output = await ask(asking, state, policy, specs, settings, deps) if direct else None
@@ -178,10 +178,11 @@ async def drive(
 
 async def _begin(
     setup: RunSetup, start: RunStart, observer: RunObserver | None
-) -> tuple[ToolView, Asking, InputCheck | None, CallRound]:
+) -> tuple[ToolView, Asking, InputCheck | None, CallRound, Mapping[str, Decision]]:
     """The tools of the run's first round (a resumed run's pending calls checked against
     them, before anything runs), how the run asks its model (observed, when traced), the
-    input guardrails of a run from a prompt, and what its rounds of calls share."""
+    input guardrails of a run from a prompt, what its rounds of calls share, and the
+    decisions its first round runs with (a resumed run's)."""
     view = setup.tools.unchanged() or await setup.tools.view()
     asking, hooks, state = setup.asking, setup.hooks, start.state
     if state.carried is not None:  # a run in a session: the approvals it remembers
@@ -202,7 +203,8 @@ async def _begin(
     guards, fresh = setup.guards, start.resumed is None and not start.continued
     if guards is not None and guards.input and fresh:
         first = InputCheck(guards.input, start.state, start.deps)
-    return view, asking, first, _call_round(setup, start, view, observer)
+    decisions = start.decisions or _NO_DECISIONS
+    return view, asking, first, _call_round(setup, start, view, observer), decisions
 
 
 def _capable(hooks: Hooks, start: RunStart, asking: Asking) -> Asking:
@@ -281,14 +283,16 @@ def _next_request(
 ) -> tuple[ToolView, tuple[ToolSpec, ...], ModelSettings, StopReason]:
     """The tools (as the capabilities that choose them say) and settings of the next
     request, and the reason the run ends with if it answers: the current tools, or (at a
-    limit, ``on_limit="final_answer"``) none."""
+    limit, ``on_limit="final_answer"``) none. The request is counted (``policy.rounds``)."""
     if stop is None:
         if (hooks := setup.hooks) is not None and hooks.showing:
             view = _shown(hooks, view, state, policy, deps)
         specs = view.specs if setup.output is None else shown_specs(setup.output, view)
         settings = setup.requests[0] if policy.rounds == 0 else setup.requests[1]
+        policy.rounds += 1
         return view, specs, settings, StopReason.ANSWER
     reason = _last_request(setup, state, stop)  # raises unless asked for a last answer
+    policy.rounds += 1
     return view, shown_specs(setup.output, ToolView.of(())), setup.requests[2], reason
 
 
@@ -312,7 +316,8 @@ async def _judged(
     setup: RunSetup, state: RunState, policy: RunPolicy, ended: RunResult[Any] | None, deps: Any
 ) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
     """The run's result (``_answer``'s) after the output guardrails and the answer hooks, when
-    it is an answer, and the guardrails' decisions on it."""
+    it is an answer, and the guardrails' decisions on it; None to go on, as when a message
+    sent to the run as it answered waits (it asks again, to answer it)."""
     if ended is None or ended.stop_reason != StopReason.ANSWER:
         return ended, ()
     checked: Iterable[GuardrailChecked] = ()
@@ -334,6 +339,8 @@ async def _judged(
             ended = await hooks.answered(ended, run_view(state, policy, deps))
         except (MiddlewareError, GuardrailTripped) as error:
             raise attach(error, state, _stop_reason(error)) from error.__cause__
+    if ended is not None and state.inbox is not None and state.inbox.answers_again(ended):
+        return None, checked
     return ended, checked
 
 

@@ -16,7 +16,7 @@ from tooldeck.run._engine.handing_over import handing_over, ruled, run_level
 from tooldeck.run._engine.inherited import Inherited
 from tooldeck.run._engine.loop import RunSetup, RunStart, driven
 from tooldeck.run.events import Event
-from tooldeck.run.handle import cancellable
+from tooldeck.run.handle import cancellable, listening
 from tooldeck.run.handoff import Handoff, HandoffAgent
 from tooldeck.run.history import current_exchange
 from tooldeck.run.observer import (
@@ -82,6 +82,9 @@ def run_events(
         events = driven(ruled(setup, run_level(setup, inherited), prompt=True), start, observer)
     if opts.cancel is not None:
         events = cancellable(events, state, opts.cancel)
+    if opts.inbox is not None:  # a run started with a handle: messages may be sent to it
+        state.inbox = opts.inbox.after(state.inbox)  # a resumed pause's queued first
+        events = listening(events, state, opts.inbox)
     if observer is not None:
         events = observed(observer, events)
     watching = first.observers

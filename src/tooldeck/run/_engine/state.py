@@ -18,6 +18,7 @@ from tooldeck.results import (
     StopReason,
     ToolTrace,
 )
+from tooldeck.run._engine.inbox import Inbox
 from tooldeck.run._engine.records import assistant_message, tool_message
 from tooldeck.run.events import AgentEvent, Event, GuardrailChecked, ModelResponse, NestedEvent
 from tooldeck.safety import GuardrailDecision, UntrustedSource
@@ -85,6 +86,9 @@ class RunState:
     carried: Mapping[str, Any] | None = None
     """The states the session's last committed run ended with, by name: a capability that
     starts in this run starts from its own (``Capability.next_run_state``)."""
+    inbox: Inbox | None = None
+    """The messages sent to the run while it works (``RunHandle.send``), waiting to join
+    its conversation before the next request (None: a run nobody can send to)."""
 
     @property
     def usage(self) -> Usage:

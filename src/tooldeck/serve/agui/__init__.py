@@ -42,6 +42,10 @@ put it behind the application's.
 - **External tools are the client's.** A call of an ``external_tool`` is left without a
   result (the success outcome's ``pendingToolCallIds`` names it); the next input answers it
   with a tool message (``toolCallId``, ``content``, or ``error`` for a failure).
+- **Messages while a run works.** ``POST /messages`` (tooldeck's own: AG-UI has none)
+  adds a user message to a thread's run going on; it joins the conversation before the
+  run's next model request and streams as a user text message under the client's id
+  (``tooldeck.serve.agui._send`` documents the body and the answers).
 - **Errors.** What cannot run is a ``RUN_ERROR`` with a ``code`` (``interrupt_pending``,
   ``unknown_interrupt``, ``invalid_payload``, ``no_prompt``, ``thread_busy``, a stop
   reason such as ``max_rounds``, ``session_conflict``, ...) and a message saying what to
@@ -117,7 +121,10 @@ def app(
         decided_by=decided_by,
     )
     return Starlette(
-        routes=[Route("/", endpoint.handle, methods=["POST"])],
+        routes=[
+            Route("/", endpoint.handle, methods=["POST"]),
+            Route("/messages", endpoint.send, methods=["POST"]),
+        ],
         middleware=[Middleware(BodyLimit, max_bytes=checked(max_body_bytes))],
     )
 

@@ -36,6 +36,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from tooldeck.errors import CheckpointError, RunStopped, SessionConflict, ToolDeckError
 from tooldeck.results import RunResult
 from tooldeck.run._engine.in_session import retried_run
+from tooldeck.run._engine.inbox import Inbox
 from tooldeck.run.agent import Agent
 from tooldeck.run.cancel import CancelSignal
 from tooldeck.run.events import Event, FinalAnswer
@@ -45,6 +46,7 @@ from tooldeck.run.session import Session
 from tooldeck.serve.agui._input import InputError, NewRun, Resume, describe, interrupts, plan
 from tooldeck.serve.agui._messages import as_agui, client_ids, with_answered
 from tooldeck.serve.agui._relay import Relay
+from tooldeck.serve.agui._send import LiveRun, send_message
 
 logger = logging.getLogger("tooldeck.serve.agui")
 """Where an unexpected failure of a run goes, with its traceback (the client reads a line)."""
@@ -117,6 +119,12 @@ class AguiEndpoint:
         self.hold_answer = judges_answers(agent)
         """The runs judge their answers: none is sent before its output guardrails passed."""
         self._busy: set[str] = set()
+        self._live: dict[str, LiveRun] = {}
+        """Each thread's run going on, which ``POST /messages`` adds messages to."""
+
+    async def send(self, request: Request) -> Response:
+        """``POST /messages``: a message added to a thread's run going on (``_send``)."""
+        return await send_message(request, self._live)
 
     async def handle(self, request: Request) -> Response:
         try:
@@ -172,14 +180,27 @@ class AguiEndpoint:
     async def _run(
         self, planned: NewRun | Resume, session: Session, run_input: RunAgentInput
     ) -> AsyncIterator[BaseEvent]:
-        relay = Relay(self.show_exceptions, self.hold_answer)
         gone = CancelSignal()  # set when the client goes away: the sync tools running are told
+        live = self._live[run_input.thread_id] = LiveRun(run_input.run_id, Inbox(), gone)
+        relay = Relay(self.show_exceptions, self.hold_answer, live=live)
+        try:
+            async for event in self._driven(planned, session, run_input, relay):
+                yield event
+        finally:
+            del self._live[run_input.thread_id]
+
+    async def _driven(
+        self, planned: NewRun | Resume, session: Session, run_input: RunAgentInput, relay: Relay
+    ) -> AsyncIterator[BaseEvent]:
+        assert relay.live is not None  # made by _run
+        gone, inbox = relay.live.signal, relay.live.inbox
         if isinstance(planned, NewRun):
             run_id = await _run_id(session, planned.prompt, run_input.run_id)
             stream = stream_told(
                 self.agent,
                 planned.prompt,
                 gone,
+                inbox,
                 session=session,
                 deltas=True,
                 deps=self.deps,
@@ -189,7 +210,13 @@ class AguiEndpoint:
             turn = planned.checkpoint.messages[-1]
             relay.turn_at, relay.turn_calls = len(planned.checkpoint.messages) - 1, turn.tool_calls
             stream = resume_stream_told(
-                self.agent, planned.decisions, gone, session=session, deltas=True, deps=self.deps
+                self.agent,
+                planned.decisions,
+                gone,
+                inbox,
+                session=session,
+                deltas=True,
+                deps=self.deps,
             )
         try:
             async with aclosing(stream):
@@ -216,7 +243,8 @@ class AguiEndpoint:
         yield from relay.results_from(result.messages)
         paused = result.checkpoint
         conversation = paused.messages if paused is not None else result.messages
-        ids = client_ids(conversation, run_input.messages)
+        sent = relay.live.joined if relay.live is not None else []
+        ids = client_ids(conversation, [*run_input.messages, *sent])
         messages = (
             with_answered(paused.messages, paused.turn.answered, ids)
             if paused is not None

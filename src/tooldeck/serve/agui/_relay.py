@@ -8,8 +8,10 @@ turn. Each finished call is a ``TOOL_CALL_RESULT`` whose metadata says how it we
 (``tooldeck``: ``ok``, ``errorCode``, ``durationS``, and the host's exception when shown).
 A result tooldeck writes without a call event (a typed answer's ``final_answer``) is sent
 when the run ends, from the conversation, so no call the stream started is left without
-its result unless the run waits for it. A handoff (``Agent(handoffs=...)``) is a
-``CUSTOM`` event named ``tooldeck.handoff`` (``source``, ``target``, ``toolCallId``).
+its result unless the run waits for it. A message sent to the run (``POST /messages``)
+that joins its conversation is a user text message under its client's id. A handoff
+(``Agent(handoffs=...)``) is a ``CUSTOM`` event named ``tooldeck.handoff`` (``source``,
+``target``, ``toolCallId``).
 
 A run that judges its answer (output guardrails: ``hold_answer``) streams no text: a turn
 with calls sends its text whole when it is written; the answer is sent when the run ends
@@ -42,6 +44,7 @@ from tooldeck.run.events import (
     Event,
     GuardrailChecked,
     HandedOff,
+    MessageJoined,
     ModelRequest,
     ModelResponse,
     RunRecovered,
@@ -50,6 +53,7 @@ from tooldeck.run.events import (
     ToolCallFinished,
 )
 from tooldeck.serve.agui._messages import message_id
+from tooldeck.serve.agui._send import LiveRun
 
 
 def recovered_value(event: RunRecovered) -> dict[str, Any]:
@@ -99,6 +103,8 @@ class Relay:
     """With ``hold_answer``: the text of the turn that may end the run, not sent yet."""
     withheld: dict[int, str] = field(default_factory=dict)
     """Position -> what is shown instead of an answer an output guardrail did not pass."""
+    live: LiveRun | None = None
+    """The run as ``POST /messages`` adds to it: the ids its clients gave what they sent."""
 
     def events(self, event: Event) -> Iterator[BaseEvent]:
         """The AG-UI events for one tooldeck event (none for an event they do not show)."""
@@ -113,6 +119,8 @@ class Relay:
         elif isinstance(event, ModelResponse):
             yield from self._turn_done(event.output)
         elif isinstance(event, ToolCallFinished):
+            if self._inside(event.trace.call.id) is not None:  # a program's call (code mode)
+                yield from self._inner_call(event.trace.call)
             yield self._result(event.trace)
         elif isinstance(event, GuardrailChecked):
             decision = event.decision
@@ -126,6 +134,21 @@ class Relay:
             yield CustomEvent(name="tooldeck.handoff", value=handed)
         elif isinstance(event, RunRecovered):
             yield CustomEvent(name="tooldeck.recovered", value=recovered_value(event))
+        elif isinstance(event, MessageJoined):
+            yield from self._joined(event)
+
+    def _joined(self, event: MessageJoined) -> Iterator[BaseEvent]:
+        """Messages sent to the run, now in its conversation (after the round's results),
+        as user text messages under the ids their clients gave them."""
+        given = self.live.take(len(event.messages)) if self.live is not None else []
+        after = self.turn_at + 1 + len(self.turn_calls)
+        for index, message in enumerate(event.messages):
+            id_ = given[index].id if index < len(given) else message_id(after + index)
+            how = {"tooldeck": {"sent": event.sent}}
+            yield TextMessageStartEvent(message_id=id_, role="user", metadata=how)
+            if message.content:
+                yield TextMessageContentEvent(message_id=id_, delta=message.content)
+            yield TextMessageEndEvent(message_id=id_)
 
     def answer(self) -> Iterator[BaseEvent]:
         """The text of the answer the run ended with, held back until its guardrails passed."""
@@ -199,10 +222,34 @@ class Relay:
             tool_call_id=call_id, tool_call_name=name, parent_message_id=message_id(self.turn_at)
         )
 
+    def _inner_call(self, call: ToolCall) -> Iterator[BaseEvent]:
+        """A call made inside one of the turn's calls (``run_code``'s ``<id>.<n>``): opened
+        and closed whole before its result, so the timeline shows it as a call of its own."""
+        yield self._start(call.id, call.name)
+        yield ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments_json)
+        yield ToolCallEndEvent(tool_call_id=call.id)
+
     def _result(self, trace: ToolTrace) -> ToolCallResultEvent:
         call_id = trace.call.id
         self._unanswered.pop(call_id, None)
+        inside = self._inside(call_id)
+        if inside is not None:  # a call inside one of the turn's: a message id of its own
+            number = call_id.rpartition(".")[2]
+            return self._result_event(trace, f"{message_id(self.turn_at + 1 + inside)}.{number}")
         index = next((i for i, c in enumerate(self.turn_calls) if c.id == call_id), 0)
+        return self._result_event(trace, message_id(self.turn_at + 1 + index))
+
+    def _inside(self, call_id: str) -> int | None:
+        """The place of the turn's call that ``call_id`` was made inside (``"<its id>.<n>"``),
+        or None for any other call."""
+        if any(made.id == call_id for made in self.turn_calls):
+            return None
+        outer, dot, _ = call_id.rpartition(".")
+        found = (i for i, made in enumerate(self.turn_calls) if dot and made.id == outer)
+        return next(found, None)
+
+    def _result_event(self, trace: ToolTrace, message: str) -> ToolCallResultEvent:
+        call_id = trace.call.id
         how: dict[str, Any] = {
             "ok": trace.result.ok,
             "errorCode": trace.result.error_code,
@@ -213,7 +260,7 @@ class Relay:
             kind = error.type_name if isinstance(error, RecordedError) else type(error).__name__
             how["error"] = f"{kind}: {error}"
         return ToolCallResultEvent(
-            message_id=message_id(self.turn_at + 1 + index),
+            message_id=message,
             tool_call_id=call_id,
             content=trace.result.output,
             role="tool",

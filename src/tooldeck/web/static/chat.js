@@ -1,6 +1,8 @@
 // tooldeck web: the chat page. Renders the conversation the page embeds, sends prompts to the
 // AG-UI endpoint and renders its events as they stream, and sends the decisions on calls
-// that wait (approve, edit, reject; an external call's result). Plain JS, no build step.
+// that wait (approve, edit, reject; an external call's result). A message typed while a run
+// works is added to it (POST /agui/messages): shown queued, then sent once it joined the
+// conversation before the agent's next model request. Plain JS, no build step.
 "use strict";
 
 (function () {
@@ -14,6 +16,9 @@
   const texts = new Map(); // message id -> element
   let decisions = []; // the calls a paused run waits for, each with its decision once made
   let lastState = null;
+  let running = null; // the client's id of the run going on, while one is
+  const queued = new Map(); // message id -> the bubble of a message sent to the running run
+  const joinedText = new Map(); // id of a user message that joined -> its bubble to fill, or null
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -58,8 +63,47 @@
     if (!thread.querySelector(".msg.user")) {
       title.textContent = text.split(/\s+/).join(" ").slice(0, 80);
     }
-    thread.append(el("div", "msg user", text));
+    const bubble = el("div", "msg user", text);
+    thread.append(bubble);
     follow();
+    return bubble;
+  }
+
+  // A message typed while the run works: queued until it joins the conversation (the run's
+  // stream says so with a user TEXT_MESSAGE_START under its id), or refused.
+  function sendToRun(text) {
+    const id = newId("user-");
+    const bubble = addUser(text);
+    bubble.classList.add("queued");
+    bubble.dataset.messageId = id;
+    bubble.append(el("span", "msg-state", "queued: the agent reads it before its next step"));
+    queued.set(id, bubble);
+    const body = { threadId: data.threadId, runId: running, message: { id, role: "user", content: text } };
+    fetch(data.endpoint + "messages", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      credentials: "same-origin",
+    }).then(async (response) => {
+      if (response.ok) return;
+      const refused = await response.json().catch(() => ({ error: response.statusText }));
+      markUser(id, "unsent", "not sent: " + refused.error);
+    }).catch((error) => markUser(id, "unsent", "not sent: " + error.message));
+  }
+
+  function markWaiting(id) {
+    const bubble = queued.get(id);
+    if (bubble && bubble.classList.contains("queued")) {
+      bubble.querySelector(".msg-state").textContent = "queued: it joins when the run goes on";
+    }
+  }
+
+  function markUser(id, state, words) {
+    const bubble = queued.get(id);
+    if (!bubble || !bubble.classList.contains("queued")) return;
+    bubble.classList.remove("queued");
+    bubble.classList.add(state);
+    bubble.querySelector(".msg-state").textContent = words;
   }
 
   function textOf(id) {
@@ -405,18 +449,21 @@
     status.append(document.createTextNode(text || ""));
   }
 
-  function busy(running) {
+  function busy(working) {
     if (!form) return;
     const waiting = decisions.some((d) => d.answer === null);
-    prompt.disabled = send.disabled = running || waiting;
+    prompt.disabled = send.disabled = waiting;
     form.classList.toggle("held", waiting);
     prompt.placeholder = waiting
       ? "Decide on the waiting calls first."
-      : "Ask the agent… (Enter sends, Shift+Enter for a new line)";
-    if (!running && !waiting) prompt.focus();
+      : working
+        ? "Add to what the agent is doing… (it reads this before its next step)"
+        : "Ask the agent… (Enter sends, Shift+Enter for a new line)";
+    if (!waiting) prompt.focus();
   }
 
   async function run(body) {
+    running = body.runId;
     busy(true);
     setStatus("Working…");
     lastState = null;
@@ -436,6 +483,12 @@
     } catch (error) {
       setStatus("The connection to the server was lost: " + error.message, true);
     } finally {
+      running = null;
+      const paused = lastState && lastState.stopReason === "paused";
+      for (const id of queued.keys()) {
+        if (paused) markWaiting(id);
+        else markUser(id, "unsent", "not sent: the run ended first");
+      }
       busy(false);
     }
   }
@@ -460,6 +513,15 @@
 
   function on(event) {
     const id = event.toolCallId;
+    if (event.type === "TEXT_MESSAGE_START" && event.role === "user") {
+      joined(event);
+      return;
+    }
+    if (event.type.startsWith("TEXT_MESSAGE") && joinedText.has(event.messageId)) {
+      const bubble = joinedText.get(event.messageId);
+      if (event.type === "TEXT_MESSAGE_CONTENT" && bubble) bubble.textContent += event.delta;
+      return; // a bubble the page made shows its text already (null)
+    }
     switch (event.type) {
       case "TEXT_MESSAGE_START":
         textOf(event.messageId).classList.add("streaming");
@@ -495,6 +557,26 @@
     }
   }
 
+  // A message sent to the run joined its conversation: this page's bubble (by its id, or the
+  // oldest still queued: one that waited through a pause comes back under its position's
+  // id), else a message another client sent, shown as it streams.
+  function joined(event) {
+    let id = event.messageId;
+    if (!queued.has(id)) {
+      const waiting = [...queued.entries()].find(([, b]) => b.classList.contains("queued"));
+      if (!waiting) {
+        joinedText.set(id, addUser(""));
+        return;
+      }
+      queued.set(id, waiting[1]);
+      queued.delete(waiting[0]);
+    }
+    joinedText.set(id, null);
+    const how = (event.metadata || {}).tooldeck || {};
+    if (how.sent === false) markUser(id, "unsent", "kept, not sent: the run ended first");
+    else markUser(id, "sent", "sent");
+  }
+
   function finished(event) {
     setStatus("");
     if (event.result !== undefined && event.result !== null && typeof event.result !== "string") {
@@ -512,6 +594,10 @@
       const text = prompt.value.trim();
       if (!text) return;
       prompt.value = "";
+      if (running) {
+        sendToRun(text);
+        return;
+      }
       addUser(text);
       run(input([{ id: newId("user-"), role: "user", content: text }]));
     });

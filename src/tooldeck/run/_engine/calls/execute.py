@@ -74,7 +74,7 @@ async def _bounded(item: Ready, round_: CallRound, emit: Emit | None, once: bool
     if type(handler) is FunctionTool and handler.context_parameter is None:
         context = _UNREAD  # a function that takes no RunContext: none is built for it
     else:
-        context = round_.context(call, emit, item.resumed)  # emit: a run inside it inherits
+        context = round_.context(call, emit, item.resumed, item.caller)  # emit: inherits
     if round_.records is not None and once and options.side_effects:
         run = partial(_bounded, item, round_, emit, False)
         return await run_once(round_.records, item, round_.context(call, emit, item.resumed), run)

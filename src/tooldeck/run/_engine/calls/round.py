@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolCall, ToolResult
@@ -20,6 +20,7 @@ from tooldeck.results import Decision, PendingCall, ToolTrace
 from tooldeck.run._engine.calls.check import check_decided, check_new, hold_back
 from tooldeck.run._engine.calls.execute import Ran, execute
 from tooldeck.run._engine.calls.guard import answer_guarded, execute_guarded, guard_arguments
+from tooldeck.run._engine.calls.nested import NestedCalls
 from tooldeck.run._engine.calls.shared import CallRound, Emit, Ready, trace
 from tooldeck.run._engine.calls.trust import after_untrusted
 from tooldeck.run._engine.state import OpenTurn
@@ -88,7 +89,7 @@ async def run_round(
     for group in (ready,) if len(ready) == 1 else _groups(ready):
         for item in group:
             yield ToolCallStarted(round_.round, item.call, remembered=item.remembered)
-        if len(group) == 1 and not group[0].entry.emits_events and not guarded:
+        if len(group) == 1 and not group[0].entry.streams and not guarded:
             item = group[0]  # the common case: no tasks, no queue
             ran = done[item.index] = await execute(item, round_)
             if isinstance(ran, ToolTrace):
@@ -300,6 +301,8 @@ async def _concurrently(
         try:
             async with semaphore or contextlib.nullcontext():
                 emit = _emitter(item, queue.put_nowait)
+                if item.entry.calls_tools:  # its calls of other tools: the run's own
+                    item = replace(item, caller=NestedCalls(round_, queue.put_nowait, item.call))
                 if guard:
                     ran = await execute_guarded(item, round_, emit, queue.put_nowait)
                 else:

@@ -21,7 +21,7 @@ from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.session import CallRecords
 from tooldeck.safety import UntrustedSource
-from tooldeck.tools.context import Resumption, RunContext, ToolChanges
+from tooldeck.tools.context import Resumption, RunContext, ToolCaller, ToolChanges
 from tooldeck.tools.guardrails import ToolGuardrail
 from tooldeck.tools.outputs import LargeOutput, OutputStore
 from tooldeck.tools.registry import ToolEntry, ToolView
@@ -97,11 +97,16 @@ class CallRound:
         return (self.inherits or NOTHING).at(self.tainted_by, self.cancelled, self.records)
 
     def context(
-        self, call: ToolCall, emit: Emit | None = None, resumed: Resumption | None = None
+        self,
+        call: ToolCall,
+        emit: Emit | None = None,
+        resumed: Resumption | None = None,
+        caller: ToolCaller | None = None,
     ) -> RunContext[Any]:
         """The RunContext a tool (or a middleware hook, or an approval rule) is given; a call
         that may emit events (an agent tool, ``emit`` given) is passed on what a run made
-        inside it inherits (``passed_on``)."""
+        inside it inherits (``passed_on``); one that calls tools, the ``caller`` it calls
+        them with."""
         return run_context(  # in RunContext's field order (contexts.py says why)
             call.id,
             call.name,
@@ -117,6 +122,7 @@ class CallRound:
             self.budget,
             None if emit is None else self.passed_on(),
             self.states,
+            caller,
         )
 
 
@@ -138,6 +144,8 @@ class Ready:
     """For a call that paused: what it paused with, and the decisions made since."""
     ask: str = ""
     """Why a person must approve it though its tool does not ask (untrusted content)."""
+    caller: ToolCaller | None = None
+    """For a tool that calls tools (``calls_tools``): the caller its handler is given."""
     remembered: RememberedApproval | None = None
     """The approval it runs under without asking (``Approve(scope="run" | "session")``)."""
 
