@@ -636,3 +636,25 @@ async def test_the_agui_resume_takes_a_scope_and_refuses_one_it_cannot_honour(
     assert isinstance(later[-1], RunFinishedEvent)
     assert later[-1].outcome.type == "success"
     assert paid == [1, 2, 3]
+
+
+async def test_a_run_approval_holds_for_the_calls_a_code_mode_program_makes(
+    provider: Callable[..., ProviderSimulator],
+) -> None:
+    from tooldeck.code import CodeMode
+
+    paid, pay, _ = payments()
+    program = 'await pay(amount=1)\nawait pay(amount=2)\n"both paid"'
+    sim = provider([call("run_code", {"code": program}), reply("ok")])
+    agent = Agent(sim.model(), [pay], capabilities=[CodeMode()])
+    first = await agent.run("pay 1 and 2 in a program")
+    (waiting,) = first.pending
+    assert waiting.path == ("run_code",)  # the program's call, the run's own
+
+    started = []
+    async for event in agent.resume_stream(first.checkpoint, {waiting.id: Approve(scope="run")}):
+        if isinstance(event, ToolCallStarted) and event.call.name == "pay":
+            started.append(event.remembered is not None)
+
+    assert paid == [1, 2]  # the program's second call did not pause
+    assert started == [False, True]

@@ -22,6 +22,7 @@ from tooldeck.results import (
     RememberedApproval,
     remembered_approvals,
 )
+from tooldeck.run._engine.checkpoint import own_calls
 from tooldeck.run._engine.state import RunState
 
 
@@ -56,10 +57,11 @@ def check_kept(state: RunState, resumed: Checkpoint | None) -> None:
 def remember_decisions(
     state: RunState, resumed: Checkpoint, decisions: Mapping[str, Decision]
 ) -> None:
-    """As a paused run goes on: keep each ``Approve`` with a scope, by its call's tool (a
-    session approval is not narrowed by a later run one)."""
-    for pending in resumed.turn.pending:
-        decision = decisions.get(pending.call.id)
+    """As a paused run goes on: keep each ``Approve`` with a scope on a call the run made
+    itself (a code-mode program's included), by its tool (a session approval is not narrowed
+    by a later run one)."""
+    for call_id, pending in own_calls(resumed).items():
+        decision = decisions.get(call_id)
         if not isinstance(decision, Approve) or decision.scope == "once":
             continue
         states = state.states if state.states is not None else {}
