@@ -110,6 +110,26 @@ async def test_a_run_approval_covers_the_undecided_calls_of_its_tool_in_the_same
     assert kinds(later) == [("refund", "approval")]
 
 
+async def test_a_reject_beside_a_run_approval_of_the_same_tool_is_honoured(
+    provider: Callable[..., ProviderSimulator],
+) -> None:
+    # openai-agents-python #4429: a per-call rejection after always_approve was ignored
+    paid, pay, _ = payments()
+    sim = provider([call(("pay", {"amount": 1}), ("pay", {"amount": 2})), reply("done")])
+    agent = Agent(sim.model(), [pay])
+    first = await agent.run("pay 1 and 2")
+    one, two = first.pending
+    decisions = {one.id: Approve(scope="run"), two.id: Reject(message="not that one")}
+
+    done = await agent.resume(first.checkpoint, decisions)
+
+    assert paid == [1]
+    assert [m.content for m in done.messages if m.role == "tool"] == [
+        "paid 1",
+        "error[rejected]: not that one",
+    ]
+
+
 async def test_a_remembered_approval_covers_calls_a_predicate_would_ask_about(
     provider: Callable[..., ProviderSimulator],
 ) -> None:
