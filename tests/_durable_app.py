@@ -17,7 +17,8 @@ the queue until stopped), ``enqueue`` (put ``--runs`` runs on the queue), ``reco
 Knobs: ``SLOW_S`` (how long the ``slow`` tool sleeps), ``NOTE_S`` (how long ``note`` takes),
 ``BLOCK_MODEL_AT`` (the model request, counted in tool results seen, that blocks a minute),
 ``HANG_CHARGE`` (``before`` or ``after`` its effect: where a ``charge`` call sleeps 10
-minutes, to be killed; ``effect charge 5 <key>`` in the log is the side effect).
+minutes, to be killed; ``effect charge 5 <key>`` in the log is the side effect),
+``APPROVE_SCOPE`` (the scope ``decide`` approves with: ``once``, ``run``, ``session``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ SCENARIOS = {
     "parallel": [[("note", "a"), ("note", "b"), ("slow", "c")]],
     "sequential": [[("note", "a")]],
     "approval": [[("note", "a"), ("pay", "5")]],
+    "approval_run": [[("pay", "5")], [("charge", "6")], [("pay", "7")]],
     "queue": [[("note", "x")]],
     "nested": [[("helper", "x")]],
     "charge": [[("note", "a"), ("charge", "5")], [("slow", "c")]],
@@ -212,7 +214,8 @@ async def serve(durable: DurableAgent[Any, Any], args: argparse.Namespace) -> No
 async def decide(durable: DurableAgent[Any, Any], args: argparse.Namespace) -> None:
     paused = await durable.paused(args.run_id)
     assert paused is not None, "the run is not paused"
-    decisions = {p.call.id: Approve(by="approver") for p in paused.pending}
+    scope = os.environ.get("APPROVE_SCOPE", "once")
+    decisions = {p.call.id: Approve(by="approver", scope=scope) for p in paused.pending}  # type: ignore[arg-type]
     pause = await durable.send_decisions(args.run_id, decisions)
     print(json.dumps({"pause": pause, "decided": sorted(decisions)}), flush=True)
 

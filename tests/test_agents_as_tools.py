@@ -597,9 +597,7 @@ def test_the_cli_asks_about_a_nested_call_naming_its_agent_and_keys_it_by_its_fu
 
     decisions = Approver(interactive=True, read=read).decide(paused.pending)
     assert decisions == {"o1/c1": Approve(by="cli")}
-    assert questions == [
-        'approve cleaner: delete_file(path="a")? [y]es / [n]o / [a]lways this tool / [e]dit '
-    ]
+    assert questions == ['approve cleaner: delete_file(path="a")? [y]es / [n]o / [e]dit ']
 
 
 def test_an_agent_tool_sees_what_a_handoff_would_and_the_old_keyword_still_works() -> None:

@@ -45,7 +45,9 @@ OTHER_TOOLS = textwrap.dedent(
         return 2 * number
     '''
 )
-QUESTION = 'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit'
+QUESTION = (
+    'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways in this run / [s]ession / [e]dit'
+)
 
 
 @tool(requires_approval=True)

@@ -235,7 +235,7 @@ def test_a_question_left_unanswered_is_asked_again_when_the_conversation_goes_on
     call = completion_body(None, [chat_call("call_1", "delete_file", '{"path": "a.txt"}')])
     server.reply(Reply(events=completion_chunks(call)))
     answers(server, "Deleted a.txt.", "Nothing else to do.")
-    question = 'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit'
+    question = 'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways in this run / [s]ession / [e]dit'
     argv = [sys.executable, "-m", "tooldeck.cli", "run", "--tools", "tools.py"]
     argv += ["--model", "openai-chat:gpt-test"]
     first = Terminal([*argv, "Delete a.txt."], workdir, environment(server, workdir))

@@ -44,7 +44,9 @@ TOOLS = textwrap.dedent(
         return "copied"
     '''
 )
-QUESTION = 'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit'
+QUESTION = (
+    'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways in this run / [s]ession / [e]dit'
+)
 
 
 @pytest.fixture
@@ -121,7 +123,7 @@ def test_with_stdout_redirected_the_question_goes_to_the_terminal_not_into_stdou
         )
         terminal.expect(QUESTION)
         terminal.send("maybe\r")
-        terminal.expect("please answer y, n (or n and why), a or e (got 'maybe')")
+        terminal.expect("please answer y, n (or n and why), a, s or e (got 'maybe')")
         terminal.send("e\r")
         terminal.expect('current: {"path": "a.txt"}')  # no readline without a terminal stdout
         terminal.expect("arguments (JSON, empty to go back): ")

@@ -64,7 +64,9 @@ EXTERNAL_TOOLS = textwrap.dedent(
     )
     """
 )
-PROMPT = 'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit'
+PROMPT = (
+    'approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways in this run / [s]ession / [e]dit'
+)
 
 
 @pytest.fixture
@@ -183,7 +185,7 @@ def test_an_unknown_answer_asks_again(model_server: FakeOpenAI, workdir: Path) -
     terminal = at_terminal(model_server, workdir)
     terminal.expect(PROMPT)
     terminal.send("maybe\r")
-    terminal.expect("please answer y, n (or n and why), a or e (got 'maybe')")
+    terminal.expect("please answer y, n (or n and why), a, s or e (got 'maybe')")
     terminal.send("y\r")
     status, _ = terminal.finish()
     assert status == 0

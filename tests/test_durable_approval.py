@@ -58,3 +58,34 @@ def test_a_run_approved_from_another_process_after_its_worker_exited(app: Durabl
         "DBOS.setEvent",  # tooldeck.waiting = 0
         "app-approval.model",
     ]
+
+
+def test_a_run_approval_holds_after_the_worker_is_killed_and_the_run_recovered(
+    app: DurableApp,
+) -> None:
+    run_id = uuid.uuid4().hex
+    paused = app.output(
+        app.spawn("run", executor="worker-1", scenario="approval_run", run_id=run_id)
+    )
+    assert paused["pending"] == ["call_0_5"]
+    scoped = {"APPROVE_SCOPE": "run"}
+    decide = app.spawn("decide", executor="web", scenario="approval_run", run_id=run_id, env=scoped)
+    assert app.output(decide) == {"pause": 1, "decided": ["call_0_5"]}
+
+    # the worker pays 5, then is killed in the charge of the next turn
+    hanging = {"HANG_CHARGE": "before"}
+    first = app.spawn(
+        "serve", executor="worker-1", scenario="approval_run", run_id=run_id, env=hanging
+    )
+    app.wait_until(lambda: app.logged("start charge 6"), "start charge 6")
+    app.kill(first)
+    result = app.output(
+        app.spawn("serve", executor="worker-1", scenario="approval_run", run_id=run_id)
+    )
+
+    # recovered, the run still remembers the approval: pay 7 runs without another pause
+    assert result["stop_reason"] == "answer"
+    assert result["pending"] == []
+    counts = app.counts()
+    assert counts["done pay 5"] == counts["done pay 7"] == 1
+    assert app.steps(run_id).count("DBOS.recv") == 1  # one pause only

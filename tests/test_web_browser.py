@@ -224,6 +224,36 @@ def test_calls_are_approved_edited_and_rejected_in_the_page(
     shot(page, "chat-decided")
 
 
+def test_a_call_approved_for_the_run_lets_the_next_go_and_says_so_after_a_reload(
+    serve: Any, browser: BrowserContext, provider: Any
+) -> None:
+    sim = provider(
+        [
+            sim_call("delete_file", {"path": "a.txt"}),
+            sim_call("delete_file", {"path": "b.txt"}),
+            reply("Deleted both."),
+        ]
+    )
+    served = serve(Agent(sim.model(), [delete_file]))
+    page = logged_in(browser, served, "/chat/always")
+    ask(page, "Delete a.txt and b.txt.")
+    cards = page.locator(".call")
+    expect(cards.locator(".decide button", has_text="Always in this")).to_have_count(2)
+    cards.nth(0).get_by_role("button", name="Always in this run").click()
+
+    expect(page.locator(".msg.assistant").last).to_have_text("Deleted both.")
+    expect(cards).to_have_count(2)  # b.txt ran without a question
+    expect(cards.nth(1).locator("pre.result")).to_have_text("deleted b.txt")
+    expect(cards.nth(1).locator(".decide button")).to_have_count(0)
+    page.reload()
+    decided = [
+        "Approved for the rest of this run",
+        "Approved earlier for this run (not asked again)",
+    ]
+    expect(page.locator(".call .decided")).to_have_text(decided)
+    shot(page, "chat-approved-for-the-run")
+
+
 def test_an_external_call_is_answered_in_the_page(serve: Any, browser: BrowserContext) -> None:
     model = ScriptedModel([calls(call("locate_phone", "p1")), answer("Your phone is at home.")])
     served = serve(Agent(model, [locate_phone]))
@@ -267,8 +297,9 @@ def test_the_calls_a_later_turn_waits_on_are_in_view_and_not_under_the_prompt_bo
     ask(page, "Delete notes.txt.")  # a later turn, which waits for approval
 
     decide = page.locator(".call .decide")
-    expect(decide.get_by_role("button")).to_have_count(3)
-    for name in ("Approve", "Edit arguments", "Reject"):
+    expect(decide.get_by_role("button")).to_have_count(5)
+    names = ("Approve", "Always in this run", "Always in this conversation", "Edit arguments")
+    for name in (*names, "Reject"):
         button = decide.get_by_role("button", name=name, exact=True)
         seen = button.evaluate(UNCOVERED)
         assert seen["inView"], f"{name} is out of view: {seen}"

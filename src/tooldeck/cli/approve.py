@@ -1,6 +1,11 @@
 """How ``tooldeck run`` decides on calls that wait for a person: ask at the terminal, or not.
 
-    approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways this tool / [e]dit
+    approve delete_file(path="a.txt")? [y]es / [n]o / [a]lways in this run / [s]ession / [e]dit
+
+``y`` approves this call; ``a`` the tool's later calls of this run too and ``s`` those of the
+conversation's next runs as well (``Approve(scope="run" | "session")``: the run remembers
+them, so they are not asked about, and ``tooldeck logs`` shows each as remembered). A call
+made inside an agent tool is approved once (no ``a``/``s``: that run ends with the call).
 
 Ctrl-C or Ctrl-D leaves the question unanswered (KeyboardInterrupt: the run keeps waiting).
 ``n`` may carry why (``n too expensive``): the model reads it in the rejection. An edit is
@@ -23,13 +28,20 @@ from typing import Any, TextIO, cast
 from tooldeck.cli.display import call_text
 from tooldeck.cli.terminal import TerminalReader
 from tooldeck.errors import InvalidArguments
-from tooldeck.results import Approve, Decision, PendingCall, Reject
+from tooldeck.results import ApprovalScope, Approve, Decision, PendingCall, Reject
 from tooldeck.run._engine.handing_over import reachable
 from tooldeck.run.agent import Agent
 from tooldeck.run.agent_tool import AgentTool
 from tooldeck.tools.registry import ToolView
 
-_CHOICES = "[y]es / [n]o / [a]lways this tool / [e]dit"
+_CHOICES = "[y]es / [n]o / [a]lways in this run / [s]ession / [e]dit"
+_NESTED_CHOICES = "[y]es / [n]o / [e]dit"
+_SCOPES: dict[str, ApprovalScope] = {
+    "a": "run",
+    "always": "run",
+    "s": "session",
+    "session": "session",
+}
 _NO_TERMINAL = "nobody was at the terminal to approve this call"
 
 
@@ -66,9 +78,15 @@ class Approver:
     def decide(self, pending: Sequence[PendingCall]) -> dict[str, Decision]:
         """One decision per approval call (external calls cannot be run from the CLI)."""
         decisions: dict[str, Decision] = {}
+        remembered: set[str] = set()
         for waiting in pending:
-            if waiting.kind == "approval":
-                decisions[waiting.id] = self._decide_one(waiting)  # unique in nested runs too
+            if waiting.kind != "approval":
+                continue
+            if waiting.call.name in remembered and not waiting.path and not waiting.reason:
+                continue  # the run approves it, as approved for the run a moment ago
+            decision = decisions[waiting.id] = self._decide_one(waiting)  # unique when nested
+            if isinstance(decision, Approve) and decision.scope != "once":
+                remembered.add(waiting.call.name)
         return decisions
 
     def _decide_one(self, waiting: PendingCall) -> Decision:
@@ -95,7 +113,8 @@ class Approver:
         inside = f"{' > '.join(waiting.path)}: " if waiting.path else ""  # a call in an agent tool
         self.unanswered = waiting
         while True:
-            question = f"approve {inside}{call_text(call)}? {_CHOICES} "
+            choices = _NESTED_CHOICES if waiting.path else _CHOICES
+            question = f"approve {inside}{call_text(call)}? {choices} "
             try:
                 answer = self._read(question)
             except EOFError:  # Ctrl-D: the question is left unanswered, as with Ctrl-C
@@ -113,13 +132,16 @@ class Approver:
             return Reject(message=_said_no(reason.strip()), by="cli")
         if answer.lower() in ("y", "yes"):
             return Approve(by="cli")
-        if answer.lower() in ("a", "always"):
-            self.always.add(waiting.call.name)
-            return Approve(by="cli")
+        scope = _SCOPES.get(answer.lower())
+        if scope is not None and not waiting.path:
+            return Approve(by="cli", scope=scope)
         if answer.lower() in ("e", "edit"):
             edited = self._edit(waiting)
             return None if edited is None else Approve(arguments=edited, by="cli")
-        self._say(f"please answer y, n (or n and why), a or e (got {answer!r})")
+        if waiting.path:
+            self._say(f"please answer y, n (or n and why) or e (got {answer!r})")
+        else:
+            self._say(f"please answer y, n (or n and why), a, s or e (got {answer!r})")
         return None
 
     def _edit(self, waiting: PendingCall) -> dict[str, object] | None:

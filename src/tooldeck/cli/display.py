@@ -21,7 +21,7 @@ from tooldeck.cli.load import is_own_code
 from tooldeck.cli.totals import Tally, count, duration_text, stop_text, totals_line, unanswered
 from tooldeck.errors import ErrorCode, ModelRetry
 from tooldeck.messages import ToolCall, Usage
-from tooldeck.results import RecordedError, RunResult, ToolTrace
+from tooldeck.results import RecordedError, RememberedApproval, RunResult, ToolTrace
 from tooldeck.run.events import (
     Event,
     FinalAnswer,
@@ -224,6 +224,8 @@ class RunDisplay:
             seconds = self.tally.last_turn_s
             self.model_answered(event.round, seconds, output.usage, len(output.tool_calls))
         elif isinstance(event, ToolCallStarted):
+            if event.remembered is not None:
+                self.remembered(event.call, event.remembered)
             self.call_started(event.call)
         elif isinstance(event, ToolCallFinished):
             trace = event.trace
@@ -277,6 +279,13 @@ class RunDisplay:
         tokens = f", {usage.input_tokens} in / {usage.output_tokens} out tokens" if usage else ""
         what = count(calls, "tool call") if calls else "answer"
         self.console.line(f"round {round_}: {what} ({seconds:.2f} s{tokens})", "dim")
+
+    def remembered(self, call: ToolCall, approval: RememberedApproval) -> None:
+        """The line of a call not asked about: it runs under an approval a person gave an
+        earlier call of its tool for the run or the session."""
+        by = f" by {approval.by}" if approval.by else ""
+        line = f"  ✓ approved (remembered for the {approval.scope}){by}: {call_text(call)}"
+        self.console.line(line, "yellow")
 
     def call_started(self, call: ToolCall) -> None:
         """The line of a call about to run."""

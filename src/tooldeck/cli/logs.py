@@ -257,7 +257,15 @@ def _call_moments(logged: LoggedCall, display: RunDisplay) -> Iterator[_Moment]:
 
 
 def _decision_text(call: LoggedCall) -> str:
-    verb = {"approved": "✓ approved", "rejected": "✗ rejected", "result": "✓ result sent"}
+    verb = {
+        "approved": "✓ approved",
+        "approved:run": "✓ approved for the run",
+        "approved:session": "✓ approved for the session",
+        "remembered:run": "✓ approved (remembered for the run)",
+        "remembered:session": "✓ approved (remembered for the session)",
+        "rejected": "✗ rejected",
+        "result": "✓ result sent",
+    }
     text = verb.get(call.decision or "", call.decision or "")
     if call.edited_arguments is not None:
         text += " with edited arguments"

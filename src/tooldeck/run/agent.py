@@ -308,7 +308,8 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> RunResult[OutputT]:
         """Go on with a paused run; ``decisions`` maps pending call ids to Approve(),
         Reject(...) or, for an external call, its ToolResult. Calls without a decision stay
-        pending: the run pauses again at once, without asking the model.
+        pending: the run pauses again at once, without asking the model (but those of a tool
+        approved with ``Approve(scope="run" | "session")``, which run under that approval).
 
         With ``session=``, the session's paused run is resumed (the checkpoint may be left
         out) and claimed: a second resume of the same pause is refused with CheckpointError.

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult, ToolSpec
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import RunResult
+from tooldeck.results import APPROVALS_STATE, RunResult
 from tooldeck.tools.context import RunContext
 from tooldeck.tools.options import RequiresApproval
 from tooldeck.tools.outputs import LARGE_OUTPUTS, LargeOutput
@@ -308,3 +308,34 @@ class Approvals(Capability):
     def __repr__(self) -> str:
         shown = sorted(self._names) if self._names is not None else self._chooses
         return f"Approvals({shown!r}, when={self.when!r})"
+
+
+class ForgetApprovals(Capability):
+    """A run given it starts without the approvals remembered for ``tools`` (all when
+    None): those a person gave with ``Approve(scope="run" | "session")``, which a session
+    carries into its next runs and a checkpoint into its resume. Give it to the run —
+    ``agent.run(..., session=..., capabilities=[ForgetApprovals()])`` or ``resume`` — and
+    their calls ask again; the run's result no longer lists them, so the session's next runs
+    do not have them either. An approval given in the same resume is kept.
+
+    Examples:
+        >>> from tooldeck.run.capabilities import ForgetApprovals
+        >>> ForgetApprovals(["transfer"])
+        ForgetApprovals(['transfer'])
+    """
+
+    def __init__(self, tools: Iterable[str] | None = None) -> None:
+        if isinstance(tools, str):
+            raise TypeError(f"ForgetApprovals takes a list of tool names, got {tools!r}")
+        self.names = None if tools is None else tuple(tools)
+
+    def instructions(self, ctx: RunView) -> str:
+        """As the run starts (or resumes): drop the remembered approvals of its tools."""
+        kept = None if ctx.states is None else ctx.states.get(APPROVALS_STATE)
+        if isinstance(kept, dict):
+            for name in list(kept) if self.names is None else self.names:
+                kept.pop(name, None)
+        return ""
+
+    def __repr__(self) -> str:
+        return f"ForgetApprovals({None if self.names is None else list(self.names)!r})"

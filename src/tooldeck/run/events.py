@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolSpec
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import RunResult, ToolTrace
+from tooldeck.results import RememberedApproval, RunResult, ToolTrace
 from tooldeck.safety import GuardrailDecision, UntrustedSource
 
 
@@ -82,6 +82,9 @@ class ToolCallStarted:
     call: ToolCall
     agent: str = ""
     """The name of the agent whose loop yielded it (it changes at each handoff)."""
+    remembered: RememberedApproval | None = None
+    """The remembered approval it runs under (``Approve(scope="run" | "session")``), when
+    its tool asks for approval and a person approved it for the run or the session."""
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from tooldeck.errors import RunStopped
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import Decision, RunResult
+from tooldeck.results import Decision, RememberedApproval, RunResult
 from tooldeck.run._engine.journal import this_process
 from tooldeck.run.events import (
     Event,
@@ -58,7 +58,7 @@ async def record_run(
     put, clock, run_id = writer.put, time.time, run.run_id
     started = asked_at = clock()
     _put_start(put, run, started)
-    decisions = dict(run.decisions) if run.decisions else {}
+    decisions: dict[str, Decision | RememberedApproval] = dict(run.decisions or {})
     settings = None
     call_started: dict[str, float] = {}
     finished = False
@@ -68,6 +68,8 @@ async def record_run(
                 _put_call(put, run_id, event, call_started, decisions, clock())
             elif isinstance(event, ToolCallStarted):
                 call_started[event.call.id] = clock()
+                if event.remembered is not None:  # ran under a remembered approval
+                    decisions[event.call.id] = event.remembered
             elif isinstance(event, ModelRequest):
                 asked_at, settings = clock(), event.settings
             elif isinstance(event, ModelResponse):
@@ -174,7 +176,7 @@ def _put_call(
     run_id: str,
     event: ToolCallFinished,
     call_started: dict[str, float],
-    decisions: dict[str, Decision],
+    decisions: dict[str, Decision | RememberedApproval],
     now: float,
 ) -> None:
     trace = event.trace

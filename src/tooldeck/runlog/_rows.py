@@ -20,7 +20,7 @@ from pydantic_core import to_json
 
 from tooldeck.messages import ToolCall
 from tooldeck.models.base import ModelSettings
-from tooldeck.results import Approve, RecordedError, Reject
+from tooldeck.results import Approve, RecordedError, Reject, RememberedApproval
 
 START, TURN, PENDING, CALL, END, FLUSH, GUARD, TAINT, HAND, SENT = range(10)
 """Record kinds."""
@@ -279,6 +279,12 @@ def arguments_text(call: ToolCall) -> str:
     return to_json(call.arguments).decode()
 
 
+def _approved(scope: str) -> str:
+    """A person's approval as the run log names it: ``approved``, or with its scope
+    (``approved:run``, ``approved:session``)."""
+    return "approved" if scope == "once" else f"approved:{scope}"
+
+
 def _call_row(record: Record) -> Row:
     """CALL: (kind, run id, round, ToolCall, started at or -1, finished at, duration, result
     text, error code or "", error text or "", the decision on it or None, the whole output
@@ -290,9 +296,11 @@ def _call_row(record: Record) -> Row:
     edited = decided = by = ""
     if decision is not None:
         if isinstance(decision, Approve):
-            decided, by = "approved", decision.by
+            decided, by = _approved(decision.scope), decision.by
             if decision.arguments is not None:
                 edited = to_json(decision.arguments).decode()
+        elif isinstance(decision, RememberedApproval):  # no one was asked: it was remembered
+            decided, by = f"remembered:{decision.scope}", decision.by
         elif isinstance(decision, Reject):
             decided, by = "rejected", decision.by
         else:

@@ -61,7 +61,10 @@ class LoggedCall:
     waited_at: float | None
     """When the run paused for it."""
     decision: str | None
-    """``approved``, ``rejected`` or ``result`` (an external call's result sent back)."""
+    """``approved`` (``approved:run``, ``approved:session`` with a scope), ``rejected``,
+    ``result`` (an external call's result sent back), or ``remembered:run`` /
+    ``remembered:session``: no one was asked, the call ran under an approval a person gave
+    an earlier call of its tool with that scope (``decided_by`` is who)."""
     decided_by: str | None
     full_output: str | None = None
     """The tool's whole output when the model read less of it (``max_output_chars``)."""

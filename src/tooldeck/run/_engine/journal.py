@@ -23,12 +23,13 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from tooldeck.errors import RunStopped, SessionError
 from tooldeck.messages import FROZEN, Message, ToolResult, Usage
 from tooldeck.results import (
+    ApprovalScope,
     Approve,
     Checkpoint,
     Decision,
@@ -107,12 +108,16 @@ class StoredDecision(BaseModel):
     by: str = ""
     message: str = ""
     result: ToolResult | None = None
+    scope: ApprovalScope = Field(default="once", exclude_if=lambda scope: scope == "once")
+    """An approval's scope (left out when it is for this call only)."""
 
     @classmethod
     def of(cls, decision: Decision) -> StoredDecision:
         """The decision as the journal keeps it."""
         if isinstance(decision, Approve):
-            return cls(kind="approve", arguments=decision.arguments, by=decision.by)
+            return cls(
+                kind="approve", arguments=decision.arguments, by=decision.by, scope=decision.scope
+            )
         if isinstance(decision, Reject):
             return cls(kind="reject", message=decision.message, by=decision.by)
         return cls(kind="result", result=decision)
@@ -120,7 +125,7 @@ class StoredDecision(BaseModel):
     def decision(self) -> Decision:
         """The decision it keeps."""
         if self.kind == "approve":
-            return Approve(arguments=self.arguments, by=self.by)
+            return Approve(arguments=self.arguments, by=self.by, scope=self.scope)
         if self.kind == "reject":
             return Reject(message=self.message, by=self.by)
         if self.result is None:

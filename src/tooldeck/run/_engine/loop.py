@@ -33,6 +33,7 @@ from tooldeck.run._engine.checkpoint import check_tools, make_checkpoint
 from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import Inherited
 from tooldeck.run._engine.journal import JournalWriter, journaled
+from tooldeck.run._engine.remembered import carry_from_session, check_kept, remember_decisions
 from tooldeck.run._engine.request import Asking, Delta, ask, with_deltas
 from tooldeck.run._engine.spending import SPENDING_STOPS, left_for_calls, not_run
 from tooldeck.run._engine.state import OpenTurn, RunState, attach
@@ -183,13 +184,19 @@ async def _begin(
     input guardrails of a run from a prompt, what its rounds of calls share, and the
     decisions its first round runs with (a resumed run's)."""
     view = setup.tools.unchanged() or await setup.tools.view()
-    asking, hooks = setup.asking, setup.hooks
+    asking, hooks, state = setup.asking, setup.hooks, start.state
+    if state.carried is not None:  # a run in a session: the approvals it remembers
+        carry_from_session(state)
     if hooks is not None:
         asking = _capable(hooks, start, asking)
         if hooks.showing:  # a resumed run's calls may be of tools a search revealed
-            view = _shown(hooks, view, start.state, start.policy, start.deps)
+            view = _shown(hooks, view, state, start.policy, start.deps)
+    if state.states is not None:
+        check_kept(state, start.resumed)
     if start.resumed is not None:
         check_tools(start.resumed, view)
+        if start.decisions:
+            remember_decisions(state, start.resumed, start.decisions)
     if observer is not None:
         asking = replace(asking, model=observer.model(asking.model))
     first = None

@@ -34,7 +34,9 @@ put it behind the application's.
   untrusted-content policy asks, as ``metadata.tooldeck.reason`` does). The next input
   answers each with a resume entry,
   payload ``{"approved": true}``, ``{"approved": true, "editedArgs": {...}}`` or
-  ``{"approved": false, "reason": "..."}`` (status ``cancelled`` rejects it); the decisions
+  ``{"approved": false, "reason": "..."}`` (status ``cancelled`` rejects it); an approval
+  may add ``"scope": "run"`` or ``"session"`` (``Approve(scope=...)``: the tool's later
+  calls run without an interrupt, for the run or the session too); the decisions
   go through ``agent.resume(session=...)``, which runs the stored call and checks its
   digest. An interrupt left unanswered stays open: the run pauses again at once.
 - **External tools are the client's.** A call of an ``external_tool`` is left without a

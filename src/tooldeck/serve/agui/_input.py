@@ -29,8 +29,18 @@ from pydantic.alias_generators import to_camel
 
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolResult
-from tooldeck.results import Approve, Checkpoint, Decision, PendingCall, Reject
+from tooldeck.results import (
+    APPROVAL_SCOPES,
+    ApprovalScope,
+    Approve,
+    Checkpoint,
+    Decision,
+    PendingCall,
+    Reject,
+)
 from tooldeck.tools.registry import ToolView
+
+_NESTED_SCOPE = "the call is made inside an agent tool, whose run ends with it: approve it once"
 
 CANCELLED = "the person closed this call's approval without deciding; it did not run"
 """What the model reads for a call whose interrupt was answered ``cancelled``."""
@@ -65,6 +75,9 @@ class ApprovalAnswer(BaseModel):
     """Arguments to run the call with instead (all of them: they replace, not merge)."""
     reason: str | None = None
     """Why it was rejected, in words the model can act on."""
+    scope: ApprovalScope = "once"
+    """How long an approval lasts: this call, the tool's calls for the rest of the run, or
+    for the session's next runs too (``Approve(scope=...)``). A rejection is for one call."""
 
 
 def plan(run_input: RunAgentInput, paused: Checkpoint | None, decided_by: str) -> NewRun | Resume:
@@ -103,6 +116,15 @@ def interrupts(paused: Checkpoint, view: ToolView) -> list[Interrupt]:
     return [_interrupt(p, view) for p in paused.pending if p.kind == "approval"]
 
 
+_SCOPE = {
+    "type": "string",
+    "enum": list(APPROVAL_SCOPES),
+    "default": "once",
+    "description": "An approval's reach: this call, the tool's calls for the rest of the run, "
+    "or in the session's next runs too",
+}
+
+
 def _interrupt(pending: PendingCall, view: ToolView) -> Interrupt:
     call = pending.call
     entry = view.dispatch.get(call.name) if not pending.path else None
@@ -113,6 +135,7 @@ def _interrupt(pending: PendingCall, view: ToolView) -> Interrupt:
             "approved": {"type": "boolean"},
             "editedArgs": {**arguments, "description": "All the arguments to run it with instead"},
             "reason": {"type": "string", "description": "Why it is rejected, for the model"},
+            **({} if pending.path else {"scope": _SCOPE}),
         },
         "required": ["approved"],
         "additionalProperties": False,
@@ -226,9 +249,17 @@ def _decision(entry: ResumeEntry, pending: PendingCall, decided_by: str) -> Deci
         )
         raise InputError(
             f"the answer to interrupt {entry.interrupt_id!r} ({pending.call.name}) is not "
-            f'{{"approved": true|false, "editedArgs"?: {{...}}, "reason"?: "..."}}: {problems}',
+            f'{{"approved": true|false, "editedArgs"?: {{...}}, "reason"?: "...", '
+            f'"scope"?: "once"|"run"|"session"}}: {problems}',
             "invalid_payload",
         ) from None
+    if answer.scope != "once" and (not answer.approved or pending.path):
+        why = "a rejection is for one call" if not answer.approved else _NESTED_SCOPE
+        raise InputError(
+            f"the answer to interrupt {entry.interrupt_id!r} ({pending.call.name}) has "
+            f"scope {answer.scope!r}: {why}",
+            "invalid_payload",
+        )
     if answer.approved:
-        return Approve(arguments=answer.edited_args, by=decided_by)
+        return Approve(arguments=answer.edited_args, by=decided_by, scope=answer.scope)
     return Reject(message=answer.reason or "", by=decided_by)

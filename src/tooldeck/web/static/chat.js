@@ -209,11 +209,21 @@
     thread.append(foot);
   }
 
+  // the run log's names of approvals with a scope, and of calls run under a remembered one
+  const SCOPED = {
+    "approved:run": "Approved for the rest of this run",
+    "approved:session": "Approved for this conversation",
+    "remembered:run": "Approved earlier for this run (not asked again)",
+    "remembered:session": "Approved earlier for this conversation (not asked again)",
+  };
+
   function decidedText(decided) {
     // the words the page showed when the decision was made (decide's ``shown``)
     if (decided.decision === "approved") {
       return decided.edited ? "Approved with edited arguments" : "Approved";
     }
+    const scoped = SCOPED[decided.decision];
+    if (scoped) return scoped;
     return decided.decision === "rejected" ? "Rejected" : "Answered";
   }
 
@@ -306,7 +316,20 @@
     approveButton.addEventListener("click", () => decide(item, { approved: true }, "Approved"));
     editButton.addEventListener("click", () => editForm(item));
     rejectButton.addEventListener("click", () => rejectForm(item));
-    buttons.append(approveButton, editButton, rejectButton);
+    buttons.append(approveButton);
+    if (!item.call.path.length) {
+      // the tool's later calls run without asking: for this run, or this conversation too
+      for (const scope of ["run", "session"]) {
+        const shown = SCOPED["approved:" + scope];
+        const label = scope === "run" ? "Always in this run" : "Always in this conversation";
+        const button = el("button", "secondary", label);
+        button.type = "button";
+        button.dataset.scope = scope;
+        button.addEventListener("click", () => decide(item, { approved: true, scope }, shown));
+        buttons.append(button);
+      }
+    }
+    buttons.append(editButton, rejectButton);
     box.append(buttons);
   }
 

@@ -23,6 +23,7 @@ from tooldeck.run._engine.calls.texts import (
     with_edit_note,
 )
 from tooldeck.run._engine.checkpoint import call_digest
+from tooldeck.run._engine.remembered import approval_for
 from tooldeck.run.policy import CallSignature
 from tooldeck.tools.context import Resumption
 
@@ -65,6 +66,9 @@ async def hold_back(
         kind: PendingKind | None = "external" if item.entry.external else None
         if kind is None and (item.ask or await _needs_approval(item, round_)):
             kind = "approval"
+            if not item.ask:  # untrusted content: a person is asked each time
+                item.remembered = approval_for(round_.states, item.call.name)
+                kind = None if item.remembered is not None else kind
         if kind is None:
             runnable.append(item)
         else:
@@ -104,10 +108,25 @@ def check_decided(
         return Ready(index, call, entry, call.arguments, None, resumed=resumed)
     decision = decisions.get(pending.call.id)
     if decision is None:
-        return None
+        return _remembered(index, pending, round_)
     if isinstance(decision, Approve):
         return _approved(index, pending.call, decision, round_)
     return _decided_trace(pending.call, decision)
+
+
+def _remembered(index: int, pending: PendingCall, round_: CallRound) -> Ready | ToolTrace | None:
+    """A call of the paused turn left without a decision: approved by the approval its tool
+    gained in this resume (``Approve(scope=...)`` on another of its calls), or still waiting
+    (asked because of untrusted content, it waits for its own decision)."""
+    if pending.kind != "approval" or pending.reason:
+        return None
+    remembered = approval_for(round_.states, pending.call.name)
+    if remembered is None:
+        return None
+    ready = _approved(index, pending.call, Approve(), round_)
+    if isinstance(ready, Ready):
+        ready.remembered = remembered
+    return ready
 
 
 def _approved(

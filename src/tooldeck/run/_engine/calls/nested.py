@@ -89,7 +89,7 @@ class NestedCalls:
         return judged
 
     async def _run(self, item: Ready, round_: CallRound) -> Outcome:
-        self._put(ToolCallStarted(round_.round, item.call))
+        self._put(ToolCallStarted(round_.round, item.call, remembered=item.remembered))
         guarded = bool(round_.view.guarded or round_.options.tool_guardrails)
         if guarded:  # its result judged too (a stop raises GuardrailTripped: the run stops)
             ran = await execute_guarded(item, round_, None, self._put)

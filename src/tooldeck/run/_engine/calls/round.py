@@ -88,7 +88,7 @@ async def run_round(
     ready = admitted.ready
     for group in (ready,) if len(ready) == 1 else _groups(ready):
         for item in group:
-            yield ToolCallStarted(round_.round, item.call)
+            yield ToolCallStarted(round_.round, item.call, remembered=item.remembered)
         if len(group) == 1 and not group[0].entry.streams and not guarded:
             item = group[0]  # the common case: no tasks, no queue
             ran = done[item.index] = await execute(item, round_)

@@ -10,7 +10,7 @@ from typing import Any
 from tooldeck._untrusted import repaired, valid_text
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult
-from tooldeck.results import ToolTrace
+from tooldeck.results import RememberedApproval, ToolTrace
 from tooldeck.run._engine.contexts import run_context
 from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import NOTHING, AfterUntrusted, Inherited
@@ -146,6 +146,8 @@ class Ready:
     """Why a person must approve it though its tool does not ask (untrusted content)."""
     caller: ToolCaller | None = None
     """For a tool that calls tools (``calls_tools``): the caller its handler is given."""
+    remembered: RememberedApproval | None = None
+    """The approval it runs under without asking (``Approve(scope="run" | "session")``)."""
 
 
 def trace(
