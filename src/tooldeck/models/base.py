@@ -19,6 +19,12 @@ from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.prices import ModelPrices
 
 
+SEARCH_TOOL = "search_tools"
+"""The name of the tool ``tooldeck.search.ToolSearch`` gives a model that does not search
+tools itself: its calls find tools for the task, they do not do it (``LocalModel`` reads a
+turn after them as still answering the user's message)."""
+
+
 @dataclass(frozen=True, slots=True)
 class NativeToolSearch:
     """Deferred tools a provider's own tool search may search, in place of a local one."""

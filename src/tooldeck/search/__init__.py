@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tooldeck.messages import AssistantOutput, ToolSpec
+from tooldeck.models.base import SEARCH_TOOL as LOCAL_SEARCH_TOOL
 from tooldeck.models.tool_search import NativeToolSearch, revealed_tools
 from tooldeck.run.capabilities import Capability, HasStates, ModelCall, RequestContext, RunView
 from tooldeck.search._rank import Ranker, Ranking, Strategy, check_strategy, ranker
@@ -48,7 +49,7 @@ __all__ = [
     "searched",
 ]
 
-SEARCH_TOOL = "search_tools"
+SEARCH_TOOL = LOCAL_SEARCH_TOOL
 """The name of the tool ``ToolSearch`` gives the model."""
 NO_MATCH = "no tool matches; do not search again with the same words"
 """What the model reads when a search finds nothing."""

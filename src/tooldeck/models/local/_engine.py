@@ -28,7 +28,12 @@ from tooldeck.models.local._closing import (
     looping,
     reserve,
 )
-from tooldeck.models.local._decide import BranchTokens, CallRule, decide_to_call
+from tooldeck.models.local._decide import (
+    BranchTokens,
+    CallRule,
+    answered_message,
+    decide_to_call,
+)
 from tooldeck.models.local._decode import (
     finishing_steps,
     greedy_steps,
@@ -188,13 +193,11 @@ class LlamaSession:
 
     def _fit(self, request: TurnRequest) -> float | None:
         """How well the user's message fits the tools, when the turn answers one and the
-        rule reads the fit."""
-        last = request.messages[-1] if request.messages else None
+        rule reads the fit (``answered_message``)."""
         if request.call_rule.min_fit is None or not request.plan.tools:
             return None
-        if last is None or last.role != "user":
-            return None
-        return self._embedder.fit(last.content, request.plan.tools)
+        asked = answered_message(request.messages, request.plan.tools)
+        return None if asked is None else self._embedder.fit(*asked)
 
     def _closers_after(self, pieces: bytearray) -> Callable[[], tuple[int, ...]]:
         """The closing tokens to prefer after the turn's bytes so far (which grow)."""
