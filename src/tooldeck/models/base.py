@@ -18,7 +18,6 @@ from tooldeck.errors import ModelError
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.prices import ModelPrices
 
-
 SEARCH_TOOL = "search_tools"
 """The name of the tool ``tooldeck.search.ToolSearch`` gives a model that does not search
 tools itself: its calls find tools for the task, they do not do it (``LocalModel`` reads a
