@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from tooldeck import AssistantOutput, Message, ModelSettings, ToolCall, ToolSpec
+from tooldeck import AssistantOutput, Message, ModelSettings, ToolCall, ToolSpec, tool
 from tooldeck.cli.demo import add_numbers, get_weather
 from tooldeck.models.local import LocalModel
 from tooldeck.models.local._decide import CallRule, answered_message
@@ -22,16 +22,14 @@ from tooldeck.models.local._engine import TurnRequest, _decided
 from tooldeck.models.local._grammar import plan_turn
 from tooldeck.search import FOUND, SEARCH_TOOL
 
-SEARCH = ToolSpec(
-    name=SEARCH_TOOL,
-    description="Find tools for a task among those not shown yet.",
-    parameters={
-        "type": "object",
-        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
-        "required": ["query", "limit"],
-        "additionalProperties": False,
-    },
-)
+
+@tool(name=SEARCH_TOOL)
+def search_tools(query: str, limit: int = 5) -> str:
+    """Find tools for a task among those not shown yet."""
+    return ""
+
+
+SEARCH = search_tools.spec
 QUESTION = "What's the weather like in Tokyo?"
 
 
