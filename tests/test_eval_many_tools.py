@@ -242,6 +242,19 @@ def test_the_command_refuses_bad_options_as_usage_errors(
     assert message in done.stderr
 
 
+def test_the_command_refuses_all_for_the_context_before_it_makes_the_result_file(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "results.jsonl"
+    args = ["bfcl:many_tools", "--tools", "own,all", "--limit", "1", "--out", str(out)]
+    done = tooldeck(*args, cwd=tmp_path)  # the default model: the embedded one, n_ctx 8,192
+    assert done.returncode == 2, done.stderr
+    assert "shows 1,842 tools" in done.stderr
+    assert "has a context of 8,192 tokens (n_ctx)" in done.stderr
+    assert "results go to" not in done.stderr
+    assert not out.exists()
+
+
 def test_the_command_reports_recall_without_a_model(tmp_path: Path) -> None:
     done = tooldeck("bfcl:many_tools", "--recall", "--limit", "2", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

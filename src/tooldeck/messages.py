@@ -25,6 +25,12 @@ from tooldeck._untrusted import SHORT_JSON, argument_problem, unusable_text
 from tooldeck.errors import ErrorCode
 
 FROZEN = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
+
+SEARCH_TOOL = "search_tools"
+"""The name of the tool that reveals deferred tools (``tooldeck.search.ToolSearch`` gives it
+to a model that does not search tools itself). A call of a deferred tool before its reveal is
+told to use it, and ``LocalModel`` reads a turn after its calls as still answering the
+user's message: they find tools for the task, they do not do it."""
 """The configuration of every record here and in ``tooldeck.results``."""
 
 

@@ -250,6 +250,7 @@ def _run(args: argparse.Namespace, cases: list[Any], settings: Any) -> Any:
         for m in args.models
         or [{"model": "local", "base_url": None, "api_key_env": None, "price": None}]
     ]
+    _check_context(cases, contestants)
     scorers = [load_object(target, "--scorer") for target in args.scorer]
     out = args.out or _default_out()
     done: Sequence[Any] = ()
@@ -283,6 +284,18 @@ def _run(args: argparse.Namespace, cases: list[Any], settings: Any) -> Any:
         raise KeyboardInterrupt(_how_to_go_on(out, kept[0], args.out is None)) from None
     finally:
         writer.close()
+
+
+def _check_context(cases: list[Any], contestants: Sequence[Any]) -> None:
+    """Refuse cases whose tools a model's context cannot hold before the result file is
+    made (``run_eval`` checks again, for a caller of the API)."""
+    from tooldeck.eval.bfcl.many import check_context
+
+    try:
+        check_context(cases, [contestant.model for contestant in contestants])
+    except ValueError as error:
+        asyncio.run(_closing(asyncio.sleep(0), contestants))
+        raise UsageError(str(error)) from None
 
 
 def _how_to_go_on(out: Path, kept: int, default_out: bool) -> str:

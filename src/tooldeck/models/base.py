@@ -15,6 +15,7 @@ from types import MethodType
 from typing import Any, Literal
 
 from tooldeck.errors import ModelError
+from tooldeck.messages import SEARCH_TOOL as SEARCH_TOOL  # re-exported: the local model reads it
 from tooldeck.messages import AssistantOutput, Message, ToolSpec
 from tooldeck.models.prices import ModelPrices
 

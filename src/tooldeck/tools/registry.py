@@ -16,6 +16,7 @@ from types import MappingProxyType, ModuleType
 from typing import Any
 
 from tooldeck.errors import DuplicateToolError
+from tooldeck.messages import SEARCH_TOOL as SEARCH_TOOL  # re-exported: run/ and search/ read it
 from tooldeck.messages import ToolSpec
 from tooldeck.tools.function import FunctionTool, tool
 from tooldeck.tools.handler import ToolHandler as ToolHandler  # re-exported: its old home
@@ -274,11 +275,6 @@ class ToolRegistry:
         """Close every registered toolset."""
         for toolset in self._toolsets:
             await toolset.aclose()
-
-
-SEARCH_TOOL = "search_tools"
-"""The name of the tool that reveals deferred tools (``tooldeck.search.ToolSearch`` gives
-it to the model; a call of a deferred tool before its reveal is told to use it)."""
 
 
 def deferred(entry: ToolEntry, defer: bool = True) -> ToolEntry:

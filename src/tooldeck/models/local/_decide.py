@@ -11,7 +11,11 @@ calls only, or of an answer only. Two measures inform it:
 
 ``CallRule`` says how they decide. A turn that answers a user's message calls when the
 message fits a tool (fit above ``min_fit``); a turn after tool results, or any turn when
-``min_fit`` is None, calls when the model prefers to (score above ``min_score``). For the
+``min_fit`` is None, calls when the model prefers to (score above ``min_score``). A tool
+search (``search_tools`` calls and their results) does not answer the message: the turn
+after one still does, and reads the fit of the message to the tools other than the search
+(those it revealed); the model's score there favours answering, and the 270M model then
+answered the user's question with text copied from the prompt's example. For the
 default weights (Gemma 3 270M) the score says little about the first turn — across BFCL's
 categories it is *higher* where no tool fits — so their rule reads the fit there. Its
 threshold was chosen by cross-validation over BFCL folds that span six categories, for the
@@ -28,6 +32,9 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from tooldeck.messages import Message, ToolSpec
+from tooldeck.models.base import SEARCH_TOOL
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +91,23 @@ def decide_to_call(
     margin = (score - rule.min_score) / temperature
     probability = 1 / (1 + math.exp(-margin)) if margin > -700 else 0.0
     return draw() < probability
+
+
+def answered_message(
+    messages: Sequence[Message], tools: Sequence[ToolSpec]
+) -> tuple[str, tuple[ToolSpec, ...]] | None:
+    """The user's message a turn answers and the tools to fit it against, or None for a
+    turn after tool results (of any tool but the search: a search finds tools, it does
+    not do the task)."""
+    searched = False
+    for message in reversed(messages):
+        if message.role == "user":
+            fitting = [spec for spec in tools if spec.name != SEARCH_TOOL] if searched else tools
+            return (message.content, tuple(fitting)) if fitting else None
+        if message.role == "assistant":
+            if not message.tool_calls or any(c.name != SEARCH_TOOL for c in message.tool_calls):
+                return None
+            searched = True
+        elif message.role != "tool":
+            return None
+    return None

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tooldeck.errors import ModelError
@@ -28,7 +28,12 @@ from tooldeck.models.local._closing import (
     looping,
     reserve,
 )
-from tooldeck.models.local._decide import BranchTokens, CallRule, decide_to_call
+from tooldeck.models.local._decide import (
+    BranchTokens,
+    CallRule,
+    answered_message,
+    decide_to_call,
+)
 from tooldeck.models.local._decode import (
     finishing_steps,
     greedy_steps,
@@ -163,8 +168,9 @@ class LlamaSession:
         started = time.perf_counter()
         evaluated = process_prompt(self.llm, tokens)
         score = self._call_score(request.plan)
-        fit = self._fit(request)
-        plan = _decided(request, score, fit)
+        asked = self._asked(request)
+        fit = self._embedder.fit(*asked) if asked is not None else None
+        plan = _decided(request, score, fit, asked[1] if asked is not None else None)
         grammar, reserved = self._grammar(plan)
         processed_s = time.perf_counter() - started
         budget = _Budget(min(request.max_tokens, room), reserved)
@@ -186,15 +192,12 @@ class LlamaSession:
             return None
         return self._branches.score(next_logits(self.llm))
 
-    def _fit(self, request: TurnRequest) -> float | None:
-        """How well the user's message fits the tools, when the turn answers one and the
-        rule reads the fit."""
-        last = request.messages[-1] if request.messages else None
+    def _asked(self, request: TurnRequest) -> tuple[str, tuple[ToolSpec, ...]] | None:
+        """The user's message the turn answers and the tools to fit it against, when the
+        rule reads the fit (``answered_message``)."""
         if request.call_rule.min_fit is None or not request.plan.tools:
             return None
-        if last is None or last.role != "user":
-            return None
-        return self._embedder.fit(last.content, request.plan.tools)
+        return answered_message(request.messages, request.plan.tools)
 
     def _closers_after(self, pieces: bytearray) -> Callable[[], tuple[int, ...]]:
         """The closing tokens to prefer after the turn's bytes so far (which grow)."""
@@ -351,13 +354,21 @@ class LlamaSession:
             self._raw.popitem(last=False)
 
 
-def _decided(request: TurnRequest, score: float | None, fit: float | None) -> TurnPlan:
-    """The request's plan, narrowed to calls or to an answer when the plan left both open."""
+def _decided(
+    request: TurnRequest,
+    score: float | None,
+    fit: float | None,
+    fitted: tuple[ToolSpec, ...] | None = None,
+) -> TurnPlan:
+    """The request's plan, narrowed to calls or to an answer when the plan left both open;
+    a call decided by the fit calls one of the ``fitted`` tools (after a search: one it
+    found, not the search again, which the small model repeats)."""
     plan = request.plan
     if score is None or not (plan.allow_answer and plan.tools):
         return plan
     if decide_to_call(request.call_rule, score, fit, request.temperature):
-        return plan.only_calls()
+        calls = plan.only_calls()
+        return replace(calls, tools=fitted) if fit is not None and fitted else calls
     return plan.only_answer()
 
 
