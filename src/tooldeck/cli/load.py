@@ -86,6 +86,8 @@ class ModuleTools(Toolset):
         return self._version
 
     async def entries(self) -> Sequence[ToolEntry]:
+        """The tools as they are now: the module's own and its MCP servers' current lists,
+        shaped as the command shows them (deferred past ``--defer-tools-after``)."""
         view = await _view(self._registry, self._toolsets)
         return (view if self._shape is None else self._shape(view)).entries
 
