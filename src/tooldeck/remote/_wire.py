@@ -34,7 +34,12 @@ from a2a.types import (
 )
 
 from tooldeck.errors import ToolDeckError
-from tooldeck.remote._pending import RemotePending, pending_from_data, plain_question
+from tooldeck.remote._pending import (
+    RemotePending,
+    pending_from_data,
+    pending_part,
+    plain_question,
+)
 
 WIRE_ERRORS = (A2AClientError, httpx.HTTPError, ValueError)
 """What the a2a-sdk client and httpx raise for a remote that cannot be reached or read."""
@@ -88,9 +93,9 @@ def text_message(text: str, task_id: str = "", context_id: str = "") -> Message:
     return _message([Part(text=text)], task_id, context_id)
 
 
-def data_message(data: dict[str, Any], text: str, task_id: str, context_id: str) -> Message:
-    """A user message holding one data part (and ``text`` when not empty) on a task."""
-    parts = [new_data_part(data), *([Part(text=text)] if text else [])]
+def reply_message(data: dict[str, Any] | None, text: str, task_id: str, context_id: str) -> Message:
+    """A reply on a task: one data part (the decisions), or else ``text`` (an answer)."""
+    parts = [new_data_part(data)] if data is not None else [Part(text=text)]
     return _message(parts, task_id, context_id)
 
 
@@ -183,6 +188,6 @@ def _text_of(message: Message) -> str:
 
 def _pending_of(message: Message, said: str) -> tuple[RemotePending, ...]:
     for data in get_data_parts(list(message.parts)):
-        if isinstance(data, dict) and "pending" in data:
+        if pending_part(data):
             return pending_from_data(data)
     return (plain_question(said),)

@@ -171,9 +171,8 @@ class A2AAgent:
         from tooldeck.remote import _pending, _wire
 
         state = _pending.paused_state(self.name, paused.task_id, paused.context_id, paused.pending)
-        data = _pending.decisions_data(state, decisions)
-        text = _pending.answer_text(decisions)
-        message = _wire.data_message(data, text, paused.task_id, paused.context_id)
+        data, text = _pending.reply_parts(state, decisions)
+        message = _wire.reply_message(data, text, paused.task_id, paused.context_id)
         return _reply(await self.exchange(message))
 
     async def exchange(
