@@ -1,5 +1,5 @@
 """tooldeck's A2AAgent against a server built only from a2a-sdk (its request handler,
-routes, in-memory task store and the sample executor in tests/_a2a_sample.py), run as a
+routes, in-memory task store and the sample executor in examples/a2a_sample_agent.py), run as a
 real process on 127.0.0.1; the caller's model is the provider simulator (fresh call ids)."""
 
 from __future__ import annotations
@@ -179,8 +179,8 @@ async def test_an_input_request_in_another_shape_reads_remote_error(
     assert result.checkpoint is None
     (read,) = tool_messages(result.messages)
     assert read == (
-        "error[remote_error]: the remote's pending call 0: 'id' must be a non-empty string "
-        "without '/', got None"
+        "error[remote_error]: the remote's pending call 0: 'id' must be a non-empty string, "
+        "got None"
     )
 
 
@@ -272,7 +272,8 @@ def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process
 
     resumed = _child("resume", tmp_path, remote_url, sim)
     assert resumed["answer"] == "Mailed."
-    assert resumed["read"] == ['decided: {"p1": {"approve": true}}']
+    sent = {"id": "p1", "decision": "approve", "digest": "sample-digest-p1"}  # the remote's
+    assert resumed["read"] == ["decided: " + json.dumps([sent], sort_keys=True)]
     assert resumed["tainted"]
     asyncio.run(_no_open_task(remote_url))
 
@@ -305,19 +306,23 @@ async def test_a_handoff_to_a_remote_answers_with_its_reply_and_taints_the_run(
 
 async def test_each_decision_travels_in_the_documented_shape(remote_url: str) -> None:
     remote = sample(remote_url)
+    named = {"id": "p1", "digest": "sample-digest-p1"}
     shapes = {
-        "reject": (Reject("not today"), {"reject": "not today"}),
-        "edit": (Approve(arguments={"to": "me@example.com"}), {"edit": {"to": "me@example.com"}}),
-        "approve": (Approve(), {"approve": True}),
+        "reject": (Reject("not today"), {"decision": "reject", "reason": "not today"}),
+        "edit": (
+            Approve(arguments={"to": "me@example.com"}),
+            {"decision": "approve", "arguments": {"to": "me@example.com"}},
+        ),
+        "approve": (Approve(), {"decision": "approve"}),
     }
     for decision, sent in shapes.values():
         paused = await remote.run("approve the mail")
         assert paused.state == "input_required"
-        assert [(p.id, p.name, p.kind, p.why) for p in paused.pending] == [
-            ("p1", "send_email", "approval", "it mails")
+        assert [(p.id, p.name, p.kind, p.why, p.digest) for p in paused.pending] == [
+            ("p1", "send_email", "approval", "it mails", "sample-digest-p1")
         ]
         done = await remote.reply(paused, {"p1": decision})
-        assert done.text == "decided: " + json.dumps({"p1": sent}, sort_keys=True)
+        assert done.text == "decided: " + json.dumps([{**named, **sent}], sort_keys=True)
         assert done.state == "completed"
 
 
@@ -327,7 +332,7 @@ async def test_a_plain_question_is_one_external_call_answered_with_text(remote_u
     (question,) = paused.pending
     assert (question.id, question.kind, question.why) == ("input", "external", "What is your name?")
     done = await remote.reply(paused, {"input": ToolResult.success("Ada")})
-    assert done.text == 'decided: {"input": {"result": "Ada"}} text: Ada'
+    assert done.text == "decided: answer: Ada"  # text alone: no data part to a plain question
 
 
 async def test_a_decision_for_a_call_the_remote_did_not_list_is_refused(remote_url: str) -> None:
@@ -379,3 +384,26 @@ def test_a_card_that_is_not_a_card_is_refused(card: Any, why: str) -> None:
     with pytest.raises(ToolDeckError) as refused:
         A2AAgent(card, allowed=["https://a.example.com"])
     assert str(refused.value).startswith(why)
+
+
+def test_an_external_calls_result_travels_as_a_result_with_the_remote_digest() -> None:
+    from tooldeck.errors import ErrorCode
+    from tooldeck.remote._pending import RemotePending, paused_state, reply_parts
+
+    waiting = RemotePending("c4", "ask_warehouse", {"order": "A1"}, "", "external", "d4")
+    state = paused_state("shop", "t1", "ctx", (waiting,))
+    failed = ToolResult.failure(ErrorCode.TOOL_ERROR, "the warehouse is closed")
+    data, text = reply_parts(state, {"c4": failed})
+    assert text == ""
+    assert data == {
+        "kind": "tooldeck.decisions",
+        "decisions": [
+            {
+                "id": "c4",
+                "digest": "d4",
+                "decision": "result",
+                "output": "the warehouse is closed",
+                "error": True,
+            }
+        ],
+    }
