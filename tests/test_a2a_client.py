@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +15,7 @@ import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import ListTasksRequest, TaskState
 
-from _a2a_remote import free_port, sample_server
+from _a2a_remote import caller_process, free_port, sample_server
 from helpers import tool_messages
 from tooldeck import Agent, Approve, Reject, RunResult, ToolResult, tool
 from tooldeck.errors import CheckpointError, ToolDeckError
@@ -28,7 +25,6 @@ from tooldeck.run.untrusted import UntrustedPolicy
 from tooldeck.testing import ProviderSimulator, call, reply
 
 Provider = Callable[..., ProviderSimulator]
-CHILD = Path(__file__).with_name("_a2a_child.py")
 
 
 @pytest.fixture(scope="module")
@@ -248,21 +244,12 @@ async def _task_states(url: str, text: str) -> list[int]:
 # --- a pause across the hop -------------------------------------------------------------
 
 
-def _child(scenario: str, workdir: Path, url: str, sim: ProviderSimulator) -> dict[str, Any]:
-    env = {**os.environ, **sim.env}
-    command = [sys.executable, str(CHILD), scenario, str(workdir), url]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return outcome
-
-
 def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process(
     tmp_path: Path, remote_url: str, provider: Provider
 ) -> None:
     sim = provider([call("sample", {"input": "approve the ops mail"}), reply("Mailed.")])
 
-    paused = _child("pause", tmp_path, remote_url, sim)
+    paused = caller_process("pause", tmp_path, remote_url, sim)
     assert paused["stop_reason"] == "paused"
     (pending,) = paused["pending"]
     assert pending["id"].endswith("/p1")
@@ -270,7 +257,7 @@ def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process
     assert pending["arguments"] == {"to": "ops@example.com"}
     assert "it mails (the remote's words)" in pending["reason"]
 
-    resumed = _child("resume", tmp_path, remote_url, sim)
+    resumed = caller_process("resume", tmp_path, remote_url, sim)
     assert resumed["answer"] == "Mailed."
     sent = {"id": "p1", "decision": "approve", "digest": "sample-digest-p1"}  # the remote's
     assert resumed["read"] == ["decided: " + json.dumps([sent], sort_keys=True)]
