@@ -12,9 +12,10 @@ from typing import Any
 
 from a2a.types import ListTasksRequest, TaskState
 
-from _a2a import REFUND_A1, TOKEN, a2a_client, pending_calls, served
+from _a2a import AUTH, REFUND_A1, TOKEN, a2a_client, pending_calls, served
 from _a2a_remote import caller_process
-from tooldeck import Checkpoint
+from tooldeck import Checkpoint, Reject, ToolResult
+from tooldeck.remote import A2AAgent
 from tooldeck.testing import ProviderSimulator, call, reply
 
 CALLER = {"A2A_BEARER": TOKEN, "A2A_NAME": "shop"}
@@ -94,3 +95,28 @@ async def test_a_rejection_crosses_the_hop_and_the_remote_model_reads_the_reason
     assert rejected["read"] == ["I did not refund A1: a manager must approve."]
     assert rejected["answer"] == "The shop declined."
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_an_external_call_of_the_remote_is_answered_or_rejected_by_the_caller(
+    tmp_path: Path, provider
+) -> None:
+    where = call("ask_warehouse", {"order": "A1"})
+    shop = provider([where, reply("Nobody knows."), where, reply("It is in Lyon.")])
+    with served(tmp_path, shop) as (url, _):
+        remote = A2AAgent(url, allowed=[url], headers=AUTH, name="shop")
+        first = await remote.run("Where is A1?")
+        [asked] = first.pending
+        assert (asked.name, asked.kind, asked.arguments) == (
+            "ask_warehouse",
+            "external",
+            {"order": "A1"},
+        )
+        rejected = await remote.reply(first, {asked.id: Reject("the warehouse is closed")})
+        assert _tool_reads(shop) == ["error[rejected]: the warehouse is closed"]
+        assert (rejected.state, rejected.text) == ("completed", "Nobody knows.")
+
+        second = await remote.run("Where is A1 now?")
+        [asked] = second.pending
+        answered = await remote.reply(second, {asked.id: ToolResult.success("in Lyon")})
+        assert _tool_reads(shop) == ["in Lyon"]
+        assert (answered.state, answered.text) == ("completed", "It is in Lyon.")
