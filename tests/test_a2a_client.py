@@ -394,3 +394,28 @@ def test_an_external_calls_result_travels_as_a_result_with_the_remote_digest() -
             }
         ],
     }
+
+
+def test_a_pending_call_inside_the_remotes_agent_tools_keeps_its_id_and_path() -> None:
+    from tooldeck.remote._pending import pending_from_data
+
+    part = {
+        "kind": "tooldeck.pending",
+        "calls": [
+            {
+                "id": "c1/c7",
+                "name": "refund",
+                "arguments": {"amount": 250.0},
+                "kind": "approval",
+                "why": "its tool requires a person's approval",
+                "digest": "d7",
+                "path": ["billing"],
+            }
+        ],
+    }
+    [pending] = pending_from_data(part)
+    assert (pending.id, pending.path, pending.digest) == ("c1/c7", ("billing",), "d7")
+    assert pending.arguments == {"amount": 250}  # a whole double read back as an int
+    assert isinstance(pending.arguments["amount"], int)
+    with pytest.raises(ToolDeckError, match=r"'path' must be a list of names, got 'billing'"):
+        pending_from_data({**part, "calls": [{**part["calls"][0], "path": "billing"}]})

@@ -32,7 +32,8 @@ class RemoteReply:
     """What a remote task came to: its text, or what it waits for."""
 
     text: str
-    """The remote's answer (its artifacts' text, or its last status message): its words."""
+    """The remote's answer (its ``answer`` artifact's text, else all its artifacts', else its
+    last status message): its words."""
     state: str
     """The task's state: ``completed``, ``input_required``, ``failed``, ``rejected``,
     ``canceled``, ``auth_required``."""
