@@ -11,8 +11,9 @@ that points elsewhere). With ``A2A_SAMPLE_TOKEN`` set, every request needs
 What the sample agent does with the user's text:
 - ``ask ...``: asks a plain question (input required, no data part).
 - ``approve ...``: asks for input (``INPUT_REQUIRED``), listing one pending call in the
-  data part of docs/a2a.md (``{"pending": [...]}``); the reply's ``{"decisions": ...}``
-  ends the task with a text saying what was decided.
+  data part of docs/a2a.md (``{"kind": "tooldeck.pending", "calls": [...]}``); the reply's
+  ``{"kind": "tooldeck.decisions", "decisions": [...]}`` ends the task with a text saying
+  what was decided (an answer to a question: what was answered).
 - ``garbled ...``: asks for input with a data part that breaks that shape.
 - ``slow ...``: streams a chunk, then works for a minute (a caller cancels it).
 - ``fail ...``: the task fails, saying why.
@@ -54,7 +55,15 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-PENDING = {"id": "p1", "name": "send_email", "arguments": {"to": "ops@example.com"}}
+PENDING = {
+    "id": "p1",
+    "name": "send_email",
+    "arguments": {"to": "ops@example.com"},
+    "kind": "approval",
+    "why": "it mails",
+    "digest": "sample-digest-p1",
+    "path": [],
+}
 
 
 class SampleExecutor(AgentExecutor):
@@ -75,7 +84,7 @@ class SampleExecutor(AgentExecutor):
         if word == "approve":
             ids = {"context_id": task.context_id, "task_id": task.id}
             question = new_text_message("May I send the e-mail?", **ids)
-            question.parts.append(new_data_part({"pending": [{**PENDING, "why": "it mails"}]}))
+            question.parts.append(new_data_part({"kind": "tooldeck.pending", "calls": [PENDING]}))
             await updater.requires_input(question)
         elif word == "ask":
             ids = {"context_id": task.context_id, "task_id": task.id}
@@ -83,7 +92,9 @@ class SampleExecutor(AgentExecutor):
         elif word == "garbled":  # an input request whose data part breaks the shape
             ids = {"context_id": task.context_id, "task_id": task.id}
             question = new_text_message("Decide?", **ids)
-            question.parts.append(new_data_part({"pending": [{"name": "x"}]}))
+            question.parts.append(
+                new_data_part({"kind": "tooldeck.pending", "calls": [{"name": "x"}]})
+            )
             await updater.requires_input(question)
         elif word == "slow":
             await updater.start_work()
@@ -102,10 +113,8 @@ class SampleExecutor(AgentExecutor):
     async def _decided(self, context: RequestContext, updater: TaskUpdater) -> None:
         assert context.message is not None
         data = get_data_parts(list(context.message.parts))
-        decisions = data[0]["decisions"] if data else {}
-        said = json.dumps(decisions, sort_keys=True)
         text = "".join(part.text for part in context.message.parts)
-        said += f" text: {text}" if text else ""
+        said = json.dumps(data[0]["decisions"], sort_keys=True) if data else f"answer: {text}"
         await updater.add_artifact([Part(text=f"decided: {said}")], artifact_id="a2")
         await updater.complete()
 

@@ -1,14 +1,11 @@
 """tooldeck's A2AAgent against a server built only from a2a-sdk (its request handler,
-routes, in-memory task store and the sample executor in tests/_a2a_sample.py), run as a
+routes, in-memory task store and the sample executor in examples/a2a_sample_agent.py), run as a
 real process on 127.0.0.1; the caller's model is the provider simulator (fresh call ids)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +15,7 @@ import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import ListTasksRequest, TaskState
 
-from _a2a_remote import free_port, sample_server
+from _a2a_remote import caller_process, free_port, sample_server
 from helpers import tool_messages
 from tooldeck import Agent, Approve, Reject, RunResult, ToolResult, tool
 from tooldeck.errors import CheckpointError, ToolDeckError
@@ -28,7 +25,6 @@ from tooldeck.run.untrusted import UntrustedPolicy
 from tooldeck.testing import ProviderSimulator, call, reply
 
 Provider = Callable[..., ProviderSimulator]
-CHILD = Path(__file__).with_name("_a2a_child.py")
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +175,8 @@ async def test_an_input_request_in_another_shape_reads_remote_error(
     assert result.checkpoint is None
     (read,) = tool_messages(result.messages)
     assert read == (
-        "error[remote_error]: the remote's pending call 0: 'id' must be a non-empty string "
-        "without '/', got None"
+        "error[remote_error]: the remote's pending call 0: 'id' must be a non-empty string, "
+        "got None"
     )
 
 
@@ -248,21 +244,12 @@ async def _task_states(url: str, text: str) -> list[int]:
 # --- a pause across the hop -------------------------------------------------------------
 
 
-def _child(scenario: str, workdir: Path, url: str, sim: ProviderSimulator) -> dict[str, Any]:
-    env = {**os.environ, **sim.env}
-    command = [sys.executable, str(CHILD), scenario, str(workdir), url]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return outcome
-
-
 def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process(
     tmp_path: Path, remote_url: str, provider: Provider
 ) -> None:
     sim = provider([call("sample", {"input": "approve the ops mail"}), reply("Mailed.")])
 
-    paused = _child("pause", tmp_path, remote_url, sim)
+    paused = caller_process("pause", tmp_path, remote_url, sim)
     assert paused["stop_reason"] == "paused"
     (pending,) = paused["pending"]
     assert pending["id"].endswith("/p1")
@@ -270,9 +257,10 @@ def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process
     assert pending["arguments"] == {"to": "ops@example.com"}
     assert "it mails (the remote's words)" in pending["reason"]
 
-    resumed = _child("resume", tmp_path, remote_url, sim)
+    resumed = caller_process("resume", tmp_path, remote_url, sim)
     assert resumed["answer"] == "Mailed."
-    assert resumed["read"] == ['decided: {"p1": {"approve": true}}']
+    sent = {"id": "p1", "decision": "approve", "digest": "sample-digest-p1"}  # the remote's
+    assert resumed["read"] == ["decided: " + json.dumps([sent], sort_keys=True)]
     assert resumed["tainted"]
     asyncio.run(_no_open_task(remote_url))
 
@@ -305,19 +293,23 @@ async def test_a_handoff_to_a_remote_answers_with_its_reply_and_taints_the_run(
 
 async def test_each_decision_travels_in_the_documented_shape(remote_url: str) -> None:
     remote = sample(remote_url)
+    named = {"id": "p1", "digest": "sample-digest-p1"}
     shapes = {
-        "reject": (Reject("not today"), {"reject": "not today"}),
-        "edit": (Approve(arguments={"to": "me@example.com"}), {"edit": {"to": "me@example.com"}}),
-        "approve": (Approve(), {"approve": True}),
+        "reject": (Reject("not today"), {"decision": "reject", "reason": "not today"}),
+        "edit": (
+            Approve(arguments={"to": "me@example.com"}),
+            {"decision": "approve", "arguments": {"to": "me@example.com"}},
+        ),
+        "approve": (Approve(), {"decision": "approve"}),
     }
     for decision, sent in shapes.values():
         paused = await remote.run("approve the mail")
         assert paused.state == "input_required"
-        assert [(p.id, p.name, p.kind, p.why) for p in paused.pending] == [
-            ("p1", "send_email", "approval", "it mails")
+        assert [(p.id, p.name, p.kind, p.why, p.digest) for p in paused.pending] == [
+            ("p1", "send_email", "approval", "it mails", "sample-digest-p1")
         ]
         done = await remote.reply(paused, {"p1": decision})
-        assert done.text == "decided: " + json.dumps({"p1": sent}, sort_keys=True)
+        assert done.text == "decided: " + json.dumps([{**named, **sent}], sort_keys=True)
         assert done.state == "completed"
 
 
@@ -327,7 +319,7 @@ async def test_a_plain_question_is_one_external_call_answered_with_text(remote_u
     (question,) = paused.pending
     assert (question.id, question.kind, question.why) == ("input", "external", "What is your name?")
     done = await remote.reply(paused, {"input": ToolResult.success("Ada")})
-    assert done.text == 'decided: {"input": {"result": "Ada"}} text: Ada'
+    assert done.text == "decided: answer: Ada"  # text alone: no data part to a plain question
 
 
 async def test_a_decision_for_a_call_the_remote_did_not_list_is_refused(remote_url: str) -> None:
@@ -379,3 +371,51 @@ def test_a_card_that_is_not_a_card_is_refused(card: Any, why: str) -> None:
     with pytest.raises(ToolDeckError) as refused:
         A2AAgent(card, allowed=["https://a.example.com"])
     assert str(refused.value).startswith(why)
+
+
+def test_an_external_calls_result_travels_as_a_result_with_the_remote_digest() -> None:
+    from tooldeck.errors import ErrorCode
+    from tooldeck.remote._pending import RemotePending, paused_state, reply_parts
+
+    waiting = RemotePending("c4", "ask_warehouse", {"order": "A1"}, "", "external", "d4")
+    state = paused_state("shop", "t1", "ctx", (waiting,))
+    failed = ToolResult.failure(ErrorCode.TOOL_ERROR, "the warehouse is closed")
+    data, text = reply_parts(state, {"c4": failed})
+    assert text == ""
+    assert data == {
+        "kind": "tooldeck.decisions",
+        "decisions": [
+            {
+                "id": "c4",
+                "digest": "d4",
+                "decision": "result",
+                "output": "the warehouse is closed",
+                "error": True,
+            }
+        ],
+    }
+
+
+def test_a_pending_call_inside_the_remotes_agent_tools_keeps_its_id_and_path() -> None:
+    from tooldeck.remote._pending import pending_from_data
+
+    part = {
+        "kind": "tooldeck.pending",
+        "calls": [
+            {
+                "id": "c1/c7",
+                "name": "refund",
+                "arguments": {"amount": 250.0},
+                "kind": "approval",
+                "why": "its tool requires a person's approval",
+                "digest": "d7",
+                "path": ["billing"],
+            }
+        ],
+    }
+    [pending] = pending_from_data(part)
+    assert (pending.id, pending.path, pending.digest) == ("c1/c7", ("billing",), "d7")
+    assert pending.arguments == {"amount": 250}  # a whole double read back as an int
+    assert isinstance(pending.arguments["amount"], int)
+    with pytest.raises(ToolDeckError, match=r"'path' must be a list of names, got 'billing'"):
+        pending_from_data({**part, "calls": [{**part["calls"][0], "path": "billing"}]})

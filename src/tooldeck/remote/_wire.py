@@ -34,10 +34,17 @@ from a2a.types import (
 )
 
 from tooldeck.errors import ToolDeckError
-from tooldeck.remote._pending import RemotePending, pending_from_data, plain_question
+from tooldeck.remote._pending import (
+    RemotePending,
+    pending_from_data,
+    pending_part,
+    plain_question,
+)
 
 WIRE_ERRORS = (A2AClientError, httpx.HTTPError, ValueError)
 """What the a2a-sdk client and httpx raise for a remote that cannot be reached or read."""
+ANSWER = "answer"
+"""The name of the artifact that holds a remote's whole answer, when it has one."""
 ENDED = frozenset({"completed", "failed", "canceled", "rejected"})
 """The states after which a task takes no more messages."""
 
@@ -88,9 +95,9 @@ def text_message(text: str, task_id: str = "", context_id: str = "") -> Message:
     return _message([Part(text=text)], task_id, context_id)
 
 
-def data_message(data: dict[str, Any], text: str, task_id: str, context_id: str) -> Message:
-    """A user message holding one data part (and ``text`` when not empty) on a task."""
-    parts = [new_data_part(data), *([Part(text=text)] if text else [])]
+def reply_message(data: dict[str, Any] | None, text: str, task_id: str, context_id: str) -> Message:
+    """A reply on a task: one data part (the decisions), or else ``text`` (an answer)."""
+    parts = [new_data_part(data)] if data is not None else [Part(text=text)]
     return _message(parts, task_id, context_id)
 
 
@@ -131,11 +138,17 @@ class Progress:
     """The text of the last status message (a question, why it failed)."""
     artifacts: dict[str, str] = field(default_factory=dict)
     """Artifact id -> its text so far."""
+    answer_id: str = ""
+    """The id of the artifact named ``answer``, if the remote marks its answer so (a tooldeck
+    server streams its text as other artifacts, then the whole answer as this one)."""
     pending: tuple[RemotePending, ...] = ()
 
     @property
     def text(self) -> str:
-        """The remote's answer: its artifacts' text, or else its last status message."""
+        """The remote's answer: its ``answer`` artifact's text, or else all its artifacts'
+        text, or else its last status message."""
+        if self.answer_id:
+            return self.artifacts[self.answer_id]
         return "".join(self.artifacts.values()) or self.said
 
     def take(self, response: StreamResponse) -> str:
@@ -149,6 +162,7 @@ class Progress:
             task = response.task
             self.task_id, self.context_id = task.id, task.context_id
             for artifact in task.artifacts:
+                self._name(artifact)
                 self.artifacts[artifact.artifact_id] = "".join(p.text for p in artifact.parts)
             return self._status(task.status.state, task.status.message, task.status)
         if kind == "status_update":
@@ -160,11 +174,17 @@ class Progress:
             update = response.artifact_update
             self.task_id, self.context_id = update.task_id, update.context_id
             added = "".join(part.text for part in update.artifact.parts)
-            key = update.artifact.artifact_id
+            key = self._name(update.artifact)
             before = self.artifacts.get(key, "") if update.append else ""
             self.artifacts[key] = before + added
             return added
         raise ToolDeckError(f"the remote sent an event tooldeck does not read: {kind!r}")
+
+    def _name(self, artifact: Any) -> str:
+        """Note an artifact named ``answer``; return its id."""
+        if artifact.name == ANSWER:
+            self.answer_id = artifact.artifact_id
+        return str(artifact.artifact_id)
 
     def _status(self, state: int, message: Message, status: Any) -> str:
         self.state = state_name(state)
@@ -183,6 +203,6 @@ def _text_of(message: Message) -> str:
 
 def _pending_of(message: Message, said: str) -> tuple[RemotePending, ...]:
     for data in get_data_parts(list(message.parts)):
-        if isinstance(data, dict) and "pending" in data:
+        if pending_part(data):
             return pending_from_data(data)
     return (plain_question(said),)

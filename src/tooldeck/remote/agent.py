@@ -32,7 +32,8 @@ class RemoteReply:
     """What a remote task came to: its text, or what it waits for."""
 
     text: str
-    """The remote's answer (its artifacts' text, or its last status message): its words."""
+    """The remote's answer (its ``answer`` artifact's text, else all its artifacts', else its
+    last status message): its words."""
     state: str
     """The task's state: ``completed``, ``input_required``, ``failed``, ``rejected``,
     ``canceled``, ``auth_required``."""
@@ -171,9 +172,8 @@ class A2AAgent:
         from tooldeck.remote import _pending, _wire
 
         state = _pending.paused_state(self.name, paused.task_id, paused.context_id, paused.pending)
-        data = _pending.decisions_data(state, decisions)
-        text = _pending.answer_text(decisions)
-        message = _wire.data_message(data, text, paused.task_id, paused.context_id)
+        data, text = _pending.reply_parts(state, decisions)
+        message = _wire.reply_message(data, text, paused.task_id, paused.context_id)
         return _reply(await self.exchange(message))
 
     async def exchange(

@@ -81,9 +81,8 @@ class RemoteTool:
             message = _wire.text_message(str(arguments["input"]))
         else:
             task_id, context_id = _pending.task_of(resumed.state)
-            data = _pending.decisions_data(resumed.state, resumed.decisions)
-            text = _pending.answer_text(resumed.decisions)
-            message = _wire.data_message(data, text, task_id, context_id)
+            data, text = _pending.reply_parts(resumed.state, resumed.decisions)
+            message = _wire.reply_message(data, text, task_id, context_id)
         try:
             progress = await self.remote.exchange(message, self._emitter(context))
         except ToolDeckError as error:

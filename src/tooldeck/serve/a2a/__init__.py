@@ -47,11 +47,11 @@ try:
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
 
+    from tooldeck.remote._pending import DECISIONS_KIND, PENDING_KIND
     from tooldeck.serve.a2a._auth import ApiKey, Auth, BearerToken, Guard
     from tooldeck.serve.a2a._card import JSONRPC_PATH, REST_PATH, make_card
     from tooldeck.serve.a2a._executor import RunExecutor
     from tooldeck.serve.a2a._handler import TaskHandler
-    from tooldeck.serve.a2a._replies import DECISIONS_KIND, PENDING_KIND
     from tooldeck.serve.a2a._store import Store
 except ImportError as error:  # pragma: no cover - the message is the point
     raise ImportError(

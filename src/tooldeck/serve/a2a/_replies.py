@@ -6,9 +6,9 @@ in a message to that task with a data part ``{"kind": "tooldeck.decisions", "dec
 [...]}`` (``read_decisions``): each names a pending call by its ``id`` (and may repeat its
 ``digest``, which must then match), and says ``approve`` (with ``arguments`` to run an
 edited call), ``reject`` (with a ``reason`` the model reads) or, for an external tool,
-``result`` (its ``output``, ``error: true`` for a failure). A decision for a call that is not
-pending, or of the wrong kind, is refused with a ``ReplyError`` naming what waits: never
-guessed.
+``result`` (its ``output``, ``error: true`` for a failure) or ``reject``. A decision for a
+call that is not pending, or of the wrong kind, is refused with a ``ReplyError`` naming what
+waits: never guessed. The client side of the same shape is ``tooldeck.remote._pending``.
 """
 
 from __future__ import annotations
@@ -21,12 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tooldeck.errors import ErrorCode
 from tooldeck.messages import ToolResult
+from tooldeck.remote._pending import DECISIONS_KIND, PENDING_KIND, whole_numbers
 from tooldeck.results import Approve, Checkpoint, Decision, PendingCall, Reject
 
-PENDING_KIND = "tooldeck.pending"
-"""The ``kind`` of the data part listing a paused run's pending calls."""
-DECISIONS_KIND = "tooldeck.decisions"
-"""The ``kind`` of the data part a client replies with."""
 TOOL_CALL_KIND = "tooldeck.tool_call"
 """The ``kind`` of a working status update's data part: a call starts."""
 TOOL_RESULT_KIND = "tooldeck.tool_result"
@@ -186,10 +183,12 @@ def read_decisions(part: Any, paused: Checkpoint, decided_by: str) -> dict[str, 
 def _decision(given: _Decision, pending: PendingCall, decided_by: str) -> Decision:
     name = f"call {given.id!r} ({pending.call.name})"
     if pending.kind == "external":
+        if given.decision == "reject":
+            return Reject(message=given.reason, by=decided_by)
         if given.decision != "result" or given.output is None:
             raise ReplyError(
                 f"{name} is an external tool's: reply with its result, "
-                '{"decision": "result", "output": "...", "error": false}'
+                '{"decision": "result", "output": "...", "error": false} (or reject it)'
             )
         if given.error:
             return ToolResult.failure(ErrorCode.TOOL_ERROR, given.output)
@@ -200,15 +199,3 @@ def _decision(given: _Decision, pending: PendingCall, decided_by: str) -> Decisi
         return Reject(message=given.reason, by=decided_by)
     arguments = whole_numbers(given.arguments) if given.arguments is not None else None
     return Approve(arguments=arguments, by=decided_by)
-
-
-def whole_numbers(value: Any) -> Any:
-    """``value`` with whole floats as ints: a data part's numbers all arrive as doubles
-    (``google.protobuf.Value``), and JSON does not tell ``2`` from ``2.0``."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: whole_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [whole_numbers(item) for item in value]
-    return value
