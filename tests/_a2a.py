@@ -177,3 +177,25 @@ async def paused_refund(client: Client) -> tuple[Task, dict[str, Any]]:
     _, paused = await send(client, prompt("Refund order A1."))
     [waiting] = pending_calls(paused)
     return paused, waiting
+
+
+async def until_the_call_starts(client: Client, request: SendMessageRequest) -> str:
+    """Stream ``request`` until its tool call starts; the task's id (the stream is closed)."""
+    stream = client.send_message(request)
+    try:
+        async for event in stream:
+            if event.HasField("status_update"):
+                kinds = [d.get("kind") for d in message_data(event.status_update.status.message)]
+                if "tooldeck.tool_call" in kinds:
+                    return str(event.status_update.task_id)
+    finally:
+        await stream.aclose()
+    raise AssertionError("the stream ended before the call started")
+
+
+def to_task(task_id: str, context_id: str, text: str) -> SendMessageRequest:
+    """A text message to task ``task_id``."""
+    message = new_message(
+        [new_text_part(text)], context_id=context_id, task_id=task_id, role=Role.ROLE_USER
+    )
+    return SendMessageRequest(message=message)

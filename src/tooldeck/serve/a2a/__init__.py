@@ -139,6 +139,7 @@ def app(
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        await executor.fail_orphans()  # tasks whose server was killed mid-run
         try:
             yield
         finally:

@@ -1,0 +1,118 @@
+"""A message to a task of ``tooldeck a2a serve`` while it works, with a2a-sdk's client: it
+joins the running run (``RunHandle.send``) before the run's next model request; a finished
+task refuses it; a task running in another server process refuses it saying so, never losing
+it silently; and a task whose server was killed is marked FAILED by a server that finds it.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from a2a.types import GetTaskRequest, TaskState
+from a2a.utils.errors import A2AError
+
+from _a2a import (
+    a2a_client,
+    message_data,
+    prompt,
+    send,
+    served,
+    status_text,
+    to_task,
+    until_the_call_starts,
+)
+from tooldeck.testing import ProviderSimulator, call, reply
+
+ADDED = "Also count to 5, please."
+
+
+def _roles_and_texts(sim: ProviderSimulator, index: int) -> list[tuple[str, str]]:
+    return [(m["role"], str(m.get("content") or "")) for m in sim.requests[index]["messages"]]
+
+
+async def test_a_message_to_a_working_task_joins_its_run_before_the_next_request(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3; 5 next.")])
+    with served(tmp_path, sim, slow_s=4) as (url, _):
+        async with a2a_client(url) as client:
+            task_id = await until_the_call_starts(client, prompt("Count to 3."))
+            running = await client.get_task(GetTaskRequest(id=task_id))
+            events, done = await send(client, to_task(task_id, running.context_id, ADDED))
+            with pytest.raises(A2AError) as finished:
+                await send(client, to_task(task_id, running.context_id, "And to 7?"))
+    assert running.status.state == TaskState.TASK_STATE_WORKING
+    assert events[0].task.status.state == TaskState.TASK_STATE_WORKING  # the stream, joined
+    parts = [
+        d
+        for e in events
+        if e.HasField("status_update")
+        for d in message_data(e.status_update.status.message)
+    ]
+    assert {"kind": "tooldeck.message_joined", "texts": [ADDED], "round": 2.0} in parts
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert status_text(done) == "Counted to 3; 5 next."
+    assert len(sim.requests) == 2
+    said = _roles_and_texts(sim, 1)
+    assert [role for role, _ in said[-2:]] == ["tool", "user"]  # after the count's result
+    assert said[-1][1] == ADDED
+    assert str(finished.value) == (
+        f"task {task_id!r} is COMPLETED: only a task in INPUT_REQUIRED takes a reply, and a "
+        f"WORKING one a message; send a new message without a task id (context "
+        f"{running.context_id!r}) to start a run"
+    )
+    assert len(sim.requests) == 2  # the refused message reached no model
+
+
+async def test_a_message_for_a_task_another_server_runs_is_refused_saying_so(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3.")])
+    with served(tmp_path, sim, slow_s=40) as (url, runner):
+        async with a2a_client(url) as client:
+            task_id = await until_the_call_starts(client, prompt("Count to 3."))
+            running = await client.get_task(GetTaskRequest(id=task_id))
+        with served(tmp_path, sim, slow_s=40) as (other_url, _):  # same store, live runner
+            async with a2a_client(other_url) as other:
+                seen_by_other = await other.get_task(GetTaskRequest(id=task_id))
+                with pytest.raises(A2AError) as refused:
+                    await send(other, to_task(task_id, running.context_id, ADDED))
+        async with a2a_client(url) as client:
+            _, done = await send(client, to_task(task_id, running.context_id, "Still there?"))
+    assert seen_by_other.status.state == TaskState.TASK_STATE_WORKING  # not taken for dead
+    assert str(refused.value).startswith(
+        f"task {task_id!r} is working in another server process (pid {runner.pid} on "
+    )
+    assert str(refused.value).endswith(
+        "a message joins a run only in the process running it; the message was not added"
+    )
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    said = str([m for r in sim.requests for m in r["messages"]])
+    assert ADDED not in said
+    assert "Still there?" in said  # sent to the server running it, it joined
+
+
+async def test_a_task_whose_server_was_killed_fails_when_a_running_server_meets_it(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
+    with served(tmp_path, sim) as (other_url, _):  # started before the kill
+        with served(tmp_path, sim) as (url, killed):
+            async with a2a_client(url) as client:
+                task_id = await until_the_call_starts(client, prompt("Count to 3."))
+            killed.send_signal(signal.SIGKILL)
+            killed.wait()
+        async with a2a_client(other_url) as other:
+            before = await other.get_task(GetTaskRequest(id=task_id))
+            with pytest.raises(A2AError) as refused:
+                await send(other, to_task(task_id, before.context_id, ADDED))
+            after = await other.get_task(GetTaskRequest(id=task_id))
+    assert before.status.state == TaskState.TASK_STATE_WORKING
+    assert str(refused.value).startswith(f"task {task_id!r} is FAILED: ")
+    assert after.status.state == TaskState.TASK_STATE_FAILED
+    assert status_text(after).startswith(
+        f"The server running this task stopped (pid {killed.pid} on "
+    )
+    assert len(sim.requests) == 1  # the message reached no model
