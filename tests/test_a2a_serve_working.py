@@ -15,6 +15,7 @@ from a2a.utils.errors import A2AError
 
 from _a2a import (
     a2a_client,
+    decisions,
     message_data,
     prompt,
     send,
@@ -40,10 +41,16 @@ async def test_a_message_to_a_working_task_joins_its_run_before_the_next_request
         async with a2a_client(url) as client:
             task_id = await until_the_call_starts(client, prompt("Count to 3."))
             running = await client.get_task(GetTaskRequest(id=task_id))
+            with pytest.raises(A2AError) as not_text:
+                await send(client, decisions(running, {"id": "call_1", "decision": "approve"}))
             events, done = await send(client, to_task(task_id, running.context_id, ADDED))
             with pytest.raises(A2AError) as finished:
                 await send(client, to_task(task_id, running.context_id, "And to 7?"))
     assert running.status.state == TaskState.TASK_STATE_WORKING
+    assert str(not_text.value) == (
+        f"task {task_id!r} is working: a message to it is text only, which joins its run "
+        "before the run's next model request"
+    )
     assert events[0].task.status.state == TaskState.TASK_STATE_WORKING  # the stream, joined
     parts = [
         d
@@ -70,11 +77,11 @@ async def test_a_message_for_a_task_another_server_runs_is_refused_saying_so(
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3.")])
-    with served(tmp_path, sim, slow_s=40) as (url, runner):
+    with served(tmp_path, sim, slow_s=20) as (url, runner):
         async with a2a_client(url) as client:
             task_id = await until_the_call_starts(client, prompt("Count to 3."))
             running = await client.get_task(GetTaskRequest(id=task_id))
-        with served(tmp_path, sim, slow_s=40) as (other_url, _):  # same store, live runner
+        with served(tmp_path, sim, slow_s=20) as (other_url, _):  # same store, live runner
             async with a2a_client(other_url) as other:
                 seen_by_other = await other.get_task(GetTaskRequest(id=task_id))
                 with pytest.raises(A2AError) as refused:
