@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from a2a.client import Client, ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_message, new_text_part
-from a2a.types import Message, Role, SendMessageRequest, StreamResponse, Task
+from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, StreamResponse, Task
 
 from helpers import stop
 from tooldeck.testing import ProviderSimulator, call
@@ -146,8 +146,6 @@ async def send(client: Client, request: SendMessageRequest) -> tuple[list[Stream
         (e.task.id for e in events if e.HasField("task")),
         next(e.status_update.task_id for e in events if e.HasField("status_update")),
     )
-    from a2a.types import GetTaskRequest
-
     return events, await client.get_task(GetTaskRequest(id=task_id))
 
 
@@ -193,9 +191,26 @@ async def until_the_call_starts(client: Client, request: SendMessageRequest) -> 
     raise AssertionError("the stream ended before the call started")
 
 
-def to_task(task_id: str, context_id: str, text: str) -> SendMessageRequest:
-    """A text message to task ``task_id``."""
+async def counting(client: Client) -> Task:
+    """A task of the shop's model counting to 3 (its first turn is ``slow_count``), once
+    the call has started (the task is ``WORKING``)."""
+    task_id = await until_the_call_starts(client, prompt("Count to 3."))
+    return await client.get_task(GetTaskRequest(id=task_id))
+
+
+@asynccontextmanager
+async def counting_on(
+    folder: Path, sim: ProviderSimulator, slow_s: float = 30
+) -> AsyncIterator[tuple[subprocess.Popen[str], Client, Task]]:
+    """A server (``served``) and a2a-sdk's client of it, and a task counting there."""
+    with served(folder, sim, slow_s=slow_s) as (url, process):
+        async with a2a_client(url) as client:
+            yield process, client, await counting(client)
+
+
+def to_task(task: Task, text: str) -> SendMessageRequest:
+    """A text message to ``task``."""
     message = new_message(
-        [new_text_part(text)], context_id=context_id, task_id=task_id, role=Role.ROLE_USER
+        [new_text_part(text)], context_id=task.context_id, task_id=task.id, role=Role.ROLE_USER
     )
     return SendMessageRequest(message=message)

@@ -15,14 +15,13 @@ from a2a.utils.errors import A2AError
 
 from _a2a import (
     a2a_client,
+    counting_on,
     decisions,
     message_data,
-    prompt,
     send,
     served,
     status_text,
     to_task,
-    until_the_call_starts,
 )
 from tooldeck.testing import ProviderSimulator, call, reply
 
@@ -37,18 +36,15 @@ async def test_a_message_to_a_working_task_joins_its_run_before_the_next_request
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3; 5 next.")])
-    with served(tmp_path, sim, slow_s=4) as (url, _):
-        async with a2a_client(url) as client:
-            task_id = await until_the_call_starts(client, prompt("Count to 3."))
-            running = await client.get_task(GetTaskRequest(id=task_id))
-            with pytest.raises(A2AError) as not_text:
-                await send(client, decisions(running, {"id": "call_1", "decision": "approve"}))
-            events, done = await send(client, to_task(task_id, running.context_id, ADDED))
-            with pytest.raises(A2AError) as finished:
-                await send(client, to_task(task_id, running.context_id, "And to 7?"))
+    async with counting_on(tmp_path, sim, slow_s=4) as (_, client, running):
+        with pytest.raises(A2AError) as not_text:
+            await send(client, decisions(running, {"id": "call_1", "decision": "approve"}))
+        events, done = await send(client, to_task(running, ADDED))
+        with pytest.raises(A2AError) as finished:
+            await send(client, to_task(running, "And to 7?"))
     assert running.status.state == TaskState.TASK_STATE_WORKING
     assert str(not_text.value) == (
-        f"task {task_id!r} is working: a message to it is text only, which joins its run "
+        f"task {running.id!r} is working: a message to it is text only, which joins its run "
         "before the run's next model request"
     )
     assert events[0].task.status.state == TaskState.TASK_STATE_WORKING  # the stream, joined
@@ -66,7 +62,7 @@ async def test_a_message_to_a_working_task_joins_its_run_before_the_next_request
     assert [role for role, _ in said[-2:]] == ["tool", "user"]  # after the count's result
     assert said[-1][1] == ADDED
     assert str(finished.value) == (
-        f"task {task_id!r} is COMPLETED: only a task in INPUT_REQUIRED takes a reply, and a "
+        f"task {running.id!r} is COMPLETED: only a task in INPUT_REQUIRED takes a reply, and a "
         f"WORKING one a message; send a new message without a task id (context "
         f"{running.context_id!r}) to start a run"
     )
@@ -77,20 +73,16 @@ async def test_a_message_for_a_task_another_server_runs_is_refused_saying_so(
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3.")])
-    with served(tmp_path, sim, slow_s=20) as (url, runner):
-        async with a2a_client(url) as client:
-            task_id = await until_the_call_starts(client, prompt("Count to 3."))
-            running = await client.get_task(GetTaskRequest(id=task_id))
+    async with counting_on(tmp_path, sim, slow_s=20) as (runner, client, running):
         with served(tmp_path, sim, slow_s=20) as (other_url, _):  # same store, live runner
             async with a2a_client(other_url) as other:
-                seen_by_other = await other.get_task(GetTaskRequest(id=task_id))
+                seen_by_other = await other.get_task(GetTaskRequest(id=running.id))
                 with pytest.raises(A2AError) as refused:
-                    await send(other, to_task(task_id, running.context_id, ADDED))
-        async with a2a_client(url) as client:
-            _, done = await send(client, to_task(task_id, running.context_id, "Still there?"))
+                    await send(other, to_task(running, ADDED))
+        _, done = await send(client, to_task(running, "Still there?"))
     assert seen_by_other.status.state == TaskState.TASK_STATE_WORKING  # not taken for dead
     assert str(refused.value).startswith(
-        f"task {task_id!r} is working in another server process (pid {runner.pid} on "
+        f"task {running.id!r} is working in another server process (pid {runner.pid} on "
     )
     assert str(refused.value).endswith(
         "a message joins a run only in the process running it; the message was not added"
@@ -106,18 +98,16 @@ async def test_a_task_whose_server_was_killed_fails_when_a_running_server_meets_
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
     with served(tmp_path, sim) as (other_url, _):  # started before the kill
-        with served(tmp_path, sim) as (url, killed):
-            async with a2a_client(url) as client:
-                task_id = await until_the_call_starts(client, prompt("Count to 3."))
+        async with counting_on(tmp_path, sim) as (killed, _, killed_task):
             killed.send_signal(signal.SIGKILL)
             killed.wait()
         async with a2a_client(other_url) as other:
-            before = await other.get_task(GetTaskRequest(id=task_id))
+            before = await other.get_task(GetTaskRequest(id=killed_task.id))
             with pytest.raises(A2AError) as refused:
-                await send(other, to_task(task_id, before.context_id, ADDED))
-            after = await other.get_task(GetTaskRequest(id=task_id))
+                await send(other, to_task(before, ADDED))
+            after = await other.get_task(GetTaskRequest(id=killed_task.id))
     assert before.status.state == TaskState.TASK_STATE_WORKING
-    assert str(refused.value).startswith(f"task {task_id!r} is FAILED: ")
+    assert str(refused.value).startswith(f"task {killed_task.id!r} is FAILED: ")
     assert after.status.state == TaskState.TASK_STATE_FAILED
     assert status_text(after).startswith(
         f"The server running this task stopped (pid {killed.pid} on "

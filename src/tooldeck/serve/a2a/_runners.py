@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from a2a.auth.user import User
 from a2a.helpers import new_text_message
@@ -67,8 +68,7 @@ class Runner:
         return f"pid {self.pid} on {self.machine.split()[0]}"
 
 
-@dataclass(frozen=True, slots=True)
-class Orphan:
+class Orphan(NamedTuple):
     """A task whose runner row names a process that is gone."""
 
     task_id: str
@@ -142,17 +142,11 @@ class Runners:
     async def hold(self, task_id: str, context_id: str, owner: str) -> None:
         """Note that this process runs task ``task_id`` now."""
         await self._ready()
-        me = self.me
         async with self.engine.begin() as connection:
             await connection.execute(delete(_RUNNERS).where(_RUNNERS.c.task_id == task_id))
             await connection.execute(
                 insert(_RUNNERS).values(
-                    task_id=task_id,
-                    context_id=context_id,
-                    owner=owner,
-                    machine=me.machine,
-                    pid=me.pid,
-                    started=me.started,
+                    task_id=task_id, context_id=context_id, owner=owner, **asdict(self.me)
                 )
             )
 
