@@ -111,6 +111,8 @@ class RunExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
         updater = TaskUpdater(event_queue, task_id, context_id)
+        owner = self.store.task_store().owner_resolver(context.call_context)
+        await self.runners.hold(task_id, context_id, owner)  # before the task can be seen
         if context.current_task is None:
             history = [context.message] if context.message is not None else []
             submitted = TaskState.TASK_STATE_SUBMITTED
@@ -123,12 +125,10 @@ class RunExecutor(AgentExecutor):
                 asked = await asked_of(context.message, session, self.decided_by)
             except ReplyError as error:
                 await self._refused(updater, context, str(error), session)
-                return
-            owner = self.store.task_store().owner_resolver(context.call_context)
-            await self.runners.hold(task_id, context_id, owner)
-            await updater.start_work()
-            await self._run(asked, session, updater)
-            await self.runners.release(task_id)
+            else:
+                await updater.start_work()
+                await self._run(asked, session, updater)
+            await self.runners.release(task_id)  # not when killed: that row is how it shows
         finally:
             await session.aclose()
 
