@@ -117,10 +117,13 @@ def _url(process: subprocess.Popen[str]) -> str:
 
 
 @asynccontextmanager
-async def a2a_client(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Client]:
-    """a2a-sdk's client of the server at ``url`` (streaming), with the bearer token."""
+async def a2a_client(
+    url: str, headers: dict[str, str] | None = None, *, streaming: bool = True
+) -> AsyncIterator[Client]:
+    """a2a-sdk's client of the server at ``url`` (streaming unless told), with the bearer
+    token."""
     async with httpx.AsyncClient(headers=AUTH if headers is None else headers, timeout=60) as http:
-        client = await create_client(url, ClientConfig(httpx_client=http))
+        client = await create_client(url, ClientConfig(httpx_client=http, streaming=streaming))
         try:
             yield client
         finally:
@@ -143,8 +146,9 @@ async def send(client: Client, request: SendMessageRequest) -> tuple[list[Stream
     """Send and read the stream to its end: the events, and the task they ended with."""
     events = [event async for event in client.send_message(request)]
     task_id = next(
-        (e.task.id for e in events if e.HasField("task")),
-        next(e.status_update.task_id for e in events if e.HasField("status_update")),
+        e.task.id if e.HasField("task") else e.status_update.task_id
+        for e in events
+        if e.HasField("task") or e.HasField("status_update")
     )
     return events, await client.get_task(GetTaskRequest(id=task_id))
 
@@ -201,11 +205,12 @@ async def counting(client: Client) -> Task:
 @asynccontextmanager
 async def counting_on(
     folder: Path, sim: ProviderSimulator, slow_s: float = 30
-) -> AsyncIterator[tuple[subprocess.Popen[str], Client, Task]]:
-    """A server (``served``) and a2a-sdk's client of it, and a task counting there."""
+) -> AsyncIterator[tuple[str, subprocess.Popen[str], Client, Task]]:
+    """A server (``served``: its URL and process), a2a-sdk's client of it, and a task
+    counting there."""
     with served(folder, sim, slow_s=slow_s) as (url, process):
         async with a2a_client(url) as client:
-            yield process, client, await counting(client)
+            yield url, process, client, await counting(client)
 
 
 def to_task(task: Task, text: str) -> SendMessageRequest:

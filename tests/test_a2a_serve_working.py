@@ -25,6 +25,7 @@ from _a2a import (
 )
 from tooldeck.testing import ProviderSimulator, call, reply
 
+FIRST = "Count in English."
 ADDED = "Also count to 5, please."
 
 
@@ -36,13 +37,16 @@ async def test_a_message_to_a_working_task_joins_its_run_before_the_next_request
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3; 5 next.")])
-    async with counting_on(tmp_path, sim, slow_s=4) as (_, client, running):
+    async with counting_on(tmp_path, sim, slow_s=4) as (url, _, client, running):
         with pytest.raises(A2AError) as not_text:
             await send(client, decisions(running, {"id": "call_1", "decision": "approve"}))
+        async with a2a_client(url, streaming=False) as plain:  # SendMessage: the task as it is
+            _, first = await send(plain, to_task(running, FIRST))
         events, done = await send(client, to_task(running, ADDED))
         with pytest.raises(A2AError) as finished:
             await send(client, to_task(running, "And to 7?"))
     assert running.status.state == TaskState.TASK_STATE_WORKING
+    assert first.status.state == TaskState.TASK_STATE_WORKING
     assert str(not_text.value) == (
         f"task {running.id!r} is working: a message to it is text only, which joins its run "
         "before the run's next model request"
@@ -54,13 +58,12 @@ async def test_a_message_to_a_working_task_joins_its_run_before_the_next_request
         if e.HasField("status_update")
         for d in message_data(e.status_update.status.message)
     ]
-    assert {"kind": "tooldeck.message_joined", "texts": [ADDED], "round": 2.0} in parts
+    assert {"kind": "tooldeck.message_joined", "texts": [FIRST, ADDED], "round": 2.0} in parts
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert status_text(done) == "Counted to 3; 5 next."
     assert len(sim.requests) == 2
     said = _roles_and_texts(sim, 1)
-    assert [role for role, _ in said[-2:]] == ["tool", "user"]  # after the count's result
-    assert said[-1][1] == ADDED
+    assert said[-3:] == [("tool", "counted to 3"), ("user", FIRST), ("user", ADDED)]
     assert str(finished.value) == (
         f"task {running.id!r} is COMPLETED: only a task in INPUT_REQUIRED takes a reply, and a "
         f"WORKING one a message; send a new message without a task id (context "
@@ -73,7 +76,7 @@ async def test_a_message_for_a_task_another_server_runs_is_refused_saying_so(
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3.")])
-    async with counting_on(tmp_path, sim, slow_s=20) as (runner, client, running):
+    async with counting_on(tmp_path, sim, slow_s=20) as (_, runner, client, running):
         with served(tmp_path, sim, slow_s=20) as (other_url, _):  # same store, live runner
             async with a2a_client(other_url) as other:
                 seen_by_other = await other.get_task(GetTaskRequest(id=running.id))
@@ -98,7 +101,7 @@ async def test_a_task_whose_server_was_killed_fails_when_a_running_server_meets_
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
     with served(tmp_path, sim) as (other_url, _):  # started before the kill
-        async with counting_on(tmp_path, sim) as (killed, _, killed_task):
+        async with counting_on(tmp_path, sim) as (_, killed, _, killed_task):
             killed.send_signal(signal.SIGKILL)
             killed.wait()
         async with a2a_client(other_url) as other:
