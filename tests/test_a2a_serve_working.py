@@ -18,6 +18,7 @@ from _a2a import (
     counting_on,
     decisions,
     message_data,
+    prompt,
     send,
     served,
     status_text,
@@ -96,8 +97,9 @@ async def test_a_message_for_a_task_another_server_runs_is_refused_saying_so(
     assert "Still there?" in said  # sent to the server running it, it joined
 
 
+@pytest.mark.parametrize("met_by", ["a message to it", "the next task of its context"])
 async def test_a_task_whose_server_was_killed_fails_when_a_running_server_meets_it(
-    tmp_path: Path, provider
+    tmp_path: Path, provider, met_by: str
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
     with served(tmp_path, sim) as (other_url, _):  # started before the kill
@@ -106,13 +108,17 @@ async def test_a_task_whose_server_was_killed_fails_when_a_running_server_meets_
             killed.wait()
         async with a2a_client(other_url) as other:
             before = await other.get_task(GetTaskRequest(id=killed_task.id))
-            with pytest.raises(A2AError) as refused:
-                await send(other, to_task(before, ADDED))
+            if met_by == "a message to it":
+                with pytest.raises(A2AError) as refused:
+                    await send(other, to_task(before, ADDED))
+                assert str(refused.value).startswith(f"task {killed_task.id!r} is FAILED: ")
+                assert len(sim.requests) == 1  # the message reached no model
+            else:
+                _, next_task = await send(other, prompt("Did you finish?", before.context_id))
+                assert next_task.status.state == TaskState.TASK_STATE_COMPLETED
             after = await other.get_task(GetTaskRequest(id=killed_task.id))
     assert before.status.state == TaskState.TASK_STATE_WORKING
-    assert str(refused.value).startswith(f"task {killed_task.id!r} is FAILED: ")
     assert after.status.state == TaskState.TASK_STATE_FAILED
     assert status_text(after).startswith(
         f"The server running this task stopped (pid {killed.pid} on "
     )
-    assert len(sim.requests) == 1  # the message reached no model
