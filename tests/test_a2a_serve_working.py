@@ -7,6 +7,9 @@ it silently; and a task whose server was killed is marked FAILED by a server tha
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,7 @@ from _a2a import (
     status_text,
     to_task,
 )
+from tooldeck.serve.a2a._runners import Runner, start_stamp, this_process
 from tooldeck.testing import ProviderSimulator, call, reply
 
 FIRST = "Count in English."
@@ -122,3 +126,29 @@ async def test_a_task_whose_server_was_killed_fails_when_a_running_server_meets_
     assert status_text(after).startswith(
         f"The server running this task stopped (pid {killed.pid} on "
     )
+
+
+def test_a_runner_row_is_judged_alive_only_while_its_own_process_runs() -> None:
+    """A killed process not yet reaped (a zombie) is gone; a pid reused by another process
+    is not the old one; a process on another machine is not judged."""
+    me = this_process()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        row = Runner(me.machine, child.pid, start_stamp(child.pid))
+        alive_before = row.alive()
+        child.kill()
+        deadline = time.monotonic() + 10
+        while row.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        unreaped = Path(f"/proc/{child.pid}").exists()  # nothing waited for it yet
+        zombie = row.alive()
+    finally:
+        child.kill()
+        child.wait()
+    assert me.alive() is True
+    assert alive_before is True
+    assert unreaped
+    assert zombie is False  # killed, not reaped by its parent yet
+    assert row.alive() is False
+    assert Runner(me.machine, me.pid, "another boot/1").alive() is False  # a reused pid
+    assert Runner("elsewhere pid:[1]", 1, "").alive() is None

@@ -55,7 +55,7 @@ class Runner:
         if self.machine != _MACHINE:
             return None
         if self.started:
-            return _started(self.pid) == self.started
+            return start_stamp(self.pid) == self.started
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -84,13 +84,16 @@ def _read(path: str) -> str:
         return ""
 
 
-def _started(pid: int) -> str:
-    """The process's start stamp on Linux (boot id + start time), "" if it is gone or the
-    system has no ``/proc``."""
+def start_stamp(pid: int) -> str:
+    """The process's start stamp on Linux (boot id + start time), "" if it is gone (or a
+    zombie: killed, not yet reaped by its parent) or the system has no ``/proc``."""
     stat = _read(f"/proc/{pid}/stat")
     if not stat:
         return ""
-    start_ticks = stat.rsplit(")", 1)[1].split()[19]
+    fields = stat.rsplit(")", 1)[1].split()  # from field 3, the state
+    if fields[0] in ("Z", "X"):
+        return ""
+    start_ticks = fields[19]
     return f"{_read('/proc/sys/kernel/random/boot_id')}/{start_ticks}"
 
 
@@ -107,7 +110,7 @@ _MACHINE = _machine()
 
 def this_process() -> Runner:
     """The process this code runs in."""
-    return Runner(_MACHINE, os.getpid(), _started(os.getpid()))
+    return Runner(_MACHINE, os.getpid(), start_stamp(os.getpid()))
 
 
 class _Owner(User):
