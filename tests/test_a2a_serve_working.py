@@ -152,3 +152,24 @@ def test_a_runner_row_is_judged_alive_only_while_its_own_process_runs() -> None:
     assert row.alive() is False
     assert Runner(me.machine, me.pid, "another boot/1").alive() is False  # a reused pid
     assert Runner("elsewhere pid:[1]", 1, "").alive() is None
+
+
+async def test_a_task_whose_server_was_stopped_mid_run_fails_at_the_next_server(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
+    async with counting_on(tmp_path, sim) as (_, stopped, _, running):
+        stopped.terminate()  # SIGTERM: the server stops its runs and exits
+        stopped.wait(timeout=30)
+    with served(tmp_path, sim) as (url, _):
+        async with a2a_client(url) as client:
+            after = await client.get_task(GetTaskRequest(id=running.id))
+            _, later = await send(client, prompt("Did you finish?", running.context_id))
+    assert after.status.state == TaskState.TASK_STATE_FAILED
+    assert status_text(after).startswith(
+        f"The server running this task stopped (pid {stopped.pid} on "
+    )
+    assert later.status.state == TaskState.TASK_STATE_COMPLETED
+    assert "error[cancelled]: the run was cancelled (the A2A server stopped)" in str(
+        sim.requests[-1]["messages"]
+    )
