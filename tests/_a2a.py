@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from a2a.client import Client, ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_message, new_text_part
-from a2a.types import Message, Role, SendMessageRequest, StreamResponse, Task
+from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, StreamResponse, Task
 
 from helpers import stop
 from tooldeck.testing import ProviderSimulator, call
@@ -117,10 +117,13 @@ def _url(process: subprocess.Popen[str]) -> str:
 
 
 @asynccontextmanager
-async def a2a_client(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Client]:
-    """a2a-sdk's client of the server at ``url`` (streaming), with the bearer token."""
+async def a2a_client(
+    url: str, headers: dict[str, str] | None = None, *, streaming: bool = True
+) -> AsyncIterator[Client]:
+    """a2a-sdk's client of the server at ``url`` (streaming unless told), with the bearer
+    token."""
     async with httpx.AsyncClient(headers=AUTH if headers is None else headers, timeout=60) as http:
-        client = await create_client(url, ClientConfig(httpx_client=http))
+        client = await create_client(url, ClientConfig(httpx_client=http, streaming=streaming))
         try:
             yield client
         finally:
@@ -143,11 +146,10 @@ async def send(client: Client, request: SendMessageRequest) -> tuple[list[Stream
     """Send and read the stream to its end: the events, and the task they ended with."""
     events = [event async for event in client.send_message(request)]
     task_id = next(
-        (e.task.id for e in events if e.HasField("task")),
-        next(e.status_update.task_id for e in events if e.HasField("status_update")),
+        e.task.id if e.HasField("task") else e.status_update.task_id
+        for e in events
+        if e.HasField("task") or e.HasField("status_update")
     )
-    from a2a.types import GetTaskRequest
-
     return events, await client.get_task(GetTaskRequest(id=task_id))
 
 
@@ -177,3 +179,43 @@ async def paused_refund(client: Client) -> tuple[Task, dict[str, Any]]:
     _, paused = await send(client, prompt("Refund order A1."))
     [waiting] = pending_calls(paused)
     return paused, waiting
+
+
+async def until_the_call_starts(client: Client, request: SendMessageRequest) -> str:
+    """Stream ``request`` until its tool call starts; the task's id (the stream is closed)."""
+    stream = client.send_message(request)
+    try:
+        async for event in stream:
+            if event.HasField("status_update"):
+                kinds = [d.get("kind") for d in message_data(event.status_update.status.message)]
+                if "tooldeck.tool_call" in kinds:
+                    return str(event.status_update.task_id)
+    finally:
+        await stream.aclose()
+    raise AssertionError("the stream ended before the call started")
+
+
+async def counting(client: Client) -> Task:
+    """A task of the shop's model counting to 3 (its first turn is ``slow_count``), once
+    the call has started (the task is ``WORKING``)."""
+    task_id = await until_the_call_starts(client, prompt("Count to 3."))
+    return await client.get_task(GetTaskRequest(id=task_id))
+
+
+@asynccontextmanager
+async def counting_on(
+    folder: Path, sim: ProviderSimulator, slow_s: float = 30
+) -> AsyncIterator[tuple[str, subprocess.Popen[str], Client, Task]]:
+    """A server (``served``: its URL and process), a2a-sdk's client of it, and a task
+    counting there."""
+    with served(folder, sim, slow_s=slow_s) as (url, process):
+        async with a2a_client(url) as client:
+            yield url, process, client, await counting(client)
+
+
+def to_task(task: Task, text: str) -> SendMessageRequest:
+    """A text message to ``task``."""
+    message = new_message(
+        [new_text_part(text)], context_id=task.context_id, task_id=task.id, role=Role.ROLE_USER
+    )
+    return SendMessageRequest(message=message)

@@ -7,14 +7,13 @@ the task again and reads it to its end.
 from __future__ import annotations
 
 import signal
+import socket
 import time
 from pathlib import Path
 
-from a2a.client import Client
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
-    SendMessageRequest,
     SubscribeToTaskRequest,
     TaskState,
 )
@@ -28,6 +27,7 @@ from _a2a import (
     send,
     served,
     status_text,
+    until_the_call_starts,
 )
 from tooldeck.testing import ProviderSimulator, call, reply
 
@@ -36,27 +36,13 @@ def _said(sim: ProviderSimulator) -> str:
     return str(sim.requests[-1]["messages"])
 
 
-async def _until_the_call_starts(client: Client, request: SendMessageRequest) -> str:
-    """Stream ``request`` until its tool call starts; the task's id (the stream is closed)."""
-    stream = client.send_message(request)
-    try:
-        async for event in stream:
-            if event.HasField("status_update"):
-                kinds = [d.get("kind") for d in message_data(event.status_update.status.message)]
-                if "tooldeck.tool_call" in kinds:
-                    return str(event.status_update.task_id)
-    finally:
-        await stream.aclose()
-    raise AssertionError("the stream ended before the call started")
-
-
 async def test_cancel_stops_the_running_tool_and_the_conversation_goes_on(
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("I stopped counting.")])
     with served(tmp_path, sim) as (url, _):
         async with a2a_client(url) as client:
-            task_id = await _until_the_call_starts(client, prompt("Count to 3."))
+            task_id = await until_the_call_starts(client, prompt("Count to 3."))
             began = time.monotonic()
             cancelled = await client.cancel_task(CancelTaskRequest(id=task_id))
             took = time.monotonic() - began
@@ -94,7 +80,7 @@ async def test_a_client_that_lost_its_stream_subscribes_again_and_reads_the_end(
     sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3.")])
     with served(tmp_path, sim, slow_s=3) as (url, _):
         async with a2a_client(url) as client:
-            task_id = await _until_the_call_starts(client, prompt("Count to 3."))
+            task_id = await until_the_call_starts(client, prompt("Count to 3."))
         async with a2a_client(url) as again:  # another connection, as after a reconnect
             events = [e async for e in again.subscribe(SubscribeToTaskRequest(id=task_id))]
             done = await again.get_task(GetTaskRequest(id=task_id))
@@ -111,19 +97,27 @@ async def test_a_client_that_lost_its_stream_subscribes_again_and_reads_the_end(
     assert status_text(done) == "Counted to 3."
 
 
-async def test_a_server_killed_mid_run_loses_nothing_the_next_task_goes_on_from_it(
+async def test_a_server_killed_mid_run_loses_nothing_its_task_fails_and_the_next_goes_on(
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
     with served(tmp_path, sim) as (url, killed):
         async with a2a_client(url) as client:
-            task_id = await _until_the_call_starts(client, prompt("Count to 3."))
+            task_id = await until_the_call_starts(client, prompt("Count to 3."))
             first = await client.get_task(GetTaskRequest(id=task_id))
         killed.send_signal(signal.SIGKILL)
         killed.wait()
     with served(tmp_path, sim) as (url, _):
         async with a2a_client(url) as client:
+            failed = await client.get_task(GetTaskRequest(id=task_id))  # before any message
             _, later = await send(client, prompt("Did you finish?", first.context_id))
+    assert first.status.state == TaskState.TASK_STATE_WORKING
+    assert failed.status.state == TaskState.TASK_STATE_FAILED  # the new server marked it
+    assert status_text(failed) == (
+        f"The server running this task stopped (pid {killed.pid} on {socket.gethostname()}) "
+        "before its run ended. What the run did is kept in the conversation: a new message in "
+        f"context {first.context_id!r} goes on from it."
+    )
     assert later.status.state == TaskState.TASK_STATE_COMPLETED
     said = _said(sim)
     assert "Count to 3." in said  # the killed run's prompt and call are kept

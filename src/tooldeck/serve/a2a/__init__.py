@@ -14,6 +14,10 @@ from the command line.
   call's start and result as a ``WORKING`` status whose message has a data part
   (``tooldeck.tool_call``, ``tooldeck.tool_result``); the answer as the artifact
   ``answer`` and the ``COMPLETED`` status's message.
+- **Messages to a working task** join its run (``RunHandle.send``) before its next model
+  request, in the process running it (another process refuses them, saying so). A task
+  whose server was killed mid-run is marked ``FAILED`` by the next server on its machine
+  that starts or meets it.
 - **Approvals and external tools over the hop.** A run that pauses leaves its task in
   ``INPUT_REQUIRED``, its status message listing the pending calls in a data part
   ``{"kind": "tooldeck.pending", "calls": [{"id", "name", "arguments", "kind", "why",
@@ -139,6 +143,7 @@ def app(
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        await executor.fail_orphans()  # tasks whose server was killed mid-run
         try:
             yield
         finally:

@@ -27,7 +27,13 @@ from pydantic_core import to_jsonable_python
 from tooldeck.errors import CheckpointError, RunStopped, ToolDeckError
 from tooldeck.results import Checkpoint, RunResult, StopReason
 from tooldeck.run.agent import Agent
-from tooldeck.run.events import FinalAnswer, TextDelta, ToolCallFinished, ToolCallStarted
+from tooldeck.run.events import (
+    FinalAnswer,
+    MessageJoined,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from tooldeck.run.handle import RunHandle, start_resumed_run, start_run
 from tooldeck.run.session import Session
 from tooldeck.serve.a2a._replies import (
@@ -40,12 +46,16 @@ from tooldeck.serve.a2a._replies import (
     pending_text,
     plan,
 )
+from tooldeck.serve.a2a._runners import Runners, fail_orphans
 from tooldeck.serve.a2a._store import Store
 
 logger = logging.getLogger("tooldeck.serve.a2a")
 """Where an unexpected failure of a served run goes, with its traceback."""
 
 CANCELLED_BY_CLIENT = "the A2A client cancelled the task"
+JOINED_KIND = "tooldeck.message_joined"
+"""The ``kind`` of a working status update's data part: messages sent to the working task
+joined the run before the model request of ``round``."""
 
 
 @dataclass(slots=True)
@@ -77,11 +87,32 @@ class RunExecutor(AgentExecutor):
         self.store = store
         self.deps = deps
         self.decided_by = decided_by
+        self.runners = Runners(store.task_store().engine)
         self._running: dict[str, _Running] = {}
+
+    def join(self, task_id: str, text: str) -> bool:
+        """Send ``text`` to task ``task_id``'s run if it runs in this process (it joins the
+        conversation before the run's next model request); False if it does not.
+
+        Raises:
+            RunEnded: the run has ended (naming how); nothing was added.
+        """
+        running = self._running.get(task_id)
+        if running is None:
+            return False
+        running.handle.send(text)
+        return True
+
+    async def fail_orphans(self, context_id: str | None = None) -> int:
+        """Mark ``FAILED`` the unfinished tasks (of ``context_id``, else all) whose server
+        process was killed (``_runners``); how many were."""
+        return await fail_orphans(self.runners, self.store.task_store(), context_id)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
         updater = TaskUpdater(event_queue, task_id, context_id)
+        owner = self.store.task_store().owner_resolver(context.call_context)
+        await self.runners.hold(task_id, context_id, owner)  # before the task can be seen
         if context.current_task is None:
             history = [context.message] if context.message is not None else []
             submitted = TaskState.TASK_STATE_SUBMITTED
@@ -94,9 +125,10 @@ class RunExecutor(AgentExecutor):
                 asked = await asked_of(context.message, session, self.decided_by)
             except ReplyError as error:
                 await self._refused(updater, context, str(error), session)
-                return
-            await updater.start_work()
-            await self._run(asked, session, updater)
+            else:
+                await updater.start_work()
+                await self._run(asked, session, updater)
+            await self.runners.release(task_id)  # not when killed: that row is how it shows
         finally:
             await session.aclose()
 
@@ -182,6 +214,9 @@ class _Relay:
                 await self._text(event)
             elif isinstance(event, ToolCallStarted | ToolCallFinished):
                 await self._working(_call_data(event))
+            elif isinstance(event, MessageJoined) and event.sent:
+                texts = [m.content for m in event.messages]
+                await self._working({"kind": JOINED_KIND, "texts": texts, "round": event.round})
             elif isinstance(event, FinalAnswer):
                 ended = True
                 await self._finish(event.result)

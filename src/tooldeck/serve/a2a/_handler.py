@@ -1,9 +1,12 @@
 """a2a-sdk's request handler, with what a tooldeck task needs checked before it is queued.
 
 A message is checked against its context's session before the SDK takes it: a reply that
-names a call that is not pending, a prompt to a context whose run waits, a message to a task
-that is not waiting for input are refused with a JSON-RPC ``InvalidParams`` error (HTTP 400
-over HTTP+JSON) whose message says what to send, and the task is left as it was. A cancel of
+names a call that is not pending, a prompt to a context whose run waits, a message to a
+finished task are refused with a JSON-RPC ``InvalidParams`` error (HTTP 400 over HTTP+JSON)
+whose message says what to send, and the task is left as it was. A text message to a
+``WORKING`` task joins its run (``RunHandle.send``) when this process runs it, and is
+refused, saying where the task runs, when another process does. A task whose server process
+was killed is marked ``FAILED`` before the message is looked at (``_runners``). A cancel of
 a paused task also ends the paused run in the session (its calls read ``error[cancelled]``),
 in whichever process the cancel arrives.
 """
@@ -13,16 +16,29 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
+from a2a.helpers import get_data_parts, get_text_parts
 from a2a.server.request_handlers import DefaultRequestHandlerV2
-from a2a.types import AgentCard, CancelTaskRequest, Message, SendMessageRequest, Task, TaskState
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
 from a2a.utils.errors import InvalidParamsError
 
+from tooldeck.errors import RunEnded
 from tooldeck.serve.a2a._executor import RunExecutor, asked_of
 from tooldeck.serve.a2a._replies import ReplyError, Resume
 
 if TYPE_CHECKING:
     from a2a.server.context import ServerCallContext
     from a2a.server.events import Event
+
+_UNFINISHED = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
 
 
 class TaskHandler(DefaultRequestHandlerV2):
@@ -36,14 +52,22 @@ class TaskHandler(DefaultRequestHandlerV2):
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
-        await self._check(params, context)
+        joined = await self._check(params, context)
+        if joined is not None:  # the task as it stands: its run goes on with the message
+            task: Task = await self.on_get_task(GetTaskRequest(id=joined), context)
+            return task
         answered: Message | Task = await super().on_message_send(params, context)
         return answered
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
-        await self._check(params, context)
+        joined = await self._check(params, context)
+        if joined is not None:  # the running task's stream, from where it stands
+            again = SubscribeToTaskRequest(id=joined)
+            async for event in self.on_subscribe_to_task(again, context):
+                yield event
+            return
         async for event in super().on_message_send_stream(params, context):
             yield event
 
@@ -55,23 +79,36 @@ class TaskHandler(DefaultRequestHandlerV2):
             await self.executor.close_paused(task.id, task.context_id)
         return task
 
-    async def _check(self, params: SendMessageRequest, context: ServerCallContext) -> None:
+    async def _check(self, params: SendMessageRequest, context: ServerCallContext) -> str | None:
+        """Refuse (``InvalidParamsError``) a message its task or context cannot take; the
+        task id when it was sent to a task running here (it joined the run)."""
         message = params.message
         context_id = message.context_id
         if message.task_id:
             task = await self.tasks.get(message.task_id, context)
             if task is None:
-                return  # the SDK answers TaskNotFound
+                return None  # the SDK answers TaskNotFound
+            if task.status.state in _UNFINISHED and await self.executor.fail_orphans(
+                task.context_id
+            ):
+                task = await self.tasks.get(message.task_id, context) or task
+            if task.status.state in _UNFINISHED:
+                return await self._join(task, message)
             if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
                 state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_")
                 raise InvalidParamsError(
                     f"task {task.id!r} is {state}: only a task in INPUT_REQUIRED takes a "
-                    f"reply; send a new message without a task id (context {task.context_id!r}) "
-                    "to start a run"
+                    "reply, and a WORKING one a message; send a new message without a task id "
+                    f"(context {task.context_id!r}) to start a run"
                 )
             context_id = task.context_id
         if not context_id:
-            return  # a new conversation: nothing waits in it
+            return None  # a new conversation: nothing waits in it
+        await self.executor.fail_orphans(context_id)
+        await self._check_reply(message, context_id)
+        return None
+
+    async def _check_reply(self, message: Message, context_id: str) -> None:
         session = self.executor.store.session(context_id)
         try:
             asked = await asked_of(message, session, self.executor.decided_by)
@@ -85,3 +122,30 @@ class TaskHandler(DefaultRequestHandlerV2):
                 f"the run waiting in context {context_id!r} is task {paused.run_id!r}'s: send "
                 "the reply to that task (with its task id)"
             )
+
+    async def _join(self, task: Task, message: Message) -> str:
+        """Send a message's text to the task's running run (``RunHandle.send``)."""
+        text = "\n".join(get_text_parts(message.parts))
+        if get_data_parts(message.parts) or not text.strip():
+            raise InvalidParamsError(
+                f"task {task.id!r} is working: a message to it is text only, which joins its "
+                "run before the run's next model request"
+            )
+        try:
+            if self.executor.join(task.id, text):
+                return task.id
+        except RunEnded as error:
+            raise InvalidParamsError(
+                f"task {task.id!r} is ending: {error}; send a new message without a task id "
+                f"(context {task.context_id!r})"
+            ) from None
+        runner = await self.executor.runners.runner(task.id)
+        where = "in no server process this one knows of"
+        if runner == self.executor.runners.me:
+            where = "in this server, starting or ending: send it again"
+        elif runner is not None:
+            where = f"in another server process ({runner}), not this one"
+        raise InvalidParamsError(
+            f"task {task.id!r} is working {where}: a message joins a run only in the process "
+            "running it; the message was not added"
+        )
