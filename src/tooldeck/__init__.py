@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # `as` re-exports each name for type checkers; at run time th
     from tooldeck.results import Checkpoint as Checkpoint
     from tooldeck.results import PendingCall as PendingCall
     from tooldeck.results import Reject as Reject
-    from tooldeck.results import RememberedApproval as RememberedApproval
     from tooldeck.results import RunResult as RunResult
     from tooldeck.results import StopReason as StopReason
     from tooldeck.results import ToolTrace as ToolTrace
@@ -96,7 +95,6 @@ _EXPORTS: dict[str, str] = {
     "Approve": "tooldeck.results",
     "Reject": "tooldeck.results",
     "PendingCall": "tooldeck.results",
-    "RememberedApproval": "tooldeck.results",
     "Checkpoint": "tooldeck.results",
     # events of a streamed run
     "Event": "tooldeck.run.events",
@@ -170,6 +168,7 @@ _MOVED: dict[str, tuple[str, ...]] = {
     "Usage": ("tooldeck.messages",),
     "resolve_model": ("tooldeck.models.resolve",),
     "RecordedRequest": ("tooldeck.models.scripted",),
+    "RememberedApproval": ("tooldeck.results",),
 }
 
 
