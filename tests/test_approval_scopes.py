@@ -28,8 +28,9 @@ import pytest
 from _pty import Terminal
 from _stores import Store
 from test_cli_doors import MODEL
-from tooldeck import Agent, Approve, Checkpoint, Reject, RememberedApproval, RunResult, tool
+from tooldeck import Agent, Approve, Checkpoint, Reject, RunResult, tool
 from tooldeck.errors import CheckpointError
+from tooldeck.results import RememberedApproval
 from tooldeck.run.capabilities import ForgetApprovals
 from tooldeck.run.events import ToolCallStarted
 from tooldeck.runlog import RunLog

@@ -7,43 +7,18 @@ from typing import Any
 
 from playwright.sync_api import BrowserContext, expect
 
-from helpers import answer, call, calls
+from test_tool_search_edges import lookup_order, refund_order, searching_model, track_parcel
 from test_web_browser import ask, browser, logged_in, playwright, serve, shot  # noqa: F401
-from tooldeck import Agent, ScriptedModel, tool
+from tooldeck import Agent
 from tooldeck.search import ToolSearch
-
-
-@tool
-def lookup_order(order_id: str) -> str:
-    """Look an order up."""
-    return f"order {order_id}: paid"
-
-
-@tool(defer_loading=True)
-def refund_order(order_id: str) -> str:
-    """Refund an order's payment to the customer."""
-    return f"refunded {order_id}"
-
-
-@tool(defer_loading=True)
-def track_parcel(parcel_id: str) -> str:
-    """Track a parcel in transit."""
-    return "in transit"
 
 
 def test_a_search_shows_what_it_revealed_in_the_chat_and_on_the_timeline(
     serve: Any,  # noqa: F811
     browser: BrowserContext,  # noqa: F811
 ) -> None:
-    model = ScriptedModel(
-        [
-            calls(call("search_tools", "c1", query="refund")),
-            calls(call("refund_order", "c2", order_id="A1")),
-            answer("Refunded."),
-        ]
-    )
     agent = Agent(
-        model,
+        searching_model(),
         [lookup_order, refund_order, track_parcel],
         capabilities=[ToolSearch(strategy="regex")],
     )
