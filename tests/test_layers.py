@@ -20,7 +20,16 @@ PACKAGE = SRC / "tooldeck"
 LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, ("tooldeck._version", "tooldeck.errors", "tooldeck._untrusted", "tooldeck._budget")),
     (1, ("tooldeck._fast_records",)),
-    (1, ("tooldeck.messages", "tooldeck.safety", "tooldeck._traced", "tooldeck.results")),
+    (
+        1,
+        (
+            "tooldeck.messages",
+            "tooldeck.safety",
+            "tooldeck._traced",
+            "tooldeck._decisions",
+            "tooldeck.results",
+        ),
+    ),
     (2, ("tooldeck.tools", "tooldeck.models")),
     (3, ("tooldeck.run",)),
     (3, ("tooldeck.search", "tooldeck.remote")),

@@ -2,14 +2,14 @@
 
 ``Checkpoint`` is a paused run as versioned JSON (its signing and restoring live in
 ``tooldeck.run._engine.checkpoint``). May import: ``tooldeck.errors``, ``tooldeck._untrusted``,
-``tooldeck.messages``, ``tooldeck.safety``, ``tooldeck._traced``.
+``tooldeck.messages``, ``tooldeck.safety``, ``tooldeck._traced``, ``tooldeck._decisions``
+(the decisions on paused calls, re-exported here).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -23,6 +23,14 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError, to_json
 
+from tooldeck._decisions import APPROVAL_SCOPES as APPROVAL_SCOPES
+from tooldeck._decisions import APPROVALS_STATE as APPROVALS_STATE
+from tooldeck._decisions import ApprovalScope as ApprovalScope
+from tooldeck._decisions import Approve as Approve
+from tooldeck._decisions import Decision as Decision
+from tooldeck._decisions import Reject as Reject
+from tooldeck._decisions import RememberedApproval as RememberedApproval
+from tooldeck._decisions import remembered_approvals as remembered_approvals
 from tooldeck._traced import RecordedError as RecordedError
 from tooldeck._traced import TracedError
 from tooldeck.errors import CheckpointError, ErrorCode
@@ -146,86 +154,6 @@ class PendingCall(BaseModel):
         if not self.call_ids:
             return self.call.id
         return "/".join((*self.call_ids, self.call.id))
-
-
-ApprovalScope = Literal["once", "run", "session"]
-"""How long an ``Approve`` lasts: this call only, every later call of its tool in this run,
-or in this run and the session's next runs."""
-
-APPROVAL_SCOPES: tuple[ApprovalScope, ...] = ("once", "run", "session")
-
-
-@dataclass(frozen=True, slots=True)
-class Approve:
-    """Run the pending call as stored, or with ``arguments`` edited by the person; with a
-    ``scope``, the later calls of its tool too, without asking."""
-
-    arguments: dict[str, Any] | None = None
-    """Replacement arguments, validated again against the tool's schema before it runs."""
-    by: str = ""
-    """Who decided (a user name, "cli", "policy"...), for the run log."""
-    scope: ApprovalScope = "once"
-    """``"once"``: this call only. ``"run"``: the later calls of the same tool in this run
-    run without pausing (after handoffs and resumes too). ``"session"``: those of the
-    session's next runs as well. A remembered approval shows in ``RunResult.approvals``."""
-
-    def __post_init__(self) -> None:
-        if self.scope not in APPROVAL_SCOPES:
-            raise ValueError(
-                f"Approve(scope=...) must be 'once', 'run' or 'session', got {self.scope!r}"
-            )
-
-
-class RememberedApproval(BaseModel):
-    """A person's ``Approve(scope="run" | "session")``: the later calls of ``tool`` run
-    under it without pausing (``RunResult.approvals``; ``ForgetApprovals`` revokes it)."""
-
-    model_config = FROZEN
-
-    tool: str
-    scope: Literal["run", "session"]
-    by: str = ""
-    """Who approved, as ``Approve(by=...)`` said."""
-    call_id: str
-    """The call the person approved with this scope."""
-    run_id: str
-    """The run that call was made in."""
-
-
-APPROVALS_STATE = "tooldeck.approvals"
-"""Where a run keeps its remembered approvals among its capability states (a key no
-capability class can have): checkpoints, journals and sessions carry them with the rest."""
-
-
-def remembered_approvals(states: Mapping[str, Any] | None) -> tuple[RememberedApproval, ...]:
-    """The remembered approvals kept in a run's capability states, by tool name.
-
-    Raises:
-        ValueError: what is kept there is not what tooldeck writes (a hand edit).
-    """
-    kept = None if states is None else states.get(APPROVALS_STATE)
-    if kept is None:
-        return ()
-    if not isinstance(kept, dict):
-        raise ValueError(f"{APPROVALS_STATE} must be an object, got {type(kept).__name__}")
-    try:
-        return tuple(RememberedApproval.model_validate(entry) for entry in kept.values())
-    except ValidationError as error:
-        raise ValueError(f"{APPROVALS_STATE} holds a broken approval: {error}") from None
-
-
-@dataclass(frozen=True, slots=True)
-class Reject:
-    """Do not run the call; the model reads ``error[rejected]: <message>``."""
-
-    message: str = ""
-    """Why, in words the model can act on (a default line when empty)."""
-    by: str = ""
-    """Who decided, for the run log."""
-
-
-Decision = Approve | Reject | ToolResult
-"""What the application says about one pending call (a ToolResult: an external call's outcome)."""
 
 
 class RunCounters(BaseModel):

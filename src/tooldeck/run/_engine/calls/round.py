@@ -87,9 +87,10 @@ async def run_round(
     done = admitted.done
     ready = admitted.ready
     for group in (ready,) if len(ready) == 1 else _groups(ready):
-        for item in group:
-            yield ToolCallStarted(round_.round, item.call, remembered=item.remembered)
-        if len(group) == 1 and not group[0].entry.streams and not guarded:
+        for item in group:  # positional: this runs for every call of every round
+            yield ToolCallStarted(round_.round, item.call, "", item.remembered)
+        entry = group[0].entry  # entry.streams inlined, for the same reason
+        if len(group) == 1 and not (entry.emits_events or entry.calls_tools) and not guarded:
             item = group[0]  # the common case: no tasks, no queue
             ran = done[item.index] = await execute(item, round_)
             if isinstance(ran, ToolTrace):
