@@ -37,6 +37,27 @@ from tooldeck.errors import CheckpointError, ErrorCode
 from tooldeck.messages import FROZEN, Message, ToolCall, ToolResult, Usage
 from tooldeck.safety import GuardrailDecision, UntrustedSource, unsigned_safety_defaults
 
+__all__ = [  # the decisions (tooldeck._decisions) are documented here, where users import them
+    "ApprovalScope",
+    "Approve",
+    "Checkpoint",
+    "Decision",
+    "HistorySummary",
+    "PausedTurn",
+    "PendingCall",
+    "Reject",
+    "RememberedApproval",
+    "RepeatRecord",
+    "RunCounters",
+    "RunResult",
+    "ShownHistory",
+    "StopReason",
+    "ToolTrace",
+    "remembered_approvals",
+    "states_json",
+    "unstorable_state",
+]
+
 
 class StopReason(StrEnum):
     """Why a run ended (``RunResult.stop_reason``); JSON keeps the plain text."""
