@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import simulated_model, tool_messages
+from helpers import dbos_config, simulated_model, tool_messages
 from tooldeck import Agent, Approve, tool
 from tooldeck.results import RunResult
 from tooldeck.run.events import FinalAnswer, RunRecovered
@@ -74,15 +74,7 @@ async def durable_run(shop: Agent[None, str]) -> RunResult[str]:
 
     from tooldeck.durable import DurableAgent
 
-    DBOS(
-        config={
-            "name": "tooldeck-search-tests",
-            "system_database_url": f"sqlite:///{workdir / 'system.sqlite'}",
-            "executor_id": "worker-1",
-            "application_version": "tests",
-            "log_level": "WARNING",
-        }
-    )
+    DBOS(config=dbos_config(workdir, "tooldeck-search-tests"))
     durable = DurableAgent(shop, name="shop")
     DBOS.launch()  # recovers this executor's unfinished runs: a killed process's
     try:

@@ -76,6 +76,19 @@ def simulated_model(name: str = "shop-model") -> Model:
     return OpenAIChatModel(name, base_url=base_url, api_key=api_key, max_retries=0)
 
 
+def dbos_config(workdir: Path, name: str) -> Any:
+    """A child process's DBOS configuration: the SQLite system database WORKDIR/system.sqlite,
+    one executor and version in every process, so a process launched again recovers the
+    runs a killed one left."""
+    return {
+        "name": name,
+        "system_database_url": f"sqlite:///{workdir / 'system.sqlite'}",
+        "executor_id": "worker-1",
+        "application_version": "tests",
+        "log_level": "WARNING",
+    }
+
+
 def kill_when_written(child: subprocess.Popen[Any], path: Path, what: str) -> None:
     """SIGKILL ``child`` once it has written ``path`` (it hangs in ``what``), or fail saying
     how it ended early."""
