@@ -31,11 +31,11 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from helpers import dbos_config, simulated_model
+from helpers import launched_shop, recovered_result, simulated_model
 from tooldeck import Agent, Approve, tool
 from tooldeck.code import CodeMode
-from tooldeck.results import RunResult
 from tooldeck.sessions import SQLiteSession
 
 scenario, workdir_text = sys.argv[1:3]
@@ -77,16 +77,9 @@ def agent() -> Agent[None, str]:
     return Agent(model, tools=[price, refund, ship], capabilities=[CodeMode()], checkpoint_key=KEY)
 
 
-async def durable_run(shop: Agent[None, str]) -> RunResult[str]:
+async def durable_run(shop: Agent[None, str]) -> Any:
     """The scenario's durable run, started or (met again) recovered by DBOS as it launches."""
-    from dbos import DBOS
-
-    from tooldeck.durable import DurableAgent
-
-    DBOS(config=dbos_config(workdir, "tooldeck-code-tests"))
-    durable = DurableAgent(shop, name="shop")
-    DBOS.launch()  # recovers this executor's unfinished runs: a killed process's
-    try:
+    async with launched_shop(workdir, "tooldeck-code-tests", shop) as durable:
         if scenario == "durable":
             return await durable.run("Ship o1", run_id="run-1")
         if scenario == "durable-pause":
@@ -97,11 +90,7 @@ async def durable_run(shop: Agent[None, str]) -> RunResult[str]:
         if scenario == "durable-decide":
             pending = (workdir / "pending").read_text(encoding="utf-8")
             return await durable.resume("run-2", {pending: Approve()})
-        handle = await DBOS.retrieve_workflow_async("run-1")
-        result: RunResult[str] = await handle.get_result(polling_interval_sec=0.1)
-        return result
-    finally:
-        DBOS.destroy()
+        return await recovered_result("run-1")
 
 
 async def main() -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -76,17 +78,37 @@ def simulated_model(name: str = "shop-model") -> Model:
     return OpenAIChatModel(name, base_url=base_url, api_key=api_key, max_retries=0)
 
 
-def dbos_config(workdir: Path, name: str) -> Any:
-    """A child process's DBOS configuration: the SQLite system database WORKDIR/system.sqlite,
-    one executor and version in every process, so a process launched again recovers the
-    runs a killed one left."""
-    return {
-        "name": name,
+@contextlib.asynccontextmanager
+async def launched_shop(workdir: Path, app: str, agent: Any) -> AsyncIterator[Any]:
+    """In a child process: DBOS launched on the SQLite system database WORKDIR/system.sqlite
+    (one executor and version in every process, so launching again recovers the runs a
+    killed process left) with ``agent`` as the durable agent ``shop``; destroyed after."""
+    from dbos import DBOS
+
+    from tooldeck.durable import DurableAgent
+
+    config: Any = {
+        "name": app,
         "system_database_url": f"sqlite:///{workdir / 'system.sqlite'}",
         "executor_id": "worker-1",
         "application_version": "tests",
         "log_level": "WARNING",
     }
+    DBOS(config=config)
+    durable = DurableAgent(agent, name="shop")
+    DBOS.launch()  # recovers this executor's unfinished runs: a killed process's
+    try:
+        yield durable
+    finally:
+        DBOS.destroy()
+
+
+async def recovered_result(run_id: str) -> Any:
+    """The result of the durable run ``run_id`` that DBOS recovered as it launched."""
+    from dbos import DBOS
+
+    handle = await DBOS.retrieve_workflow_async(run_id)
+    return await handle.get_result(polling_interval_sec=0.1)
 
 
 def kill_when_written(child: subprocess.Popen[Any], path: Path, what: str) -> None:

@@ -255,12 +255,31 @@ REFUND_PROGRAM = """
 """
 
 
-def _child(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
+PRICE_THEN_SHIP = """
+    unit = await price(item="apple")
+    try:
+        print(await ship(order_id="o1"))
+    except RuntimeError as error:
+        print(error)
+    unit
+"""
+
+
+def started(scenario: str, workdir: Path, sim: ProviderSimulator) -> subprocess.Popen[str]:
+    """tests/_code_child.py running ``scenario``, its model ``sim``."""
     env = {**os.environ, **sim.env}
     command = [sys.executable, str(CHILD), scenario, str(workdir)]
-    child = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
-    assert child.returncode == 0, child.stderr[-3000:]
-    outcome: dict[str, Any] = json.loads(child.stdout.strip().splitlines()[-1])
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def finished(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
+    """What tests/_code_child.py printed, having run ``scenario`` to its end."""
+    child = started(scenario, workdir, sim)
+    stdout, stderr = child.communicate(timeout=180)
+    assert child.returncode == 0, stderr[-3000:]
+    outcome: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     return outcome
 
 
@@ -269,10 +288,10 @@ def test_a_nested_call_needing_approval_pauses_and_the_program_goes_on_in_anothe
 ) -> None:
     sim = provider([run_code(REFUND_PROGRAM), reply("Refunded 1.00 on o1.")])
 
-    paused = _child("pause", tmp_path, sim)
+    paused = finished("pause", tmp_path, sim)
     pending = (tmp_path / "pending").read_text()
     checkpoint = json.loads((tmp_path / "checkpoint.json").read_text())
-    resumed = _child("resume", tmp_path, sim)
+    resumed = finished("resume", tmp_path, sim)
 
     assert paused["stop_reason"] == "paused"
     assert pending.endswith(".2")  # the program's second call, inside run_code's
@@ -353,21 +372,10 @@ async def test_approval_whole_asks_for_the_program_and_its_calls_ask_no_more(
 def test_a_nested_side_effect_call_killed_mid_way_is_not_run_twice(
     tmp_path: Path, provider: Provider
 ) -> None:
-    code = """
-        unit = await price(item="apple")
-        try:
-            print(await ship(order_id="o1"))
-        except RuntimeError as error:
-            print(error)
-        unit
-    """
-    sim = provider([run_code(code), reply("Checked.")])
-    env = {**os.environ, **sim.env}
-    command = [sys.executable, str(CHILD), "journal", str(tmp_path)]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    kill_when_written(child, tmp_path / "hanging", "the shipping")
+    sim = provider([run_code(PRICE_THEN_SHIP), reply("Checked.")])
+    kill_when_written(started("journal", tmp_path, sim), tmp_path / "hanging", "the shipping")
 
-    again = _child("journal-again", tmp_path, sim)
+    again = finished("journal-again", tmp_path, sim)
 
     effects = [line.split(" ", 1)[1] for line in (tmp_path / "effects").read_text().splitlines()]
     assert effects == ["price apple", "ship o1", "price apple"]  # the shipping ran once

@@ -10,13 +10,12 @@ agent tool's.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
-from tooldeck import Agent, Approve, Reject, tool
+from test_code_mode import price, ran, read, refund, run_code
+from tooldeck import Agent, Approve, Reject
 from tooldeck.code import CodeMode
 from tooldeck.run.events import Event, FinalAnswer, NestedEvent
 from tooldeck.testing import ProviderSimulator, reply
@@ -24,7 +23,6 @@ from tooldeck.testing import call as sim_call
 
 Provider = Callable[..., ProviderSimulator]
 KEY = b"code-agents-key"
-ran: list[str] = []
 
 UNIT_THEN_CLERK = """
     unit = await price(item="apple")
@@ -35,32 +33,9 @@ UNIT_THEN_CLERK = """
 """
 
 
-@tool
-def price(item: str) -> float:
-    """The price of one unit of an item, in euros."""
-    ran.append(f"price({item})")
-    return {"apple": 0.5, "fig": 2.0}[item]
-
-
-@tool(requires_approval=True, side_effects=True)
-def refund(order_id: str, amount: float) -> str:
-    """Refund part of an order to the customer."""
-    ran.append(f"refund({order_id}, {amount})")
-    return f"refunded {amount:.2f} on {order_id}"
-
-
 @pytest.fixture(autouse=True)
 def _clean() -> None:
     ran.clear()
-
-
-def run_code(code: str) -> Any:
-    return sim_call("run_code", {"code": textwrap.dedent(code).strip()})
-
-
-def read(request: dict[str, Any]) -> str:
-    content: str = request["messages"][-1]["content"]
-    return content
 
 
 def nested(events: list[Event]) -> list[tuple[tuple[str, ...], tuple[str, ...], str]]:
@@ -172,7 +147,8 @@ async def test_an_agent_tool_that_pauses_again_pauses_the_program_again(
 
     (two,) = second.pending
     assert two.call.arguments == {"order_id": "o2", "amount": 2.0}
-    assert two.path == ("run_code", "clerk") and two.call_ids == one.call_ids
+    assert two.path == ("run_code", "clerk")
+    assert two.call_ids == one.call_ids
     assert ran == ["refund(o1, 1.0)"]
     assert len(outer.requests) == 1  # the outer model was not asked meanwhile
     result = await agent.resume(second.checkpoint, {two.id: Approve()})

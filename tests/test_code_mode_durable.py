@@ -13,74 +13,28 @@ process (DBOS launched for the module).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from _durable_harness import DurableApp
 from helpers import kill_when_written
-from tooldeck import Agent, tool
+from test_code_mode import (
+    PRICE_THEN_SHIP,
+    REFUND_PROGRAM,
+    finished,
+    price,
+    run_code,
+    started,
+    stock,
+)
+from tooldeck import Agent
 from tooldeck.code import CodeMode
 from tooldeck.testing import ProviderSimulator, reply
 from tooldeck.testing import call as sim_call
 
 Provider = Callable[..., ProviderSimulator]
-CHILD = Path(__file__).with_name("_code_child.py")
-
-PRICE_THEN_SHIP = """
-    unit = await price(item="apple")
-    try:
-        print(await ship(order_id="o1"))
-    except RuntimeError as error:
-        print(error)
-    unit
-"""
-PRICE_THEN_REFUND = """
-    unit = await price(item="apple")
-    print("unit", unit)
-    done = await refund(order_id="o1", amount=unit * 2)
-    print(done)
-    unit * 2
-"""
-
-
-@tool
-def price(item: str) -> float:
-    """The price of one unit of an item, in euros."""
-    return {"apple": 0.5, "pear": 0.75}[item]
-
-
-@tool
-def stock(item: str) -> int:
-    """Units of an item in stock."""
-    return {"apple": 10, "pear": 4}[item]
-
-
-def run_code(code: str) -> Any:
-    return sim_call("run_code", {"code": textwrap.dedent(code).strip()})
-
-
-def _child(scenario: str, workdir: Path, sim: ProviderSimulator) -> subprocess.Popen[str]:
-    env = {**os.environ, **sim.env}
-    command = [sys.executable, str(CHILD), scenario, str(workdir)]
-    return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
-
-
-def _finished(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
-    child = _child(scenario, workdir, sim)
-    out, err = child.communicate(timeout=180)
-    assert child.returncode == 0, err[-3000:]
-    outcome: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    return outcome
 
 
 def _effects(workdir: Path) -> list[tuple[str, str]]:
@@ -97,9 +51,9 @@ def test_a_killed_durable_run_answers_the_programs_done_calls_from_their_records
     tmp_path: Path, provider: Provider
 ) -> None:
     sim = provider([run_code(PRICE_THEN_SHIP), reply("Checked.")])
-    kill_when_written(_child("durable", tmp_path, sim), tmp_path / "hanging", "the shipping")
+    kill_when_written(started("durable", tmp_path, sim), tmp_path / "hanging", "the shipping")
 
-    again = _finished("durable-again", tmp_path, sim)
+    again = finished("durable-again", tmp_path, sim)
 
     # the price was read back from its step, the shipping (killed mid-way) not run again
     assert [what for _, what in _effects(tmp_path)] == ["price apple", "ship o1"]
@@ -122,11 +76,11 @@ def test_a_killed_durable_run_answers_the_programs_done_calls_from_their_records
 def test_a_durable_run_paused_in_a_program_is_decided_after_a_kill_and_the_program_goes_on(
     tmp_path: Path, provider: Provider
 ) -> None:
-    sim = provider([run_code(PRICE_THEN_REFUND), reply("Refunded 1.00 on o1.")])
-    kill_when_written(_child("durable-pause", tmp_path, sim), tmp_path / "hanging", "the pause")
+    sim = provider([run_code(REFUND_PROGRAM), reply("Refunded 1.00 on o1.")])
+    kill_when_written(started("durable-pause", tmp_path, sim), tmp_path / "hanging", "the pause")
     pending = (tmp_path / "pending").read_text()
 
-    decided = _finished("durable-decide", tmp_path, sim)
+    decided = finished("durable-decide", tmp_path, sim)
 
     assert decided["stop_reason"] == "answer"
     assert decided["answer"] == "Refunded 1.00 on o1."

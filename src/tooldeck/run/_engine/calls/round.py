@@ -21,7 +21,7 @@ from tooldeck.run._engine.calls.check import check_decided, check_new, hold_back
 from tooldeck.run._engine.calls.execute import Ran, execute
 from tooldeck.run._engine.calls.guard import answer_guarded, execute_guarded, guard_arguments
 from tooldeck.run._engine.calls.nested import NestedCalls
-from tooldeck.run._engine.calls.shared import CallRound, Emit, Ready, emitter, trace
+from tooldeck.run._engine.calls.shared import CallRound, Ready, emitter, trace
 from tooldeck.run._engine.calls.trust import after_untrusted
 from tooldeck.run._engine.state import OpenTurn
 from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, UntrustedContent
