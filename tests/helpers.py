@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -109,6 +110,25 @@ async def recovered_result(run_id: str) -> Any:
 
     handle = await DBOS.retrieve_workflow_async(run_id)
     return await handle.get_result(polling_interval_sec=0.1)
+
+
+def child_started(script: Path, scenario: str, workdir: Path, sim: Any) -> subprocess.Popen[str]:
+    """A test's child process: ``script SCENARIO WORKDIR``, its model the provider simulator
+    ``sim`` (``OPENAI_BASE_URL``)."""
+    env = {**os.environ, **sim.env}
+    command = [sys.executable, str(script), scenario, str(workdir)]
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def child_finished(script: Path, scenario: str, workdir: Path, sim: Any) -> dict[str, Any]:
+    """What ``child_started``'s process printed last (JSON), having run to its end."""
+    child = child_started(script, scenario, workdir, sim)
+    out, err = child.communicate(timeout=180)
+    assert child.returncode == 0, err[-3000:]
+    outcome: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return outcome
 
 
 def kill_when_written(child: subprocess.Popen[Any], path: Path, what: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -23,7 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from helpers import kill_when_written
+from helpers import child_finished, child_started, kill_when_written
 from tooldeck import Agent, Approve, Reject, RunContext, tool
 from tooldeck.cli.display import Console, RunDisplay
 from tooldeck.code import CodeLimits, CodeMode
@@ -267,20 +266,19 @@ PRICE_THEN_SHIP = """
 
 def started(scenario: str, workdir: Path, sim: ProviderSimulator) -> subprocess.Popen[str]:
     """tests/_code_child.py running ``scenario``, its model ``sim``."""
-    env = {**os.environ, **sim.env}
-    command = [sys.executable, str(CHILD), scenario, str(workdir)]
-    return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
+    return child_started(CHILD, scenario, workdir, sim)
 
 
 def finished(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
     """What tests/_code_child.py printed, having run ``scenario`` to its end."""
-    child = started(scenario, workdir, sim)
-    stdout, stderr = child.communicate(timeout=180)
-    assert child.returncode == 0, stderr[-3000:]
-    outcome: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
-    return outcome
+    return child_finished(CHILD, scenario, workdir, sim)
+
+
+def killed_and_met_again(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
+    """``scenario`` killed once it hangs in its call (WORKDIR/hanging), then
+    ``<scenario>-again`` run to its end: what it printed."""
+    kill_when_written(started(scenario, workdir, sim), workdir / "hanging", scenario)
+    return finished(f"{scenario}-again", workdir, sim)
 
 
 def test_a_nested_call_needing_approval_pauses_and_the_program_goes_on_in_another_process(
@@ -373,9 +371,8 @@ def test_a_nested_side_effect_call_killed_mid_way_is_not_run_twice(
     tmp_path: Path, provider: Provider
 ) -> None:
     sim = provider([run_code(PRICE_THEN_SHIP), reply("Checked.")])
-    kill_when_written(started("journal", tmp_path, sim), tmp_path / "hanging", "the shipping")
 
-    again = finished("journal-again", tmp_path, sim)
+    again = killed_and_met_again("journal", tmp_path, sim)
 
     effects = [line.split(" ", 1)[1] for line in (tmp_path / "effects").read_text().splitlines()]
     assert effects == ["price apple", "ship o1", "price apple"]  # the shipping ran once

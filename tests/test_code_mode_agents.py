@@ -17,6 +17,7 @@ import pytest
 from test_code_mode import price, ran, read, refund, run_code
 from tooldeck import Agent, Approve, Reject
 from tooldeck.code import CodeMode
+from tooldeck.results import RunResult
 from tooldeck.run.events import Event, FinalAnswer, NestedEvent
 from tooldeck.testing import ProviderSimulator, reply
 from tooldeck.testing import call as sim_call
@@ -54,6 +55,18 @@ def shop(outer: ProviderSimulator, inner: ProviderSimulator, code_mode: bool = T
     return Agent(outer.model(), tools=tools, capabilities=capabilities, checkpoint_key=KEY)
 
 
+async def paused_in_the_clerk(
+    provider: Provider, clerk_says: str, answer: str
+) -> tuple[ProviderSimulator, ProviderSimulator, RunResult[str]]:
+    """The outer model's program (UNIT_THEN_CLERK) asks the clerk, whose refund waits for a
+    decision; the clerk then says ``clerk_says``, the outer model ``answer``: (outer
+    simulator, clerk's simulator, the paused run)."""
+    inner = provider([sim_call("refund", {"order_id": "o1", "amount": 1.0}), reply(clerk_says)])
+    outer = provider([run_code(UNIT_THEN_CLERK), reply(answer)])
+    paused = await shop(outer, inner).run("refund twice the apple's price on o1")
+    return outer, inner, paused
+
+
 async def test_a_programs_agent_tool_call_streams_the_inner_run_as_a_direct_call_does(
     provider: Provider,
 ) -> None:
@@ -84,11 +97,9 @@ async def test_a_programs_agent_tool_call_streams_the_inner_run_as_a_direct_call
 async def test_a_pause_inside_a_programs_agent_tool_pauses_the_run_and_the_program_goes_on(
     provider: Provider,
 ) -> None:
-    inner = provider(
-        [sim_call("refund", {"order_id": "o1", "amount": 1.0}), reply("Refunded 1.00 on o1.")]
+    outer, inner, paused = await paused_in_the_clerk(
+        provider, "Refunded 1.00 on o1.", "Refunded 1.00."
     )
-    outer = provider([run_code(UNIT_THEN_CLERK), reply("Refunded 1.00.")])
-    paused = await shop(outer, inner).run("refund twice the apple's price on o1")
     assert paused.checkpoint is not None
     (pending,) = paused.pending
     run_code_id = paused.checkpoint.turn.pending[0].call.id
@@ -112,15 +123,13 @@ async def test_a_pause_inside_a_programs_agent_tool_pauses_the_run_and_the_progr
 async def test_a_call_rejected_inside_a_programs_agent_tool_is_what_the_inner_agent_reads(
     provider: Provider,
 ) -> None:
-    inner = provider(
-        [sim_call("refund", {"order_id": "o1", "amount": 1.0}), reply("I could not refund.")]
+    outer, inner, paused = await paused_in_the_clerk(
+        provider, "I could not refund.", "Not refunded."
     )
-    outer = provider([run_code(UNIT_THEN_CLERK), reply("Not refunded.")])
-    agent = shop(outer, inner)
-    paused = await agent.run("refund twice the apple's price on o1")
     (pending,) = paused.pending
 
-    result = await agent.resume(paused.checkpoint, {pending.id: Reject("not this month")})
+    decided = {pending.id: Reject("not this month")}
+    result = await shop(outer, inner).resume(paused.checkpoint, decided)
 
     assert result.answer == "Not refunded."
     assert read(inner.requests[1]) == "error[rejected]: not this month"

@@ -24,6 +24,7 @@ from test_code_mode import (
     PRICE_THEN_SHIP,
     REFUND_PROGRAM,
     finished,
+    killed_and_met_again,
     price,
     run_code,
     started,
@@ -51,9 +52,8 @@ def test_a_killed_durable_run_answers_the_programs_done_calls_from_their_records
     tmp_path: Path, provider: Provider
 ) -> None:
     sim = provider([run_code(PRICE_THEN_SHIP), reply("Checked.")])
-    kill_when_written(started("durable", tmp_path, sim), tmp_path / "hanging", "the shipping")
 
-    again = finished("durable-again", tmp_path, sim)
+    again = killed_and_met_again("durable", tmp_path, sim)
 
     # the price was read back from its step, the shipping (killed mid-way) not run again
     assert [what for _, what in _effects(tmp_path)] == ["price apple", "ship o1"]
