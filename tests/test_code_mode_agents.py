@@ -17,6 +17,7 @@ import pytest
 from test_code_mode import price, ran, read, refund, run_code
 from tooldeck import Agent, Approve, Reject
 from tooldeck.code import CodeMode
+from tooldeck.errors import CheckpointError
 from tooldeck.results import RunResult
 from tooldeck.run.events import Event, FinalAnswer, NestedEvent
 from tooldeck.testing import ProviderSimulator, reply
@@ -164,3 +165,21 @@ async def test_an_agent_tool_that_pauses_again_pauses_the_program_again(
     assert result.answer == "Done."
     assert read(outer.requests[1]) == "Both refunded.\nresult: done"
     assert ran == ["refund(o1, 1.0)", "refund(o2, 2.0)"]
+
+
+async def test_a_clerk_that_lost_the_waiting_tool_is_refused_before_anything_runs(
+    provider: Provider,
+) -> None:
+    outer, inner, paused = await paused_in_the_clerk(provider, "Refunded.", "Refunded.")
+    clerk = Agent(inner.model(), tools=[price], name="clerk", checkpoint_key=KEY)
+    tools = [price, clerk.as_tool(name="clerk", description="Handles an order's refunds.")]
+    agent = Agent(outer.model(), tools=tools, capabilities=[CodeMode()], checkpoint_key=KEY)
+
+    with pytest.raises(CheckpointError) as refused:
+        await agent.resume(paused.checkpoint, {paused.pending[0].id: Approve()})
+
+    assert str(refused.value) == (
+        "cannot resume: the agent has no tool named 'refund' any more (pending calls need it)"
+    )
+    assert ran == ["price(apple)"]
+    assert len(outer.requests) == len(inner.requests) == 1

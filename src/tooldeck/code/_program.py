@@ -15,6 +15,7 @@ from tooldeck.errors import CheckpointError, ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult, Usage
 from tooldeck.models.base import Model
 from tooldeck.results import Checkpoint, PausedTurn, PendingCall, RunCounters, ToolTrace
+from tooldeck.run.agent_tool import NestingHandler
 from tooldeck.tools.context import Resumption, RunContext, ToolCaller
 from tooldeck.tools.function import FunctionTool
 from tooldeck.tools.handler import Pause, ToolHandler, ToolOutcome
@@ -63,8 +64,18 @@ class RunCode:
         return await program.start(str(arguments["code"]), bool(arguments.get("restart")))
 
     def check_resume(self, state: Checkpoint) -> None:
-        """Raise CheckpointError unless ``state`` is a paused program this tool can go on."""
+        """Raise CheckpointError unless ``state`` is a paused program this tool can go on —
+        and, when it waits on an agent tool's paused run, that run can go on too."""
         _kept(state)
+        for pending in state.turn.pending:
+            entry = self.tools.get(pending.call.name)
+            if entry is None:
+                raise CheckpointError(
+                    f"the paused program waits on a call of {pending.call.name!r}, which "
+                    "its run_code may no longer call"
+                )
+            if pending.nested is not None and isinstance(entry.handler, NestingHandler):
+                entry.handler.check_resume(pending.nested)
 
     def wrapped(
         self, model: Callable[[Model], Model], tool: EntryWrapper, *, derived_run_ids: bool
