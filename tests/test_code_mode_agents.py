@@ -92,6 +92,7 @@ async def test_a_programs_agent_tool_call_streams_the_inner_run_as_a_direct_call
     assert {(path, ids) for path, ids, _ in seen} == {(("clerk",), (program_call,))}
     assert {(path, ids) for path, ids, _ in direct_seen} == {(("clerk",), (direct_call.call.id,))}
     assert read(outer.requests[1]) == "result: A fig costs 2.0."
+    assert final.result.usage.requests == 4  # the clerk's two requests counted in the run's
     assert ran == ["price(fig)", "price(fig)"]  # once a run, inside the clerk
 
 
