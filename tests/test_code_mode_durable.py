@@ -26,11 +26,15 @@ from test_code_mode import (
     finished,
     killed_and_met_again,
     price,
+    ran,
+    read,
+    refund,
     run_code,
     started,
     stock,
 )
-from tooldeck import Agent
+from test_code_mode_agents import UNIT_THEN_CLERK
+from tooldeck import Agent, Approve
 from tooldeck.code import CodeMode
 from tooldeck.testing import ProviderSimulator, reply
 from tooldeck.testing import call as sim_call
@@ -154,3 +158,32 @@ async def test_a_programs_agent_tool_call_in_a_durable_run_runs_its_inner_run_as
     assert steps[2].startswith("nesting/clerk.tool:price:")  # the clerk's call, its step
     (clerk_trace,) = result.tool_trace[0].inner_trace or ()
     assert clerk_trace.call.id == program_call
+
+
+@pytest.mark.usefixtures("launched_dbos")
+async def test_a_pause_inside_a_programs_agent_tool_in_a_durable_run_goes_on_after_the_decision(
+    launched_dbos: str, tmp_path: Path, provider: Provider
+) -> None:
+    from tooldeck.durable import DurableAgent
+
+    ran.clear()
+    inner = provider([sim_call("refund", {"order_id": "o1", "amount": 1.0}), reply("Refunded.")])
+    clerk = Agent(inner.model(), tools=[refund], name="clerk")
+    outer = provider([run_code(UNIT_THEN_CLERK), reply("Refunded 1.00.")])
+    tools = [price, clerk.as_tool(name="clerk", description="Handles an order's refunds.")]
+    durable = DurableAgent(
+        Agent(outer.model(), tools=tools, capabilities=[CodeMode()]), name="desk"
+    )
+
+    paused = await durable.run("refund twice the apple's price on o1", run_id="desk-1")
+    (pending,) = paused.pending
+    assert pending.path == ("run_code", "clerk")
+    result = await durable.resume("desk-1", {pending.id: Approve()})
+
+    assert result.answer == "Refunded 1.00."
+    assert read(outer.requests[1]) == "unit 0.5\nRefunded.\nresult: 1.0"
+    steps = DurableApp(tmp_path, db=launched_dbos).steps("desk-1")
+    program = pending.call_ids[0]
+    assert steps.count(f"desk.tool:price:{program}.1") == 1  # not run again after the pause
+    assert sum(step.startswith("desk/clerk.tool:refund:") for step in steps) == 1
+    assert ran == ["price(apple)", "refund(o1, 1.0)"]
