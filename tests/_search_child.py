@@ -26,10 +26,10 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from helpers import simulated_model, tool_messages
+from helpers import launched_shop, recovered_result, simulated_model, tool_messages
 from tooldeck import Agent, Approve, tool
-from tooldeck.results import RunResult
 from tooldeck.run.events import FinalAnswer, RunRecovered
 from tooldeck.search import ToolSearch
 from tooldeck.sessions import SQLiteSession
@@ -68,31 +68,12 @@ def agent() -> Agent[None, str]:
     return Agent(model, tools=tools, capabilities=[ToolSearch()], checkpoint_key=KEY)
 
 
-async def durable_run(shop: Agent[None, str]) -> RunResult[str]:
+async def durable_run(shop: Agent[None, str]) -> Any:
     """The prompt as the durable run ``run-1``, or (``durable-again``) that run recovered."""
-    from dbos import DBOS
-
-    from tooldeck.durable import DurableAgent
-
-    DBOS(
-        config={
-            "name": "tooldeck-search-tests",
-            "system_database_url": f"sqlite:///{workdir / 'system.sqlite'}",
-            "executor_id": "worker-1",
-            "application_version": "tests",
-            "log_level": "WARNING",
-        }
-    )
-    durable = DurableAgent(shop, name="shop")
-    DBOS.launch()  # recovers this executor's unfinished runs: a killed process's
-    try:
+    async with launched_shop(workdir, "tooldeck-search-tests", shop) as durable:
         if scenario == "durable":
             return await durable.run("Refund order A1", run_id="run-1")
-        handle = await DBOS.retrieve_workflow_async("run-1")
-        result: RunResult[str] = await handle.get_result(polling_interval_sec=0.1)
-        return result
-    finally:
-        DBOS.destroy()
+        return await recovered_result("run-1")
 
 
 async def main() -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +77,58 @@ def simulated_model(name: str = "shop-model") -> Model:
 
     base_url, api_key = os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
     return OpenAIChatModel(name, base_url=base_url, api_key=api_key, max_retries=0)
+
+
+@contextlib.asynccontextmanager
+async def launched_shop(workdir: Path, app: str, agent: Any) -> AsyncIterator[Any]:
+    """In a child process: DBOS launched on the SQLite system database WORKDIR/system.sqlite
+    (one executor and version in every process, so launching again recovers the runs a
+    killed process left) with ``agent`` as the durable agent ``shop``; destroyed after."""
+    from dbos import DBOS
+
+    from tooldeck.durable import DurableAgent
+
+    config: Any = {
+        "name": app,
+        "system_database_url": f"sqlite:///{workdir / 'system.sqlite'}",
+        "executor_id": "worker-1",
+        "application_version": "tests",
+        "log_level": "WARNING",
+    }
+    DBOS(config=config)
+    durable = DurableAgent(agent, name="shop")
+    DBOS.launch()  # recovers this executor's unfinished runs: a killed process's
+    try:
+        yield durable
+    finally:
+        DBOS.destroy()
+
+
+async def recovered_result(run_id: str) -> Any:
+    """The result of the durable run ``run_id`` that DBOS recovered as it launched."""
+    from dbos import DBOS
+
+    handle = await DBOS.retrieve_workflow_async(run_id)
+    return await handle.get_result(polling_interval_sec=0.1)
+
+
+def child_started(script: Path, scenario: str, workdir: Path, sim: Any) -> subprocess.Popen[str]:
+    """A test's child process: ``script SCENARIO WORKDIR``, its model the provider simulator
+    ``sim`` (``OPENAI_BASE_URL``)."""
+    env = {**os.environ, **sim.env}
+    command = [sys.executable, str(script), scenario, str(workdir)]
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def child_finished(script: Path, scenario: str, workdir: Path, sim: Any) -> dict[str, Any]:
+    """What ``child_started``'s process printed last (JSON), having run to its end."""
+    child = child_started(script, scenario, workdir, sim)
+    out, err = child.communicate(timeout=180)
+    assert child.returncode == 0, err[-3000:]
+    outcome: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return outcome
 
 
 def kill_when_written(child: subprocess.Popen[Any], path: Path, what: str) -> None:

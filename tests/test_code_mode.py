@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -23,7 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from helpers import kill_when_written
+from helpers import child_finished, child_started, kill_when_written
 from tooldeck import Agent, Approve, Reject, RunContext, tool
 from tooldeck.cli.display import Console, RunDisplay
 from tooldeck.code import CodeLimits, CodeMode
@@ -255,13 +254,31 @@ REFUND_PROGRAM = """
 """
 
 
-def _child(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
-    env = {**os.environ, **sim.env}
-    command = [sys.executable, str(CHILD), scenario, str(workdir)]
-    child = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
-    assert child.returncode == 0, child.stderr[-3000:]
-    outcome: dict[str, Any] = json.loads(child.stdout.strip().splitlines()[-1])
-    return outcome
+PRICE_THEN_SHIP = """
+    unit = await price(item="apple")
+    try:
+        print(await ship(order_id="o1"))
+    except RuntimeError as error:
+        print(error)
+    unit
+"""
+
+
+def started(scenario: str, workdir: Path, sim: ProviderSimulator) -> subprocess.Popen[str]:
+    """tests/_code_child.py running ``scenario``, its model ``sim``."""
+    return child_started(CHILD, scenario, workdir, sim)
+
+
+def finished(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
+    """What tests/_code_child.py printed, having run ``scenario`` to its end."""
+    return child_finished(CHILD, scenario, workdir, sim)
+
+
+def killed_and_met_again(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
+    """``scenario`` killed once it hangs in its call (WORKDIR/hanging), then
+    ``<scenario>-again`` run to its end: what it printed."""
+    kill_when_written(started(scenario, workdir, sim), workdir / "hanging", scenario)
+    return finished(f"{scenario}-again", workdir, sim)
 
 
 def test_a_nested_call_needing_approval_pauses_and_the_program_goes_on_in_another_process(
@@ -269,10 +286,10 @@ def test_a_nested_call_needing_approval_pauses_and_the_program_goes_on_in_anothe
 ) -> None:
     sim = provider([run_code(REFUND_PROGRAM), reply("Refunded 1.00 on o1.")])
 
-    paused = _child("pause", tmp_path, sim)
+    paused = finished("pause", tmp_path, sim)
     pending = (tmp_path / "pending").read_text()
     checkpoint = json.loads((tmp_path / "checkpoint.json").read_text())
-    resumed = _child("resume", tmp_path, sim)
+    resumed = finished("resume", tmp_path, sim)
 
     assert paused["stop_reason"] == "paused"
     assert pending.endswith(".2")  # the program's second call, inside run_code's
@@ -353,21 +370,9 @@ async def test_approval_whole_asks_for_the_program_and_its_calls_ask_no_more(
 def test_a_nested_side_effect_call_killed_mid_way_is_not_run_twice(
     tmp_path: Path, provider: Provider
 ) -> None:
-    code = """
-        unit = await price(item="apple")
-        try:
-            print(await ship(order_id="o1"))
-        except RuntimeError as error:
-            print(error)
-        unit
-    """
-    sim = provider([run_code(code), reply("Checked.")])
-    env = {**os.environ, **sim.env}
-    command = [sys.executable, str(CHILD), "journal", str(tmp_path)]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    kill_when_written(child, tmp_path / "hanging", "the shipping")
+    sim = provider([run_code(PRICE_THEN_SHIP), reply("Checked.")])
 
-    again = _child("journal-again", tmp_path, sim)
+    again = killed_and_met_again("journal", tmp_path, sim)
 
     effects = [line.split(" ", 1)[1] for line in (tmp_path / "effects").read_text().splitlines()]
     assert effects == ["price apple", "ship o1", "price apple"]  # the shipping ran once

@@ -11,9 +11,7 @@ the processes are tests/_search_child.py.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,15 @@ from typing import Any
 import pytest
 
 from _mcp import EXAMPLE_SERVER, SLOW
-from helpers import answer, call, calls, kill_when_written, tool_messages
+from helpers import (
+    answer,
+    call,
+    calls,
+    child_finished,
+    child_started,
+    kill_when_written,
+    tool_messages,
+)
 from tooldeck import Agent, ScriptedModel, ToolRegistry, tool
 from tooldeck.errors import MiddlewareError, ToolDefinitionError
 from tooldeck.eval.bfcl.dialect import bfcl_tools
@@ -445,19 +451,11 @@ async def test_a_sessions_next_run_starts_with_the_tools_its_last_run_revealed(
 
 
 def _child(scenario: str, workdir: Path, sim: ProviderSimulator) -> subprocess.Popen[str]:
-    env = {**os.environ, **sim.env}
-    command = [sys.executable, str(CHILD), scenario, str(workdir)]
-    return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
+    return child_started(CHILD, scenario, workdir, sim)
 
 
 def _finished(scenario: str, workdir: Path, sim: ProviderSimulator) -> dict[str, Any]:
-    child = _child(scenario, workdir, sim)
-    out, err = child.communicate(timeout=180)
-    assert child.returncode == 0, err[-3000:]
-    outcome: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    return outcome
+    return child_finished(CHILD, scenario, workdir, sim)
 
 
 def test_a_reveal_survives_a_checkpoint_resumed_in_another_process(

@@ -199,8 +199,11 @@ def _without_approval(entry: ToolEntry) -> ToolEntry:
 
 @functools.cache
 def _schema(repl: bool) -> FunctionTool[..., str]:
-    """``run_code``'s arguments, made once a process (its description is per tool set)."""
-    return tool(name=RUN_CODE)(_repl_program if repl else _program)
+    """``run_code``'s arguments, made once a process (its description is per tool set).
+    ``sequential``: a program runs alone in its round. Its calls are made one after another
+    anyway; in a durable run each takes the workflow's next step, so two programs at once
+    would take them in an order a recovery could not repeat."""
+    return tool(name=RUN_CODE, sequential=True)(_repl_program if repl else _program)
 
 
 def _program(code: str) -> str:  # pragma: no cover - its schema only: RunCode runs it

@@ -15,6 +15,7 @@ from tooldeck.errors import CheckpointError, ErrorCode
 from tooldeck.messages import Message, ToolCall, ToolResult, Usage
 from tooldeck.models.base import Model
 from tooldeck.results import Checkpoint, PausedTurn, PendingCall, RunCounters, ToolTrace
+from tooldeck.run.agent_tool import NestingHandler
 from tooldeck.tools.context import Resumption, RunContext, ToolCaller
 from tooldeck.tools.function import FunctionTool
 from tooldeck.tools.handler import Pause, ToolHandler, ToolOutcome
@@ -63,8 +64,18 @@ class RunCode:
         return await program.start(str(arguments["code"]), bool(arguments.get("restart")))
 
     def check_resume(self, state: Checkpoint) -> None:
-        """Raise CheckpointError unless ``state`` is a paused program this tool can go on."""
+        """Raise CheckpointError unless ``state`` is a paused program this tool can go on —
+        and, when it waits on an agent tool's paused run, that run can go on too."""
         _kept(state)
+        for pending in state.turn.pending:
+            entry = self.tools.get(pending.call.name)
+            if entry is None:
+                raise CheckpointError(
+                    f"the paused program waits on a call of {pending.call.name!r}, which "
+                    "its run_code may no longer call"
+                )
+            if pending.nested is not None and isinstance(entry.handler, NestingHandler):
+                entry.handler.check_resume(pending.nested)
 
     def wrapped(
         self, model: Callable[[Model], Model], tool: EntryWrapper, *, derived_run_ids: bool
@@ -123,9 +134,6 @@ class _Program:
 
         kept = _kept(resumed.state)
         pending = resumed.state.turn.pending[0]
-        decision = resumed.decisions.get(pending.call.id)
-        if decision is None:
-            return Pause(resumed.state)
         self.traces = list(resumed.state.trace)
         self.untrusted = bool(kept.get("untrusted"))
         answers = {int(number): answer for number, answer in kept["answers"].items()}
@@ -133,11 +141,13 @@ class _Program:
         limits = self.handler.limits
         self._sink = box.print_sink(limits)
         try:
-            got = self._settled(await self.caller.decided(pending, decision, self.handler.tools))
-            if not isinstance(got, dict):  # a call inside it waits again: not taken apart
-                text = "the approved call paused again inside; code mode cannot wait twice there"
-                return self._outcome(ToolResult.failure(ErrorCode.CODE_ERROR, text))
-            self._decided = got
+            decided = await self.caller.decided(pending, resumed.decisions, self.handler.tools)
+            if decided is None:  # no decision on it yet: the program waits on
+                return Pause(resumed.state)
+            if isinstance(decided, PendingCall):  # an agent tool's run paused again inside
+                turn = resumed.state.turn.model_copy(update={"pending": (decided,)})
+                return Pause(resumed.state.model_copy(update={"turn": turn}))
+            self._decided = self._read(decided)
             async with box.checkout(await box.pool(), limits) as session:
                 snapshot = await session.load_snapshot(
                     base64.b64decode(kept["snapshot"]),
@@ -188,6 +198,10 @@ class _Program:
 
         if isinstance(outcome, PendingCall):
             return Wait(outcome)
+        return self._read(outcome)
+
+    def _read(self, outcome: ToolTrace) -> Settled:
+        """A call's trace kept, and its result as the program reads it (typed, or raised)."""
         self.traces.append(outcome)
         result, name = outcome.result, outcome.call.name
         if not result.ok:

@@ -41,9 +41,12 @@ class ToolCaller(Protocol):
         ...
 
     async def decided(
-        self, pending: PendingCall, decision: Decision, tools: Mapping[str, Any]
-    ) -> ToolTrace | PendingCall:
-        """Run (or answer without running) a call that waited, now that it is decided."""
+        self, pending: PendingCall, decisions: Mapping[str, Decision], tools: Mapping[str, Any]
+    ) -> ToolTrace | PendingCall | None:
+        """Run (or answer without running) a call that waited, now that it is decided
+        (``decisions`` keyed by ``PendingCall.id``, the calls inside an agent tool's paused
+        run as ``<call id>/<inner id>``): its trace, the PendingCall it waits as again (an
+        agent tool's run paused at another call), or None while no decision concerns it."""
         ...
 
 

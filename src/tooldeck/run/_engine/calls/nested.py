@@ -20,7 +20,7 @@ from tooldeck.results import Decision, PendingCall, ToolTrace
 from tooldeck.run._engine.calls.check import check_decided, check_new, hold_back
 from tooldeck.run._engine.calls.execute import execute
 from tooldeck.run._engine.calls.guard import execute_guarded, guard_arguments
-from tooldeck.run._engine.calls.shared import CallRound, Emit, Ready
+from tooldeck.run._engine.calls.shared import CallRound, Emit, Ready, emitter
 from tooldeck.run._engine.calls.trust import after_untrusted
 from tooldeck.run.events import ToolCallFinished, ToolCallStarted
 from tooldeck.safety import UntrustedSource
@@ -63,14 +63,15 @@ class NestedCalls:
         return await self._run(item, round_)
 
     async def decided(
-        self, pending: PendingCall, decision: Decision, tools: Mapping[str, Any]
-    ) -> Outcome:
-        """Run an approved call that waited (an edit validated and guarded again), or answer
-        a rejected one without running it."""
+        self, pending: PendingCall, decisions: Mapping[str, Decision], tools: Mapping[str, Any]
+    ) -> Outcome | None:
+        """Run an approved call that waited (an edit validated and guarded again), answer a
+        rejected one without running it, or go on with an agent tool's paused run (the
+        decisions on its calls keyed ``<call id>/<inner id>``); None while it has none."""
         round_ = self._round_for(tools)
-        checked = check_decided(0, pending, {pending.call.id: decision}, round_)
-        if checked is None:  # cannot happen: the decision is given
-            raise AssertionError(f"no decision for {pending.call.id!r}")
+        checked = check_decided(0, pending, decisions, round_)
+        if checked is None:
+            return None
         if isinstance(checked, ToolTrace):
             return self._answered(checked, round_, None)
         item: Ready | ToolTrace = checked
@@ -91,10 +92,11 @@ class NestedCalls:
     async def _run(self, item: Ready, round_: CallRound) -> Outcome:
         self._put(ToolCallStarted(round_.round, item.call, remembered=item.remembered))
         guarded = bool(round_.view.guarded or round_.options.tool_guardrails)
+        emit = emitter(item, self._put)  # an agent tool's run: its events nested under it
         if guarded:  # its result judged too (a stop raises GuardrailTripped: the run stops)
-            ran = await execute_guarded(item, round_, None, self._put)
+            ran = await execute_guarded(item, round_, emit, self._put)
         else:
-            ran = await execute(item, round_)
+            ran = await execute(item, round_, emit)
         if isinstance(ran, PendingCall):  # an agent tool inside, paused
             return ran
         return self._answered(ran, round_, item.signature, started=True)

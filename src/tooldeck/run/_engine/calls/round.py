@@ -21,10 +21,10 @@ from tooldeck.run._engine.calls.check import check_decided, check_new, hold_back
 from tooldeck.run._engine.calls.execute import Ran, execute
 from tooldeck.run._engine.calls.guard import answer_guarded, execute_guarded, guard_arguments
 from tooldeck.run._engine.calls.nested import NestedCalls
-from tooldeck.run._engine.calls.shared import CallRound, Emit, Ready, trace
+from tooldeck.run._engine.calls.shared import CallRound, Ready, emitter, trace
 from tooldeck.run._engine.calls.trust import after_untrusted
 from tooldeck.run._engine.state import OpenTurn
-from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, UntrustedContent, nest
+from tooldeck.run.events import Event, ToolCallFinished, ToolCallStarted, UntrustedContent
 from tooldeck.run.policy import CallSignature
 from tooldeck.safety import UntrustedSource
 
@@ -301,7 +301,7 @@ async def _concurrently(
     async def run(item: Ready) -> None:
         try:
             async with semaphore or contextlib.nullcontext():
-                emit = _emitter(item, queue.put_nowait)
+                emit = emitter(item, queue.put_nowait)
                 if item.entry.calls_tools:  # its calls of other tools: the run's own
                     item = replace(item, caller=NestedCalls(round_, queue.put_nowait, item.call))
                 if guard:
@@ -324,11 +324,3 @@ async def _concurrently(
     finally:
         for task in tasks:
             task.cancel()
-
-
-def _emitter(item: Ready, put: Emit) -> Emit | None:
-    """How a call passes on the events of the run inside it: nested under the call."""
-    if not item.entry.emits_events:
-        return None
-    path, call_ids = (item.entry.name,), (item.call.id,)
-    return lambda event: put(nest(path, call_ids, event))

@@ -16,7 +16,7 @@ from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import NOTHING, AfterUntrusted, Inherited
 from tooldeck.run._engine.records import traced
 from tooldeck.run.budget import Budget
-from tooldeck.run.events import Event
+from tooldeck.run.events import Event, nest
 from tooldeck.run.observer import RunObserver
 from tooldeck.run.policy import CallSignature, RunPolicy
 from tooldeck.run.session import CallRecords
@@ -165,3 +165,12 @@ def refused(
 ) -> ToolTrace:
     """The trace of a call answered without running."""
     return trace(call, ToolResult.failure(code, text), 0.0, error)
+
+
+def emitter(item: Ready, put: Emit) -> Emit | None:
+    """How a call passes on the events of the run inside it (an agent tool's): nested under
+    the call — a model's call, or a code-mode program's call of an agent tool alike."""
+    if not item.entry.emits_events:
+        return None
+    path, call_ids = (item.entry.name,), (item.call.id,)
+    return lambda event: put(nest(path, call_ids, event))
