@@ -148,6 +148,7 @@
     card.root.classList.remove("running", "waiting");
     card.time.textContent = how ? duration(how.durationS) : "";
     const code = how ? how.errorCode : content.startsWith("error[") ? "error" : null;
+    if (how && how.decision) showDecided(callId, how);  // ran under a remembered approval
     if (code === "rejected" || content.startsWith("error[rejected]")) {
       card.root.classList.add("rejected");
     } else if (code) {
@@ -307,7 +308,7 @@
 
   function approvalButtons(item) {
     const box = item.box;
-    box.replaceChildren(el("p", "", "This call waits for your approval."));
+    box.replaceChildren(el("p", "", "This call waits for your approval."), ...about(item.call));
     const buttons = el("div", "buttons");
     const approveButton = el("button", "", "Approve");
     const editButton = el("button", "secondary", "Edit arguments");
@@ -317,8 +318,9 @@
     editButton.addEventListener("click", () => editForm(item));
     rejectButton.addEventListener("click", () => rejectForm(item));
     buttons.append(approveButton);
-    if (!item.call.path.length) {
+    if (item.call.own) {
       // the tool's later calls run without asking: for this run, or this conversation too
+      // (a code-mode program's calls are the run's own; an agent tool's run ends with it)
       for (const scope of ["run", "session"]) {
         const shown = SCOPED["approved:" + scope];
         const label = scope === "run" ? "Always in this run" : "Always in this conversation";
@@ -331,6 +333,20 @@
     }
     buttons.append(editButton, rejectButton);
     box.append(buttons);
+  }
+
+  // Where a code-mode program makes the call, and what a program approved whole may call.
+  function about(call) {
+    const lines = [];
+    if (call.where) {
+      lines.push(el("p", "where", "The program makes this call at " + call.where));
+    }
+    if (call.reaches && call.reaches.length) {
+      const tools = call.reaches.join(", ");
+      lines.push(el("p", "reaches",
+        "The program may call " + tools + ": approved, it calls them without asking."));
+    }
+    return lines;
   }
 
   function editForm(item) {
