@@ -106,7 +106,8 @@ async def test_the_agui_interrupt_of_a_programs_call_takes_a_scope_and_names_its
             'Approve pay({"amount": 1}) (inside run_code)? '
             "The program makes it at line 2: first = await pay(amount=1)."
         )
-        assert interrupt.response_schema["properties"]["scope"]["enum"] == ["once", "run", "session"]
+        properties = interrupt.response_schema["properties"]
+        assert properties["scope"]["enum"] == ["once", "run", "session"]
         shown = interrupt.metadata["tooldeck"]
         assert (shown["own"], shown["path"]) == (True, ["run_code"])
 
@@ -167,9 +168,7 @@ PAYING = textwrap.dedent(
 )
 
 
-def at_terminal(
-    tmp_path: Path, sim: ProviderSimulator, approval: str, asked: str, key: str
-) -> str:
+def at_terminal(tmp_path: Path, sim: ProviderSimulator, approval: str, asked: str, key: str) -> str:
     """``tooldeck run`` of the paying module at a terminal: once ``asked`` shows, ``key``."""
     module = PAYING.replace("APPROVAL", repr(approval))
     (tmp_path / "paying.py").write_text(module, encoding="utf-8")
