@@ -158,6 +158,7 @@ def describe(pending: PendingCall) -> dict[str, Any]:
     """A pending call as plain JSON, for interrupts and the state snapshot."""
     return {
         "id": pending.id,
+        "callId": pending.call.id,
         "kind": pending.kind,
         "tool": pending.call.name,
         "arguments": pending.call.arguments,

@@ -134,6 +134,16 @@
     return card;
   }
 
+  // A call decided on in its own card (a program's call that waited) starts there again.
+  function startCall(id, name) {
+    const card = cards.get(id);
+    if (!card || !card.root.classList.contains("waiting")) return addCall(id, name);
+    card.root.classList.replace("waiting", "running");
+    card.argsText = "";
+    card.time.replaceChildren(el("span", "spinner"));
+    return card;
+  }
+
   function addArgs(card, delta) {
     card.argsText += delta;
     card.args.textContent = card.argsText;
@@ -286,15 +296,17 @@
 
   function decisionCard(item) {
     const call = item.call;
-    let card = cards.get(call.id);
+    // the run's own calls by their call id (a program's runs under it once decided)
+    const key = call.own ? call.callId : call.id;
+    let card = cards.get(key);
     if (!card || call.path.length) {
-      card = addCall(call.id, [...call.path, call.tool].join(" › "));
+      card = addCall(key, [...call.path, call.tool].join(" › "));
       addArgs(card, JSON.stringify(call.arguments));
       closeArgs(card);
+      const outer = cards.get(call.id.split("/")[0]); // the call it waits inside
+      if (outer && outer !== card) waitingCard(outer);
     }
-    card.root.classList.remove("running");
-    card.root.classList.add("waiting");
-    card.time.textContent = "waiting";
+    waitingCard(card);
     const box = el("div", "decide");
     card.body.append(box);
     item.box = box;
@@ -304,6 +316,12 @@
     } else if (call.kind === "approval") approvalButtons(item);
     else externalForm(item);
     follow();
+  }
+
+  function waitingCard(card) {
+    card.root.classList.remove("running");
+    card.root.classList.add("waiting");
+    card.time.textContent = "waiting";
   }
 
   function approvalButtons(item) {
@@ -550,7 +568,7 @@
         textOf(event.messageId).classList.remove("streaming");
         break;
       case "TOOL_CALL_START":
-        addCall(id, event.toolCallName);
+        startCall(id, event.toolCallName);
         break;
       case "TOOL_CALL_ARGS":
         addArgs(cards.get(id), event.delta);
