@@ -40,9 +40,13 @@ def test_a_programs_call_is_approved_for_the_run_and_the_later_ones_say_so_live(
 
     expect(page.locator(".msg.assistant").last).to_have_text("Paid 1, 2 and 3.")
     later = page.locator(".call", has=page.locator("pre.result", has_text="paid 2"))
-    expect(later.locator(".decided")).to_have_text("Approved earlier for this run (not asked again)")
+    expect(later.locator(".decided")).to_have_text(
+        "Approved earlier for this run (not asked again)"
+    )
     third = page.locator(".call", has=page.locator("pre.result", has_text="paid 3"))
-    expect(third.locator(".decided")).to_have_text("Approved earlier for this run (not asked again)")
+    expect(third.locator(".decided")).to_have_text(
+        "Approved earlier for this run (not asked again)"
+    )
     expect(page.locator(".call.waiting")).to_have_count(0)
     first = page.locator(".call", has=page.locator("pre.result", has_text="paid 1"))
     expect(first.locator(".name")).to_have_text("run_code › pay")  # ran in its card
