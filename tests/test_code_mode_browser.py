@@ -7,13 +7,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.sync_api import BrowserContext, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from test_code_mode_approvals import ONE_MORE, payments, two_programs
 from test_web_browser import ask, browser, logged_in, playwright, serve, shot  # noqa: F401
 from tooldeck import Agent
 from tooldeck.code import CodeMode
-from tooldeck.testing import call, reply
+from tooldeck.testing import ProviderSimulator, call, reply
+
+
+def paying_in_the_page(
+    serving: Any, chromium: BrowserContext, sim: ProviderSimulator, approval: Any, prompt: str
+) -> tuple[list[int], Page, Locator]:
+    """The chat page of an agent whose programs call ``pay``, asked ``prompt``: the amounts
+    paid, the page, and the card that waits for a decision."""
+    paid, pay = payments()
+    served = serving(Agent(sim.model(), [pay], capabilities=[CodeMode(approval=approval)]))
+    page = logged_in(chromium, served, f"/chat/{approval}")
+    ask(page, prompt)
+    return paid, page, page.locator(".call.waiting", has=page.locator(".decide"))
 
 
 def test_a_programs_call_is_approved_for_the_run_and_the_later_ones_say_so_live(
@@ -21,13 +33,9 @@ def test_a_programs_call_is_approved_for_the_run_and_the_later_ones_say_so_live(
     browser: BrowserContext,  # noqa: F811
     provider: Any,
 ) -> None:
-    paid, pay = payments()
     sim = provider([*two_programs(), reply("Paid 1, 2 and 3.")])
-    served = serve(Agent(sim.model(), [pay], capabilities=[CodeMode()]))
-    page = logged_in(browser, served, "/chat/programs")
-    ask(page, "Pay 1, 2 and 3 in programs.")
+    paid, page, waiting = paying_in_the_page(serve, browser, sim, "each", "Pay 1, 2 and 3.")
 
-    waiting = page.locator(".call.waiting", has=page.locator(".decide"))
     expect(waiting.locator(".name")).to_have_text("run_code › pay")
     expect(page.locator(".call.waiting .name")).to_have_text(["run_code", "run_code › pay"])
     expect(waiting.locator(".decide .where")).to_have_text(
@@ -63,13 +71,9 @@ def test_a_program_approved_whole_names_the_tools_it_may_call(
     browser: BrowserContext,  # noqa: F811
     provider: Any,
 ) -> None:
-    paid, pay = payments()
     sim = provider([call("run_code", {"code": ONE_MORE}), reply("Paid 3.")])
-    served = serve(Agent(sim.model(), [pay], capabilities=[CodeMode(approval="whole")]))
-    page = logged_in(browser, served, "/chat/whole")
-    ask(page, "Pay 3 in a program.")
+    paid, page, waiting = paying_in_the_page(serve, browser, sim, "whole", "Pay 3.")
 
-    waiting = page.locator(".call.waiting", has=page.locator(".decide"))
     expect(waiting.locator(".decide .reaches")).to_have_text(
         "The program may call pay: approved, it calls them without asking."
     )
