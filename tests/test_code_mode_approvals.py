@@ -73,6 +73,23 @@ async def test_always_in_this_run_covers_the_programs_later_calls_and_later_prog
     assert len(sim.requests) == 3  # the model was asked for no round twice
 
 
+async def test_a_call_in_a_function_an_earlier_program_defined_names_no_line(
+    provider: Provider,
+) -> None:
+    paid, pay = payments()
+    defines = "async def settle():\n    return await pay(amount=4)\n"
+    sim = provider(
+        [call("run_code", {"code": defines}), call("run_code", {"code": "await settle()"})]
+    )
+    agent = Agent(sim.model(), [pay], capabilities=[CodeMode(repl=True)])
+    first = await agent.run("define, then settle")
+    (waiting,) = first.pending
+
+    assert (waiting.call.name, waiting.path, waiting.own) == ("pay", ("run_code",), True)
+    assert waiting.where == ""  # the call is not on a line of the program that waits
+    assert paid == []
+
+
 async def test_a_programs_approval_whole_names_the_tools_it_may_call(provider: Provider) -> None:
     paid, pay = payments()
     sim = provider([call("run_code", {"code": ONE_MORE}), reply("done")])
