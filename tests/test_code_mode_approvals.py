@@ -185,14 +185,19 @@ PAYING = textwrap.dedent(
 )
 
 
-def at_terminal(tmp_path: Path, sim: ProviderSimulator, approval: str, asked: str, key: str) -> str:
-    """``tooldeck run`` of the paying module at a terminal: once ``asked`` shows, ``key``."""
+def terminal_of(tmp_path: Path, sim: ProviderSimulator, approval: str, *command: str) -> Terminal:
+    """``tooldeck <command>`` with the paying module, at a terminal."""
     module = PAYING.replace("APPROVAL", repr(approval))
     (tmp_path / "paying.py").write_text(module, encoding="utf-8")
     base = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
     env = {**base, "TOOLDECK_HOME": str(tmp_path / "home"), **sim.env}
-    argv = [sys.executable, "-m", "tooldeck.cli", "run", "pay", "-t", "paying.py"]
-    terminal = Terminal([*argv, "--model", MODEL, "--base-url", sim.base_url], tmp_path, env)
+    argv = [sys.executable, "-m", "tooldeck.cli", *command, "-t", "paying.py"]
+    return Terminal([*argv, "--model", MODEL, "--base-url", sim.base_url], tmp_path, env)
+
+
+def at_terminal(tmp_path: Path, sim: ProviderSimulator, approval: str, asked: str, key: str) -> str:
+    """``tooldeck run`` of the paying module at a terminal: once ``asked`` shows, ``key``."""
+    terminal = terminal_of(tmp_path, sim, approval, "run", "pay")
     terminal.expect(asked)
     terminal.send(f"{key}\r")
     status, shown = terminal.finish()
@@ -225,3 +230,25 @@ def test_the_cli_names_the_tools_a_program_approved_whole_may_call(
 
     assert f'approve run_code(code="await pay(amount=3)")? {CHOICES}' in shown
     assert (tmp_path / "paid").read_text().split() == ["3"]
+
+
+def test_chat_remembers_a_programs_call_approved_for_the_conversation(
+    tmp_path: Path, provider: Provider
+) -> None:
+    later = [call("run_code", {"code": "await pay(amount=4)"}), reply("done again")]
+    sim = provider([*two_programs(), reply("done"), *later])
+    terminal = terminal_of(tmp_path, sim, "each", "chat")
+    terminal.expect("> ")
+    terminal.send("pay 1, 2 and 3\r")
+    terminal.expect(f"approve run_code: pay(amount=1)? {CHOICES}")
+    terminal.send("s\r")
+    terminal.expect("answer: done")
+    terminal.send("pay 4\r")  # the conversation's next run
+    terminal.expect("answer: done again")
+    terminal.send("\x04")
+    status, shown = terminal.finish()
+
+    assert status == 0, shown
+    assert shown.count("approve ") == 1
+    assert "✓ approved (remembered for the session) by cli: pay(amount=4)" in shown
+    assert (tmp_path / "paid").read_text().split() == ["1", "2", "3", "4"]
