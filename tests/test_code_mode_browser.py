@@ -44,6 +44,9 @@ def test_a_programs_call_is_approved_for_the_run_and_the_later_ones_say_so_live(
     buttons = ["Approve", "Always in this run", "Always in this conversation"]
     expect(waiting.locator(".decide button")).to_have_text([*buttons, "Edit arguments", "Reject"])
     shot(page, "code-mode-call-waits")
+    page.reload()  # the waiting program's call comes back as it was, decided from there
+    expect(page.locator(".call.waiting .name")).to_have_text(["run_code", "run_code › pay"])
+    expect(waiting.locator(".decide .where")).to_contain_text("line 2: first = await pay(")
     waiting.get_by_role("button", name="Always in this run").click()
 
     expect(page.locator(".msg.assistant").last).to_have_text("Paid 1, 2 and 3.")
