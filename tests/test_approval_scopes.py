@@ -272,7 +272,7 @@ async def test_a_scope_for_a_call_inside_an_agent_tool_is_refused(
     agent = Agent(sim.model(), [cashier.as_tool(name="cashier", description="Pays.")])
     first = await agent.run("pay 1 through the cashier")
     (waiting,) = first.pending
-    assert waiting.path == ("cashier",)
+    assert (waiting.path, waiting.own) == (("cashier",), False)  # the cashier's run's call
 
     with pytest.raises(CheckpointError, match=r"inside the agent tool cashier.*approve it once"):
         await agent.resume(first.checkpoint, {waiting.id: Approve(scope="run")})

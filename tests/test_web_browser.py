@@ -245,6 +245,9 @@ def test_a_call_approved_for_the_run_lets_the_next_go_and_says_so_after_a_reload
     expect(cards).to_have_count(2)  # b.txt ran without a question
     expect(cards.nth(1).locator("pre.result")).to_have_text("deleted b.txt")
     expect(cards.nth(1).locator(".decide button")).to_have_count(0)
+    # said as the call streamed, before any reload
+    live = "Approved earlier for this run (not asked again)"
+    expect(cards.nth(1).locator(".decided")).to_have_text(live)
     page.reload()
     decided = [
         "Approved for the rest of this run",

@@ -161,12 +161,23 @@ class PendingCall(BaseModel):
     nested: Checkpoint | None = None
     """For an ``agent`` call: the checkpoint of the inner run, which goes on when this one does."""
     path: tuple[str, ...] = ()
-    """For a call made inside agent tools: their names, outermost first (``("planner",
-    "researcher")``); empty for the run's own calls."""
+    """For a call made inside other calls — agent tools, or a code-mode program's
+    ``run_code`` — their names, outermost first (``("planner", "researcher")``); empty for
+    the calls the model made."""
     call_ids: tuple[str, ...] = ()
-    """The ids of those agent-tool calls, in the same order as ``path``."""
+    """The ids of those calls, in the same order as ``path``."""
     reason: str = ""
     """Why it waits, when its tool does not ask (``Agent(after_untrusted="ask")``)."""
+    own: bool = True
+    """The paused run made it: its model, or a program in one of its calls (code mode).
+    False for a call of an agent tool's run, which ends with the call: only the run's own
+    calls may be approved with a scope (``Approve(scope="run")``)."""
+    where: str = ""
+    """For a call a code-mode program makes: the program's line that makes it (``"line 3:
+    total += await refund(order=3)"``), for the person who decides."""
+    reaches: tuple[str, ...] = ()
+    """For a call of a tool that calls tools (code mode's ``run_code`` approved as a whole):
+    the tools it may call, which ask no more once it is approved."""
 
     @property
     def id(self) -> str:
@@ -298,7 +309,7 @@ class Checkpoint(BaseModel):
         call is replaced by the pending calls of its inner run (with ``path`` and ``call_ids``)."""
         if not any(pending.nested is not None for pending in self.turn.pending):
             return self.turn.pending
-        return tuple(_leaves(self.turn.pending, (), ()))
+        return tuple(_leaves(self, (), (), own=True))
 
     def to_json(self) -> str:
         """The checkpoint as JSON text (``Checkpoint.from_json`` reads it back).
@@ -395,14 +406,17 @@ def unstorable_state(
 
 
 def _leaves(
-    pending: tuple[PendingCall, ...], path: tuple[str, ...], call_ids: tuple[str, ...]
+    paused: Checkpoint, path: tuple[str, ...], call_ids: tuple[str, ...], own: bool
 ) -> Iterator[PendingCall]:
-    for item in pending:
+    """The calls that wait inside ``paused``; ``own`` while every checkpoint on the way is
+    the top run's (a code-mode program's has its run id; an agent tool's run has its own)."""
+    for item in paused.turn.pending:
         if item.nested is not None:
-            inner = item.nested.turn.pending
-            yield from _leaves(inner, (*path, item.call.name), (*call_ids, item.call.id))
+            inner = item.nested
+            still_own = own and inner.run_id == paused.run_id
+            yield from _leaves(inner, (*path, item.call.name), (*call_ids, item.call.id), still_own)
         elif path:
-            yield item.model_copy(update={"path": path, "call_ids": call_ids})
+            yield item.model_copy(update={"path": path, "call_ids": call_ids, "own": own})
         else:
             yield item
 

@@ -66,7 +66,9 @@ def unsigned_safety_defaults(checkpoint: dict[str, Any]) -> dict[str, Any]:
         (turn, "untrusted", []),
     ]
     drops += [(message, "untrusted", False) for message in checkpoint["messages"]]
-    drops += [(pending, "reason", "") for pending in turn["pending"]]
+    for pending in turn["pending"]:
+        drops += [(pending, "reason", ""), (pending, "own", True), (pending, "where", "")]
+        drops.append((pending, "reaches", []))
     for record, key, empty in drops:
         if key in record and record[key] == empty:
             del record[key]

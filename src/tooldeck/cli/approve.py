@@ -5,7 +5,9 @@
 ``y`` approves this call; ``a`` the tool's later calls of this run too and ``s`` those of the
 conversation's next runs as well (``Approve(scope="run" | "session")``: the run remembers
 them, so they are not asked about, and ``tooldeck logs`` shows each as remembered). A call
-made inside an agent tool is approved once (no ``a``/``s``: that run ends with the call).
+a code-mode program makes is asked about the same way, after the program's line that makes
+it; a ``run_code`` approved as a whole names the tools its program may call. A call made
+inside an agent tool is approved once (no ``a``/``s``: that run ends with the call).
 
 Ctrl-C or Ctrl-D leaves the question unanswered (KeyboardInterrupt: the run keeps waiting).
 ``n`` may carry why (``n too expensive``): the model reads it in the rejection. An edit is
@@ -106,14 +108,16 @@ class Approver:
             return Reject(message=_NO_TERMINAL, by="cli")
         if waiting.reason:
             print(f"tooldeck: ⚠ {waiting.reason}", file=self._terminal, flush=True)
+        for line in _about(waiting):
+            print(f"tooldeck: {line}", file=self._terminal, flush=True)
         return self._ask(waiting)
 
     def _ask(self, waiting: PendingCall) -> Decision:
         call = waiting.call
-        inside = f"{' > '.join(waiting.path)}: " if waiting.path else ""  # a call in an agent tool
+        inside = f"{' > '.join(waiting.path)}: " if waiting.path else ""  # in a program too
         self.unanswered = waiting
         while True:
-            choices = _NESTED_CHOICES if waiting.path else _CHOICES
+            choices = _CHOICES if waiting.own else _NESTED_CHOICES
             question = f"approve {inside}{call_text(call)}? {choices} "
             try:
                 answer = self._read(question)
@@ -133,12 +137,12 @@ class Approver:
         if answer.lower() in ("y", "yes"):
             return Approve(by="cli")
         scope = _SCOPES.get(answer.lower())
-        if scope is not None and not waiting.path:
+        if scope is not None and waiting.own:
             return Approve(by="cli", scope=scope)
         if answer.lower() in ("e", "edit"):
             edited = self._edit(waiting)
             return None if edited is None else Approve(arguments=edited, by="cli")
-        if waiting.path:
+        if not waiting.own:
             self._say(f"please answer y, n (or n and why) or e (got {answer!r})")
         else:
             self._say(f"please answer y, n (or n and why), a, s or e (got {answer!r})")
@@ -168,7 +172,7 @@ class Approver:
     def _misfit(self, waiting: PendingCall, arguments: dict[str, object]) -> str:
         """What is wrong with ``arguments`` for the call's tool ('' when they fit). A call in
         an agent tool is checked by that agent's run when it resumes."""
-        if self.tools is None or waiting.path:
+        if self.tools is None or not waiting.own:
             return ""
         name = waiting.call.name  # a deferred tool's call waits once a search revealed it
         entry = self.tools.dispatch.get(name) or self.tools.deferred.get(name)
@@ -182,6 +186,17 @@ class Approver:
 
     def _say(self, text: str) -> None:
         print(text, file=self._terminal, flush=True)
+
+
+def _about(waiting: PendingCall) -> list[str]:
+    """What the person is told about where a call comes from and what approving it allows."""
+    lines = []
+    if waiting.where:
+        lines.append(f"the program makes this call at {waiting.where}")
+    if waiting.reaches:
+        tools = ", ".join(waiting.reaches)
+        lines.append(f"the program may call {tools}: approved, it calls them without asking")
+    return lines
 
 
 def _said_no(reason: str) -> str:

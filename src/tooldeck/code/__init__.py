@@ -158,7 +158,9 @@ class CodeMode(Capability):
         options = schema.options
         if asks:
             options = replace(options, requires_approval=True)
-        return ToolEntry(spec, handler, options, origin="tooldeck.code", calls_tools=True)
+        return ToolEntry(
+            spec, handler, options, origin="tooldeck.code", calls_tools=True, reaches=tuple(tools)
+        )
 
     def _description(self, chosen: list[ToolEntry]) -> str:
         limits = self.limits

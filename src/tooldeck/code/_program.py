@@ -58,10 +58,10 @@ class RunCode:
         if caller is None:
             text = "run_code runs only as a call of an agent's run (its calls go through it)"
             return ToolOutcome(ToolResult.failure(ErrorCode.TOOL_ERROR, text))
-        program = _Program(self, context, caller)
+        program = _Program(self, context, caller, str(arguments.get("code", "")))
         if context.resumed is not None:
             return await program.resume(context.resumed)
-        return await program.start(str(arguments["code"]), bool(arguments.get("restart")))
+        return await program.start(bool(arguments.get("restart")))
 
     def check_resume(self, state: Checkpoint) -> None:
         """Raise CheckpointError unless ``state`` is a paused program this tool can go on —
@@ -102,14 +102,16 @@ def _kept(state: Checkpoint) -> dict[str, Any]:
 class _Program:
     """One program: its calls, their traces, and how it ends."""
 
-    def __init__(self, handler: RunCode, context: RunContext[Any], caller: ToolCaller) -> None:
-        self.handler, self.context, self.caller = handler, context, caller
+    def __init__(
+        self, handler: RunCode, context: RunContext[Any], caller: ToolCaller, code: str
+    ) -> None:
+        self.handler, self.context, self.caller, self.code = handler, context, caller, code
         self.traces: list[ToolTrace] = []
         self.untrusted = False
         self._decided: Settled | None = None
         self._sink: Any = None
 
-    async def start(self, code: str, restart: bool = False) -> ToolOutcome | Pause:
+    async def start(self, restart: bool = False) -> ToolOutcome | Pause:
         from tooldeck.code import _sandbox as box  # pydantic_monty, only when code runs
 
         limits = self.handler.limits
@@ -123,7 +125,9 @@ class _Program:
                 if repl is not None and repl.get("session"):  # the names earlier programs left
                     await session.load_session(base64.b64decode(repl["session"]))
                 snapshot = await session.feed_start(
-                    code, print_callback=self._sink, mount=box.mounted(self.handler.mounts) or None
+                    self.code,
+                    print_callback=self._sink,
+                    mount=box.mounted(self.handler.mounts) or None,
                 )
                 return await self._run(session, snapshot, progress)
         except box.MontyError as error:
@@ -231,6 +235,7 @@ class _Program:
     def _paused(self, waiting: Wait, progress: Progress) -> Pause:
         """The run pauses: the waiting call, and the program's dump to go on from."""
         pending: PendingCall = waiting.record
+        pending = pending.model_copy(update={"where": _line_of(self.code, waiting.at, pending)})
         kept = {
             "snapshot": waiting.dump,
             "printed": progress.printed,
@@ -248,6 +253,16 @@ class _Program:
             capability_states={_STATE: kept},
         )
         return Pause(checkpoint)
+
+
+def _line_of(code: str, at: int, pending: PendingCall) -> str:
+    """The program's line with the call at byte ``at`` (``"line 3: await refund(order=3)"``);
+    '' when it is not this program's (a function an earlier program of a REPL defined)."""
+    source = code.encode()
+    if not 0 <= at < len(source) or not source.startswith(pending.call.name.encode(), at):
+        return ""
+    number = source.count(b"\n", 0, at) + 1
+    return f"line {number}: {code.splitlines()[number - 1].strip()}"
 
 
 def _raised(kind: str, message: str) -> Settled:

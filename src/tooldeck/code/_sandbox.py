@@ -47,6 +47,8 @@ class Wait:
     record: Any
     """What the host keeps of the waiting call."""
     dump: str = ""
+    at: int = -1
+    """Where the call is in the program's source (a UTF-8 byte offset; -1: not known)."""
 
 
 Answer = Callable[[str, dict[str, Any], int], Awaitable[Settled | ToolResult | Wait]]
@@ -107,7 +109,8 @@ async def drive(
             if isinstance(got, ToolResult):
                 return got
             if isinstance(got, Wait):
-                return Wait(got.record, base64.b64encode(snapshot.dump()).decode())
+                dump = base64.b64encode(snapshot.dump()).decode()
+                return Wait(got.record, dump, snapshot.position.start)
             progress.calls += 1
             if snapshot.args:
                 got = {"exc_type": "TypeError", "message": "tools take keyword arguments only"}

@@ -42,6 +42,9 @@ class ToolEntry:
     """Its handler calls other tools through the run's call path (``RunContext.caller``), as
     code mode's ``run_code`` does: those calls' events are the run's own, and the loop runs
     such a call beside the stream too."""
+    reaches: tuple[str, ...] = ()
+    """For a tool that calls tools: the tools it may call, named to a person asked to
+    approve one of its calls (``PendingCall.reaches``)."""
 
     @property
     def streams(self) -> bool:

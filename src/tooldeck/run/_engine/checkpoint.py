@@ -196,7 +196,7 @@ def check_decisions(
         if isinstance(decision, Approve) and decision.arguments is not None:
             _check_json(call_id, decision.arguments)
         scope = decision.scope if isinstance(decision, Approve) else "once"
-        if scope != "once" and pending.path and pending.id not in own_calls(checkpoint):
+        if scope != "once" and not pending.own:
             raise CheckpointError(
                 f"call {call_id!r} ({pending.call.name}) is made inside the agent tool "
                 f"{' > '.join(pending.path)}, whose run ends with the call: "
@@ -206,19 +206,6 @@ def check_decisions(
             raise CheckpointError(f"two decisions for pending call {pending.id!r}: send one")
         keyed[pending.id] = decision
     return keyed
-
-
-def own_calls(checkpoint: Checkpoint, prefix: str = "") -> dict[str, PendingCall]:
-    """The pending calls the paused run made itself, by ``PendingCall.id``: its turn's, and
-    those of a call that paused inside this run (a code-mode program's, whose checkpoint
-    has the run's id) — not those of an agent tool's run (a run of its own)."""
-    own: dict[str, PendingCall] = {}
-    for pending in checkpoint.turn.pending:
-        if pending.nested is None:
-            own[f"{prefix}{pending.call.id}"] = pending
-        elif pending.nested.run_id == checkpoint.run_id:
-            own.update(own_calls(pending.nested, f"{prefix}{pending.call.id}/"))
-    return own
 
 
 def _by_call_id(call_id: str, pending_calls: tuple[PendingCall, ...]) -> PendingCall:

@@ -22,7 +22,6 @@ from tooldeck.results import (
     RememberedApproval,
     remembered_approvals,
 )
-from tooldeck.run._engine.checkpoint import own_calls
 from tooldeck.run._engine.state import RunState
 
 
@@ -60,8 +59,8 @@ def remember_decisions(
     """As a paused run goes on: keep each ``Approve`` with a scope on a call the run made
     itself (a code-mode program's included), by its tool (a session approval is not narrowed
     by a later run one)."""
-    for call_id, pending in own_calls(resumed).items():
-        decision = decisions.get(call_id)
+    for pending in resumed.pending:
+        decision = decisions.get(pending.id) if pending.own else None
         if not isinstance(decision, Approve) or decision.scope == "once":
             continue
         states = state.states if state.states is not None else {}

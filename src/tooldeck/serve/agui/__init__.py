@@ -36,7 +36,11 @@ put it behind the application's.
   payload ``{"approved": true}``, ``{"approved": true, "editedArgs": {...}}`` or
   ``{"approved": false, "reason": "..."}`` (status ``cancelled`` rejects it); an approval
   may add ``"scope": "run"`` or ``"session"`` (``Approve(scope=...)``: the tool's later
-  calls run without an interrupt, for the run or the session too); the decisions
+  calls run without an interrupt, for the run or the session too; offered, in the
+  ``response_schema``, for the run's own calls — a code-mode program's included, whose
+  interrupt names the program's line — never for a call inside an agent tool); a call run
+  under such an approval says so in its result's ``metadata.tooldeck.decision``
+  (``remembered:run`` or ``remembered:session``); the decisions
   go through ``agent.resume(session=...)``, which runs the stored call and checks its
   digest. An interrupt left unanswered stays open: the run pauses again at once.
 - **External tools are the client's.** A call of an ``external_tool`` is left without a

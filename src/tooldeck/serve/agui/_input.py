@@ -127,7 +127,7 @@ _SCOPE = {
 
 def _interrupt(pending: PendingCall, view: ToolView) -> Interrupt:
     call = pending.call
-    entry = view.dispatch.get(call.name) if not pending.path else None
+    entry = view.dispatch.get(call.name) if pending.own else None
     arguments = entry.spec.parameters if entry is not None else {"type": "object"}
     schema = {
         "type": "object",
@@ -135,17 +135,19 @@ def _interrupt(pending: PendingCall, view: ToolView) -> Interrupt:
             "approved": {"type": "boolean"},
             "editedArgs": {**arguments, "description": "All the arguments to run it with instead"},
             "reason": {"type": "string", "description": "Why it is rejected, for the model"},
-            **({} if pending.path else {"scope": _SCOPE}),
+            **({"scope": _SCOPE} if pending.own else {}),
         },
         "required": ["approved"],
         "additionalProperties": False,
     }
     inside = f" (inside {' > '.join(pending.path)})" if pending.path else ""
     why = f" It is asked because {pending.reason}." if pending.reason else ""
+    where = f" The program makes it at {pending.where}." if pending.where else ""
+    reach = f" The program may call {', '.join(pending.reaches)}." if pending.reaches else ""
     return Interrupt(
         id=pending.digest,
         reason="tool_call",
-        message=f"Approve {call.name}({call.arguments_json}){inside}?{why}",
+        message=f"Approve {call.name}({call.arguments_json}){inside}?{why}{where}{reach}",
         tool_call_id=pending.call_ids[0] if pending.call_ids else call.id,
         response_schema=schema,
         metadata={"tooldeck": describe(pending)},
@@ -156,12 +158,16 @@ def describe(pending: PendingCall) -> dict[str, Any]:
     """A pending call as plain JSON, for interrupts and the state snapshot."""
     return {
         "id": pending.id,
+        "callId": pending.call.id,
         "kind": pending.kind,
         "tool": pending.call.name,
         "arguments": pending.call.arguments,
         "path": list(pending.path),
         "interruptId": pending.digest if pending.kind == "approval" else None,
         "reason": pending.reason,
+        "own": pending.own,
+        "where": pending.where,
+        "reaches": list(pending.reaches),
     }
 
 
@@ -253,7 +259,7 @@ def _decision(entry: ResumeEntry, pending: PendingCall, decided_by: str) -> Deci
             f'"scope"?: "once"|"run"|"session"}}: {problems}',
             "invalid_payload",
         ) from None
-    if answer.scope != "once" and (not answer.approved or pending.path):
+    if answer.scope != "once" and (not answer.approved or not pending.own):
         why = "a rejection is for one call" if not answer.approved else _NESTED_SCOPE
         raise InputError(
             f"the answer to interrupt {entry.interrupt_id!r} ({pending.call.name}) has "

@@ -5,7 +5,9 @@ The model's text streams as a text message (``TEXT_MESSAGE_START``, a ``CONTENT`
 (``TOOL_CALL_START`` when its id and name are known, an ``ARGS`` per ``ToolCallDelta``,
 ``END`` with the turn). A model that does not stream gets the same events from its whole
 turn. Each finished call is a ``TOOL_CALL_RESULT`` whose metadata says how it went
-(``tooldeck``: ``ok``, ``errorCode``, ``durationS``, and the host's exception when shown).
+(``tooldeck``: ``ok``, ``errorCode``, ``durationS``, the host's exception when shown, and
+``decision`` — ``remembered:run`` or ``remembered:session``, the run log's words — for a
+call that ran under an approval a person gave earlier for the run or the session).
 A result tooldeck writes without a call event (a typed answer's ``final_answer``) is sent
 when the run ends, from the conversation, so no call the stream started is left without
 its result unless the run waits for it. A message sent to the run (``POST /messages``)
@@ -51,6 +53,7 @@ from tooldeck.run.events import (
     TextDelta,
     ToolCallDelta,
     ToolCallFinished,
+    ToolCallStarted,
 )
 from tooldeck.serve.agui._messages import message_id
 from tooldeck.serve.agui._send import LiveRun
@@ -105,6 +108,8 @@ class Relay:
     """Position -> what is shown instead of an answer an output guardrail did not pass."""
     live: LiveRun | None = None
     """The run as ``POST /messages`` adds to it: the ids its clients gave what they sent."""
+    _remembered: dict[str, str] = field(default_factory=dict)
+    """Call id -> ``remembered:<scope>``, for calls running under a remembered approval."""
 
     def events(self, event: Event) -> Iterator[BaseEvent]:
         """The AG-UI events for one tooldeck event (none for an event they do not show)."""
@@ -118,6 +123,9 @@ class Relay:
             self._streamed, self._answer = {}, ""  # an answer asked again is never sent
         elif isinstance(event, ModelResponse):
             yield from self._turn_done(event.output)
+        elif isinstance(event, ToolCallStarted):
+            if event.remembered is not None:
+                self._remembered[event.call.id] = f"remembered:{event.remembered.scope}"
         elif isinstance(event, ToolCallFinished):
             if self._inside(event.trace.call.id) is not None:  # a program's call (code mode)
                 yield from self._inner_call(event.trace.call)
@@ -259,6 +267,9 @@ class Relay:
             error = trace.error
             kind = error.type_name if isinstance(error, RecordedError) else type(error).__name__
             how["error"] = f"{kind}: {error}"
+        decision = self._remembered.pop(call_id, None)
+        if decision is not None:
+            how["decision"] = decision
         return ToolCallResultEvent(
             message_id=message,
             tool_call_id=call_id,

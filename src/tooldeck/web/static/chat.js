@@ -134,6 +134,16 @@
     return card;
   }
 
+  // A call decided on in its own card (a program's call that waited) starts there again.
+  function startCall(id, name) {
+    const card = cards.get(id);
+    if (!card || !card.root.classList.contains("waiting")) return addCall(id, name);
+    card.root.classList.replace("waiting", "running");
+    card.argsText = "";
+    card.time.replaceChildren(el("span", "spinner"));
+    return card;
+  }
+
   function addArgs(card, delta) {
     card.argsText += delta;
     card.args.textContent = card.argsText;
@@ -148,6 +158,7 @@
     card.root.classList.remove("running", "waiting");
     card.time.textContent = how ? duration(how.durationS) : "";
     const code = how ? how.errorCode : content.startsWith("error[") ? "error" : null;
+    if (how && how.decision) showDecided(callId, how);  // ran under a remembered approval
     if (code === "rejected" || content.startsWith("error[rejected]")) {
       card.root.classList.add("rejected");
     } else if (code) {
@@ -285,15 +296,17 @@
 
   function decisionCard(item) {
     const call = item.call;
-    let card = cards.get(call.id);
+    // the run's own calls by their call id (a program's runs under it once decided)
+    const key = call.own ? call.callId : call.id;
+    let card = cards.get(key);
     if (!card || call.path.length) {
-      card = addCall(call.id, [...call.path, call.tool].join(" › "));
+      card = addCall(key, [...call.path, call.tool].join(" › "));
       addArgs(card, JSON.stringify(call.arguments));
       closeArgs(card);
+      const outer = cards.get(call.id.split("/")[0]); // the call it waits inside
+      if (outer && outer !== card) waitingCard(outer);
     }
-    card.root.classList.remove("running");
-    card.root.classList.add("waiting");
-    card.time.textContent = "waiting";
+    waitingCard(card);
     const box = el("div", "decide");
     card.body.append(box);
     item.box = box;
@@ -305,9 +318,15 @@
     follow();
   }
 
+  function waitingCard(card) {
+    card.root.classList.remove("running");
+    card.root.classList.add("waiting");
+    card.time.textContent = "waiting";
+  }
+
   function approvalButtons(item) {
     const box = item.box;
-    box.replaceChildren(el("p", "", "This call waits for your approval."));
+    box.replaceChildren(el("p", "", "This call waits for your approval."), ...about(item.call));
     const buttons = el("div", "buttons");
     const approveButton = el("button", "", "Approve");
     const editButton = el("button", "secondary", "Edit arguments");
@@ -317,8 +336,9 @@
     editButton.addEventListener("click", () => editForm(item));
     rejectButton.addEventListener("click", () => rejectForm(item));
     buttons.append(approveButton);
-    if (!item.call.path.length) {
+    if (item.call.own) {
       // the tool's later calls run without asking: for this run, or this conversation too
+      // (a code-mode program's calls are the run's own; an agent tool's run ends with it)
       for (const scope of ["run", "session"]) {
         const shown = SCOPED["approved:" + scope];
         const label = scope === "run" ? "Always in this run" : "Always in this conversation";
@@ -331,6 +351,20 @@
     }
     buttons.append(editButton, rejectButton);
     box.append(buttons);
+  }
+
+  // Where a code-mode program makes the call, and what a program approved whole may call.
+  function about(call) {
+    const lines = [];
+    if (call.where) {
+      lines.push(el("p", "where", "The program makes this call at " + call.where));
+    }
+    if (call.reaches && call.reaches.length) {
+      const tools = call.reaches.join(", ");
+      lines.push(el("p", "reaches",
+        "The program may call " + tools + ": approved, it calls them without asking."));
+    }
+    return lines;
   }
 
   function editForm(item) {
@@ -534,7 +568,7 @@
         textOf(event.messageId).classList.remove("streaming");
         break;
       case "TOOL_CALL_START":
-        addCall(id, event.toolCallName);
+        startCall(id, event.toolCallName);
         break;
       case "TOOL_CALL_ARGS":
         addArgs(cards.get(id), event.delta);

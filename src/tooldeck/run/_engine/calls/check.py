@@ -73,7 +73,13 @@ async def hold_back(
             runnable.append(item)
         else:
             digest = call_digest(round_.run_id, item.call)
-            pending = PendingCall(call=item.call, kind=kind, digest=digest, reason=item.ask)
+            pending = PendingCall(
+                call=item.call,
+                kind=kind,
+                digest=digest,
+                reason=item.ask,
+                reaches=item.entry.reaches,
+            )
             waiting.append((item.index, pending))
     return runnable, waiting
 
