@@ -13,5 +13,6 @@ is first used (``pip install 'tooldeck[a2a]'``).
 
 from tooldeck.remote._pending import RemotePending
 from tooldeck.remote.agent import A2AAgent, RemoteReply
+from tooldeck.remote.auth import ApiKey, BearerToken
 
-__all__ = ["A2AAgent", "RemotePending", "RemoteReply"]
+__all__ = ["A2AAgent", "ApiKey", "BearerToken", "RemotePending", "RemoteReply"]
