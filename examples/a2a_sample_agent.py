@@ -181,6 +181,8 @@ def main() -> None:
     async def serve() -> None:
         task = asyncio.create_task(server.serve())
         while not server.started:
+            if task.done():  # it could not start (the port is taken): say so, do not wait
+                raise SystemExit(f"could not serve on 127.0.0.1:{port}")
             await asyncio.sleep(0.02)
         print(f"ready http://127.0.0.1:{port}", flush=True)
         await task
