@@ -38,7 +38,7 @@ def test_a_message_typed_before_a_pause_waits_then_joins_the_resumed_run(
         page = logged_in(browser, serve(Agent(sim.model(), [survey, close_bay])), "/chat/pause")
         try:
             ask(page, "Survey and close the bay.")
-            expect(page.locator(".call.running")).to_have_count(1)
+            expect(page.locator(".call.running")).to_have_count(2)  # survey works
             ask(page, "Keep it brief.")
             late = page.locator(".msg.user").nth(1)
             expect(late).to_have_class("msg user queued")
@@ -73,7 +73,7 @@ def test_a_message_that_reaches_the_server_after_the_run_ended_shows_not_sent(
 
     with ProviderSimulator([sim_call("survey", {"area": "bay"}), reply("Calm.")]) as sim:
         page = logged_in(browser, serve(Agent(sim.model(), [survey])), "/chat/late")
-        page.route("**/agui/messages", held.append)  # a slow network: the post waits
+        page.route("**/agui/messages", lambda route: held.append(route))  # a slow network
         try:
             ask(page, "Survey the bay.")
             expect(page.locator(".call.running")).to_have_count(1)
