@@ -209,6 +209,7 @@ async def test_two_replies_to_one_pause_at_two_servers_one_wins_the_other_is_ref
     assert len(won) == 1, outcomes
     assert len(lost) == 1, outcomes
     assert (won[0].state, won[0].text) == ("completed", "Refunded.")
-    assert "was already answered" in str(lost[0]), str(lost[0])
+    assert "a pause takes one reply" in str(lost[0]), str(lost[0])
+    assert "this one was not used" in str(lost[0])
     assert len((tmp_path / "effects.txt").read_text().splitlines()) == 1
     assert task.status.state == TaskState.TASK_STATE_COMPLETED

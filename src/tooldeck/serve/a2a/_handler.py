@@ -95,7 +95,10 @@ class TaskHandler(DefaultRequestHandlerV2):
                 task = await self.tasks.get(message.task_id, context) or task
             state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_")
             if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED and _decides(message):
-                raise InvalidParamsError(_answered(task.id, f"(the task is {state} now)"))
+                raise InvalidParamsError(
+                    f"task {task.id!r} is {state} and waits for no decisions: a pause takes one "
+                    "reply, and if it paused, another reply answered it; this one was not used"
+                )
             if task.status.state in _UNFINISHED:
                 return await self._join(task, message)
             if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
