@@ -188,11 +188,16 @@ async def test_a_handoff_that_shows_only_the_last_user_message_sends_only_it(
 # --- two replies to one pause at two server processes ----------------------------------
 
 
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
 async def test_two_replies_to_one_pause_at_two_servers_one_wins_the_other_is_refused(
-    tmp_path: Path, provider: Provider
+    tmp_path: Path, provider: Provider, database: str, request: pytest.FixtureRequest
 ) -> None:
+    store = request.getfixturevalue("postgres_dsn") if database == "postgres" else None
     sim = provider([REFUND_A1, reply("Refunded.")])
-    with served(tmp_path, sim) as (first, _), served(tmp_path, sim) as (second, _):
+    with (
+        served(tmp_path, sim, store=store) as (first, _),
+        served(tmp_path, sim, store=store) as (second, _),
+    ):
         here = A2AAgent(first, allowed=[first], auth=BearerToken(TOKEN))
         there = A2AAgent(second, allowed=[second], auth=BearerToken(TOKEN))
         await there.connect()
