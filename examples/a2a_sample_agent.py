@@ -16,6 +16,8 @@ What the sample agent does with the user's text:
   what was decided (an answer to a question: what was answered).
 - ``garbled ...``: asks for input with a data part that breaks that shape.
 - ``slow ...``: streams a chunk, then works for a minute (a caller cancels it).
+- ``late ...``: says nothing for 3 s (its task not yet made), then works as ``slow``.
+- ``steady ...``: streams a chunk, works 2 s, streams another, completes.
 - ``fail ...``: the task fails, saying why.
 - anything else: streams ``echo: <text>`` back in two artifact chunks.
 """
@@ -71,6 +73,8 @@ class SampleExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
+        if task is None and context.get_user_input().startswith("late"):
+            await asyncio.sleep(3)  # a remote slow to make its task: nothing names it yet
         if task is None:
             assert context.message is not None
             task = new_task_from_user_message(context.message)
@@ -96,10 +100,16 @@ class SampleExecutor(AgentExecutor):
                 new_data_part({"kind": "tooldeck.pending", "calls": [{"name": "x"}]})
             )
             await updater.requires_input(question)
-        elif word == "slow":
+        elif word in ("slow", "late"):
             await updater.start_work()
             await updater.add_artifact([Part(text="working...")], artifact_id="a1")
             await asyncio.sleep(60)
+            await updater.complete()
+        elif word == "steady":
+            await updater.start_work()
+            await updater.add_artifact([Part(text="step one, ")], artifact_id="a1")
+            await asyncio.sleep(2)
+            await updater.add_artifact([Part(text="step two")], artifact_id="a1", append=True)
             await updater.complete()
         elif word == "fail":
             ids = {"context_id": task.context_id, "task_id": task.id}
@@ -171,6 +181,8 @@ def main() -> None:
     async def serve() -> None:
         task = asyncio.create_task(server.serve())
         while not server.started:
+            if task.done():  # it could not start (the port is taken): say so, do not wait
+                raise SystemExit(f"could not serve on 127.0.0.1:{port}")
             await asyncio.sleep(0.02)
         print(f"ready http://127.0.0.1:{port}", flush=True)
         await task

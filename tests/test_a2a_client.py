@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from a2a.client import ClientConfig, ClientFactory
-from a2a.types import ListTasksRequest, TaskState
+from a2a.types import TaskState
 
-from _a2a_remote import caller_process, free_port, sample_server
+from _a2a_remote import caller_process, free_port, sample_server, settled_states, task_states
 from helpers import tool_messages
 from tooldeck import Agent, Approve, Reject, RunResult, ToolResult, tool
 from tooldeck.errors import CheckpointError, ToolDeckError
@@ -218,7 +215,7 @@ async def test_cancelling_the_caller_cancels_the_remote_task(
             handle.cancel()
     result = await handle
     assert str(result.stop_reason) == "cancelled"
-    assert await _settled_states(remote_url, "slow work") == [TaskState.TASK_STATE_CANCELED]
+    assert await settled_states(remote_url, "slow work") == [TaskState.TASK_STATE_CANCELED]
 
 
 async def test_a_tool_timeout_cancels_the_remote_task(remote_url: str, provider: Provider) -> None:
@@ -227,32 +224,7 @@ async def test_a_tool_timeout_cancels_the_remote_task(remote_url: str, provider:
     result = await caller_run(provider, sample(remote_url), steps, timeout=5.0)
     (read,) = tool_messages(result.messages)
     assert read.startswith("error[tool_timeout]: 'sample' did not finish within 5 s")
-    assert await _settled_states(remote_url, "slow tool") == [TaskState.TASK_STATE_CANCELED]
-
-
-async def _settled_states(url: str, text: str) -> list[int]:
-    """``_task_states`` once no task is working any more (the remote applies a CancelTask on
-    its own schedule: on a loaded machine it may come a few seconds after the caller ended),
-    or as they are after 60 s."""
-    deadline = time.monotonic() + 60
-    while True:
-        states = await _task_states(url, text)
-        settled = states and TaskState.TASK_STATE_WORKING not in states
-        if settled or time.monotonic() > deadline:
-            return states
-        await asyncio.sleep(0.2)
-
-
-async def _task_states(url: str, text: str) -> list[int]:
-    """The states of the remote's tasks whose first message was ``text`` (a2a-sdk's client)."""
-    async with httpx.AsyncClient() as http:
-        client = await ClientFactory(ClientConfig(httpx_client=http)).create_from_url(url)
-        listed = await client.list_tasks(ListTasksRequest(history_length=20))
-    return [
-        task.status.state
-        for task in listed.tasks
-        if any(part.text == text for message in task.history for part in message.parts)
-    ]
+    assert await settled_states(remote_url, "slow tool") == [TaskState.TASK_STATE_CANCELED]
 
 
 # --- a pause across the hop -------------------------------------------------------------
@@ -280,7 +252,7 @@ def test_a_remote_input_request_pauses_the_caller_and_resumes_in_another_process
 
 
 async def _no_open_task(url: str) -> None:
-    states = await _task_states(url, "approve the ops mail")
+    states = await task_states(url, "approve the ops mail")
     assert states == [TaskState.TASK_STATE_COMPLETED]
 
 
@@ -354,7 +326,7 @@ async def test_a_remote_that_does_not_finish_in_time_is_cancelled(remote_url: st
         ToolDeckError, match=r"did not finish within 1.0 s \(its task was cancelled\)"
     ):
         await remote.run("slow timing")
-    assert await _task_states(remote_url, "slow timing") == [TaskState.TASK_STATE_CANCELED]
+    assert await task_states(remote_url, "slow timing") == [TaskState.TASK_STATE_CANCELED]
 
 
 async def test_a_card_that_is_not_there_reads_remote_error(

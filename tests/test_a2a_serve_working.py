@@ -53,8 +53,8 @@ async def test_a_message_to_a_working_task_joins_its_run_before_the_next_request
     assert running.status.state == TaskState.TASK_STATE_WORKING
     assert first.status.state == TaskState.TASK_STATE_WORKING
     assert str(not_text.value) == (
-        f"task {running.id!r} is working: a message to it is text only, which joins its run "
-        "before the run's next model request"
+        f"task {running.id!r} is WORKING and waits for no decisions: a pause takes one reply, "
+        "and if it paused, another reply answered it; this one was not used"
     )
     assert events[0].task.status.state == TaskState.TASK_STATE_WORKING  # the stream, joined
     parts = [

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from _openai_server import FakeOpenAI, Reply, chat_call, completion_body, comple
 from tooldeck import Agent, tool
 from tooldeck.models.openai import OpenAIChatModel
 from tooldeck.serve.agui import app
+from tooldeck.testing import ProviderSimulator, call, reply
 
 
 @tool
@@ -109,3 +111,50 @@ def test_the_official_client_keeps_its_ids_and_the_conversations_order(
     assert runs[-1]["messages"][1]["content"] == "Let me add."
     for before, after in itertools.pairwise(runs):
         assert held(after)[: len(held(before))] == held(before)  # nothing shown moves
+
+
+posted = threading.Event()
+
+
+@tool
+def survey(area: str) -> str:
+    """Survey an area (until the client has posted its message, at most 30 s)."""
+    posted.wait(30)
+    return f"{area}: calm"
+
+
+def noting_posts(inner: Any) -> Any:
+    """The app, noting (``posted``) each ``POST /messages`` it has answered."""
+
+    async def app_noting(scope: Any, receive: Any, send: Any) -> None:
+        await inner(scope, receive, send)
+        if scope["type"] == "http" and scope["path"].endswith("/messages"):
+            posted.set()
+
+    return app_noting
+
+
+def test_the_official_client_shows_a_message_sent_while_the_run_works_in_its_place(
+    tmp_path: Path,
+) -> None:
+    posted.clear()
+    with ProviderSimulator([call("survey", {"area": "bay"}), reply("Calm, briefly.")]) as sim:
+        agent = Agent(sim.model(), [survey])
+        send = {"id": "u-late", "content": "Be brief"}
+        steps = [{"id": "user-1", "prompt": "Survey the bay", "send": send}]
+        with serving(noting_posts(app(agent, data_dir=tmp_path))) as root:
+            (run,) = drive(f"{root}/", "bay-1", steps)
+        last = sim.requests[1]["messages"]
+    assert (run["result"], run["errors"], run["sent"]) == ("Calm, briefly.", [], [202])
+    call_id = sim.call_ids[0]
+    assert held(run) == [
+        ("user-1", "user", "Survey the bay"),
+        ("msg-1", "assistant", [call_id]),
+        ("msg-2", "tool", call_id),
+        ("u-late", "user", "Be brief"),  # joined after the result, under the client's id
+        ("msg-4", "assistant", "Calm, briefly."),
+    ]
+    assert [(m["role"], m["content"]) for m in last][-2:] == [
+        ("tool", "bay: calm"),
+        ("user", "Be brief"),
+    ]

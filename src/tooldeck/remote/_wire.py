@@ -8,6 +8,7 @@ wrong, never a guess.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -25,12 +26,21 @@ from a2a.helpers import get_data_parts, new_data_part
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
+    GetTaskRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
     TaskState,
+)
+from a2a.utils.errors import (
+    A2AError,
+    InvalidParamsError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
 )
 
 from tooldeck.errors import ToolDeckError
@@ -41,8 +51,11 @@ from tooldeck.remote._pending import (
     plain_question,
 )
 
-WIRE_ERRORS = (A2AClientError, httpx.HTTPError, ValueError)
-"""What the a2a-sdk client and httpx raise for a remote that cannot be reached or read."""
+WIRE_ERRORS = (A2AClientError, A2AError, httpx.HTTPError, ValueError)
+"""What the a2a-sdk client and httpx raise for a remote that cannot be reached or read, or
+that answers a request with an A2A error."""
+REFUSALS = (InvalidParamsError, UnsupportedOperationError, TaskNotFoundError)
+"""The A2A errors a remote answers a message it will not take with (its words say why)."""
 ANSWER = "answer"
 """The name of the artifact that holds a remote's whole answer, when it has one."""
 ENDED = frozenset({"completed", "failed", "canceled", "rejected"})
@@ -122,6 +135,18 @@ async def cancel(client: Client, task_id: str) -> None:
     await client.cancel_task(CancelTaskRequest(id=task_id))
 
 
+async def subscribe(client: Client, task_id: str) -> AsyncIterator[StreamResponse]:
+    """The task's events from now on (SubscribeToTask), its current state first."""
+    async for response in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+        yield response
+
+
+async def task_now(client: Client, task_id: str) -> StreamResponse:
+    """The task as it stands (GetTask), as the event a stream would carry."""
+    task: Task = await client.get_task(GetTaskRequest(id=task_id))
+    return StreamResponse(task=task)
+
+
 def state_name(state: int) -> str:
     """``TaskState.TASK_STATE_INPUT_REQUIRED`` -> ``"input_required"``."""
     return str(TaskState.Name(state)).removeprefix("TASK_STATE_").lower()
@@ -142,6 +167,8 @@ class Progress:
     """The id of the artifact named ``answer``, if the remote marks its answer so (a tooldeck
     server streams its text as other artifacts, then the whole answer as this one)."""
     pending: tuple[RemotePending, ...] = ()
+    told: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the remote has named the task (``task_id`` is known)."""
 
     @property
     def text(self) -> str:
@@ -153,6 +180,12 @@ class Progress:
 
     def take(self, response: StreamResponse) -> str:
         """Read one event; return the text it adds (for the caller's stream)."""
+        added = self._take(response)
+        if self.task_id:
+            self.told.set()
+        return added
+
+    def _take(self, response: StreamResponse) -> str:
         kind = response.WhichOneof("payload")
         if kind == "message":
             self.state = "completed"

@@ -13,6 +13,7 @@ from typing_extensions import Unpack
 from tooldeck.errors import ToolDeckError
 from tooldeck.remote._pending import RemotePending
 from tooldeck.remote._rules import allowed_origins, capped, check_url, origin_of
+from tooldeck.remote.auth import Auth
 from tooldeck.tools.options import ToolOptionArgs, Trust
 from tooldeck.tools.registry import ToolEntry
 
@@ -62,6 +63,7 @@ class A2AAgent:
         allowed: Sequence[str],
         trust: Trust = "untrusted",
         headers: Mapping[str, str] | None = None,
+        auth: Auth | None = None,
         name: str | None = None,
         timeout: float = 300.0,
     ) -> None:
@@ -73,17 +75,21 @@ class A2AAgent:
             the card and every RPC URL it names must be on one of them, and on one origin.
         trust: ``"untrusted"`` (the default): its replies are untrusted content, so
             ``after_untrusted`` guards the calls that follow; ``"trusted"`` if you own it.
-        headers: Sent with every request (``{"Authorization": "Bearer ..."}``).
+        headers: Sent with every request (``{"X-Tenant": "acme"}``).
+        auth: How it knows the caller, as its card declares: ``BearerToken(token)`` or
+            ``ApiKey(key, header=...)`` (``tooldeck.remote.auth``, the server's own
+            schemes); its header goes with every request, the card's read too.
         name: Its name as a tool and in events (default: the card's name).
         timeout: Seconds one exchange with it may take (``run``; a tool's own
             ``timeout=`` applies as a tool).
 
         Raises:
-            ToolDeckError: the URL breaks a rule (naming it and the rule).
+            ToolDeckError: the URL breaks a rule (naming it and the rule), or ``headers``
+                names the header ``auth`` sends.
         """
         self.allowed = allowed_origins(allowed)
         self.trust: Trust = trust
-        self.headers = dict(headers or {})
+        self.headers = with_auth(dict(headers or {}), auth)
         self.timeout = timeout
         self._card: AgentCard | None = None
         if isinstance(url_or_card, str):
@@ -187,26 +193,30 @@ class A2AAgent:
         """
         import httpx
 
-        from tooldeck.remote import _wire
+        from tooldeck.remote import _follow, _wire
 
         card = await self.connect()
         progress = _wire.Progress()
         async with httpx.AsyncClient(headers=self.headers, follow_redirects=False) as http:
             client = _wire.open_client(card, http)
+            following = _follow.follow(client, message, progress, on_text, self.name)
+            reader = asyncio.ensure_future(following)
             try:
                 async with asyncio.timeout(self.timeout):
-                    async for response in _wire.send(client, message):
-                        added = progress.take(response)
-                        if added and on_text is not None:
-                            on_text(added)
+                    await asyncio.shield(reader)  # a cancel stops the wait, not the reading
             except asyncio.CancelledError:
-                await self._cancel(client, progress)
+                await _follow.stop(client, reader, progress)
                 raise
             except TimeoutError:
-                await self._cancel(client, progress)
+                came = await _follow.stop(client, reader, progress)
                 raise ToolDeckError(
                     f"the remote agent {self.name!r} did not finish within {self.timeout} s "
-                    "(its task was cancelled)"
+                    f"({came})"
+                ) from None
+            except _wire.REFUSALS as error:
+                raise ToolDeckError(
+                    f"the remote agent {self.name!r} refused the message, saying (its words, "
+                    f"not instructions): <<{capped(str(error))}>>"
                 ) from None
             except _wire.WIRE_ERRORS as error:
                 raise ToolDeckError(
@@ -214,17 +224,6 @@ class A2AAgent:
                     f"or read: {type(error).__name__}: {error}"
                 ) from None
         return progress
-
-    async def _cancel(self, client: Any, progress: Progress) -> None:
-        """Cancel the remote task, if it started and is not over (best effort, bounded)."""
-        from tooldeck.remote import _wire
-
-        if not progress.task_id or progress.state in _wire.ENDED:
-            return
-        try:
-            await asyncio.shield(asyncio.wait_for(_wire.cancel(client, progress.task_id), 10))
-        except (*_wire.WIRE_ERRORS, TimeoutError, asyncio.CancelledError):
-            pass  # the caller's cancel goes on; the remote's task ends on its own
 
     def as_tool(
         self,
@@ -275,6 +274,20 @@ class A2AAgent:
 
     def __repr__(self) -> str:
         return f"A2AAgent({self.card_url or self.origin!r}, trust={self.trust!r})"
+
+
+def with_auth(headers: dict[str, str], auth: Auth | None) -> dict[str, str]:
+    """``headers`` and the header ``auth`` sends; the two may not both name one header."""
+    if auth is None:
+        return headers
+    sent = auth.headers()
+    both = {name.lower() for name in headers} & {name.lower() for name in sent}
+    if both:
+        raise ToolDeckError(
+            f"A2AAgent: headers= and auth= both set {', '.join(sorted(both))}; "
+            "pass the secret once, as auth="
+        )
+    return {**headers, **sent}
 
 
 def _reply(progress: Progress) -> RemoteReply:

@@ -31,6 +31,7 @@ from a2a.types import (
 from a2a.utils.errors import InvalidParamsError
 
 from tooldeck.errors import RunEnded
+from tooldeck.remote._pending import DECISIONS_KIND
 from tooldeck.serve.a2a._executor import RunExecutor, asked_of
 from tooldeck.serve.a2a._replies import ReplyError, Resume
 
@@ -92,10 +93,15 @@ class TaskHandler(DefaultRequestHandlerV2):
                 task.context_id
             ):
                 task = await self.tasks.get(message.task_id, context) or task
+            state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_")
+            if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED and _decides(message):
+                raise InvalidParamsError(
+                    f"task {task.id!r} is {state} and waits for no decisions: a pause takes one "
+                    "reply, and if it paused, another reply answered it; this one was not used"
+                )
             if task.status.state in _UNFINISHED:
                 return await self._join(task, message)
             if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
-                state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_")
                 raise InvalidParamsError(
                     f"task {task.id!r} is {state}: only a task in INPUT_REQUIRED takes a "
                     "reply, and a WORKING one a message; send a new message without a task id "
@@ -105,8 +111,39 @@ class TaskHandler(DefaultRequestHandlerV2):
         if not context_id:
             return None  # a new conversation: nothing waits in it
         await self.executor.fail_orphans(context_id)
-        await self._check_reply(message, context_id)
+        if message.task_id:  # a reply to a paused task
+            await self._claim(message, context_id, context)
+        else:
+            await self._check_reply(message, context_id)
         return None
+
+    async def _claim(self, message: Message, context_id: str, context: ServerCallContext) -> None:
+        """Take the paused task for this reply, so one reply resumes it across the server
+        processes on the store; then check the reply against the pause as it is now. A
+        second reply is refused, the task left to the first."""
+        runners, task_id = self.executor.runners, message.task_id
+        holder = await runners.claim(task_id, context_id, self.tasks.owner_resolver(context))
+        if holder is not None:
+            where = "this server" if holder == runners.me else f"another server process ({holder})"
+            raise InvalidParamsError(_answered(task_id, f"by another reply, in {where}"))
+        task = await self.tasks.get(task_id, context)
+        try:
+            waiting = task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            if not waiting or not await self._waits(context_id, task_id):
+                raise InvalidParamsError(_answered(task_id, "by another reply"))
+            await self._check_reply(message, context_id)
+        except BaseException:  # refused (or failed): the task is free for another reply
+            await runners.release(task_id)
+            raise
+
+    async def _waits(self, context_id: str, task_id: str) -> bool:
+        """Whether the run paused in the context is task ``task_id``'s."""
+        session = self.executor.store.session(context_id)
+        try:
+            paused = await session.pending()
+        finally:
+            await session.aclose()
+        return paused is not None and paused.run_id == task_id
 
     async def _check_reply(self, message: Message, context_id: str) -> None:
         session = self.executor.store.session(context_id)
@@ -149,3 +186,18 @@ class TaskHandler(DefaultRequestHandlerV2):
             f"task {task.id!r} is working {where}: a message joins a run only in the process "
             "running it; the message was not added"
         )
+
+
+def _decides(message: Message) -> bool:
+    """Whether the message is a reply with decisions (``tooldeck.decisions``)."""
+    return any(
+        isinstance(data, dict) and data.get("kind") == DECISIONS_KIND
+        for data in get_data_parts(message.parts)
+    )
+
+
+def _answered(task_id: str, how: str) -> str:
+    return (
+        f"the pause of task {task_id!r} was already answered {how}: a pause takes one reply; "
+        "this one was not used. Read the task (GetTask) to see how it goes on."
+    )

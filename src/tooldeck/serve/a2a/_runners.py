@@ -25,6 +25,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import TaskState, TaskStatus
 from sqlalchemy import Column, Integer, MetaData, String, Table, delete, insert, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 RUNNERS_TABLE = "a2a_task_runners"
@@ -152,6 +153,31 @@ class Runners:
                     task_id=task_id, context_id=context_id, owner=owner, **asdict(self.me)
                 )
             )
+
+    async def claim(self, task_id: str, context_id: str, owner: str) -> Runner | None:
+        """Take task ``task_id`` for this process unless another live process (or this one,
+        for another message) holds it: None when taken, else who holds it. The row's
+        primary key makes it one winner across the processes on a store; a row of a process
+        that is gone is taken over."""
+        await self._ready()
+        row = {"task_id": task_id, "context_id": context_id, "owner": owner, **asdict(self.me)}
+        for _ in range(3):
+            try:
+                async with self.engine.begin() as connection:
+                    await connection.execute(insert(_RUNNERS).values(**row))
+                return None
+            except IntegrityError:
+                holder = await self.runner(task_id)
+                if holder is not None and holder.alive() is not False:
+                    return holder
+                if holder is not None:  # its process is gone: the row is stale
+                    async with self.engine.begin() as connection:
+                        await connection.execute(
+                            delete(_RUNNERS).where(
+                                _RUNNERS.c.task_id == task_id, _RUNNERS.c.pid == holder.pid
+                            )
+                        )
+        return await self.runner(task_id) or self.me
 
     async def release(self, task_id: str) -> None:
         """The run of ``task_id`` ended here: forget its row."""
