@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tooldeck.errors import ModelRetry
 from tooldeck.eval.cases import EvalCase, ExpectAnswer
 from tooldeck.messages import Message
 from tooldeck.tools.function import tool
@@ -75,8 +76,9 @@ RATES = {"USD": 1.25, "GBP": 0.75, "CHF": 1.0}
 
 
 def _known(kind: str, value: str, known: Mapping[Any, Any]) -> None:
+    """Refuse a value the data does not hold, naming those it does (the model reads it)."""
     if value not in known:
-        raise ValueError(f"no {kind} {value!r}; known: {', '.join(map(str, known))}")
+        raise ModelRetry(f"no {kind} {value!r}; known: {', '.join(map(str, known))}")
 
 
 @tool
@@ -106,7 +108,7 @@ def flights(origin: str, destination: str) -> list[str]:
     route = (origin.upper(), destination.upper())
     if route not in FARES:
         known = ", ".join(f"{a}-{b}" for a, b in FARES)
-        raise ValueError(f"no flights from {origin!r} to {destination!r}; known: {known}")
+        raise ModelRetry(f"no flights from {origin!r} to {destination!r}; known: {known}")
     return list(FARES[route])
 
 
@@ -116,7 +118,7 @@ def fare(flight: str) -> float:
     for fares in FARES.values():
         if flight in fares:
             return float(fares[flight])
-    raise ValueError(f"no flight {flight!r}")
+    raise ModelRetry(f"no flight {flight!r}")
 
 
 @tool
@@ -124,7 +126,7 @@ def orders_of(customer: str) -> list[str]:
     """The ids of every order a customer has placed."""
     placed = [order_id for order_id, row in ORDERS.items() if row[0] == customer.lower()]
     if not placed:
-        raise ValueError(f"no customer {customer!r}")
+        raise ModelRetry(f"no customer {customer!r}")
     return placed
 
 

@@ -182,6 +182,8 @@ async def run_case(contestant: Contestant, case: EvalCase, settings: EvalSetting
         answer = result.answer if result is not None and not error else ""
         output = result.output if result is not None and not error else None
         judged = judge_run_end(case, made_calls(turn), answer, output, error)
+        if case.code_mode and result is not None:  # run_code is not one of the case's tools
+            judged = replace(judged, valid_calls=_accepted(result))
         text, signals = answer, {}
     usage = result.usage if result is not None else None
     return CaseResult(
@@ -259,6 +261,15 @@ def tool_calls(result: RunResult[Any] | None) -> int | None:
         len(trace.inner_trace or ()) if trace.call.name == RUN_CODE else 1
         for trace in result.tool_trace
     )
+
+
+_NOT_ACCEPTED = ("unknown_tool", "invalid_json", "invalid_arguments")
+
+
+def _accepted(result: RunResult[Any]) -> int:
+    """The model's calls the run took as calls of a tool it offers, with arguments its
+    schema accepts (in code mode: ``run_code``, and a hidden tool called directly is not)."""
+    return sum(trace.result.error_code not in _NOT_ACCEPTED for trace in result.tool_trace)
 
 
 def _unrevealed(case: EvalCase, turn: Sequence[Message], result: RunResult[Any]) -> str:
