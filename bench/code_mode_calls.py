@@ -101,7 +101,9 @@ def waves(calls: list[ToolTrace]) -> list[list[ToolTrace]]:
             if wanted & set(leaves(json.loads(earlier.result.output)))
         ]
         wave_of.append(1 + max(after) if after else 0)
-    return [[c for c, w in zip(calls, wave_of, strict=True) if w == k] for k in sorted(set(wave_of))]
+    return [
+        [c for c, w in zip(calls, wave_of, strict=True) if w == k] for k in sorted(set(wave_of))
+    ]
 
 
 def plain_steps(calls: list[ToolTrace], answer: str, parallel: bool) -> list[StepLike]:
@@ -119,7 +121,9 @@ async def measure(cases: list[EvalCase]) -> EvalReport:
         for mode, parallel in ((MODES[0], False), (MODES[1], True)):
             result = await scored(plain, plain_steps(calls, answer, parallel))
             results.append(replace(result, category=mode))
-        in_code = await scored(coded, [sim_call("run_code", {"code": reference(coded)}), quoted_result])
+        in_code = await scored(
+            coded, [sim_call("run_code", {"code": reference(coded)}), quoted_result]
+        )
         results.append(replace(in_code, category=MODES[2]))
     return EvalReport(tuple(results))
 

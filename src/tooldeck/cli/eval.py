@@ -11,9 +11,10 @@ A SUITE is ``bfcl:CATEGORY`` (``bfcl:simple_python``, ``bfcl:irrelevance``, ...)
 ``bfcl:many_tools`` (BFCL's questions against one registry of every BFCL function; ``--tools``
 says how it is shown, ``--recall`` measures its search alone, no model), ``tasks:chained``
 (tasks that take chained or repeated calls, asked with plain calls and in code mode) or a
-case file (``.jsonl``, ``.yaml``). ``--tools code`` asks a suite's cases in code mode. ``--base-url``, ``--api-key-env`` and ``--price`` belong to
-the ``--model`` before them. Each case is stored as it is scored (``--out``, else a new file
-under ``$TOOLDECK_HOME/evals``); ``--resume`` skips the cases that file already holds.
+case file (``.jsonl``, ``.yaml``). ``--tools code`` asks a suite's cases in code mode.
+``--base-url``, ``--api-key-env`` and ``--price`` belong to the ``--model`` before them.
+Each case is stored as it is scored (``--out``, else a new file under
+``$TOOLDECK_HOME/evals``); ``--resume`` skips the cases that file already holds.
 """
 
 from __future__ import annotations

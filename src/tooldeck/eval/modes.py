@@ -37,7 +37,8 @@ def parse_case_modes(tools: str | Sequence[str], suite: str) -> tuple[str, ...]:
 
 
 def in_modes(cases: Sequence[EvalCase], suite: str, tools: str | Sequence[str]) -> list[EvalCase]:
-    """Each case asked in each mode of ``tools``, mode by mode.
+    """Each case asked in each mode of ``tools``, case by case (a run cut short has each
+    case it reached in every mode).
 
     Raises:
         ValueError: A mode that is not one of ``CASE_MODES``, or ``code`` for a case scored
@@ -47,7 +48,7 @@ def in_modes(cases: Sequence[EvalCase], suite: str, tools: str | Sequence[str]) 
     modes = parse_case_modes(tools, suite)
     if "code" in modes:
         check_code_mode(cases, suite)
-    return [_asked(case, mode) for mode in modes for case in cases]
+    return [_asked(case, mode) for case in cases for mode in modes]
 
 
 def check_code_mode(cases: Sequence[EvalCase], suite: str) -> None:
