@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tooldeck.errors import ModelRetry
 from tooldeck.eval.cases import EvalCase, ExpectAnswer
@@ -26,6 +26,7 @@ from tooldeck.messages import Message
 from tooldeck.tools.function import tool
 from tooldeck.tools.registry import ToolEntry
 
+V = TypeVar("V")
 SUITE = "tasks:chained"
 CATEGORY = "chained"
 INSTRUCTIONS = (
@@ -75,31 +76,30 @@ TEMPERATURES = {
 RATES = {"USD": 1.25, "GBP": 0.75, "CHF": 1.0}
 
 
-def _known(kind: str, value: str, known: Mapping[Any, Any]) -> None:
-    """Refuse a value the data does not hold, naming those it does (the model reads it)."""
+def _looked_up(kind: str, value: str, known: Mapping[str, V]) -> V:
+    """``known[value]``; a value the data does not hold is refused, naming those it does
+    (the model reads it)."""
     if value not in known:
         raise ModelRetry(f"no {kind} {value!r}; known: {', '.join(map(str, known))}")
+    return known[value]
 
 
 @tool
 def price(item: str) -> float:
     """The price of one unit of an item, in euros."""
-    _known("item", item, PRICES)
-    return PRICES[item]
+    return _looked_up("item", item, PRICES)
 
 
 @tool
 def stock(item: str) -> int:
     """How many units of an item are in stock."""
-    _known("item", item, STOCK)
-    return STOCK[item]
+    return _looked_up("item", item, STOCK)
 
 
 @tool
 def cart(cart_id: str) -> dict[str, int]:
     """The items in a shopping cart: each item's name and the quantity wanted."""
-    _known("cart", cart_id, CARTS)
-    return dict(CARTS[cart_id])
+    return dict(_looked_up("cart", cart_id, CARTS))
 
 
 @tool
@@ -134,23 +134,20 @@ def orders_of(customer: str) -> list[str]:
 def order(order_id: str) -> dict[str, Any]:
     """One order: its id, total in euros, status (shipped, pending or cancelled) and how
     many items it holds."""
-    _known("order", order_id, ORDERS)
-    _, total, status, items = ORDERS[order_id]
+    _, total, status, items = _looked_up("order", order_id, ORDERS)
     return {"id": order_id, "total": total, "status": status, "items": items}
 
 
 @tool
 def temperature(city: str) -> float:
     """The temperature in a city right now, in degrees Celsius."""
-    _known("city", city, TEMPERATURES)
-    return TEMPERATURES[city]
+    return _looked_up("city", city, TEMPERATURES)
 
 
 @tool
 def exchange_rate(currency: str) -> float:
     """How many units of a currency (USD, GBP, CHF) one euro buys."""
-    _known("currency", currency.upper(), RATES)
-    return RATES[currency.upper()]
+    return _looked_up("currency", currency.upper(), RATES)
 
 
 def number(value: float) -> str:
