@@ -16,7 +16,7 @@ write); ``bench/code_mode_calls.py`` and the tests run it through the provider s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -166,6 +166,11 @@ def words(*wanted: str, unwanted: tuple[str, ...] = ()) -> str:
     return rf"(?is)^{absent}{ahead}"
 
 
+def _others(right: str, among: Iterable[str]) -> tuple[str, ...]:
+    """The wrong choices: an answer that lists every choice names none."""
+    return tuple(choice for choice in among if choice != right)
+
+
 @dataclass(frozen=True, slots=True)
 class Task:
     """One task: its question, the tools it offers, the answer's pattern and a program that
@@ -202,9 +207,10 @@ TASKS: tuple[Task, ...] = (
     Task("ten_prices", f"What does one each of {', '.join(FRUIT)} cost together, in euros?",
          (price,), number(12.75), f"sum([await price(item=i) for i in {FRUIT!r}])"),
     Task("cheapest_paris_nyc", "Which flight from PAR to NYC is the cheapest? Give its id.",
-         (flights, fare), words("AF108"), _CHEAPEST.format(origin="PAR", destination="NYC")),
+         (flights, fare), words("AF108", unwanted=_others("AF108", FARES[("PAR", "NYC")])),
+         _CHEAPEST.format(origin="PAR", destination="NYC")),
     Task("dearest_london_rome", "Which flight from LON to ROM has the highest fare? Its id?",
-         (flights, fare), words("BA206"),
+         (flights, fare), words("BA206", unwanted=_others("BA206", FARES[("LON", "ROM")])),
          'ids = await flights(origin="LON", destination="ROM")\n'
          "max([(await fare(flight=f), f) for f in ids])[1]"),
     Task("fares_under_150", "How many flights from LON to ROM cost less than 150 euros?",
@@ -227,7 +233,7 @@ TASKS: tuple[Task, ...] = (
          'len([o for o in await orders_of(customer="carol") '
          'if (await order(order_id=o))["status"] == "pending"])'),
     Task("dave_largest", "Which of dave's orders has the largest total? Give its id.",
-         (orders_of, order), words("o402"),
+         (orders_of, order), words("o402", unwanted=("o401", "o403")),
          'max([((await order(order_id=o))["total"], o) for o in '
          'await orders_of(customer="dave")])[1]'),
     Task("eve_items", "How many items has eve ordered, over all her orders?",
@@ -240,14 +246,14 @@ TASKS: tuple[Task, ...] = (
          (stock,), number(213),
          'sum([await stock(item=i) for i in ["apple", "banana", "plum", "peach"]])'),
     Task("warmest_city", f"Which is the warmest right now: {', '.join(WARM)}?",
-         (temperature,), words("Madrid"),
+         (temperature,), words("Madrid", unwanted=_others("Madrid", WARM)),
          f"max([(await temperature(city=c), c) for c in {WARM!r}])[1]"),
     Task("average_temperature",
          f"What is the average temperature right now of {', '.join(COLD)}, in Celsius?",
          (temperature,), number(10.25),
          f"sum([await temperature(city=c) for c in {COLD!r}]) / {len(COLD)}"),
     Task("c3_dearest_item", "Which item in cart C3 has the highest price per unit?",
-         (cart, price), words("mango"),
+         (cart, price), words("mango", unwanted=_others("mango", CARTS["C3"])),
          'max([(await price(item=i), i) for i in await cart(cart_id="C3")])[1]'),
     Task("c1_in_dollars", "What does cart C1 cost in total, in US dollars (USD)?",
          (cart, price, exchange_rate), number(18.75),
