@@ -11,7 +11,6 @@ checked again against the suite's current answer patterns.
 from __future__ import annotations
 
 import sys
-
 from dataclasses import replace
 
 from tooldeck.eval import CaseResult, ExpectAnswer, read_results

@@ -6,7 +6,6 @@ command end to end, and the options it refuses."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from test_eval_cli import tooldeck
 from tooldeck.eval import CaseResult, Contestant, EvalCase, EvalSettings, load_suite, run_case
 from tooldeck.eval.chained import REFERENCE, TASKS, number
 from tooldeck.eval.report import EvalReport
@@ -229,26 +229,17 @@ def test_the_report_gives_requests_tool_calls_and_tokens_per_case_and_mode() -> 
 # -- the command ------------------------------------------------------------------------------
 
 
-def tooldeck(*args: str, cwd: Path, simulator: ProviderSimulator | None = None) -> Any:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
-    model: list[str] = []
-    if simulator is not None:
-        env["OPENAI_API_KEY"] = simulator.env["OPENAI_API_KEY"]
-        model = ["--model", "openai-chat:gpt-4.1-mini", "--base-url", simulator.base_url]
-    return subprocess.run(
-        [sys.executable, "-m", "tooldeck.cli", "eval", *args, *model],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+def simulated(simulator: ProviderSimulator, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The command's options asking ``simulator`` (its key in a variable the command reads)."""
+    monkeypatch.setenv("SIMULATOR_KEY", simulator.env["OPENAI_API_KEY"])
+    return [
+        "--model", "openai-chat:gpt-4.1-mini", "--base-url", simulator.base_url,
+        "--api-key-env", "SIMULATOR_KEY",
+    ]  # fmt: skip
 
 
 def test_the_command_compares_the_modes_end_to_end(
-    tmp_path: Path, provider: Callable[..., ProviderSimulator]
+    tmp_path: Path, provider: Callable[..., ProviderSimulator], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     orders = [("order", {"order_id": o}) for o in ("o401", "o402", "o403")]
     stocks = [("stock", {"item": i}) for i in ("apple", "banana", "plum", "peach")]
@@ -262,7 +253,8 @@ def test_the_command_compares_the_modes_end_to_end(
         ]
     )  # fmt: skip
     args = ["tasks:chained", "--ids", "dave_largest,stock_units", "--out", "run.jsonl"]
-    done = tooldeck(*args, "--json", "--report", "eval.html", cwd=tmp_path, simulator=simulator)
+    model = simulated(simulator, monkeypatch)
+    done = tooldeck(*args, *model, "--json", "--report", "eval.html", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert [(c["id"], c["correct"]) for c in report["cases"]] == [
