@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from tooldeck.eval import CaseResult, EvalReport
-from tooldeck.eval.report import Summary, per_request, percent
+from tooldeck.eval.report import Summary, per_case, per_request, percent, tokens_per_case
 
 
 @contextmanager
@@ -71,6 +71,9 @@ _COLUMNS = (
     ("calls", True),
     ("schema-valid", True),
     ("s/case", True),
+    ("requests/case", True),
+    ("tool calls/case", True),
+    ("tokens in/out per case", True),
     ("tokens/request", True),
     ("cost", True),
 )
@@ -88,6 +91,9 @@ def _cells(row: Summary) -> list[str]:
         str(row.calls),
         percent(row.schema_valid),
         f"{row.mean_s:.2f}",
+        per_case(row, row.requests),
+        per_case(row, row.tool_calls),
+        tokens_per_case(row),
         per_request(row),
         cost,
     ]

@@ -3,16 +3,18 @@
     tooldeck eval SUITE... --model M [--base-url URL] [--api-key-env NAME] [--price IN,OUT]
         [--model M2 ...]
         [--start N] [--limit N] [--ids ID,ID] [--tool-choice C] [--max-tokens N] [--jobs N]
-        [--tools search|all|own] [--recall]
+        [--tools MODE[,MODE]] [--recall]
         [--out FILE] [--resume] [--compare FILE]... [--scorer MODULE:FUNCTION]...
         [--json] [--report FILE.html]
 
 A SUITE is ``bfcl:CATEGORY`` (``bfcl:simple_python``, ``bfcl:irrelevance``, ...),
 ``bfcl:many_tools`` (BFCL's questions against one registry of every BFCL function; ``--tools``
-says how it is shown, ``--recall`` measures its search alone, no model) or a case file
-(``.jsonl``, ``.yaml``). ``--base-url``, ``--api-key-env`` and ``--price`` belong to
-the ``--model`` before them. Each case is stored as it is scored (``--out``, else a new file
-under ``$TOOLDECK_HOME/evals``); ``--resume`` skips the cases that file already holds.
+says how it is shown, ``--recall`` measures its search alone, no model), ``tasks:chained``
+(tasks that take chained or repeated calls, asked with plain calls and in code mode) or a
+case file (``.jsonl``, ``.yaml``). ``--tools code`` asks a suite's cases in code mode.
+``--base-url``, ``--api-key-env`` and ``--price`` belong to the ``--model`` before them.
+Each case is stored as it is scored (``--out``, else a new file under
+``$TOOLDECK_HOME/evals``); ``--resume`` skips the cases that file already holds.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from tooldeck.cli.model import build_model
 from tooldeck.cli.totals import count
 
 SUITE_HELP = (
-    "bfcl:CATEGORY (e.g. bfcl:simple_python), bfcl:many_tools, or a case file (.jsonl, .yaml)"
+    "bfcl:CATEGORY (e.g. bfcl:simple_python), bfcl:many_tools, tasks:chained, or a case "
+    "file (.jsonl, .yaml)"
 )
 
 
@@ -112,8 +115,9 @@ def _add_selection(evaluate: Parser) -> None:
     evaluate.add_argument(
         "--tools",
         metavar="MODE[,MODE]",
-        help="bfcl:many_tools: search (default: deferred, found with search_tools), all "
-        "(every tool shown), own (the case's own); several comma-separated",
+        help="how a case's tools are shown, several comma-separated: own (as they are) or "
+        "code (behind code mode's run_code; cases with an answer check; tasks:chained's "
+        "default is own,code); bfcl:many_tools: search (its default), all or own",
     )
     evaluate.add_argument(
         "--recall",
@@ -176,15 +180,14 @@ def _cases(args: argparse.Namespace) -> list[Any]:
     from tooldeck.eval import CaseFileError, UnknownSuite, load_suite
 
     ids = [i for i in args.ids.split(",") if i]
-    _check_tools(args)
     try:
         cases = [
             case
             for name in args.suites
             for case in (
-                load_suite(name, args.start, args.limit, ids, tools=_tools_of(args, name))
-                if name.startswith("bfcl:")
-                else load_suite(name)  # a case file runs whole
+                load_suite(name, args.start, args.limit, ids, tools=args.tools)
+                if name.startswith(("bfcl:", "tasks:"))
+                else load_suite(name, tools=args.tools)  # a case file runs whole
             )
         ]
     except CaseFileError as error:
@@ -193,27 +196,13 @@ def _cases(args: argparse.Namespace) -> list[Any]:
         raise UsageError(str(error)) from None  # a mistake in the file: nothing ran
     except UnknownSuite as error:
         raise UsageError(str(error)) from None
+    except ValueError as error:  # a --tools mode the suite has not
+        raise UsageError(str(error)) from None
+    except ImportError as error:  # --tools code without its extra
+        raise CliError(str(error)) from error
     if not cases:
         raise CliError("the suites hold no case to run (check --start, --limit and --ids)")
     return cases
-
-
-def _check_tools(args: argparse.Namespace) -> None:
-    """``--tools``: modes there are, for bfcl:many_tools only."""
-    from tooldeck.eval.bfcl.many import SUITE, parse_modes
-
-    if args.tools is None:
-        return
-    if f"bfcl:{SUITE}" not in args.suites:
-        raise UsageError(f"--tools is an option of bfcl:{SUITE} (how its registry is shown)")
-    try:
-        parse_modes(args.tools)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-
-
-def _tools_of(args: argparse.Namespace, suite: str) -> str | None:
-    return args.tools if suite == "bfcl:many_tools" else None
 
 
 def _recall(args: argparse.Namespace) -> int:

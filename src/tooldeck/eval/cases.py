@@ -110,6 +110,10 @@ class EvalCase:
     """Its tools are deferred and found with ``tooldeck.search.ToolSearch``: the model may
     search a few times, and its first turn that calls another tool is the one scored
     (``bfcl:many_tools``)."""
+    code_mode: bool = False
+    """Its tools are called from a Python program: they are shown behind
+    ``tooldeck.code.CodeMode``'s ``run_code`` instead of one call at a time (``--tools code``;
+    only for a case run to its end)."""
 
     @property
     def key(self) -> tuple[str, str]:

@@ -21,7 +21,7 @@ except ImportError as missing:
     ) from missing
 
 from tooldeck.eval._plots import accuracy_svg, confusion_svg, latency_svg
-from tooldeck.eval.report import EvalReport, Summary, per_request, percent
+from tooldeck.eval.report import EvalReport, Summary, per_case, per_request, percent
 from tooldeck.eval.results import CaseResult
 
 _TEXT_SHOWN = 600
@@ -94,7 +94,8 @@ def _summary_table(rows: list[Summary]) -> str:
     head = (
         "<tr><th>model</th><th>category</th><th>cases</th><th>accuracy</th><th>strict</th>"
         "<th>call decision</th><th>calls</th><th>schema-valid</th><th>s/case mean</th>"
-        "<th>median</th><th>tokens in/out</th><th>tokens in/request</th><th>cost</th></tr>"
+        "<th>median</th><th>requests/case</th><th>tool calls/case</th><th>tokens in/out</th>"
+        "<th>tokens in/request</th><th>cost</th></tr>"
     )
     body = "".join(
         f"<tr><td>{escape(r.model)}</td><td>{escape(r.category)}</td>"
@@ -102,7 +103,8 @@ def _summary_table(rows: list[Summary]) -> str:
         f'<td class="n">{r.strict_accuracy:.1%}</td>'
         f'<td class="n">{percent(r.decision_accuracy)}</td><td class="n">{r.calls}</td>'
         f'<td class="n">{percent(r.schema_valid)}</td><td class="n">{r.mean_s:.2f}</td>'
-        f'<td class="n">{r.median_s:.2f}</td><td class="n">{_tokens(r)}</td>'
+        f'<td class="n">{r.median_s:.2f}</td><td class="n">{per_case(r, r.requests)}</td>'
+        f'<td class="n">{per_case(r, r.tool_calls)}</td><td class="n">{_tokens(r)}</td>'
         f'<td class="n">{per_request(r)}</td>'
         f'<td class="n">{_cost(r.cost)}</td></tr>'
         for r in rows

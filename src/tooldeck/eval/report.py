@@ -2,8 +2,9 @@
 
 Per (model, category): cases, accuracy by BFCL's rule and by the strict rule, the call
 decision (When2Call's view: did the first turn call exactly when it should?), calls made and
-the share that were schema-valid, seconds per case, tokens and cost where known, and the
-mean of each user scorer. ``to_json`` is what ``tooldeck eval --json`` prints;
+the share that were schema-valid, seconds per case, model requests, the tool calls that ran
+(a code-mode program's each counted), tokens and cost where known, and the mean of each
+user scorer. ``to_json`` is what ``tooldeck eval --json`` prints;
 ``tooldeck.eval.html.write_report`` writes the self-contained HTML report.
 """
 
@@ -38,6 +39,9 @@ class Summary:
     output_tokens: int | None
     requests: int | None
     """Model requests of the cases that count them (results stored before they did not)."""
+    tool_calls: int | None
+    """Calls of the cases' tools that ran, each call of a code-mode program counted (None:
+    results stored before they were counted)."""
     tokens_per_request: float | None
     """Input tokens per model request, over the cases that count both (the tools shown
     weigh most in it: ``bfcl:many_tools`` compares the ways of showing them)."""
@@ -148,6 +152,7 @@ def summarize(model: str, category: str, rows: Sequence[CaseResult]) -> Summary:
         input_tokens=_whole(_total([r.input_tokens for r in rows])),
         output_tokens=_whole(_total([r.output_tokens for r in rows])),
         requests=_whole(_total([r.requests for r in rows])),
+        tool_calls=_whole(_total([r.tool_calls for r in rows])),
         tokens_per_request=_per_request(rows),
         cost=_total([r.cost for r in rows]),
         scores={n: statistics.fmean(r.scores[n] for r in rows if n in r.scores) for n in names},
@@ -174,15 +179,17 @@ def markdown_table(rows: Sequence[Summary]) -> str:
     """Summary rows as a Markdown table."""
     lines = [
         "| model | category | cases | accuracy (BFCL) | strict | call decision | calls made "
-        "| schema-valid calls | s/case (mean, median) | input tokens/request |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| schema-valid calls | s/case (mean, median) | requests/case | tool calls/case "
+        "| tokens in/out per case | input tokens/request |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         lines.append(
             f"| {row.model} | {row.category} | {row.cases} | {row.accuracy:.1%} | "
             f"{row.strict_accuracy:.1%} | {percent(row.decision_accuracy)} | {row.calls} | "
             f"{percent(row.schema_valid)} | {row.mean_s:.2f}, {row.median_s:.2f} | "
-            f"{per_request(row)} |"
+            f"{per_case(row, row.requests)} | {per_case(row, row.tool_calls)} | "
+            f"{tokens_per_case(row)} | {per_request(row)} |"
         )
     return "\n".join(lines)
 
@@ -190,6 +197,18 @@ def markdown_table(rows: Sequence[Summary]) -> str:
 def per_request(row: Summary) -> str:
     """Input tokens per request, ``1,234``, or ``–`` when not counted."""
     return "–" if row.tokens_per_request is None else f"{row.tokens_per_request:,.0f}"
+
+
+def per_case(row: Summary, total: int | None) -> str:
+    """A total over the row's cases, per case (``2.35``), or ``–`` when not counted."""
+    return "–" if total is None else f"{total / row.cases:.2f}"
+
+
+def tokens_per_case(row: Summary) -> str:
+    """Input and output tokens per case, ``1,234 / 56``, or ``–`` when not counted."""
+    if row.input_tokens is None or row.output_tokens is None:
+        return "–"
+    return f"{row.input_tokens / row.cases:,.0f} / {row.output_tokens / row.cases:,.0f}"
 
 
 def percent(value: float | None) -> str:

@@ -44,6 +44,9 @@ class CaseResult:
     output_tokens: int | None = None
     requests: int | None = None
     """Model requests the case took (with tool search: its searches and its call)."""
+    tool_calls: int | None = None
+    """Calls of the case's tools that ran, each call of a code-mode program counted (its
+    ``run_code`` not); None in results stored before they were counted."""
     cost: float | None = None
     """US dollars, when the model's prices are known."""
     expected: list[Any] = field(default_factory=list)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from tooldeck.code import RUN_CODE, CodeMode
 from tooldeck.errors import LimitExceeded, RunStopped
 from tooldeck.eval.bfcl.many import SEARCHES, check_context
 from tooldeck.eval.cases import EvalCase, ExpectOutput
@@ -181,6 +182,8 @@ async def run_case(contestant: Contestant, case: EvalCase, settings: EvalSetting
         answer = result.answer if result is not None and not error else ""
         output = result.output if result is not None and not error else None
         judged = judge_run_end(case, made_calls(turn), answer, output, error)
+        if case.code_mode and result is not None:  # run_code is not one of the case's tools
+            judged = replace(judged, valid_calls=_accepted(result))
         text, signals = answer, {}
     usage = result.usage if result is not None else None
     return CaseResult(
@@ -199,6 +202,7 @@ async def run_case(contestant: Contestant, case: EvalCase, settings: EvalSetting
         input_tokens=usage.input_tokens if usage and usage.requests else None,
         output_tokens=usage.output_tokens if usage and usage.requests else None,
         requests=usage.requests if usage else None,
+        tool_calls=tool_calls(result),
         cost=_cost(contestant, usage),
         expected=expected_shown(case),
         made=judged.made,
@@ -238,7 +242,34 @@ def _agent(model: Model, case: EvalCase, settings: EvalSettings) -> Agent[None]:
         settings=replace(model_settings, tool_choice="auto"),
         limits=Limits(max_rounds=settings.max_rounds, max_duration_s=settings.timeout_s),
         output_type=output_type,
+        capabilities=_coding() if case.code_mode else (),
     )
+
+
+def _coding() -> list[Capability]:
+    """A case asked in code mode: its tools behind ``run_code`` (pydantic-monty is imported
+    only when a program runs)."""
+    return [CodeMode()]
+
+
+def tool_calls(result: RunResult[Any] | None) -> int | None:
+    """Calls of the case's tools the run answered: each call a program made counted, the
+    program's own ``run_code`` not (None: the run left no result)."""
+    if result is None:
+        return None
+    return sum(
+        len(trace.inner_trace or ()) if trace.call.name == RUN_CODE else 1
+        for trace in result.tool_trace
+    )
+
+
+_NOT_ACCEPTED = ("unknown_tool", "invalid_json", "invalid_arguments")
+
+
+def _accepted(result: RunResult[Any]) -> int:
+    """The model's calls the run took as calls of a tool it offers, with arguments its
+    schema accepts (in code mode: ``run_code``, and a hidden tool called directly is not)."""
+    return sum(trace.result.error_code not in _NOT_ACCEPTED for trace in result.tool_trace)
 
 
 def _unrevealed(case: EvalCase, turn: Sequence[Message], result: RunResult[Any]) -> str:
