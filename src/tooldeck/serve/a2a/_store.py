@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import re
 import warnings
+from functools import cache
 from pathlib import Path
 
 from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
+from a2a.server.models import create_task_model
 from a2a.server.tasks import DatabaseTaskStore
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -25,6 +27,16 @@ from tooldeck.run.session import Session
 
 TASKS_TABLE = "a2a_tasks"
 _CONNINFO = re.compile(r"^\s*\w+\s*=")
+
+
+@cache
+def _task_model() -> type:
+    """The SDK's task model on table ``a2a_tasks``, made once per process: the SDK makes a
+    class (and a table of its metadata) each time a store is given a table name, and a
+    second table of one name is refused, so a second ``Store`` in a process would fail."""
+    with warnings.catch_warnings():  # SQLAlchemy's note that the SDK maps its model class
+        warnings.simplefilter("ignore")  # again under another table's name
+        return create_task_model(TASKS_TABLE)
 
 
 class Store:
@@ -50,10 +62,8 @@ class Store:
         """The SDK's cluster task store on this database (one per Store): every write
         checks the version it was read at, and logs its event for other processes."""
         if self._tasks is None:
-            engine = self._engine()
-            with warnings.catch_warnings():  # SQLAlchemy's note that the SDK maps its table
-                warnings.simplefilter("ignore")  # class again under our table's name
-                self._tasks = VersionedDatabaseTaskStore(engine, table_name=TASKS_TABLE)
+            self._tasks = VersionedDatabaseTaskStore(self._engine())
+            self._tasks.as_task_store.task_model = _task_model()  # type: ignore[attr-defined]
         return self._tasks
 
     def task_store(self) -> DatabaseTaskStore:

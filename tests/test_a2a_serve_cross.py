@@ -1,0 +1,215 @@
+"""Two ``tooldeck a2a serve`` processes on one store act as one server, driven by a2a-sdk's
+own client: a cancel sent to server B cancels the run of a task server A runs; a message to
+B joins A's run (and the task's history, as the SDK keeps messages); SubscribeToTask on B
+streams A's updates; and a server whose heartbeat stops (SIGSTOP: alive, as a process on
+another machine looks, but silent) is taken for stopped once its lease runs out — its task
+FAILED, saying why — and, woken, it stops the run it had. SQLite and PostgreSQL alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from a2a.client import Client
+from a2a.helpers import get_text_parts
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Role,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
+
+from _a2a import a2a_client, counting, message_data, prompt, send, served, status_text, to_task
+from tooldeck.serve.a2a._beat import FAILED_ELSEWHERE
+from tooldeck.serve.a2a._executor import CANCELLED_BY_CLIENT
+from tooldeck.serve.a2a._runners import Runners
+from tooldeck.serve.a2a._store import Store
+from tooldeck.testing import ProviderSimulator, call, reply
+
+BEAT = ("--heartbeat", "0.25", "--lease", "3")
+"""Both servers renew their leases every 0.25 s; a lease holds 3 s unrenewed."""
+ADDED = "Also count to 5, please."
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The store both servers share: a SQLite file, or a PostgreSQL database."""
+    if request.param == "postgres":
+        dsn: str = request.getfixturevalue("postgres_dsn")
+        return dsn
+    return str(tmp_path / "tasks.db")
+
+
+@asynccontextmanager
+async def two_servers(
+    folder: Path, sim: ProviderSimulator, store: str, slow_s: float
+) -> AsyncIterator[tuple[Any, Client, Any, Client, Task]]:
+    """Server A, counting a task (``slow_count`` sleeps ``slow_s`` s), and server B on the
+    same store: (A's process, A's client, B's process, B's client, the task)."""
+    with (
+        served(folder, sim, *BEAT, store=store, slow_s=slow_s) as (a_url, a_process),
+        served(folder, sim, *BEAT, store=store, slow_s=slow_s) as (b_url, b_process),
+    ):
+        async with a2a_client(a_url) as a_client, a2a_client(b_url) as b_client:
+            yield a_process, a_client, b_process, b_client, await counting(a_client)
+
+
+async def _runner_row_gone(store: str, task_id: str, within_s: float) -> bool:
+    """Whether the task's ``a2a_task_runners`` row goes within ``within_s`` seconds (the
+    run ended in its process)."""
+    where = Store(store)
+    runners = Runners(where.task_store().engine)
+    try:
+        deadline = time.monotonic() + within_s
+        while await runners.runner(task_id) is not None:
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.1)
+        return True
+    finally:
+        await where.aclose()
+
+
+def _said(sim: ProviderSimulator) -> str:
+    return str([m for r in sim.requests for m in r["messages"]])
+
+
+def _statuses(events: list[StreamResponse]) -> list[dict[str, Any]]:
+    return [
+        d
+        for e in events
+        if e.HasField("status_update")
+        for d in message_data(e.status_update.status.message)
+    ]
+
+
+async def test_a_cancel_sent_to_another_server_cancels_the_run_where_it_runs(
+    tmp_path: Path, provider, store: str
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Cancelled, as you asked.")])
+    async with two_servers(tmp_path, sim, store, slow_s=60) as (a, _, _, b_client, running):
+        asked = time.monotonic()
+        cancelled = await b_client.cancel_task(CancelTaskRequest(id=running.id))
+        stopped = await _committed(store, running.context_id, CANCELLED_BY_CLIENT, within_s=20)
+        took_s = time.monotonic() - asked
+        released = await _runner_row_gone(store, running.id, within_s=5)
+        after = await b_client.get_task(GetTaskRequest(id=running.id))
+        _, later = await send(b_client, prompt("Did you count?", running.context_id))
+        assert a.poll() is None  # server A runs on
+    assert running.status.state == TaskState.TASK_STATE_WORKING
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert stopped, "server A's run of the cancelled task did not end"
+    assert released  # A let the task go
+    assert took_s < 20  # the 60 s tool was stopped, not waited for
+    assert after.status.state == TaskState.TASK_STATE_CANCELED  # A did not write over it
+    assert later.status.state == TaskState.TASK_STATE_COMPLETED
+    assert "error[cancelled]: the run was cancelled (the A2A client cancelled the task)" in (
+        _said(sim)
+    )
+    assert "counted to 3" not in _said(sim)
+
+
+async def test_a_message_sent_to_another_server_joins_the_run_and_the_task_history(
+    tmp_path: Path, provider, store: str
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3; 5 next.")])
+    async with two_servers(tmp_path, sim, store, slow_s=4) as (_, _, _, b_client, running):
+        message = to_task(running, ADDED)
+        events, done = await send(b_client, message)  # B streams A's updates to the end
+        seen = await b_client.get_task(GetTaskRequest(id=running.id))
+    assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
+    assert {"kind": "tooldeck.message_joined", "texts": [ADDED], "round": 2.0} in _statuses(events)
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert status_text(done) == "Counted to 3; 5 next."
+    said = [(m["role"], str(m.get("content") or "")) for m in sim.requests[1]["messages"]]
+    assert said[-2:] == [("tool", "counted to 3"), ("user", ADDED)]
+    users = [m for m in seen.history if m.role == Role.ROLE_USER]
+    assert ["".join(get_text_parts(m.parts)) for m in users] == ["Count to 3.", ADDED]
+    assert users[1].message_id == message.message.message_id  # the client's own message
+    assert users[1].task_id == running.id
+
+
+async def test_subscribing_at_another_server_streams_the_task_from_where_it_stands(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3.")])
+    store = str(tmp_path / "tasks.db")
+    async with two_servers(tmp_path, sim, store, slow_s=3) as (_, _, _, b_client, running):
+        stream = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
+        events = [event async for event in stream]
+    assert events[0].task.id == running.id
+    assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
+    results = [d for d in _statuses(events) if d["kind"] == "tooldeck.tool_result"]
+    assert [(r["name"], r["output"]) for r in results] == [("slow_count", "counted to 3")]
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    answer = [e for e in events if e.HasField("artifact_update")][-1].artifact_update.artifact
+    assert answer.name == "answer"
+
+
+async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lease(
+    tmp_path: Path, provider, store: str
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
+    async with two_servers(tmp_path, sim, store, slow_s=60) as (a, _, _, b_client, running):
+        follower = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
+        first = await anext(follower)
+        a.send_signal(signal.SIGSTOP)  # alive, but silent: its lease is no longer renewed
+        try:
+            silenced = time.monotonic()
+            rest = [event async for event in follower]  # B's stream ends with the failure
+            judged_s = time.monotonic() - silenced
+            failed = await b_client.get_task(GetTaskRequest(id=running.id))
+        finally:
+            a.send_signal(signal.SIGCONT)
+        stopped = await _runner_row_gone(store, running.id, within_s=1)
+        woke = await _committed(store, running.context_id, FAILED_ELSEWHERE, within_s=20)
+        _, later = await send(b_client, prompt("Did you finish?", running.context_id))
+        after = await b_client.get_task(GetTaskRequest(id=running.id))
+    assert first.task.status.state == TaskState.TASK_STATE_WORKING
+    assert 2.5 < judged_s < 20  # not before the 3 s lease ran out
+    assert rest[-1].status_update.status.state == TaskState.TASK_STATE_FAILED
+    assert failed.status.state == TaskState.TASK_STATE_FAILED
+    assert status_text(failed).startswith(f"The server running this task (pid {a.pid} on "), (
+        status_text(failed)
+    )
+    assert "stopped renewing its lease (it ran out at " in status_text(failed)
+    assert status_text(failed).endswith(
+        f"a new message in context {running.context_id!r} goes on from it."
+    )
+    assert stopped  # B took the row when it failed the task
+    assert woke, "server A, woken, did not stop the run of its failed task"
+    assert after.status.state == TaskState.TASK_STATE_FAILED  # A did not write over it
+    assert later.status.state == TaskState.TASK_STATE_COMPLETED
+    assert (
+        "error[cancelled]: the run was cancelled (another A2A server took this one for "
+        "stopped (its lease ran out))" in _said(sim)
+    )
+
+
+async def _committed(store: str, context_id: str, text: str, within_s: float) -> bool:
+    """Whether a message holding ``text`` is committed to the context's conversation within
+    ``within_s`` seconds (the run that wrote it ended in its process): read from the
+    store's session, as the next run reads it."""
+    where = Store(store)
+    session = where.session(context_id)
+    try:
+        deadline = time.monotonic() + within_s
+        while not any(text in str(m.content) for m in (await session.load()).messages):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.2)
+        return True
+    finally:
+        await session.aclose()
+        await where.aclose()
