@@ -28,11 +28,13 @@ from a2a.types import (
     Task,
     TaskState,
 )
+from a2a.utils.errors import A2AError
+from sqlalchemy import update
 
 from _a2a import a2a_client, counting, message_data, prompt, send, served, status_text, to_task
 from tooldeck.serve.a2a._beat import FAILED_ELSEWHERE
 from tooldeck.serve.a2a._executor import CANCELLED_BY_CLIENT
-from tooldeck.serve.a2a._runners import Runners
+from tooldeck.serve.a2a._runners import RUNNERS, Runner, Runners, this_process
 from tooldeck.serve.a2a._store import Store
 from tooldeck.testing import ProviderSimulator, call, reply
 
@@ -213,3 +215,59 @@ async def _committed(store: str, context_id: str, text: str, within_s: float) ->
     finally:
         await session.aclose()
         await where.aclose()
+
+
+async def test_a_message_for_a_silent_server_is_refused_after_its_lease_and_never_added(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
+    store = str(tmp_path / "tasks.db")
+    async with two_servers(tmp_path, sim, store, slow_s=60) as (a, _, _, b_client, running):
+        a.send_signal(signal.SIGSTOP)
+        try:
+            with pytest.raises(A2AError) as refused:
+                await send(b_client, to_task(running, ADDED))
+        finally:
+            a.send_signal(signal.SIGCONT)
+        woke = await _committed(store, running.context_id, FAILED_ELSEWHERE, within_s=20)
+    assert str(refused.value) == (
+        f"task {running.id!r} is working in another server process (pid {a.pid} on "
+        f"{_host()}), which did not take the message within its lease (3 s): the message "
+        "was not added"
+    )
+    assert woke
+    assert ADDED not in _said(sim)  # A, woken, did not take the message back up
+
+
+def _host() -> str:
+    return this_process().machine.split()[0]
+
+
+async def test_a_runner_on_another_machine_is_judged_by_its_lease_alone(store: str) -> None:
+    """A row of a process on another machine (its pid means nothing here) holds while its
+    lease does, and is failed once it runs out, on SQLite and PostgreSQL alike."""
+    where = Store(store)
+    runners = Runners(where.task_store().engine, lease=30)
+    elsewhere = Runner("another-host pid:[4026531836]", 4242, "boot/1")
+    try:
+        await runners.hold("task-far", "context-far", "")
+        await runners.renew()
+        async with where.task_store().engine.begin() as connection:  # as that host wrote it
+            await connection.execute(
+                update(RUNNERS).values(machine=elsewhere.machine, pid=elsewhere.pid)
+            )
+        holding = await runners.orphans()
+        async with where.task_store().engine.begin() as connection:  # it stopped beating
+            await connection.execute(update(RUNNERS).values(expires=time.time() - 1))
+        [ran_out] = await runners.orphans()
+        gone = await runners.runner("task-far")
+    finally:
+        await where.aclose()
+    assert elsewhere.alive() is None  # not judged by its pid
+    assert holding == []
+    assert (ran_out.task_id, ran_out.runner) == ("task-far", elsewhere)
+    assert ran_out.why.startswith(
+        "The server running this task (pid 4242 on another-host) stopped renewing its lease "
+        "(it ran out at "
+    )
+    assert gone is None  # one server fails it: the row is taken

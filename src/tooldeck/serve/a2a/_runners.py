@@ -48,7 +48,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 RUNNERS_TABLE = "a2a_task_runners"
 
 _META = MetaData()
-_RUNNERS = Table(
+RUNNERS = Table(
     RUNNERS_TABLE,
     _META,
     Column("task_id", String(255), primary_key=True),
@@ -174,15 +174,15 @@ class Runners:
             self._created = True
 
     def _mine(self) -> Any:
-        return (_RUNNERS.c.machine == self.me.machine) & (_RUNNERS.c.pid == self.me.pid)
+        return (RUNNERS.c.machine == self.me.machine) & (RUNNERS.c.pid == self.me.pid)
 
     async def hold(self, task_id: str, context_id: str, owner: str) -> None:
         """Note that this process runs task ``task_id`` now."""
         await self._ready()
         async with self.engine.begin() as connection:
-            await connection.execute(delete(_RUNNERS).where(_RUNNERS.c.task_id == task_id))
+            await connection.execute(delete(RUNNERS).where(RUNNERS.c.task_id == task_id))
             await connection.execute(
-                insert(_RUNNERS).values(
+                insert(RUNNERS).values(
                     task_id=task_id,
                     context_id=context_id,
                     owner=owner,
@@ -196,7 +196,7 @@ class Runners:
         await self._ready()
         async with self.engine.begin() as connection:
             await connection.execute(
-                update(_RUNNERS).where(self._mine()).values(expires=time.time() + self.lease)
+                update(RUNNERS).where(self._mine()).values(expires=time.time() + self.lease)
             )
 
     async def release(self, task_id: str) -> None:
@@ -204,7 +204,7 @@ class Runners:
         await self._ready()
         async with self.engine.begin() as connection:
             await connection.execute(
-                delete(_RUNNERS).where(_RUNNERS.c.task_id == task_id, self._mine())
+                delete(RUNNERS).where(RUNNERS.c.task_id == task_id, self._mine())
             )
 
     async def runner(self, task_id: str) -> Runner | None:
@@ -213,8 +213,8 @@ class Runners:
         async with self.engine.connect() as connection:
             row = (
                 await connection.execute(
-                    select(_RUNNERS.c.machine, _RUNNERS.c.pid, _RUNNERS.c.started).where(
-                        _RUNNERS.c.task_id == task_id
+                    select(RUNNERS.c.machine, RUNNERS.c.pid, RUNNERS.c.started).where(
+                        RUNNERS.c.task_id == task_id
                     )
                 )
             ).first()
@@ -225,11 +225,11 @@ class Runners:
         or whose lease ran out; each row is removed as it is returned (by one server only)."""
         await self._ready()
         now = time.time()
-        query = select(_RUNNERS).where(
-            or_(_RUNNERS.c.machine == self.me.machine, _RUNNERS.c.expires < now), ~self._mine()
+        query = select(RUNNERS).where(
+            or_(RUNNERS.c.machine == self.me.machine, RUNNERS.c.expires < now), ~self._mine()
         )
         if context_id is not None:
-            query = query.where(_RUNNERS.c.context_id == context_id)
+            query = query.where(RUNNERS.c.context_id == context_id)
         found = []
         async with self.engine.begin() as connection:
             for row in (await connection.execute(query)).all():
@@ -238,10 +238,10 @@ class Runners:
                 if not why:
                     continue
                 claimed = await connection.execute(  # one server fails it, not two
-                    delete(_RUNNERS).where(
-                        _RUNNERS.c.task_id == row.task_id,
-                        _RUNNERS.c.pid == row.pid,
-                        _RUNNERS.c.machine == row.machine,
+                    delete(RUNNERS).where(
+                        RUNNERS.c.task_id == row.task_id,
+                        RUNNERS.c.pid == row.pid,
+                        RUNNERS.c.machine == row.machine,
                     )
                 )
                 if claimed.rowcount:

@@ -18,7 +18,8 @@ import warnings
 from functools import cache
 from pathlib import Path
 
-from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
+from a2a.server.cluster import DatabaseTaskEventStream, StoredTask, VersionedDatabaseTaskStore
+from a2a.server.context import ServerCallContext
 from a2a.server.models import create_task_model
 from a2a.server.tasks import DatabaseTaskStore
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -27,6 +28,15 @@ from tooldeck.run.session import Session
 
 TASKS_TABLE = "a2a_tasks"
 _CONNINFO = re.compile(r"^\s*\w+\s*=")
+
+
+class _VersionedStore(VersionedDatabaseTaskStore):
+    """The SDK's cluster store, making its tables before its first read too (the SDK's
+    makes the version and event tables only before a write)."""
+
+    async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        await self.initialize()  # once: later calls return at once
+        return await super().get(task_id, context)
 
 
 @cache
@@ -62,7 +72,7 @@ class Store:
         """The SDK's cluster task store on this database (one per Store): every write
         checks the version it was read at, and logs its event for other processes."""
         if self._tasks is None:
-            self._tasks = VersionedDatabaseTaskStore(self._engine())
+            self._tasks = _VersionedStore(self._engine())
             self._tasks.as_task_store.task_model = _task_model()  # type: ignore[attr-defined]
         return self._tasks
 
