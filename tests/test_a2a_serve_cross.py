@@ -38,8 +38,11 @@ from tooldeck.serve.a2a._runners import RUNNERS, Runner, Runners, this_process
 from tooldeck.serve.a2a._store import Store
 from tooldeck.testing import ProviderSimulator, call, reply
 
-BEAT = ("--heartbeat", "0.25", "--lease", "3")
-"""Both servers renew their leases every 0.25 s; a lease holds 3 s unrenewed."""
+HEARTBEAT_S = "0.25"
+"""Both servers beat every 0.25 s."""
+SHORT_LEASE_S = 3
+"""The lease of the tests of a silent server; the others' is long enough (30 s) that a server
+starved of CPU on a busy machine is not taken for stopped."""
 ADDED = "Also count to 5, please."
 
 
@@ -54,13 +57,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @asynccontextmanager
 async def two_servers(
-    folder: Path, sim: ProviderSimulator, store: str, slow_s: float
+    folder: Path, sim: ProviderSimulator, store: str, slow_s: float, lease_s: float = 30
 ) -> AsyncIterator[tuple[Any, Client, Any, Client, Task]]:
     """Server A, counting a task (``slow_count`` sleeps ``slow_s`` s), and server B on the
     same store: (A's process, A's client, B's process, B's client, the task)."""
+    beat = ("--heartbeat", HEARTBEAT_S, "--lease", str(lease_s))
     with (
-        served(folder, sim, *BEAT, store=store, slow_s=slow_s) as (a_url, a_process),
-        served(folder, sim, *BEAT, store=store, slow_s=slow_s) as (b_url, b_process),
+        served(folder, sim, *beat, store=store, slow_s=slow_s) as (a_url, a_process),
+        served(folder, sim, *beat, store=store, slow_s=slow_s) as (b_url, b_process),
     ):
         async with a2a_client(a_url) as a_client, a2a_client(b_url) as b_client:
             yield a_process, a_client, b_process, b_client, await counting(a_client)
@@ -163,7 +167,7 @@ async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lea
     tmp_path: Path, provider, store: str
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
-    async with two_servers(tmp_path, sim, store, slow_s=60) as (a, _, _, b_client, running):
+    async with two_servers(tmp_path, sim, store, 60, SHORT_LEASE_S) as (a, _, _, b_client, running):
         follower = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
         first = await anext(follower)
         a.send_signal(signal.SIGSTOP)  # alive, but silent: its lease is no longer renewed
@@ -222,7 +226,7 @@ async def test_a_message_for_a_silent_server_is_refused_after_its_lease_and_neve
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
     store = str(tmp_path / "tasks.db")
-    async with two_servers(tmp_path, sim, store, slow_s=60) as (a, _, _, b_client, running):
+    async with two_servers(tmp_path, sim, store, 60, SHORT_LEASE_S) as (a, _, _, b_client, running):
         a.send_signal(signal.SIGSTOP)
         try:
             with pytest.raises(A2AError) as refused:
@@ -254,7 +258,9 @@ async def test_a_runner_on_another_machine_is_judged_by_its_lease_alone(store: s
         await runners.renew()
         async with where.task_store().engine.begin() as connection:  # as that host wrote it
             await connection.execute(
-                update(RUNNERS).values(machine=elsewhere.machine, pid=elsewhere.pid)
+                update(RUNNERS).values(
+                    machine=elsewhere.machine, pid=elsewhere.pid, started=elsewhere.started
+                )
             )
         holding = await runners.orphans()
         async with where.task_store().engine.begin() as connection:  # it stopped beating
