@@ -9,7 +9,9 @@ FAILED, saying why — and, woken, it stops the run it had. SQLite and PostgreSQ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -84,6 +86,48 @@ async def _runner_row_gone(store: str, task_id: str, within_s: float) -> bool:
         return True
     finally:
         await where.aclose()
+
+
+def _silence(process: Any, store: str, task_id: str) -> float:
+    """SIGSTOP ``process`` at a moment it holds no lock in the store; when the lease it
+    holds on the task runs out (``time.time()``), as it last renewed it. A server stopped
+    inside one of its (short) transactions would hold the database (SQLite) or its row
+    (PostgreSQL) until woken, which is not what a silent server on another machine does
+    (its connection dies and the database rolls it back)."""
+    for _ in range(50):
+        process.send_signal(signal.SIGSTOP)
+        expires = _lease_end(store, task_id)
+        if expires is not None:
+            return expires
+        process.send_signal(signal.SIGCONT)
+        time.sleep(0.05)
+    raise AssertionError("the server held the store each time it was stopped")
+
+
+def _lease_end(store: str, task_id: str) -> float | None:
+    """The end of the task's lease, read under a write lock on the database (SQLite) or
+    the task's runner row (PostgreSQL); None if the lock is not had within half a second."""
+    query = "SELECT expires FROM a2a_task_runners WHERE task_id = "
+    if Path(store).suffix == ".db":
+        with contextlib.closing(sqlite3.connect(store, timeout=0.5)) as db:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:
+                return None
+            [expires] = db.execute(query + "?", [task_id]).fetchone()
+            db.rollback()
+            return float(expires)
+    import psycopg
+
+    with psycopg.connect(store) as db:
+        db.execute("SET lock_timeout = '500ms'")
+        try:
+            row = db.execute(query + "%s FOR UPDATE", [task_id]).fetchone()
+        except psycopg.errors.LockNotAvailable:
+            return None
+        db.rollback()
+        assert row is not None
+        return float(row[0])
 
 
 def _said(sim: ProviderSimulator) -> str:
@@ -170,11 +214,10 @@ async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lea
     async with two_servers(tmp_path, sim, store, 60, SHORT_LEASE_S) as (a, _, _, b_client, running):
         follower = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
         first = await anext(follower)
-        a.send_signal(signal.SIGSTOP)  # alive, but silent: its lease is no longer renewed
+        lease_end = _silence(a, store, running.id)  # alive, but silent: no more renewals
         try:
-            silenced = time.monotonic()
             rest = [event async for event in follower]  # B's stream ends with the failure
-            judged_s = time.monotonic() - silenced
+            judged_at = time.time()
             failed = await b_client.get_task(GetTaskRequest(id=running.id))
         finally:
             a.send_signal(signal.SIGCONT)
@@ -183,7 +226,7 @@ async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lea
         _, later = await send(b_client, prompt("Did you finish?", running.context_id))
         after = await b_client.get_task(GetTaskRequest(id=running.id))
     assert first.task.status.state == TaskState.TASK_STATE_WORKING
-    assert 2.5 < judged_s < 20  # not before the 3 s lease ran out
+    assert lease_end <= judged_at < lease_end + 20  # not before the lease ran out
     assert rest[-1].status_update.status.state == TaskState.TASK_STATE_FAILED
     assert failed.status.state == TaskState.TASK_STATE_FAILED
     assert status_text(failed).startswith(f"The server running this task (pid {a.pid} on "), (
@@ -227,7 +270,7 @@ async def test_a_message_for_a_silent_server_is_refused_after_its_lease_and_neve
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
     store = str(tmp_path / "tasks.db")
     async with two_servers(tmp_path, sim, store, 60, SHORT_LEASE_S) as (a, _, _, b_client, running):
-        a.send_signal(signal.SIGSTOP)
+        _silence(a, store, running.id)
         try:
             with pytest.raises(A2AError) as refused:
                 await send(b_client, to_task(running, ADDED))
