@@ -100,7 +100,7 @@ def _silence(process: Any, store: str, task_id: str) -> float:
         if expires is not None:
             return expires
         process.send_signal(signal.SIGCONT)
-        time.sleep(0.05)
+        time.sleep(0.3)  # time to end its transaction
     raise AssertionError("the server held the store each time it was stopped")
 
 
@@ -114,7 +114,9 @@ def _lease_end(store: str, task_id: str) -> float | None:
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError:
                 return None
-            [expires] = db.execute(query + "?", [task_id]).fetchone()
+            found = db.execute(query + "?", [task_id]).fetchone()
+            assert found, db.execute("SELECT * FROM a2a_task_runners").fetchall()
+            [expires] = found
             db.rollback()
             return float(expires)
     import psycopg
@@ -211,7 +213,13 @@ async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lea
     tmp_path: Path, provider, store: str
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
-    async with two_servers(tmp_path, sim, store, 60, SHORT_LEASE_S) as (a, _, _, b_client, running):
+    async with two_servers(tmp_path, sim, store, 120, SHORT_LEASE_S) as (
+        a,
+        _,
+        _,
+        b_client,
+        running,
+    ):
         follower = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
         first = await anext(follower)
         lease_end = _silence(a, store, running.id)  # alive, but silent: no more renewals
@@ -269,7 +277,13 @@ async def test_a_message_for_a_silent_server_is_refused_after_its_lease_and_neve
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
     store = str(tmp_path / "tasks.db")
-    async with two_servers(tmp_path, sim, store, 60, SHORT_LEASE_S) as (a, _, _, b_client, running):
+    async with two_servers(tmp_path, sim, store, 120, SHORT_LEASE_S) as (
+        a,
+        _,
+        _,
+        b_client,
+        running,
+    ):
         _silence(a, store, running.id)
         try:
             with pytest.raises(A2AError) as refused:
