@@ -131,12 +131,7 @@ def app(
             after it, any server on the store takes the process for stopped and fails the
             task. Servers on one store should be given the same figures.
     """
-    lease = 5 * heartbeat_s if lease_s is None else lease_s
-    if not 0 < heartbeat_s < lease:
-        raise ValueError(
-            f"heartbeat_s={heartbeat_s:g} and lease_s={lease:g}: a heartbeat is over 0 s "
-            "and shorter than the lease"
-        )
+    lease = _lease(heartbeat_s, lease_s)
     where = store if isinstance(store, Store) else Store(store or default_store())
     executor = RunExecutor(
         agent, where, deps=deps, decided_by=decided_by, heartbeat_s=heartbeat_s, lease_s=lease
@@ -176,3 +171,14 @@ def app(
     served = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     served.state.card = agent_card
     return served
+
+
+def _lease(heartbeat_s: float, lease_s: float | None) -> float:
+    """The lease (default 5 heartbeats); ValueError unless 0 < heartbeat < lease."""
+    lease = 5 * heartbeat_s if lease_s is None else lease_s
+    if not 0 < heartbeat_s < lease:
+        raise ValueError(
+            f"heartbeat_s={heartbeat_s:g} and lease_s={lease:g}: a heartbeat is over 0 s "
+            "and shorter than the lease"
+        )
+    return lease
