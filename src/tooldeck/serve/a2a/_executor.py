@@ -159,7 +159,9 @@ class RunExecutor(AgentExecutor):
             else:
                 await updater.start_work()
                 await self._run(asked, session, updater, context.call_context)
-            await self.runners.release(task_id)  # not when killed: that row is how it shows
+            # not when killed: that row is how it shows; shielded, for the SDK cancels this
+            # producer once another process's CANCELED stands, maybe while the row goes
+            await asyncio.shield(self.runners.release(task_id))
         finally:
             await session.aclose()
 
