@@ -20,7 +20,9 @@ from a2a.utils.errors import A2AError
 
 from _a2a import (
     AUTH,
+    MODEL,
     REFUND_A1,
+    SHOP,
     a2a_client,
     decisions,
     message_data,
@@ -255,12 +257,22 @@ def test_the_command_refuses_to_serve_without_its_secret_or_tools(tmp_path: Path
     no_secret = run([*command, "-t", "shop.py"], env=base)
     short = run([*command, "-t", "shop.py"], env={**base, "TOOLDECK_A2A_TOKEN": "short"})
     no_tools = run(command, env=base)
+    (tmp_path / "one.py").write_text(SHOP, encoding="utf-8")
+    secret = {**base, "TOOLDECK_A2A_TOKEN": "x" * 24, "OPENAI_API_KEY": "unused"}
+    model = ["--model", MODEL, "--base-url", "http://127.0.0.1:9/v1"]
+    beats = ["--heartbeat", "5", "--lease", "4"]
+    long_beat = run([*command, "-t", "one.py", *model, *beats], env=secret)
     assert no_secret.returncode == 2
     assert "--auth bearer needs the secret in $TOOLDECK_A2A_TOKEN" in no_secret.stderr
     assert short.returncode == 2
     assert "BearerToken needs a secret of at least 16 characters (got 5)" in short.stderr
     assert no_tools.returncode == 2
     assert "give the agent's tools: -t/--tools" in no_tools.stderr
+    assert long_beat.returncode == 2
+    assert (
+        "heartbeat_s=5 and lease_s=4: a heartbeat is over 0 s and shorter than the lease"
+        in long_beat.stderr
+    )
 
 
 async def test_a_server_with_another_checkpoint_key_runs_nothing_and_the_task_still_waits(

@@ -69,6 +69,20 @@ def add_a2a_parser(commands: Any, parents: list[Parser]) -> None:
         metavar="BYTES",
         help=f"the largest request body taken (default {DEFAULT_MAX_BODY_BYTES}: 1 MiB)",
     )
+    serve.add_argument(
+        "--heartbeat",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often the server renews the lease on the tasks it runs (default 2)",
+    )
+    serve.add_argument(
+        "--lease",
+        type=float,
+        metavar="SECONDS",
+        help="how long a task's lease holds unrenewed before other servers on the store take "
+        "its server for stopped and fail the task (default: 5 heartbeats)",
+    )
     serve.set_defaults(handler=a2a_serve_command, prog="tooldeck a2a serve")
 
 
@@ -92,9 +106,19 @@ def a2a_serve_command(args: argparse.Namespace) -> int:
     port = listener.getsockname()[1]
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     url = args.url or f"http://{f'[{shown}]' if ':' in shown else shown}:{port}"
-    served = app(
-        agent, url=url, auth=auth, store=args.session_db, deps=deps, max_body_bytes=args.max_body
-    )
+    try:
+        served = app(
+            agent,
+            url=url,
+            auth=auth,
+            store=args.session_db,
+            deps=deps,
+            max_body_bytes=args.max_body,
+            heartbeat_s=args.heartbeat,
+            lease_s=args.lease,
+        )
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     tools = ", ".join(agent.tools.names) or "none"
     print(
         f"tooldeck a2a serve: {agent.name!r} at {url} (card: {url}/.well-known/agent-card.json); "

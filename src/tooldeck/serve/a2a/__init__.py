@@ -14,10 +14,13 @@ from the command line.
   call's start and result as a ``WORKING`` status whose message has a data part
   (``tooldeck.tool_call``, ``tooldeck.tool_result``); the answer as the artifact
   ``answer`` and the ``COMPLETED`` status's message.
-- **Messages to a working task** join its run (``RunHandle.send``) before its next model
-  request, in the process running it (another process refuses them, saying so). A task
-  whose server was killed mid-run is marked ``FAILED`` by the next server on its machine
-  that starts or meets it.
+- **Many server processes, one store.** A message to a working task joins its run
+  (``RunHandle.send``) before its next model request, whichever server process it is sent
+  to; CancelTask to any process cancels the run where it runs; SubscribeToTask on any
+  process streams the task's updates (the SDK's cluster store and event stream). Each
+  process renews a lease on the tasks it runs every ``heartbeat_s`` seconds; a task whose
+  server was killed, or stopped renewing its lease (on any machine), is marked ``FAILED``,
+  saying why.
 - **Approvals and external tools over the hop.** A run that pauses leaves its task in
   ``INPUT_REQUIRED``, its status message listing the pending calls in a data part
   ``{"kind": "tooldeck.pending", "calls": [{"id", "name", "arguments", "kind", "why",
@@ -35,6 +38,7 @@ Needs the ``a2a`` extra: ``pip install 'tooldeck[a2a]'``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -53,6 +57,7 @@ try:
 
     from tooldeck.remote._pending import DECISIONS_KIND, PENDING_KIND
     from tooldeck.serve.a2a._auth import ApiKey, Auth, BearerToken, Guard
+    from tooldeck.serve.a2a._beat import beat_forever
     from tooldeck.serve.a2a._card import JSONRPC_PATH, REST_PATH, make_card
     from tooldeck.serve.a2a._executor import RunExecutor
     from tooldeck.serve.a2a._handler import TaskHandler
@@ -97,6 +102,8 @@ def app(
     deps: Any = None,
     decided_by: str = "a2a",
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    heartbeat_s: float = 2.0,
+    lease_s: float | None = None,
 ) -> Starlette:
     """A Starlette application serving ``agent`` over A2A.
 
@@ -118,9 +125,17 @@ def app(
         decided_by: Who the run log says decided on calls (``Approve(by=...)``).
         max_body_bytes: The largest request body taken (default 1 MiB); a larger one is
             answered 413 without being read.
+        heartbeat_s: How often this process renews the lease on the tasks it runs, and
+            looks for cancels of and messages to them sent to other processes.
+        lease_s: How long a task's lease holds without renewal (default 5 heartbeats);
+            after it, any server on the store takes the process for stopped and fails the
+            task. Servers on one store should be given the same figures.
     """
+    lease = _lease(heartbeat_s, lease_s)
     where = store if isinstance(store, Store) else Store(store or default_store())
-    executor = RunExecutor(agent, where, deps=deps, decided_by=decided_by)
+    executor = RunExecutor(
+        agent, where, deps=deps, decided_by=decided_by, heartbeat_s=heartbeat_s, lease_s=lease
+    )
     agent_card = make_card(
         agent,
         url=url,
@@ -143,13 +158,27 @@ def app(
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        await where.versioned().initialize()  # the tasks, their versions and events
         await executor.fail_orphans()  # tasks whose server was killed mid-run
+        heart = asyncio.create_task(beat_forever(executor), name="tooldeck a2a heartbeat")
         try:
             yield
         finally:
+            heart.cancel()
             await handler.aclose()
             await where.aclose()
 
     served = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     served.state.card = agent_card
     return served
+
+
+def _lease(heartbeat_s: float, lease_s: float | None) -> float:
+    """The lease (default 5 heartbeats); ValueError unless 0 < heartbeat < lease."""
+    lease = 5 * heartbeat_s if lease_s is None else lease_s
+    if not 0 < heartbeat_s < lease:
+        raise ValueError(
+            f"heartbeat_s={heartbeat_s:g} and lease_s={lease:g}: a heartbeat is over 0 s "
+            "and shorter than the lease"
+        )
+    return lease

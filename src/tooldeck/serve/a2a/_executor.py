@@ -7,24 +7,29 @@ chunks of the artifact ``text-<round>``, each call's start and result as a ``WOR
 status whose message has a data part (``tooldeck.tool_call``, ``tooldeck.tool_result``);
 its end is the task's: ``COMPLETED`` (the answer also as the artifact ``answer``),
 ``INPUT_REQUIRED`` (the pending calls), ``CANCELED`` or ``FAILED`` (what stopped it).
-``cancel`` is the run's cancellation (``RunHandle.cancel``): what it did is kept.
+``cancel`` is the run's cancellation (``RunHandle.cancel``): what it did is kept. A message
+to the working task joins the run (``join``); it is recorded in the task's history as the
+SDK records a message: a ``WORKING`` status carrying the message itself, which the next
+status moves into the history.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, TaskState
 from pydantic_core import to_jsonable_python
 
-from tooldeck.errors import CheckpointError, RunStopped, ToolDeckError
+from tooldeck.errors import CheckpointError, RunEnded, RunStopped, ToolDeckError
 from tooldeck.results import Checkpoint, RunResult, StopReason
 from tooldeck.run.agent import Agent
 from tooldeck.run.events import (
@@ -36,6 +41,7 @@ from tooldeck.run.events import (
 )
 from tooldeck.run.handle import RunHandle, start_resumed_run, start_run
 from tooldeck.run.session import Session
+from tooldeck.serve.a2a._inbox import Inbox
 from tooldeck.serve.a2a._replies import (
     TOOL_CALL_KIND,
     TOOL_RESULT_KIND,
@@ -59,10 +65,19 @@ joined the run before the model request of ``round``."""
 
 
 @dataclass(slots=True)
-class _Running:
+class Running:
+    """A task's run in this process."""
+
     handle: RunHandle[Any]
+    call_context: ServerCallContext | None
+    """Whose task it is (the SDK's owner scope reads it)."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the task's last status is enqueued."""
+    joining: deque[Message] = field(default_factory=deque)
+    """Messages sent to the run that have not joined it yet, oldest first."""
+    ended_elsewhere: str = ""
+    """Why the run was stopped when another process ended its task (cancelled it, or
+    failed it when this process's lease ran out)."""
 
 
 async def asked_of(message: Message | None, session: Session, decided_by: str) -> NewRun | Resume:
@@ -81,32 +96,48 @@ class RunExecutor(AgentExecutor):
     """Runs ``agent`` for the tasks of a2a-sdk's request handler."""
 
     def __init__(
-        self, agent: Agent[Any, Any], store: Store, *, deps: Any = None, decided_by: str = "a2a"
+        self,
+        agent: Agent[Any, Any],
+        store: Store,
+        *,
+        deps: Any = None,
+        decided_by: str = "a2a",
+        heartbeat_s: float = 2.0,
+        lease_s: float = 15.0,
     ) -> None:
         self.agent = agent
         self.store = store
         self.deps = deps
         self.decided_by = decided_by
-        self.runners = Runners(store.task_store().engine)
-        self._running: dict[str, _Running] = {}
+        self.heartbeat_s = heartbeat_s
+        engine = store.task_store().engine
+        self.runners = Runners(engine, lease_s)
+        self.inbox = Inbox(engine, poll_s=min(heartbeat_s, 0.5))
+        self.running: dict[str, Running] = {}
+        """The tasks whose runs run in this process."""
 
-    def join(self, task_id: str, text: str) -> bool:
-        """Send ``text`` to task ``task_id``'s run if it runs in this process (it joins the
-        conversation before the run's next model request); False if it does not.
+    def join(self, task_id: str, message: Message) -> bool:
+        """Send ``message``'s text to task ``task_id``'s run if it runs in this process (it
+        joins the conversation before the run's next model request); False if it does not.
 
         Raises:
             RunEnded: the run has ended (naming how); nothing was added.
         """
-        running = self._running.get(task_id)
+        running = self.running.get(task_id)
         if running is None:
             return False
-        running.handle.send(text)
+        running.joining.append(message)
+        try:
+            running.handle.send("\n".join(get_text_parts(message.parts)))
+        except RunEnded:
+            running.joining.pop()
+            raise
         return True
 
     async def fail_orphans(self, context_id: str | None = None) -> int:
         """Mark ``FAILED`` the unfinished tasks (of ``context_id``, else all) whose server
-        process was killed (``_runners``); how many were."""
-        return await fail_orphans(self.runners, self.store.task_store(), context_id)
+        process was killed or stopped renewing its lease (``_runners``); how many were."""
+        return await fail_orphans(self.runners, self.store.versioned(), context_id)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
@@ -127,15 +158,17 @@ class RunExecutor(AgentExecutor):
                 await self._refused(updater, context, str(error), session)
             else:
                 await updater.start_work()
-                await self._run(asked, session, updater)
-            await self.runners.release(task_id)  # not when killed: that row is how it shows
+                await self._run(asked, session, updater, context.call_context)
+            # not when killed: that row is how it shows; shielded, for the SDK cancels this
+            # producer once another process's CANCELED stands, maybe while the row goes
+            await asyncio.shield(self.runners.release(task_id))
         finally:
             await session.aclose()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the task's run (it ends ``CANCELED``, keeping what it did); wait until its
         last status is enqueued. A paused run is closed by ``close_paused``."""
-        running = self._running.get(context.task_id or "")
+        running = self.running.get(context.task_id or "")
         if running is None:
             return
         running.handle.cancel(CANCELLED_BY_CLIENT)
@@ -155,7 +188,13 @@ class RunExecutor(AgentExecutor):
         finally:
             await session.aclose()
 
-    async def _run(self, asked: NewRun | Resume, session: Session, updater: TaskUpdater) -> None:
+    async def _run(
+        self,
+        asked: NewRun | Resume,
+        session: Session,
+        updater: TaskUpdater,
+        call_context: ServerCallContext | None,
+    ) -> None:
         task_id = updater.task_id
         handle: RunHandle[Any]
         paused = None
@@ -173,16 +212,18 @@ class RunExecutor(AgentExecutor):
             handle = start_resumed_run(
                 self.agent, None, asked.decisions, session=session, deltas=True, deps=self.deps
             )
-        running = self._running[task_id] = _Running(handle)
+        running = self.running[task_id] = Running(handle, call_context)
         try:
-            await _Relay(updater, paused).relay(handle)
+            await _Relay(updater, paused, running.joining).relay(handle)
         except asyncio.CancelledError:  # the server shuts down: the run stops as it stands
-            handle.cancel("the A2A server stopped")
+            handle.cancel(running.ended_elsewhere or "the A2A server stopped")
             await asyncio.shield(handle.result())
+            if running.ended_elsewhere:  # the task ended: its row goes (not a dead run's)
+                await asyncio.shield(self.runners.release(task_id))
             raise
         finally:
             running.ended.set()
-            self._running.pop(task_id, None)
+            self.running.pop(task_id, None)
 
     async def _refused(
         self, updater: TaskUpdater, context: RequestContext, problem: str, session: Session
@@ -201,10 +242,17 @@ class RunExecutor(AgentExecutor):
 class _Relay:
     """The run's events as the task's updates."""
 
-    def __init__(self, updater: TaskUpdater, paused: Checkpoint | None = None) -> None:
+    def __init__(
+        self,
+        updater: TaskUpdater,
+        paused: Checkpoint | None = None,
+        joining: deque[Message] | None = None,
+    ) -> None:
         self.updater = updater
         self.paused = paused
         """The pause a reply resumes: it stays when the reply cannot resume it."""
+        self.joining: deque[Message] = deque() if joining is None else joining
+        """The A2A messages sent to the run, oldest first, until they join."""
         self._streamed: set[int] = set()
 
     async def relay(self, handle: RunHandle[Any]) -> None:
@@ -215,8 +263,7 @@ class _Relay:
             elif isinstance(event, ToolCallStarted | ToolCallFinished):
                 await self._working(_call_data(event))
             elif isinstance(event, MessageJoined) and event.sent:
-                texts = [m.content for m in event.messages]
-                await self._working({"kind": JOINED_KIND, "texts": texts, "round": event.round})
+                await self._joined(event)
             elif isinstance(event, FinalAnswer):
                 ended = True
                 await self._finish(event.result)
@@ -232,6 +279,18 @@ class _Relay:
             name="text",
             append=not first,
         )
+
+    async def _joined(self, event: MessageJoined) -> None:
+        """Each joined message as a status of its own (the next status moves it into the
+        task's history, as the SDK keeps a message), then what joined, for the model."""
+        for _ in event.messages:
+            if self.joining:
+                message = Message()
+                message.CopyFrom(self.joining.popleft())
+                message.task_id, message.context_id = self.updater.task_id, self.updater.context_id
+                await self.updater.update_status(TaskState.TASK_STATE_WORKING, message)
+        texts = [m.content for m in event.messages]
+        await self._working({"kind": JOINED_KIND, "texts": texts, "round": event.round})
 
     async def _working(self, data: dict[str, Any]) -> None:
         message = self.updater.new_agent_message([new_data_part(data)])

@@ -4,11 +4,15 @@ A message is checked against its context's session before the SDK takes it: a re
 names a call that is not pending, a prompt to a context whose run waits, a message to a
 finished task are refused with a JSON-RPC ``InvalidParams`` error (HTTP 400 over HTTP+JSON)
 whose message says what to send, and the task is left as it was. A text message to a
-``WORKING`` task joins its run (``RunHandle.send``) when this process runs it, and is
-refused, saying where the task runs, when another process does. A task whose server process
-was killed is marked ``FAILED`` before the message is looked at (``_runners``). A cancel of
-a paused task also ends the paused run in the session (its calls read ``error[cancelled]``),
-in whichever process the cancel arrives.
+``WORKING`` task joins its run (``RunHandle.send``): at once when this process runs it, else
+through the store (``_inbox``) to the process that does, whose answer this one waits for. A
+task whose server process was killed is marked ``FAILED`` before the message is looked at
+(``_runners``). A cancel of a paused task also ends the paused run in the session (its
+calls read ``error[cancelled]``), in whichever process the cancel arrives; a cancel of a
+task running in another process is the SDK's (``CANCELED`` in the shared store), which that
+process's heartbeat turns into its run's cancellation (``_beat``). The handler runs in the
+SDK's cluster mode (its versioned store and event stream), so SubscribeToTask streams a
+task from any server process.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from a2a.utils.errors import InvalidParamsError
 from tooldeck.errors import RunEnded
 from tooldeck.remote._pending import DECISIONS_KIND
 from tooldeck.serve.a2a._executor import RunExecutor, asked_of
+from tooldeck.serve.a2a._inbox import JOINED
 from tooldeck.serve.a2a._replies import ReplyError, Resume
 
 if TYPE_CHECKING:
@@ -46,8 +51,10 @@ class TaskHandler(DefaultRequestHandlerV2):
     """``DefaultRequestHandlerV2`` on the executor's store, checking messages first."""
 
     def __init__(self, executor: RunExecutor, card: AgentCard) -> None:
-        self.tasks = executor.store.task_store()
-        super().__init__(executor, self.tasks, card)
+        store = executor.store
+        self.tasks = store.task_store()
+        stream = store.event_stream(poll_s=min(executor.heartbeat_s, 0.5))
+        super().__init__(executor, store.versioned(), card, event_stream=stream)
         self.executor = executor
 
     async def on_message_send(
@@ -169,23 +176,37 @@ class TaskHandler(DefaultRequestHandlerV2):
                 "run before the run's next model request"
             )
         try:
-            if self.executor.join(task.id, text):
+            if self.executor.join(task.id, message):
                 return task.id
         except RunEnded as error:
+            raise _ending(task, str(error)) from None
+        runners = self.executor.runners
+        runner = await runners.runner(task.id)
+        if runner is None or runner == runners.me:
+            where = "in no server process this one knows of"
+            if runner == runners.me:
+                where = "in this server, starting or ending: send it again"
             raise InvalidParamsError(
-                f"task {task.id!r} is ending: {error}; send a new message without a task id "
-                f"(context {task.context_id!r})"
-            ) from None
-        runner = await self.executor.runners.runner(task.id)
-        where = "in no server process this one knows of"
-        if runner == self.executor.runners.me:
-            where = "in this server, starting or ending: send it again"
-        elif runner is not None:
-            where = f"in another server process ({runner}), not this one"
-        raise InvalidParamsError(
-            f"task {task.id!r} is working {where}: a message joins a run only in the process "
-            "running it; the message was not added"
-        )
+                f"task {task.id!r} is working {where}: a message joins a run only in the "
+                "process running it; the message was not added"
+            )
+        answer = await self.executor.inbox.ask(task.id, message, wait_s=runners.lease)
+        if answer == JOINED:
+            return task.id
+        if answer is None:
+            raise InvalidParamsError(
+                f"task {task.id!r} is working in another server process ({runner}), which did "
+                f"not take the message within its lease ({runners.lease:g} s): the message was "
+                "not added"
+            )
+        raise _ending(task, answer)
+
+
+def _ending(task: Task, why: str) -> InvalidParamsError:
+    return InvalidParamsError(
+        f"task {task.id!r} is ending: {why}; send a new message without a task id "
+        f"(context {task.context_id!r})"
+    )
 
 
 def _decides(message: Message) -> bool:

@@ -4,34 +4,52 @@ Every server process on a store writes a row (table ``a2a_task_runners``, in the
 database) when it starts a task's run: the task, its context, the task's owner (the SDK's
 owner scope), and the process — its machine (host name and, on Linux, PID namespace) and
 its pid with the process's start stamp (on Linux, the boot id and the start time in
-``/proc/<pid>/stat``, so a reused pid is not taken for the old process). The row goes
-when the run ends. A row left behind is a run whose server was killed: a server on the same
-machine sees that the process is gone (``Runner.alive``) and fails the task; a row of a
-process on another machine cannot be judged from here (``alive`` is None) and is left.
+``/proc/<pid>/stat``, so a reused pid is not taken for the old process) — and a lease: the
+time until which the row holds (``expires``), which the process renews at each heartbeat
+(``renew``). The row goes when the run ends. A row left behind is a run whose server
+stopped: a server on the same machine sees at once that the process is gone
+(``Runner.alive``); a server anywhere sees the lease run out (a process killed on another
+machine, or one that stopped beating). Either way the task is failed, saying why.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from a2a.auth.user import User
 from a2a.helpers import new_text_message
+from a2a.server.cluster import ConcurrentTaskModificationError, VersionedTaskStore
 from a2a.server.context import ServerCallContext
-from a2a.server.tasks import TaskStore
-from a2a.types import TaskState, TaskStatus
-from sqlalchemy import Column, Integer, MetaData, String, Table, delete, insert, select
+from a2a.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+from sqlalchemy import (
+    Column,
+    Connection,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    delete,
+    insert,
+    inspect,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 RUNNERS_TABLE = "a2a_task_runners"
 
 _META = MetaData()
-_RUNNERS = Table(
+RUNNERS = Table(
     RUNNERS_TABLE,
     _META,
     Column("task_id", String(255), primary_key=True),
@@ -40,6 +58,7 @@ _RUNNERS = Table(
     Column("machine", String(255), nullable=False),
     Column("pid", Integer, nullable=False),
     Column("started", String(255), nullable=False),
+    Column("expires", Float, nullable=True),
 )
 
 
@@ -76,6 +95,8 @@ class Orphan(NamedTuple):
     context_id: str
     call_context: ServerCallContext
     runner: Runner
+    why: str
+    """The status message the task fails with."""
 
 
 def _read(path: str) -> str:
@@ -129,11 +150,20 @@ class _Owner(User):
         return self._name
 
 
-class Runners:
-    """The rows of ``a2a_task_runners`` on the task store's engine."""
+def _add_lease(connection: Connection) -> None:
+    """Give a table made before leases its ``expires`` column (its rows never run out)."""
+    columns = {column["name"] for column in inspect(connection).get_columns(RUNNERS_TABLE)}
+    if "expires" not in columns:
+        connection.execute(text(f"ALTER TABLE {RUNNERS_TABLE} ADD COLUMN expires FLOAT"))
 
-    def __init__(self, engine: AsyncEngine) -> None:
+
+class Runners:
+    """The rows of ``a2a_task_runners`` on the task store's engine; this process's rows
+    hold for ``lease`` seconds from their last renewal."""
+
+    def __init__(self, engine: AsyncEngine, lease: float = 15.0) -> None:
         self.engine = engine
+        self.lease = lease
         self._created = False
         self.me = this_process()
 
@@ -141,16 +171,24 @@ class Runners:
         if not self._created:
             async with self.engine.begin() as connection:
                 await connection.run_sync(_META.create_all)
+                await connection.run_sync(_add_lease)
             self._created = True
+
+    def _mine(self) -> Any:
+        return (RUNNERS.c.machine == self.me.machine) & (RUNNERS.c.pid == self.me.pid)
 
     async def hold(self, task_id: str, context_id: str, owner: str) -> None:
         """Note that this process runs task ``task_id`` now."""
         await self._ready()
         async with self.engine.begin() as connection:
-            await connection.execute(delete(_RUNNERS).where(_RUNNERS.c.task_id == task_id))
+            await connection.execute(delete(RUNNERS).where(RUNNERS.c.task_id == task_id))
             await connection.execute(
-                insert(_RUNNERS).values(
-                    task_id=task_id, context_id=context_id, owner=owner, **asdict(self.me)
+                insert(RUNNERS).values(
+                    task_id=task_id,
+                    context_id=context_id,
+                    owner=owner,
+                    expires=time.time() + self.lease,
+                    **asdict(self.me),
                 )
             )
 
@@ -160,11 +198,17 @@ class Runners:
         primary key makes it one winner across the processes on a store; a row of a process
         that is gone is taken over."""
         await self._ready()
-        row = {"task_id": task_id, "context_id": context_id, "owner": owner, **asdict(self.me)}
+        row = {
+            "task_id": task_id,
+            "context_id": context_id,
+            "owner": owner,
+            "expires": time.time() + self.lease,
+            **asdict(self.me),
+        }
         for _ in range(3):
             try:
                 async with self.engine.begin() as connection:
-                    await connection.execute(insert(_RUNNERS).values(**row))
+                    await connection.execute(insert(RUNNERS).values(**row))
                 return None
             except IntegrityError:
                 holder = await self.runner(task_id)
@@ -173,18 +217,26 @@ class Runners:
                 if holder is not None:  # its process is gone: the row is stale
                     async with self.engine.begin() as connection:
                         await connection.execute(
-                            delete(_RUNNERS).where(
-                                _RUNNERS.c.task_id == task_id, _RUNNERS.c.pid == holder.pid
+                            delete(RUNNERS).where(
+                                RUNNERS.c.task_id == task_id, RUNNERS.c.pid == holder.pid
                             )
                         )
         return await self.runner(task_id) or self.me
+
+    async def renew(self) -> None:
+        """The heartbeat: this process's rows hold for another ``lease`` seconds."""
+        await self._ready()
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                update(RUNNERS).where(self._mine()).values(expires=time.time() + self.lease)
+            )
 
     async def release(self, task_id: str) -> None:
         """The run of ``task_id`` ended here: forget its row."""
         await self._ready()
         async with self.engine.begin() as connection:
             await connection.execute(
-                delete(_RUNNERS).where(_RUNNERS.c.task_id == task_id, _RUNNERS.c.pid == self.me.pid)
+                delete(RUNNERS).where(RUNNERS.c.task_id == task_id, self._mine())
             )
 
     async def runner(self, task_id: str) -> Runner | None:
@@ -193,63 +245,91 @@ class Runners:
         async with self.engine.connect() as connection:
             row = (
                 await connection.execute(
-                    select(_RUNNERS.c.machine, _RUNNERS.c.pid, _RUNNERS.c.started).where(
-                        _RUNNERS.c.task_id == task_id
+                    select(RUNNERS.c.machine, RUNNERS.c.pid, RUNNERS.c.started).where(
+                        RUNNERS.c.task_id == task_id
                     )
                 )
             ).first()
         return None if row is None else Runner(row.machine, row.pid, row.started)
 
     async def orphans(self, context_id: str | None = None) -> list[Orphan]:
-        """The tasks (of ``context_id``, else all) whose process on this machine is gone;
-        their rows are removed as they are returned."""
+        """The tasks (of ``context_id``, else all) whose process is gone from this machine
+        or whose lease ran out; each row is removed as it is returned (by one server only)."""
         await self._ready()
-        query = select(_RUNNERS).where(_RUNNERS.c.machine == self.me.machine)
+        now = time.time()
+        query = select(RUNNERS).where(
+            or_(RUNNERS.c.machine == self.me.machine, RUNNERS.c.expires < now), ~self._mine()
+        )
         if context_id is not None:
-            query = query.where(_RUNNERS.c.context_id == context_id)
+            query = query.where(RUNNERS.c.context_id == context_id)
+        found = []
         async with self.engine.begin() as connection:
-            rows = (await connection.execute(query)).all()
-            gone = [r for r in rows if Runner(r.machine, r.pid, r.started).alive() is False]
-            if gone:
-                ids = [r.task_id for r in gone]
-                await connection.execute(delete(_RUNNERS).where(_RUNNERS.c.task_id.in_(ids)))
-        return [
-            Orphan(
-                r.task_id,
-                r.context_id,
-                ServerCallContext(user=_Owner(r.owner)),
-                Runner(r.machine, r.pid, r.started),
-            )
-            for r in gone
-        ]
+            for row in (await connection.execute(query)).all():
+                runner = Runner(row.machine, row.pid, row.started)
+                why = _why_gone(runner, row.expires, now, row.context_id)
+                if not why:
+                    continue
+                claimed = await connection.execute(  # one server fails it, not two
+                    delete(RUNNERS).where(
+                        RUNNERS.c.task_id == row.task_id,
+                        RUNNERS.c.pid == row.pid,
+                        RUNNERS.c.machine == row.machine,
+                    )
+                )
+                if claimed.rowcount:
+                    owner = ServerCallContext(user=_Owner(row.owner))
+                    found.append(Orphan(row.task_id, row.context_id, owner, runner, why))
+        return found
+
+
+def _why_gone(runner: Runner, expires: float | None, now: float, context_id: str) -> str:
+    """The status message of a task whose runner is gone, "" if it is not."""
+    if runner.alive() is False:
+        cause = f"stopped ({runner})"
+    elif expires is not None and expires < now:
+        ran_out = datetime.fromtimestamp(expires, UTC).strftime("%H:%M:%S UTC")
+        cause = f"({runner}) stopped renewing its lease (it ran out at {ran_out})"
+    else:
+        return ""
+    return (
+        f"The server running this task {cause} before its run ended. What the run did is "
+        f"kept in the conversation: a new message in context {context_id!r} goes on from it."
+    )
 
 
 _UNFINISHED = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
 
 
-def stopped_text(orphan: Orphan) -> str:
-    """The status message of a task whose server stopped mid-run."""
-    return (
-        f"The server running this task stopped ({orphan.runner}) before its run ended. "
-        "What the run did is kept in the conversation: a new message in context "
-        f"{orphan.context_id!r} goes on from it."
-    )
-
-
-async def fail_orphans(runners: Runners, tasks: TaskStore, context_id: str | None = None) -> int:
+async def fail_orphans(
+    runners: Runners, tasks: VersionedTaskStore, context_id: str | None = None
+) -> int:
     """Mark ``FAILED`` the unfinished tasks (of ``context_id``, else all) whose server
-    process on this machine is gone; how many were."""
+    process is gone (``Runners.orphans``); how many were. The write is logged as the task's
+    event, so a client following the task from any server hears it."""
     failed = 0
     for orphan in await runners.orphans(context_id):
-        task = await tasks.get(orphan.task_id, orphan.call_context)
-        if task is None or task.status.state not in _UNFINISHED:
+        stored = await tasks.get(orphan.task_id, orphan.call_context)
+        if stored is None or stored.task.status.state not in _UNFINISHED:
             continue
-        message = new_text_message(
-            stopped_text(orphan), context_id=task.context_id, task_id=task.id
-        )
+        task = stored.task
+        message = new_text_message(orphan.why, context_id=task.context_id, task_id=task.id)
         status = TaskStatus(state=TaskState.TASK_STATE_FAILED, message=message)
         status.timestamp.FromDatetime(datetime.now(UTC))
-        task.status.CopyFrom(status)
-        await tasks.save(task, orphan.call_context)
+        event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=status)
+        failed_task = Task()
+        failed_task.CopyFrom(task)
+        if task.status.HasField("message"):
+            failed_task.history.append(task.status.message)
+        failed_task.status.CopyFrom(status)
+        try:
+            await tasks.save(
+                failed_task,
+                event=event,
+                prev=task,
+                prev_version=stored.version,
+                context=orphan.call_context,
+            )
+        except ConcurrentTaskModificationError:
+            continue  # written meanwhile (its runner came back and ended it): theirs stands
         failed += 1
     return failed

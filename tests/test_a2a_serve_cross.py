@@ -1,0 +1,336 @@
+"""Two ``tooldeck a2a serve`` processes on one store act as one server, driven by a2a-sdk's
+own client: a cancel sent to server B cancels the run of a task server A runs; a message to
+B joins A's run (and the task's history, as the SDK keeps messages); SubscribeToTask on B
+streams A's updates; and a server whose heartbeat stops (SIGSTOP: alive, as a process on
+another machine looks, but silent) is taken for stopped once its lease runs out — its task
+FAILED, saying why — and, woken, it stops the run it had. SQLite and PostgreSQL alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from a2a.client import Client
+from a2a.helpers import get_text_parts
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Role,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.errors import A2AError
+from sqlalchemy import update
+
+from _a2a import a2a_client, counting, message_data, prompt, send, served, status_text, to_task
+from tooldeck.serve.a2a._beat import FAILED_ELSEWHERE
+from tooldeck.serve.a2a._executor import CANCELLED_BY_CLIENT
+from tooldeck.serve.a2a._runners import RUNNERS, Runner, Runners, this_process
+from tooldeck.serve.a2a._store import Store
+from tooldeck.testing import ProviderSimulator, call, reply
+
+HEARTBEAT_S = "0.25"
+"""Both servers beat every 0.25 s."""
+SHORT_LEASE_S = 3
+"""The lease of the tests of a silent server; the others' is long enough (30 s) that a server
+starved of CPU on a busy machine is not taken for stopped."""
+ADDED = "Also count to 5, please."
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The store both servers share: a SQLite file, or a PostgreSQL database."""
+    if request.param == "postgres":
+        dsn: str = request.getfixturevalue("postgres_dsn")
+        return dsn
+    return str(tmp_path / "tasks.db")
+
+
+@asynccontextmanager
+async def two_servers(
+    folder: Path, sim: ProviderSimulator, store: str, slow_s: float, lease_s: float = 30
+) -> AsyncIterator[tuple[Any, Client, Any, Client, Task]]:
+    """Server A, counting a task (``slow_count`` sleeps ``slow_s`` s), and server B on the
+    same store: (A's process, A's client, B's process, B's client, the task)."""
+    beat = ("--heartbeat", HEARTBEAT_S, "--lease", str(lease_s))
+    with (
+        served(folder, sim, *beat, store=store, slow_s=slow_s) as (a_url, a_process),
+        served(folder, sim, *beat, store=store, slow_s=slow_s) as (b_url, b_process),
+    ):
+        async with a2a_client(a_url) as a_client, a2a_client(b_url) as b_client:
+            yield a_process, a_client, b_process, b_client, await counting(a_client)
+
+
+async def _runner_row_gone(store: str, task_id: str, within_s: float) -> bool:
+    """Whether the task's ``a2a_task_runners`` row goes within ``within_s`` seconds (the
+    run ended in its process)."""
+    where = Store(store)
+    runners = Runners(where.task_store().engine)
+    try:
+        deadline = time.monotonic() + within_s
+        while await runners.runner(task_id) is not None:
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.1)
+        return True
+    finally:
+        await where.aclose()
+
+
+def _silence(process: Any, store: str, task_id: str) -> float:
+    """SIGSTOP ``process`` at a moment it holds no lock in the store; when the lease it
+    holds on the task runs out (``time.time()``), as it last renewed it. A server stopped
+    inside one of its (short) transactions would hold the database (SQLite) or its row
+    (PostgreSQL) until woken, which is not what a silent server on another machine does
+    (its connection dies and the database rolls it back)."""
+    for _ in range(50):
+        process.send_signal(signal.SIGSTOP)
+        expires = _lease_end(store, task_id)
+        if expires is not None:
+            return expires
+        process.send_signal(signal.SIGCONT)
+        time.sleep(0.3)  # time to end its transaction
+    raise AssertionError("the server held the store each time it was stopped")
+
+
+def _lease_end(store: str, task_id: str) -> float | None:
+    """The end of the task's lease, read under a write lock on the database (SQLite) or
+    the task's runner row (PostgreSQL); None if the lock is not had within half a second."""
+    query = "SELECT expires FROM a2a_task_runners WHERE task_id = "
+    if Path(store).suffix == ".db":
+        with contextlib.closing(sqlite3.connect(store, timeout=0.5)) as db:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:
+                return None
+            found = db.execute(query + "?", [task_id]).fetchone()
+            assert found, db.execute("SELECT * FROM a2a_task_runners").fetchall()
+            [expires] = found
+            db.rollback()
+            return float(expires)
+    import psycopg
+
+    with psycopg.connect(store) as db:
+        db.execute("SET lock_timeout = '500ms'")
+        try:
+            row = db.execute(query + "%s FOR UPDATE", [task_id]).fetchone()
+        except psycopg.errors.LockNotAvailable:
+            return None
+        db.rollback()
+        assert row is not None
+        return float(row[0])
+
+
+def _said(sim: ProviderSimulator) -> str:
+    return str([m for r in sim.requests for m in r["messages"]])
+
+
+def _statuses(events: list[StreamResponse]) -> list[dict[str, Any]]:
+    return [
+        d
+        for e in events
+        if e.HasField("status_update")
+        for d in message_data(e.status_update.status.message)
+    ]
+
+
+async def test_a_cancel_sent_to_another_server_cancels_the_run_where_it_runs(
+    tmp_path: Path, provider, store: str
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Cancelled, as you asked.")])
+    async with two_servers(tmp_path, sim, store, slow_s=60) as (a, _, _, b_client, running):
+        asked = time.monotonic()
+        cancelled = await b_client.cancel_task(CancelTaskRequest(id=running.id))
+        stopped = await _committed(store, running.context_id, CANCELLED_BY_CLIENT, within_s=20)
+        took_s = time.monotonic() - asked
+        released = await _runner_row_gone(store, running.id, within_s=5)
+        after = await b_client.get_task(GetTaskRequest(id=running.id))
+        _, later = await send(b_client, prompt("Did you count?", running.context_id))
+        assert a.poll() is None  # server A runs on
+    assert running.status.state == TaskState.TASK_STATE_WORKING
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert stopped, "server A's run of the cancelled task did not end"
+    assert released  # A let the task go
+    assert took_s < 20  # the 60 s tool was stopped, not waited for
+    assert after.status.state == TaskState.TASK_STATE_CANCELED  # A did not write over it
+    assert later.status.state == TaskState.TASK_STATE_COMPLETED
+    assert "error[cancelled]: the run was cancelled (the A2A client cancelled the task)" in (
+        _said(sim)
+    )
+    assert "counted to 3" not in _said(sim)
+
+
+async def test_a_message_sent_to_another_server_joins_the_run_and_the_task_history(
+    tmp_path: Path, provider, store: str
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3; 5 next.")])
+    async with two_servers(tmp_path, sim, store, slow_s=4) as (_, _, _, b_client, running):
+        message = to_task(running, ADDED)
+        events, done = await send(b_client, message)  # B streams A's updates to the end
+        seen = await b_client.get_task(GetTaskRequest(id=running.id))
+    assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
+    assert {"kind": "tooldeck.message_joined", "texts": [ADDED], "round": 2.0} in _statuses(events)
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert status_text(done) == "Counted to 3; 5 next."
+    said = [(m["role"], str(m.get("content") or "")) for m in sim.requests[1]["messages"]]
+    assert said[-2:] == [("tool", "counted to 3"), ("user", ADDED)]
+    users = [m for m in seen.history if m.role == Role.ROLE_USER]
+    assert ["".join(get_text_parts(m.parts)) for m in users] == ["Count to 3.", ADDED]
+    assert users[1].message_id == message.message.message_id  # the client's own message
+    assert users[1].task_id == running.id
+
+
+async def test_subscribing_at_another_server_streams_the_task_from_where_it_stands(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3.")])
+    store = str(tmp_path / "tasks.db")
+    async with two_servers(tmp_path, sim, store, slow_s=3) as (_, _, _, b_client, running):
+        stream = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
+        events = [event async for event in stream]
+    assert events[0].task.id == running.id
+    assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
+    results = [d for d in _statuses(events) if d["kind"] == "tooldeck.tool_result"]
+    assert [(r["name"], r["output"]) for r in results] == [("slow_count", "counted to 3")]
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    answer = [e for e in events if e.HasField("artifact_update")][-1].artifact_update.artifact
+    assert answer.name == "answer"
+
+
+async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lease(
+    tmp_path: Path, provider, store: str
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
+    async with two_servers(tmp_path, sim, store, 120, SHORT_LEASE_S) as (
+        a,
+        _,
+        _,
+        b_client,
+        running,
+    ):
+        follower = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
+        first = await anext(follower)
+        lease_end = _silence(a, store, running.id)  # alive, but silent: no more renewals
+        try:
+            rest = [event async for event in follower]  # B's stream ends with the failure
+            judged_at = time.time()
+            failed = await b_client.get_task(GetTaskRequest(id=running.id))
+        finally:
+            a.send_signal(signal.SIGCONT)
+        stopped = await _runner_row_gone(store, running.id, within_s=1)
+        woke = await _committed(store, running.context_id, FAILED_ELSEWHERE, within_s=20)
+        _, later = await send(b_client, prompt("Did you finish?", running.context_id))
+        after = await b_client.get_task(GetTaskRequest(id=running.id))
+    assert first.task.status.state == TaskState.TASK_STATE_WORKING
+    assert lease_end <= judged_at < lease_end + 20  # not before the lease ran out
+    assert rest[-1].status_update.status.state == TaskState.TASK_STATE_FAILED
+    assert failed.status.state == TaskState.TASK_STATE_FAILED
+    assert status_text(failed).startswith(f"The server running this task (pid {a.pid} on "), (
+        status_text(failed)
+    )
+    assert "stopped renewing its lease (it ran out at " in status_text(failed)
+    assert status_text(failed).endswith(
+        f"a new message in context {running.context_id!r} goes on from it."
+    )
+    assert stopped  # B took the row when it failed the task
+    assert woke, "server A, woken, did not stop the run of its failed task"
+    assert after.status.state == TaskState.TASK_STATE_FAILED  # A did not write over it
+    assert later.status.state == TaskState.TASK_STATE_COMPLETED
+    assert (
+        "error[cancelled]: the run was cancelled (another A2A server took this one for "
+        "stopped (its lease ran out))" in _said(sim)
+    )
+
+
+async def _committed(store: str, context_id: str, text: str, within_s: float) -> bool:
+    """Whether a message holding ``text`` is committed to the context's conversation within
+    ``within_s`` seconds (the run that wrote it ended in its process): read from the
+    store's session, as the next run reads it."""
+    where = Store(store)
+    session = where.session(context_id)
+    try:
+        deadline = time.monotonic() + within_s
+        while not any(text in str(m.content) for m in (await session.load()).messages):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.2)
+        return True
+    finally:
+        await session.aclose()
+        await where.aclose()
+
+
+async def test_a_message_for_a_silent_server_is_refused_after_its_lease_and_never_added(
+    tmp_path: Path, provider
+) -> None:
+    sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
+    store = str(tmp_path / "tasks.db")
+    async with two_servers(tmp_path, sim, store, 120, SHORT_LEASE_S) as (
+        a,
+        _,
+        _,
+        b_client,
+        running,
+    ):
+        _silence(a, store, running.id)
+        try:
+            with pytest.raises(A2AError) as refused:
+                await send(b_client, to_task(running, ADDED))
+        finally:
+            a.send_signal(signal.SIGCONT)
+        woke = await _committed(store, running.context_id, FAILED_ELSEWHERE, within_s=20)
+    assert str(refused.value) == (
+        f"task {running.id!r} is working in another server process (pid {a.pid} on "
+        f"{_host()}), which did not take the message within its lease (3 s): the message "
+        "was not added"
+    )
+    assert woke
+    assert ADDED not in _said(sim)  # A, woken, did not take the message back up
+
+
+def _host() -> str:
+    return this_process().machine.split()[0]
+
+
+async def test_a_runner_on_another_machine_is_judged_by_its_lease_alone(store: str) -> None:
+    """A row of a process on another machine (its pid means nothing here) holds while its
+    lease does, and is failed once it runs out, on SQLite and PostgreSQL alike."""
+    where = Store(store)
+    runners = Runners(where.task_store().engine, lease=30)
+    elsewhere = Runner("another-host pid:[4026531836]", 4242, "boot/1")
+    try:
+        await runners.hold("task-far", "context-far", "")
+        await runners.renew()
+        async with where.task_store().engine.begin() as connection:  # as that host wrote it
+            await connection.execute(
+                update(RUNNERS).values(
+                    machine=elsewhere.machine, pid=elsewhere.pid, started=elsewhere.started
+                )
+            )
+        holding = await runners.orphans()
+        async with where.task_store().engine.begin() as connection:  # it stopped beating
+            await connection.execute(update(RUNNERS).values(expires=time.time() - 1))
+        [ran_out] = await runners.orphans()
+        gone = await runners.runner("task-far")
+    finally:
+        await where.aclose()
+    assert elsewhere.alive() is None  # not judged by its pid
+    assert holding == []
+    assert (ran_out.task_id, ran_out.runner) == ("task-far", elsewhere)
+    assert ran_out.why.startswith(
+        "The server running this task (pid 4242 on another-host) stopped renewing its lease "
+        "(it ran out at "
+    )
+    assert gone is None  # one server fails it: the row is taken
