@@ -242,9 +242,13 @@ def test_chat_remembers_a_programs_call_approved_for_the_conversation(
     terminal.send("pay 1, 2 and 3\r")
     terminal.expect(f"approve run_code: pay(amount=1)? {CHOICES}")
     terminal.send("s\r")
-    terminal.expect("answer: done")
+    shown = terminal.expect("answer: done")
+    terminal.expect("> ", after=shown.index("answer: done"))
     terminal.send("pay 4\r")  # the conversation's next run
-    terminal.expect("answer: done again")
+    shown = terminal.expect("answer: done again")
+    # Ctrl-D only once the prompt is back: typed while the run works, the line
+    # discipline turns it into a NUL that readline, once it takes the terminal, ignores
+    terminal.expect("> ", after=shown.index("answer: done again"))
     terminal.send("\x04")
     status, shown = terminal.finish()
 
