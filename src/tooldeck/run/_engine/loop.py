@@ -43,6 +43,7 @@ from tooldeck.run.events import (
     FinalAnswer,
     GuardrailChecked,
     HandedOff,
+    MessageJoined,
     ModelRequest,
     ModelResponse,
     NestedEvent,
@@ -137,16 +138,16 @@ async def drive(
                 raise attach(error, state, _stop_reason(error)) from error.__cause__
             finally:  # closed or cancelled mid-round: the calls stop now
                 await calls.aclose()
-            decisions = _NO_DECISIONS
-            stop = _close_round(setup, state, policy, view, turn, outcome)
+            stop, decisions = _close_round(setup, state, policy, view, turn, outcome), _NO_DECISIONS
         stop = _before_request(setup, state, policy, stop)
         if isinstance(stop, _ENDS):  # made with the agent's name, as every event is
             yield stop
             return
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         view, specs, settings, reason = _next_request(setup, state, policy, view, stop, deps)
-        if state.inbox is not None and state.inbox.waiting:  # sent while the run worked
-            yield state.inbox.join(state.messages, policy.rounds, name)
+        if state.inbox is not None or setup.hooks is not None:  # messages sent meanwhile
+            for joined in await _joins(setup, state, policy, deps):
+                yield joined
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
         output = await ask(asking, state, policy, specs, settings, deps) if direct else None
@@ -227,6 +228,49 @@ def _shown(hooks: Hooks, view: ToolView, state: RunState, policy: RunPolicy, dep
         return hooks.shown(view, seen)
     except MiddlewareError as error:
         raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
+
+
+async def _joins(
+    setup: RunSetup, state: RunState, policy: RunPolicy, deps: Any
+) -> tuple[MessageJoined, ...]:
+    """The messages sent to the run that join it ahead of this round's request: those
+    ``RunHandle.send`` put in its inbox, then those its capabilities bring."""
+    joins = []
+    if state.inbox is not None and state.inbox.waiting:
+        joins.append(state.inbox.join(state.messages, policy.rounds, state.agent))
+    hooks = setup.hooks
+    if hooks is not None and hooks.joining:
+        joined = await _joined(hooks, state, policy, deps)
+        if joined is not None:
+            joins.append(joined)
+    return tuple(joins)
+
+
+async def _joined(
+    hooks: Hooks, state: RunState, policy: RunPolicy, deps: Any, round_: int | None = None
+) -> MessageJoined | None:
+    """The messages the capabilities bring now (``join_messages``), added to the
+    conversation ahead of the request of ``round_`` (the next); None when none came."""
+    try:
+        seen = RunView(state.run_id, state.agent, policy.rounds, deps, (), state.states)
+        messages = await hooks.joined(seen)
+    except MiddlewareError as error:
+        raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
+    if not messages:
+        return None
+    state.messages.extend(messages)
+    return MessageJoined(policy.rounds if round_ is None else round_, messages, True, state.agent)
+
+
+async def _joined_as_it_answers(
+    setup: RunSetup, state: RunState, policy: RunPolicy, deps: Any
+) -> MessageJoined | None:
+    """As the run would end with its answer: the messages the capabilities bring now (the
+    run then asks again, so they are answered), or None to end."""
+    hooks = setup.hooks
+    if hooks is None or not hooks.joining:
+        return None
+    return await _joined(hooks, state, policy, deps, policy.rounds + 1)
 
 
 def run_view(state: RunState, policy: RunPolicy, deps: Any) -> RunView:
@@ -314,12 +358,15 @@ def _asked(
 
 async def _judged(
     setup: RunSetup, state: RunState, policy: RunPolicy, ended: RunResult[Any] | None, deps: Any
-) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
+) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked | MessageJoined]]:
     """The run's result (``_answer``'s) after the output guardrails and the answer hooks, when
     it is an answer, and the guardrails' decisions on it; None to go on, as when a message
-    sent to the run as it answered waits (it asks again, to answer it)."""
+    sent to the run as it answered waits (it asks again, to answer it: joined by a
+    capability, before this answer is judged, which it replaces)."""
     if ended is None or ended.stop_reason != StopReason.ANSWER:
         return ended, ()
+    if (joined := await _joined_as_it_answers(setup, state, policy, deps)) is not None:
+        return None, (joined,)
     checked: Iterable[GuardrailChecked] = ()
     guards = setup.guards
     if guards is not None and guards.output:
