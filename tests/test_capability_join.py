@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from helpers import said
 from tooldeck import Agent, ScriptedModel, tool
 from tooldeck.errors import MiddlewareError
 from tooldeck.messages import Message
@@ -35,14 +36,6 @@ class Mailbox(Capability):
     async def join_messages(self, ctx: RunView) -> Sequence[Message]:
         self.asked.append(ctx.round)
         return self.posted.pop(ctx.round, [])
-
-
-def said(request: dict[str, Any]) -> list[tuple[str, str]]:
-    said = []
-    for message in request["messages"]:
-        calls = [c["function"]["name"] for c in message.get("tool_calls") or ()]
-        said.append((message["role"], message.get("content") or ",".join(calls)))
-    return said
 
 
 async def test_a_message_a_capability_brings_joins_before_the_next_request_once(
@@ -116,7 +109,7 @@ async def test_a_capability_that_brings_what_is_not_a_user_message_ends_the_run_
 
 def test_a_join_messages_hook_must_be_async() -> None:
     class Sync(Capability):
-        def join_messages(self, ctx: RunView) -> Sequence[Message]:  # type: ignore[override]
+        def join_messages(self, ctx: RunView) -> Sequence[Message]:
             return ()
 
     with pytest.raises(TypeError) as refused:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from dbos import DBOS
 
+from helpers import said
 from tooldeck import Agent, Approve, tool
 from tooldeck.durable import DurableAgent
 from tooldeck.errors import RunEnded
@@ -60,15 +61,6 @@ def unique(prefix: str) -> str:
 
 def durable(sim: ProviderSimulator) -> DurableAgent[Any, Any]:
     return DurableAgent(Agent(sim.model(), [survey, close_bay]), name=unique("harbour"))
-
-
-def said(request: dict[str, Any]) -> list[tuple[str, str]]:
-    """The conversation a request sent: (role, text), a tool call as its name."""
-    said = []
-    for message in request["messages"]:
-        calls = [c["function"]["name"] for c in message.get("tool_calls") or ()]
-        said.append((message["role"], message.get("content") or ",".join(calls)))
-    return said
 
 
 async def started(sim: ProviderSimulator, requests: int) -> None:
@@ -209,7 +201,9 @@ async def test_sending_to_another_agents_run_is_refused(provider: Any) -> None:
         f"workflow is 'tooldeck.run:{waiting.name}', this agent's is "
         f"'tooldeck.run:{first.name}'); send it with the DurableAgent that runs it"
     )
-    await waiting.cancel_paused(run_id)
+    assert await waiting.cancel_paused(run_id)
+    handle = await DBOS.retrieve_workflow_async(run_id)
+    assert (await handle.get_result()).stop_reason == "cancelled"
 
 
 async def test_send_takes_only_text_or_a_user_message(provider: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from _durable_harness import DurableApp
+from helpers import said
 from tooldeck.testing import ProviderSimulator, call, fail, reply
 
 APP = Path(__file__).with_name("_durable_send_app.py")
@@ -69,15 +70,6 @@ def apps(
         app.close()
 
 
-def said(request: dict[str, Any]) -> list[list[str]]:
-    """The conversation a request sent: [role, text], a tool call as its tool's name."""
-    said = []
-    for message in request["messages"]:
-        calls = [c["function"]["name"] for c in message.get("tool_calls") or ()]
-        said.append([message["role"], message.get("content") or ",".join(calls)])
-    return said
-
-
 def test_killed_while_the_request_holding_a_sent_message_is_out_it_is_asked_again_with_it_once(
     provider: Any, apps: Callable[[ProviderSimulator], SendApp]
 ) -> None:
@@ -94,10 +86,10 @@ def test_killed_while_the_request_holding_a_sent_message_is_out_it_is_asked_agai
     result = app.output(app.worker("serve", run_id))
 
     conversation = [
-        ["user", PROMPT],
-        ["assistant", "survey"],
-        ["tool", "bay north: calm"],
-        ["user", "Keep it brief."],
+        ("user", PROMPT),
+        ("assistant", "survey"),
+        ("tool", "bay north: calm"),
+        ("user", "Keep it brief."),
     ]
     assert len(sim.requests) == 3
     assert said(sim.requests[1]) == said(sim.requests[2]) == conversation
@@ -130,15 +122,15 @@ def test_a_recovered_run_joins_a_message_from_its_record_and_one_sent_while_it_w
 
     result = app.output(app.worker("serve", run_id))
 
-    first = [["user", PROMPT], ["assistant", "survey"], ["tool", "bay north: calm"]]
+    first = [("user", PROMPT), ("assistant", "survey"), ("tool", "bay north: calm")]
     assert len(sim.requests) == 3  # the first two turns were read back, not asked again
-    assert said(sim.requests[1]) == [*first, ["user", "Keep it brief."]]
+    assert said(sim.requests[1]) == [*first, ("user", "Keep it brief.")]
     assert said(sim.requests[2]) == [
         *first,
-        ["user", "Keep it brief."],
-        ["assistant", "survey"],
-        ["tool", "bay south: calm"],
-        ["user", "And the west bay?"],
+        ("user", "Keep it brief."),
+        ("assistant", "survey"),
+        ("tool", "bay south: calm"),
+        ("user", "And the west bay?"),
     ]
     assert [m for m in result["messages"] if m[0] == "user"] == [
         ["user", PROMPT],
