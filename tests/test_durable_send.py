@@ -193,7 +193,7 @@ async def test_sending_to_another_agents_run_is_refused(provider: Any) -> None:
     waiting = durable(provider([call("close_bay", {"bay": "south"})]))
     await waiting.run("Close the south bay.", run_id=run_id)
 
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(ValueError, match="it is not a run of this agent") as refused:
         await first.send(run_id, "Hello?")
 
     assert str(refused.value) == (
