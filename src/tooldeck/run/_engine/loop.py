@@ -235,7 +235,7 @@ async def _joins(
 ) -> tuple[MessageJoined, ...]:
     """The messages sent to the run that join it ahead of this round's request: those
     ``RunHandle.send`` put in its inbox, then those its capabilities bring."""
-    joins = []
+    joins: list[MessageJoined] = []
     if state.inbox is not None and state.inbox.waiting:
         joins.append(state.inbox.join(state.messages, policy.rounds, state.agent))
     hooks = setup.hooks
