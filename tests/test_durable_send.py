@@ -67,9 +67,9 @@ async def started(sim: ProviderSimulator, requests: int) -> None:
     await asyncio.to_thread(sim.wait_for_requests, requests, 30.0)
 
 
-def recorded_turns(run_id: str) -> list[dict[str, Any]]:
+async def recorded_turns(run_id: str) -> list[dict[str, Any]]:
     """The model steps' recorded outputs, as JSON objects."""
-    steps = DBOS.list_workflow_steps(run_id)
+    steps = await DBOS.list_workflow_steps_async(run_id)
     return [json.loads(s["output"]) for s in steps if s["function_name"].endswith(".model")]
 
 
@@ -96,10 +96,10 @@ async def test_a_message_sent_while_a_durable_run_waits_on_a_tool_reaches_the_ne
         ("user", "Keep it brief."),
         ("assistant", "North is calm; keeping it brief."),
     ]
-    steps = [s["function_name"] for s in DBOS.list_workflow_steps(run_id)]
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async(run_id)]
     name = agent.name
     assert steps == [f"{name}.model", f"{name}.tool:survey:{sim.call_ids[0]}", f"{name}.model"]
-    assert [set(turn) for turn in recorded_turns(run_id)] == [{"turn", "called"}] * 2
+    assert [set(turn) for turn in await recorded_turns(run_id)] == [{"turn", "called"}] * 2
 
 
 async def test_a_durable_run_sent_nothing_records_what_it_recorded_before(provider: Any) -> None:
@@ -110,10 +110,10 @@ async def test_a_durable_run_sent_nothing_records_what_it_recorded_before(provid
     result = await agent.run("Survey the east bay.", run_id=run_id)
 
     assert result.answer == "East is calm."
-    steps = [s["function_name"] for s in DBOS.list_workflow_steps(run_id)]
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async(run_id)]
     assert len(steps) == 3 and steps[0] == steps[2] == f"{agent.name}.model"
     assert steps[1].startswith(f"{agent.name}.tool:survey:")
-    first, last = recorded_turns(run_id)
+    first, last = await recorded_turns(run_id)
     assert set(first) == set(last) == {"turn", "called"}  # the step outputs of before
     assert first["called"] == {"survey": first["called"]["survey"]}
     assert [m.role for m in result.messages] == ["user", "assistant", "tool", "assistant"]
@@ -136,7 +136,7 @@ async def test_a_message_sent_as_a_durable_run_answers_makes_it_ask_again(provid
         ("assistant", "The tides are lunar."),
         ("user", "Keep it under 50 words."),
     ]
-    assert len(DBOS.list_workflow_steps(run_id)) == 2  # two requests: no step of its own
+    assert len(await DBOS.list_workflow_steps_async(run_id)) == 2  # two requests: no step of its own
 
 
 async def test_a_message_sent_while_a_durable_run_is_paused_joins_after_the_pause(
