@@ -22,6 +22,7 @@ from tooldeck import Agent, Approve, tool
 from tooldeck.durable import DurableAgent
 from tooldeck.errors import RunEnded
 from tooldeck.messages import Message
+from tooldeck.run.capabilities import Capability
 from tooldeck.testing import ProviderSimulator, call, fail, reply
 
 pytestmark = pytest.mark.usefixtures("launched_dbos")
@@ -102,20 +103,35 @@ async def test_a_message_sent_while_a_durable_run_waits_on_a_tool_reaches_the_ne
     assert [set(turn) for turn in await recorded_turns(run_id)] == [{"turn", "called"}] * 2
 
 
-async def test_a_durable_run_sent_nothing_records_what_it_recorded_before(provider: Any) -> None:
-    sim = provider([call("survey", {"bay": "east"}), reply("East is calm.")])
-    agent, run_id = durable(sim), unique("run")
+async def recorded(run_id: str, call_id: str, agent: str) -> list[list[Any]]:
+    """The run's steps as the database keeps them (id, name, output, error), with the
+    simulator's fresh call id and the agent's name written as placeholders."""
+    steps = await DBOS.list_workflow_steps_async(run_id)
+    rows = [[s["function_id"], s["function_name"], s["output"], s["error"]] for s in steps]
+    text = json.dumps(rows).replace(call_id, "<call>").replace(agent, "<agent>")
+    return list(json.loads(text))
+
+
+async def test_a_durable_run_sent_nothing_records_what_it_recorded_before(
+    provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = [call("survey", {"bay": "east"}), reply("East is calm.")]
+    sim = provider(script * 2)
+    agent = durable(sim)
     gate.set()
+    with monkeypatch.context() as before:  # the run without the mailbox: as before send()
+        before.setattr("tooldeck.durable._agent.SentMessages", lambda run_id: Capability())
+        unsent = await agent.run("Survey the east bay.", run_id=unique("run"))
 
-    result = await agent.run("Survey the east bay.", run_id=run_id)
+    result = await agent.run("Survey the east bay.", run_id=unique("run"))
 
-    assert result.answer == "East is calm."
-    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async(run_id)]
-    assert len(steps) == 3 and steps[0] == steps[2] == f"{agent.name}.model"
-    assert steps[1].startswith(f"{agent.name}.tool:survey:")
-    first, last = await recorded_turns(run_id)
-    assert set(first) == set(last) == {"turn", "called"}  # the step outputs of before
-    assert first["called"] == {"survey": first["called"]["survey"]}
+    assert result.answer == unsent.answer == "East is calm."
+    before_ids, now_ids = sim.call_ids
+    now = await recorded(result.run_id, now_ids, agent.name)
+    model, survey_step = "<agent>.model", "<agent>.tool:survey:<call>"
+    assert [name for _, name, _, _ in now] == [model, survey_step, model]
+    assert now == await recorded(unsent.run_id, before_ids, agent.name)  # ids, outputs, errors
+    assert [set(turn) for turn in await recorded_turns(result.run_id)] == [{"turn", "called"}] * 2
     assert [m.role for m in result.messages] == ["user", "assistant", "tool", "assistant"]
 
 
@@ -136,7 +152,9 @@ async def test_a_message_sent_as_a_durable_run_answers_makes_it_ask_again(provid
         ("assistant", "The tides are lunar."),
         ("user", "Keep it under 50 words."),
     ]
-    assert len(await DBOS.list_workflow_steps_async(run_id)) == 2  # two requests: no step of its own
+    assert (
+        len(await DBOS.list_workflow_steps_async(run_id)) == 2
+    )  # two requests: no step of its own
 
 
 async def test_a_message_sent_while_a_durable_run_is_paused_joins_after_the_pause(
