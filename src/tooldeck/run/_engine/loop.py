@@ -32,6 +32,7 @@ from tooldeck.run._engine.calls.shared import CallOptions, CallRound
 from tooldeck.run._engine.checkpoint import check_tools, make_checkpoint
 from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import Inherited
+from tooldeck.run._engine.joins import joined_as_it_answers, joins_before_request
 from tooldeck.run._engine.journal import JournalWriter, journaled
 from tooldeck.run._engine.remembered import carry_from_session, check_kept, remember_decisions
 from tooldeck.run._engine.request import Asking, Delta, ask, with_deltas
@@ -146,7 +147,7 @@ async def drive(
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         view, specs, settings, reason = _next_request(setup, state, policy, view, stop, deps)
         if state.inbox is not None or setup.hooks is not None:  # messages sent meanwhile
-            for joined in await _joins(setup, state, policy, deps):
+            for joined in await joins_before_request(setup.hooks, state, policy, deps):
                 yield joined
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
@@ -228,49 +229,6 @@ def _shown(hooks: Hooks, view: ToolView, state: RunState, policy: RunPolicy, dep
         return hooks.shown(view, seen)
     except MiddlewareError as error:
         raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
-
-
-async def _joins(
-    setup: RunSetup, state: RunState, policy: RunPolicy, deps: Any
-) -> tuple[MessageJoined, ...]:
-    """The messages sent to the run that join it ahead of this round's request: those
-    ``RunHandle.send`` put in its inbox, then those its capabilities bring."""
-    joins: list[MessageJoined] = []
-    if state.inbox is not None and state.inbox.waiting:
-        joins.append(state.inbox.join(state.messages, policy.rounds, state.agent))
-    hooks = setup.hooks
-    if hooks is not None and hooks.joining:
-        joined = await _joined(hooks, state, policy, deps)
-        if joined is not None:
-            joins.append(joined)
-    return tuple(joins)
-
-
-async def _joined(
-    hooks: Hooks, state: RunState, policy: RunPolicy, deps: Any, round_: int | None = None
-) -> MessageJoined | None:
-    """The messages the capabilities bring now (``join_messages``), added to the
-    conversation ahead of the request of ``round_`` (the next); None when none came."""
-    try:
-        seen = RunView(state.run_id, state.agent, policy.rounds, deps, (), state.states)
-        messages = await hooks.joined(seen)
-    except MiddlewareError as error:
-        raise attach(error, state, StopReason.MIDDLEWARE_ERROR) from error.__cause__
-    if not messages:
-        return None
-    state.messages.extend(messages)
-    return MessageJoined(policy.rounds if round_ is None else round_, messages, True, state.agent)
-
-
-async def _joined_as_it_answers(
-    setup: RunSetup, state: RunState, policy: RunPolicy, deps: Any
-) -> MessageJoined | None:
-    """As the run would end with its answer: the messages the capabilities bring now (the
-    run then asks again, so they are answered), or None to end."""
-    hooks = setup.hooks
-    if hooks is None or not hooks.joining:
-        return None
-    return await _joined(hooks, state, policy, deps, policy.rounds + 1)
 
 
 def run_view(state: RunState, policy: RunPolicy, deps: Any) -> RunView:
@@ -365,7 +323,7 @@ async def _judged(
     capability, before this answer is judged, which it replaces)."""
     if ended is None or ended.stop_reason != StopReason.ANSWER:
         return ended, ()
-    if (joined := await _joined_as_it_answers(setup, state, policy, deps)) is not None:
+    if (joined := await joined_as_it_answers(setup.hooks, state, policy, deps)) is not None:
         return None, (joined,)
     checked: Iterable[GuardrailChecked] = ()
     guards = setup.guards
