@@ -154,3 +154,13 @@ def stop(process: subprocess.Popen[str]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def said(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """The conversation a request to the provider simulator sent: (role, text), an
+    assistant's tool calls as their tools' names."""
+    conversation = []
+    for message in request["messages"]:
+        names = [c["function"]["name"] for c in message.get("tool_calls") or ()]
+        conversation.append((message["role"], message.get("content") or ",".join(names)))
+    return conversation

@@ -41,6 +41,10 @@ budget})`` (a store's charges are steps: a recovery reads them back, never charg
 (stop reason ``cancelled``, the workflow's result), ``await durable.cancel_paused(run_id,
 reason=...)`` one waiting for decisions, from any process.
 
+Messages while it works: ``await durable.send(run_id, "Keep it short.")``, from any process,
+delivers a user message to a working run as a DBOS message; it joins the conversation before
+the run's next model request, once, in a recovered run too (``_mailbox`` says how).
+
 An agent tool (``agent.as_tool``) runs its inner run in the same workflow, its requests and
 calls steps too; in a durable run its calls run one at a time, so the inner runs' steps
 keep their ids in a replay. A recorded model turn that would meet changed tools (gone,

@@ -14,6 +14,7 @@ from dbos import error as dbos_errors
 from typing_extensions import Unpack
 
 from tooldeck.durable._budget import durable_budget
+from tooldeck.durable._mailbox import SentMessages, deliver
 from tooldeck.durable._named import Named, checked_name, looked_up
 from tooldeck.durable._pauses import (
     Cancel,
@@ -35,7 +36,7 @@ from tooldeck.results import Decision, RunResult
 from tooldeck.run._engine._sync import run_sync
 from tooldeck.run.agent import Agent, DepsT, OutputT
 from tooldeck.run.budget import Budget
-from tooldeck.run.handle import RunHandle, start_carrying
+from tooldeck.run.handle import RunHandle, start_carrying, user_message
 from tooldeck.run.history import give_back
 from tooldeck.sessions import Session
 
@@ -202,6 +203,31 @@ class DurableAgent(Generic[DepsT, OutputT]):
         with _launched(self.name):
             return await send(run_id, decisions, self.agent.checkpoint_key)
 
+    async def send(self, run_id: str, message: str | Message) -> None:
+        """Add a user message to durable run ``run_id`` while it works, from any process,
+        and return at once: it joins the conversation before the run's next model request
+        (sent while the run answers, it makes the run ask again; while it waits at a pause,
+        after the pause), once, wherever the run executes and however often it is
+        recovered. It is a DBOS message to the workflow (``tooldeck.durable._mailbox``).
+
+        Args:
+            run_id: The run's id (its workflow id).
+            message: The text, or a ``Message`` with role ``"user"``.
+
+        Raises:
+            RunEnded: the run has ended (answered, stopped, cancelled, failed); nothing
+                was sent.
+            LookupError: no run has that id; ValueError: the run is another agent's.
+            TypeError: ``message`` is neither text nor a user ``Message``.
+        """
+        sent = user_message(message)
+        with _launched(self.name):
+            await deliver(run_id, sent, f"tooldeck.run:{self.name}")
+
+    def send_sync(self, run_id: str, message: str | Message) -> None:
+        """``send()`` for synchronous code."""
+        run_sync(self.send(run_id, message), lane=_LANE)
+
     async def paused(self, run_id: str) -> RunResult[Any] | None:
         """The run's current pause (``pending``, ``checkpoint``), or None if it does not wait."""
         with _launched(self.name):
@@ -252,6 +278,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
         the capability states its last committed run ended with)."""
         twin, run_id = self._twin, run.run_id
         deps, budget, session_id = run.deps, run.budget, run.session_id
+        sent = [SentMessages(run_id)]  # what DurableAgent.send delivers joins the run
         try:
             result = await self._watched(
                 run_id,
@@ -264,6 +291,7 @@ class DurableAgent(Generic[DepsT, OutputT]):
                     run_id=run_id,
                     session_id=session_id,
                     budget=budget,
+                    capabilities=sent,
                 ),
             )
             pause = 0
@@ -275,7 +303,12 @@ class DurableAgent(Generic[DepsT, OutputT]):
                 answer = await receive(pause, result.checkpoint)
                 decisions = {} if isinstance(answer, Cancel) else answer
                 resumed = twin.start_resume(
-                    result.checkpoint, decisions, deps=deps, session_id=session_id, budget=budget
+                    result.checkpoint,
+                    decisions,
+                    deps=deps,
+                    session_id=session_id,
+                    budget=budget,
+                    capabilities=sent,
                 )
                 if isinstance(answer, Cancel):  # its waiting calls answered cancelled
                     resumed.cancel(answer.reason)

@@ -4,8 +4,9 @@ A capability may add tools (``tools``), instructions (``instructions``, read as 
 starts) and hooks at the named points of a run — around each model request
 (``before_request``, ``after_response``), around each tool call (``wrap_call``, a handler
 wrapper; ``before_tool_call`` and ``after_tool_call`` are its two halves), on the answer
-(``on_answer``), on each event (``on_event``) and on the tools each request shows
-(``show_tools``) — with a state of its own per run
+(``on_answer``), on each event (``on_event``), on the tools each request shows
+(``show_tools``) and on the messages that join the conversation while the run works
+(``join_messages``) — with a state of its own per run
 (``initial_state``, read and changed through ``self.state(ctx)``) that checkpoints and a
 session's run journal carry, so a resumed or recovered run goes on with it. A session keeps
 the states its last committed run ended with, and its next run starts each capability from
@@ -222,6 +223,15 @@ class Capability:
 
     def on_event(self, event: Event, ctx: RunView) -> None:
         """See each event of the run as it happens (to count, log or show it)."""
+
+    async def join_messages(self, ctx: RunView) -> Sequence[Message]:
+        """Before each model request, and as the run would end with an answer: the user
+        messages that join the conversation now, after the round's results (``()`` for
+        none; a ``MessageJoined`` event tells them). Messages that join as the run answers
+        make it ask again, so they are answered. A durable run's ``DurableAgent.send`` is
+        this hook; ``RunHandle.send`` is its in-memory twin. ``ctx`` holds no messages (not
+        copied per request)."""
+        return ()
 
 
 REQUEST_HOOKS = ("before_request", "after_response")

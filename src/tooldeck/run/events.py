@@ -124,8 +124,9 @@ class UntrustedContent:
 
 @dataclass(slots=True)
 class MessageJoined:
-    """Messages sent to the run while it worked (``RunHandle.send``) joined the conversation,
-    after the results of the round before, ahead of the request of round ``round``."""
+    """Messages sent to the run while it worked (``RunHandle.send``; a capability's
+    ``join_messages``, as ``DurableAgent.send``'s) joined the conversation, after the results
+    of the round before, ahead of the request of round ``round``."""
 
     round: int
     messages: tuple[Message, ...]

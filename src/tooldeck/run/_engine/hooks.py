@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tooldeck.errors import InvalidArguments, MiddlewareError, RunStopped
-from tooldeck.messages import AssistantOutput, ToolCall, ToolResult
+from tooldeck.messages import AssistantOutput, Message, ToolCall, ToolResult
 from tooldeck.results import PendingCall, RunResult, ToolTrace
 from tooldeck.run.capabilities import (
     CALL_HOOKS,
@@ -38,7 +38,7 @@ T = TypeVar("T")
 
 RunCall = Callable[[ToolCall], Awaitable[ToolTrace | PendingCall]]
 """Runs a call (validating its arguments again when a hook changed them)."""
-_ASYNC_HOOKS = (*REQUEST_HOOKS, *CALL_HOOKS, "on_answer")
+_ASYNC_HOOKS = (*REQUEST_HOOKS, *CALL_HOOKS, "on_answer", "join_messages")
 
 
 class _Paused(BaseException):
@@ -62,6 +62,9 @@ class Hooks:
     stateful: tuple[Capability, ...]
     showing: tuple[Capability, ...] = ()
     """Those that change the tools a request shows (``show_tools``)."""
+    joining: tuple[Capability, ...] = ()
+    """Those that bring messages into the conversation while the run works
+    (``join_messages``)."""
 
     @classmethod
     def of(cls, items: Iterable[Capability]) -> Hooks | None:
@@ -82,15 +85,21 @@ class Hooks:
             having("on_event"),
             having("initial_state"),
             having("show_tools"),
+            having("join_messages"),
         )
         return hooks if any(getattr(hooks, name) for name in _POINTS) else None
 
     @property
     def runs(self) -> bool:
         """Whether it hooks the run itself (instructions, the answer, events, state, the
-        tools shown)."""
+        tools shown, messages joining)."""
         return bool(
-            self.instructing or self.answering or self.watching or self.stateful or self.showing
+            self.instructing
+            or self.answering
+            or self.watching
+            or self.stateful
+            or self.showing
+            or self.joining
         )
 
     def start(
@@ -189,6 +198,25 @@ class Hooks:
             result = _expect(item, "on_answer", got, RunResult, "a RunResult")
         return result
 
+    async def joined(self, view: RunView) -> tuple[Message, ...]:
+        """The messages every ``join_messages`` hook brings now, in list order: each must
+        be a user Message."""
+        messages: list[Message] = []
+        for item in self.joining:
+            got = await _hook(item, "join_messages", item.join_messages(view))
+            if not isinstance(got, list | tuple) or not all(
+                isinstance(message, Message) and message.role == "user" for message in got
+            ):
+                name = type(item).__name__
+                raise MiddlewareError(
+                    f"middleware {name}.join_messages returned {got!r}, expected a list of "
+                    "user Messages (Message.user(...))",
+                    name,
+                    "join_messages",
+                )
+            messages.extend(got)
+        return tuple(messages)
+
     async def told(
         self, events: AsyncGenerator[Event, None], view: Callable[[], RunView]
     ) -> AsyncGenerator[Event, None]:
@@ -201,7 +229,16 @@ class Hooks:
                 yield event
 
 
-_POINTS = ("requests", "calls", "instructing", "answering", "watching", "stateful", "showing")
+_POINTS = (
+    "requests",
+    "calls",
+    "instructing",
+    "answering",
+    "watching",
+    "stateful",
+    "showing",
+    "joining",
+)
 
 
 def _layer(item: Capability, inner: CallNext, ctx: RunContext[Any], before: bool) -> CallNext:

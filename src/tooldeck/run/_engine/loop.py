@@ -32,6 +32,7 @@ from tooldeck.run._engine.calls.shared import CallOptions, CallRound
 from tooldeck.run._engine.checkpoint import check_tools, make_checkpoint
 from tooldeck.run._engine.hooks import Hooks
 from tooldeck.run._engine.inherited import Inherited
+from tooldeck.run._engine.joins import joined_as_it_answers, joins_before_request
 from tooldeck.run._engine.journal import JournalWriter, journaled
 from tooldeck.run._engine.remembered import carry_from_session, check_kept, remember_decisions
 from tooldeck.run._engine.request import Asking, Delta, ask, with_deltas
@@ -43,6 +44,7 @@ from tooldeck.run.events import (
     FinalAnswer,
     GuardrailChecked,
     HandedOff,
+    MessageJoined,
     ModelRequest,
     ModelResponse,
     NestedEvent,
@@ -137,16 +139,16 @@ async def drive(
                 raise attach(error, state, _stop_reason(error)) from error.__cause__
             finally:  # closed or cancelled mid-round: the calls stop now
                 await calls.aclose()
-            decisions = _NO_DECISIONS
-            stop = _close_round(setup, state, policy, view, turn, outcome)
+            stop, decisions = _close_round(setup, state, policy, view, turn, outcome), _NO_DECISIONS
         stop = _before_request(setup, state, policy, stop)
         if isinstance(stop, _ENDS):  # made with the agent's name, as every event is
             yield stop
             return
         view = view if stop is not None else (setup.tools.unchanged() or await setup.tools.view())
         view, specs, settings, reason = _next_request(setup, state, policy, view, stop, deps)
-        if state.inbox is not None and state.inbox.waiting:  # sent while the run worked
-            yield state.inbox.join(state.messages, policy.rounds, name)
+        if state.inbox is not None or setup.hooks is not None:  # messages sent meanwhile
+            for joined in await joins_before_request(setup.hooks, state, policy, deps):
+                yield joined
         yield ModelRequest(policy.rounds, len(state.messages), settings, specs, name)
         direct = not start.deltas and first is None
         output = await ask(asking, state, policy, specs, settings, deps) if direct else None
@@ -314,12 +316,15 @@ def _asked(
 
 async def _judged(
     setup: RunSetup, state: RunState, policy: RunPolicy, ended: RunResult[Any] | None, deps: Any
-) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked]]:
+) -> tuple[RunResult[Any] | None, Iterable[GuardrailChecked | MessageJoined]]:
     """The run's result (``_answer``'s) after the output guardrails and the answer hooks, when
     it is an answer, and the guardrails' decisions on it; None to go on, as when a message
-    sent to the run as it answered waits (it asks again, to answer it)."""
+    sent to the run as it answered waits (it asks again, to answer it: joined by a
+    capability, before this answer is judged, which it replaces)."""
     if ended is None or ended.stop_reason != StopReason.ANSWER:
         return ended, ()
+    if (joined := await joined_as_it_answers(setup.hooks, state, policy, deps)) is not None:
+        return None, (joined,)
     checked: Iterable[GuardrailChecked] = ()
     guards = setup.guards
     if guards is not None and guards.output:
