@@ -83,6 +83,14 @@ def add_a2a_parser(commands: Any, parents: list[Parser]) -> None:
         help="how long a task's lease holds unrenewed before other servers on the store take "
         "its server for stopped and fail the task (default: 5 heartbeats)",
     )
+    serve.add_argument(
+        "--keep-events",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long a finished task's streamed events stay in the store's event log before "
+        "all but the last are deleted (default 600; the task and its history stay)",
+    )
     serve.set_defaults(handler=a2a_serve_command, prog="tooldeck a2a serve")
 
 
@@ -116,6 +124,7 @@ def a2a_serve_command(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body,
             heartbeat_s=args.heartbeat,
             lease_s=args.lease,
+            keep_events_s=args.keep_events,
         )
     except ValueError as error:
         raise UsageError(str(error)) from None
