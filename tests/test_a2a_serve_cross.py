@@ -37,6 +37,7 @@ from _a2a_cross import (
     runner_row_gone,
     said,
     silence,
+    sqlite_writable,
     statuses,
     store,
     two_servers,
@@ -55,21 +56,17 @@ starved of CPU on a busy machine is not taken for stopped."""
 
 
 def _lease_end(store: str, task_id: str) -> float | None:
-    """The end of the task's lease (seconds since the epoch), read under a write lock on
-    the database (SQLite) or the task's runner row (PostgreSQL); None if the lock is not had
-    within half a second."""
+    """The end of the task's lease (seconds since the epoch), read once a write lock on the
+    database (SQLite) or under one on the task's runner row (PostgreSQL) is had; None if it
+    is not within half a second (a stopped server holds it)."""
     query = "SELECT expires FROM a2a_task_runners WHERE task_id = "
     if Path(store).suffix == ".db":
-        with contextlib.closing(sqlite3.connect(store, timeout=0.5)) as db:
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError:
-                return None
+        if sqlite_writable(store) is None:
+            return None
+        with contextlib.closing(sqlite3.connect(store, timeout=5)) as db:
             found = db.execute(query + "?", [task_id]).fetchone()
             assert found, db.execute("SELECT * FROM a2a_task_runners").fetchall()
-            [expires] = found
-            db.rollback()
-            return float(expires)
+            return float(found[0])
     import psycopg
 
     with psycopg.connect(store) as db:

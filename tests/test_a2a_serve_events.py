@@ -104,7 +104,7 @@ async def test_the_log_keeps_a_finished_tasks_events_for_the_grace_then_only_its
 
 def test_events_are_kept_over_0_s_or_always(tmp_path: Path) -> None:
     where = Store(tmp_path / "tasks.db")
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(ValueError, match="keep_events_s=0") as refused:
         EventLog(where.task_store(), keep_s=0)
     assert str(refused.value) == (
         "keep_events_s=0: a finished task's events are kept over 0 s (None keeps them all)"

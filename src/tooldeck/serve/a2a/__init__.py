@@ -20,7 +20,8 @@ from the command line.
   process streams the task's updates (the SDK's cluster store and event stream). Each
   process renews a lease on the tasks it runs every ``heartbeat_s`` seconds; a task whose
   server was killed, or stopped renewing its lease (on any machine), is marked ``FAILED``,
-  saying why.
+  saying why (leases on the database's clock on PostgreSQL). A finished task's streamed
+  events leave the store's log ``keep_events_s`` after it finished, but its last.
 - **Approvals and external tools over the hop.** A run that pauses leaves its task in
   ``INPUT_REQUIRED``, its status message listing the pending calls in a data part
   ``{"kind": "tooldeck.pending", "calls": [{"id", "name", "arguments", "kind", "why",

@@ -16,6 +16,7 @@ every ``min(keep_s / 2, 60)`` seconds); the deletes are the same whoever makes t
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -97,20 +98,20 @@ class EventLog:
             async with self.tasks.engine.begin() as connection:
                 await connection.run_sync(_META.create_all)
             self._created = True
-        try:
+        with contextlib.suppress(IntegrityError):  # another server noted them at this moment
             async with self.tasks.engine.begin() as connection:
                 await self._note_finished(connection)
-        except IntegrityError:
-            pass  # another server noted them at the same moment: its notes stand
         async with self.tasks.engine.begin() as connection:
             due = select(_ENDS.c.task_id).where(_ENDS.c.seen <= self.time.now() - self.keep_s)
             task_ids = list((await connection.execute(due)).scalars())
-            for task_id in task_ids:
-                last = select(func.max(_EVENTS.seq)).where(_EVENTS.task_id == task_id)
+            if not task_ids:
+                return 0
+            lasts = select(_EVENTS.task_id, func.max(_EVENTS.seq)).group_by(_EVENTS.task_id)
+            for task_id, last in (
+                await connection.execute(lasts.where(_EVENTS.task_id.in_(task_ids)))
+            ).all():
                 await connection.execute(
-                    delete(_EVENTS).where(
-                        _EVENTS.task_id == task_id, _EVENTS.seq < last.scalar_subquery()
-                    )
+                    delete(_EVENTS).where(_EVENTS.task_id == task_id, _EVENTS.seq < last)
                 )
             await connection.execute(delete(_ENDS).where(_ENDS.c.task_id.in_(task_ids)))
         return len(task_ids)
