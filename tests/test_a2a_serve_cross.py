@@ -157,7 +157,8 @@ async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lea
     ):
         follower = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
         first = await anext(follower)
-        lease_end = silence(a, lambda: _lease_end(store, running.id))  # alive, but silent: no more renewals
+        # A is alive, but silent: no more renewals
+        lease_end = silence(a, lambda: _lease_end(store, running.id))
         try:
             rest = [event async for event in follower]  # B's stream ends with the failure
             judged_at = time.time()
