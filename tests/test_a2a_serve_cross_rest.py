@@ -28,6 +28,7 @@ from _a2a import (
     counting,
     decisions,
     paused_refund,
+    prompt,
     send,
     status_text,
     to_task,
@@ -64,6 +65,7 @@ async def test_a_cancel_over_http_json_at_another_server_cancels_the_run_where_i
         took_s = time.monotonic() - asked
         released = await runner_row_gone(store, running.id, within_s=5)
         after = await b_client.get_task(GetTaskRequest(id=running.id))
+        _, later = await send(b_client, prompt("Did you count?", running.context_id))
         assert a.poll() is None  # server A runs on
     assert _over_rest(paths), paths
     assert running.status.state == TaskState.TASK_STATE_WORKING
@@ -72,6 +74,7 @@ async def test_a_cancel_over_http_json_at_another_server_cancels_the_run_where_i
     assert released
     assert took_s < 20  # the 60 s tool was stopped, not waited for
     assert after.status.state == TaskState.TASK_STATE_CANCELED
+    assert later.status.state == TaskState.TASK_STATE_COMPLETED  # the next run reads it
     assert "error[cancelled]: the run was cancelled (the A2A client cancelled the task)" in (
         said(sim)
     )
