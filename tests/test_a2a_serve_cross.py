@@ -290,8 +290,8 @@ async def test_on_postgresql_a_lease_is_written_and_judged_on_the_databases_cloc
         await holder.hold("task-skewed", "context-skewed", "")
         await holder.renew()  # its last renewal
         renewed = time.monotonic()
-        holding = await judge.orphans()
         expires, database_now = await _lease_row(where)
+        holding = await judge.orphans()
         ran_out: list[Any] = []
         while not ran_out and time.monotonic() - renewed < 20:
             await asyncio.sleep(0.1)
