@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import pytest
 from a2a.client import Client
-from a2a.types import StreamResponse, Task
+from a2a.types import StreamResponse, Task, TaskState
 
 from _a2a import a2a_client, counting, message_data, served
 from tooldeck.serve.a2a._runners import Runners
@@ -155,3 +155,15 @@ def statuses(events: list[StreamResponse]) -> list[dict[str, Any]]:
         if e.HasField("status_update")
         for d in message_data(e.status_update.status.message)
     ]
+
+
+def assert_followed_to_the_end(events: list[StreamResponse], task_id: str) -> None:
+    """Assert that ``events``, a subscription to a counting task (``counting``), read it
+    from WORKING, through the tool's result, to COMPLETED with its answer artifact."""
+    assert events[0].task.id == task_id
+    assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
+    results = [d for d in statuses(events) if d["kind"] == "tooldeck.tool_result"]
+    assert [(r["name"], r["output"]) for r in results] == [("slow_count", "counted to 3")]
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    answer = [e for e in events if e.HasField("artifact_update")][-1].artifact_update.artifact
+    assert answer.name == "answer"

@@ -34,6 +34,7 @@ from sqlalchemy import text, update
 from _a2a import prompt, send, status_text, to_task
 from _a2a_cross import (
     ADDED,
+    assert_followed_to_the_end,
     committed,
     runner_row_gone,
     said,
@@ -136,13 +137,7 @@ async def test_subscribing_at_another_server_streams_the_task_from_where_it_stan
     async with two_servers(tmp_path, sim, store, slow_s=3) as (_, _, _, b_client, running):
         stream = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
         events = [event async for event in stream]
-    assert events[0].task.id == running.id
-    assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
-    results = [d for d in statuses(events) if d["kind"] == "tooldeck.tool_result"]
-    assert [(r["name"], r["output"]) for r in results] == [("slow_count", "counted to 3")]
-    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
-    answer = [e for e in events if e.HasField("artifact_update")][-1].artifact_update.artifact
-    assert answer.name == "answer"
+    assert_followed_to_the_end(events, running.id)
 
 
 async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lease(

@@ -8,9 +8,13 @@ client makes is checked to have gone to ``/rest``.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+from a2a.client import Client
 from a2a.helpers import get_text_parts
 from a2a.types import (
     CancelTaskRequest,
@@ -33,9 +37,17 @@ from _a2a import (
     status_text,
     to_task,
 )
-from _a2a_cross import ADDED, committed, runner_row_gone, said, servers, statuses
+from _a2a_cross import (
+    ADDED,
+    assert_followed_to_the_end,
+    committed,
+    runner_row_gone,
+    said,
+    servers,
+    statuses,
+)
 from tooldeck.serve.a2a._executor import CANCELLED_BY_CLIENT
-from tooldeck.testing import call, reply
+from tooldeck.testing import ProviderSimulator, call, reply
 
 REST = "HTTP+JSON"
 
@@ -46,13 +58,29 @@ def _over_rest(paths: list[str]) -> bool:
     return bool(calls) and all(path.startswith("/rest/") for path in calls)
 
 
+@asynccontextmanager
+async def _over_http_json(
+    folder: Path, sim: ProviderSimulator, paths: list[str], **options: Any
+) -> AsyncIterator[tuple[str, Any, Client, Any, Client]]:
+    """``servers`` on a SQLite file in ``folder``, their clients over HTTP+JSON (B's noting
+    the path of each request in ``paths``): (the store, A, A's client, B, B's client)."""
+    store = str(folder / "tasks.db")
+    async with servers(folder, sim, store, binding=REST, paths=paths, **options) as (
+        a,
+        a_client,
+        b,
+        b_client,
+    ):
+        yield store, a, a_client, b, b_client
+
+
 async def test_a_cancel_over_http_json_at_another_server_cancels_the_run_where_it_runs(
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Cancelled, as you asked.")])
-    store = str(tmp_path / "tasks.db")
     paths: list[str] = []
-    async with servers(tmp_path, sim, store, slow_s=60, binding=REST, paths=paths) as (
+    async with _over_http_json(tmp_path, sim, paths, slow_s=60) as (
+        store,
         a,
         a_client,
         _,
@@ -84,14 +112,8 @@ async def test_a_message_over_http_json_at_another_server_joins_the_run_and_its_
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3; 5 next.")])
-    store = str(tmp_path / "tasks.db")
     paths: list[str] = []
-    async with servers(tmp_path, sim, store, slow_s=4, binding=REST, paths=paths) as (
-        _,
-        a_client,
-        _,
-        b_client,
-    ):
+    async with _over_http_json(tmp_path, sim, paths, slow_s=4) as (_, _, a_client, _, b_client):
         running = await counting(a_client)
         message = to_task(running, ADDED)
         events, done = await send(b_client, message)  # B streams A's updates to the end
@@ -112,38 +134,20 @@ async def test_subscribing_over_http_json_after_a_reconnect_streams_the_task_to_
     tmp_path: Path, provider
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counted to 3.")])
-    store = str(tmp_path / "tasks.db")
     paths: list[str] = []
-    async with servers(tmp_path, sim, store, slow_s=3, binding=REST, paths=paths) as (
-        _,
-        a_client,
-        _,
-        b_client,
-    ):
+    async with _over_http_json(tmp_path, sim, paths, slow_s=3) as (_, _, a_client, _, b_client):
         running = await counting(a_client)  # its stream, at A, is closed once the call starts
         events = [e async for e in b_client.subscribe(SubscribeToTaskRequest(id=running.id))]
     assert _over_rest(paths), paths
-    assert events[0].task.id == running.id
-    assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
-    results = [d for d in statuses(events) if d["kind"] == "tooldeck.tool_result"]
-    assert [(r["name"], r["output"]) for r in results] == [("slow_count", "counted to 3")]
-    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
-    answer = [e for e in events if e.HasField("artifact_update")][-1].artifact_update.artifact
-    assert answer.name == "answer"
+    assert_followed_to_the_end(events, running.id)
 
 
 async def test_a_pause_is_decided_by_a_reply_over_http_json_at_another_server(
     tmp_path: Path, provider
 ) -> None:
     sim = provider([REFUND_A1, reply("Refunded.")])
-    store = str(tmp_path / "tasks.db")
     paths: list[str] = []
-    async with servers(tmp_path, sim, store, binding=REST, paths=paths) as (
-        _,
-        a_client,
-        b,
-        b_client,
-    ):
+    async with _over_http_json(tmp_path, sim, paths) as (_, _, a_client, b, b_client):
         paused, waiting = await paused_refund(a_client)
         with pytest.raises(A2AError) as refused:
             await send(b_client, decisions(paused, {"id": "call_guess", "decision": "approve"}))
