@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 
 import pytest
 from a2a.client import Client
-from a2a.types import StreamResponse, Task, TaskState
+from a2a.types import CancelTaskRequest, GetTaskRequest, StreamResponse, Task, TaskState
 
-from _a2a import a2a_client, counting, message_data, served
+from _a2a import a2a_client, counting, message_data, prompt, send, served
+from tooldeck.serve.a2a._executor import CANCELLED_BY_CLIENT
 from tooldeck.serve.a2a._runners import Runners
 from tooldeck.serve.a2a._store import Store
 from tooldeck.testing import ProviderSimulator
@@ -167,3 +168,30 @@ def assert_followed_to_the_end(events: list[StreamResponse], task_id: str) -> No
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     answer = [e for e in events if e.HasField("artifact_update")][-1].artifact_update.artifact
     assert answer.name == "answer"
+
+
+async def assert_cancelled_where_it_runs(
+    store: str, sim: ProviderSimulator, a: Any, b_client: Client, running: Task
+) -> None:
+    """Cancel ``running`` (a task server A runs, its tool 60 s long) with B's client, and
+    assert: CANCELED at once; A's run stops within 20 s (the tool is not waited for) and lets
+    the task go; the task stays CANCELED (A does not write over it); a next message in the
+    context completes, the model reading why the run stopped. Inside ``servers``."""
+    asked = time.monotonic()
+    cancelled = await b_client.cancel_task(CancelTaskRequest(id=running.id))
+    stopped = await committed(store, running.context_id, CANCELLED_BY_CLIENT, within_s=20)
+    took_s = time.monotonic() - asked
+    released = await runner_row_gone(store, running.id, within_s=5)
+    after = await b_client.get_task(GetTaskRequest(id=running.id))
+    _, later = await send(b_client, prompt("Did you count?", running.context_id))
+    assert a.poll() is None  # server A runs on
+    assert running.status.state == TaskState.TASK_STATE_WORKING
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert stopped, "server A's run of the cancelled task did not end"
+    assert released  # A let the task go
+    assert took_s < 20, took_s  # the 60 s tool was stopped, not waited for
+    assert after.status.state == TaskState.TASK_STATE_CANCELED  # A did not write over it
+    assert later.status.state == TaskState.TASK_STATE_COMPLETED
+    assert "error[cancelled]: the run was cancelled (the A2A client cancelled the task)" in (
+        said(sim)
+    )

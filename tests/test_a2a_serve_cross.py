@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from a2a.helpers import get_text_parts
 from a2a.types import (
-    CancelTaskRequest,
     GetTaskRequest,
     Role,
     SubscribeToTaskRequest,
@@ -34,6 +33,7 @@ from sqlalchemy import text, update
 from _a2a import prompt, send, status_text, to_task
 from _a2a_cross import (
     ADDED,
+    assert_cancelled_where_it_runs,
     assert_followed_to_the_end,
     committed,
     runner_row_gone,
@@ -45,7 +45,6 @@ from _a2a_cross import (
     two_servers,
 )
 from tooldeck.serve.a2a._beat import FAILED_ELSEWHERE
-from tooldeck.serve.a2a._executor import CANCELLED_BY_CLIENT
 from tooldeck.serve.a2a._runners import RUNNERS, Runner, Runners, this_process
 from tooldeck.serve.a2a._store import Store
 from tooldeck.testing import call, reply
@@ -87,24 +86,7 @@ async def test_a_cancel_sent_to_another_server_cancels_the_run_where_it_runs(
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Cancelled, as you asked.")])
     async with two_servers(tmp_path, sim, store, slow_s=60) as (a, _, _, b_client, running):
-        asked = time.monotonic()
-        cancelled = await b_client.cancel_task(CancelTaskRequest(id=running.id))
-        stopped = await committed(store, running.context_id, CANCELLED_BY_CLIENT, within_s=20)
-        took_s = time.monotonic() - asked
-        released = await runner_row_gone(store, running.id, within_s=5)
-        after = await b_client.get_task(GetTaskRequest(id=running.id))
-        _, later = await send(b_client, prompt("Did you count?", running.context_id))
-        assert a.poll() is None  # server A runs on
-    assert running.status.state == TaskState.TASK_STATE_WORKING
-    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
-    assert stopped, "server A's run of the cancelled task did not end"
-    assert released  # A let the task go
-    assert took_s < 20  # the 60 s tool was stopped, not waited for
-    assert after.status.state == TaskState.TASK_STATE_CANCELED  # A did not write over it
-    assert later.status.state == TaskState.TASK_STATE_COMPLETED
-    assert "error[cancelled]: the run was cancelled (the A2A client cancelled the task)" in (
-        said(sim)
-    )
+        await assert_cancelled_where_it_runs(store, sim, a, b_client, running)
     assert "counted to 3" not in said(sim)
 
 
