@@ -11,7 +11,7 @@ import contextlib
 import signal
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -82,18 +82,29 @@ async def two_servers(
         yield a_process, a_client, b_process, b_client, await counting(a_client)
 
 
+async def holds_within(
+    holds: Callable[[], Awaitable[bool]], within_s: float, every_s: float
+) -> bool:
+    """Whether ``holds()`` comes to hold within ``within_s`` seconds, asked every ``every_s``."""
+    deadline = time.monotonic() + within_s
+    while not await holds():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(every_s)
+    return True
+
+
 async def runner_row_gone(store: str, task_id: str, within_s: float) -> bool:
     """Whether the task's ``a2a_task_runners`` row goes within ``within_s`` seconds (the
     run ended in its process)."""
     where = Store(store)
     runners = Runners(where.task_store().engine)
+
+    async def gone() -> bool:
+        return await runners.runner(task_id) is None
+
     try:
-        deadline = time.monotonic() + within_s
-        while await runners.runner(task_id) is not None:
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.1)
-        return True
+        return await holds_within(gone, within_s, every_s=0.1)
     finally:
         await where.aclose()
 
@@ -104,13 +115,12 @@ async def committed(store: str, context_id: str, text: str, within_s: float) -> 
     store's session, as the next run reads it."""
     where = Store(store)
     session = where.session(context_id)
+
+    async def written() -> bool:
+        return any(text in str(m.content) for m in (await session.load()).messages)
+
     try:
-        deadline = time.monotonic() + within_s
-        while not any(text in str(m.content) for m in (await session.load()).messages):
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.2)
-        return True
+        return await holds_within(written, within_s, every_s=0.2)
     finally:
         await session.aclose()
         await where.aclose()
