@@ -118,12 +118,28 @@ def _url(process: subprocess.Popen[str]) -> str:
 
 @asynccontextmanager
 async def a2a_client(
-    url: str, headers: dict[str, str] | None = None, *, streaming: bool = True
+    url: str,
+    headers: dict[str, str] | None = None,
+    *,
+    streaming: bool = True,
+    binding: str = "JSONRPC",
+    paths: list[str] | None = None,
 ) -> AsyncIterator[Client]:
     """a2a-sdk's client of the server at ``url`` (streaming unless told), with the bearer
-    token."""
-    async with httpx.AsyncClient(headers=AUTH if headers is None else headers, timeout=60) as http:
-        client = await create_client(url, ClientConfig(httpx_client=http, streaming=streaming))
+    token, over ``binding`` (``JSONRPC``, the SDK's default, or ``HTTP+JSON``); the path of
+    each request it makes is added to ``paths`` when given."""
+
+    async def note(request: httpx.Request) -> None:
+        if paths is not None:
+            paths.append(request.url.path)
+
+    async with httpx.AsyncClient(
+        headers=AUTH if headers is None else headers, timeout=60, event_hooks={"request": [note]}
+    ) as http:
+        config = ClientConfig(
+            httpx_client=http, streaming=streaming, supported_protocol_bindings=[binding]
+        )
+        client = await create_client(url, config)
         try:
             yield client
         finally:

@@ -262,6 +262,8 @@ def test_the_command_refuses_to_serve_without_its_secret_or_tools(tmp_path: Path
     model = ["--model", MODEL, "--base-url", "http://127.0.0.1:9/v1"]
     beats = ["--heartbeat", "5", "--lease", "4"]
     long_beat = run([*command, "-t", "one.py", *model, *beats], env=secret)
+    keep = ["--session-db", "tasks.db", "--keep-events", "0"]
+    kept_not = run([*command, "-t", "one.py", *model, *keep], env=secret)
     assert no_secret.returncode == 2
     assert "--auth bearer needs the secret in $TOOLDECK_A2A_TOKEN" in no_secret.stderr
     assert short.returncode == 2
@@ -273,6 +275,8 @@ def test_the_command_refuses_to_serve_without_its_secret_or_tools(tmp_path: Path
         "heartbeat_s=5 and lease_s=4: a heartbeat is over 0 s and shorter than the lease"
         in long_beat.stderr
     )
+    assert kept_not.returncode == 2
+    assert "keep_events_s=0: a finished task's events are kept over 0 s" in kept_not.stderr
 
 
 async def test_a_server_with_another_checkpoint_key_runs_nothing_and_the_task_still_waits(

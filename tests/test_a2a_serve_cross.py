@@ -3,7 +3,9 @@ own client: a cancel sent to server B cancels the run of a task server A runs; a
 B joins A's run (and the task's history, as the SDK keeps messages); SubscribeToTask on B
 streams A's updates; and a server whose heartbeat stops (SIGSTOP: alive, as a process on
 another machine looks, but silent) is taken for stopped once its lease runs out — its task
-FAILED, saying why — and, woken, it stops the run it had. SQLite and PostgreSQL alike.
+FAILED, saying why — and, woken, it stops the run it had. SQLite and PostgreSQL alike; and
+on PostgreSQL leases are written and judged on the database's clock, whatever a server's
+own clock says. (The same paths over HTTP+JSON: test_a2a_serve_cross_rest.py.)
 """
 
 from __future__ import annotations
@@ -13,112 +15,59 @@ import contextlib
 import signal
 import sqlite3
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from a2a.client import Client
 from a2a.helpers import get_text_parts
 from a2a.types import (
-    CancelTaskRequest,
     GetTaskRequest,
     Role,
-    StreamResponse,
     SubscribeToTaskRequest,
-    Task,
     TaskState,
 )
 from a2a.utils.errors import A2AError
-from sqlalchemy import update
+from sqlalchemy import text, update
 
-from _a2a import a2a_client, counting, message_data, prompt, send, served, status_text, to_task
+from _a2a import prompt, send, status_text, to_task
+from _a2a_cross import (
+    ADDED,
+    assert_cancelled_where_it_runs,
+    assert_followed_to_the_end,
+    committed,
+    runner_row_gone,
+    said,
+    silence,
+    sqlite_writable,
+    statuses,
+    store,
+    two_servers,
+)
 from tooldeck.serve.a2a._beat import FAILED_ELSEWHERE
-from tooldeck.serve.a2a._executor import CANCELLED_BY_CLIENT
 from tooldeck.serve.a2a._runners import RUNNERS, Runner, Runners, this_process
 from tooldeck.serve.a2a._store import Store
-from tooldeck.testing import ProviderSimulator, call, reply
+from tooldeck.testing import call, reply
 
-HEARTBEAT_S = "0.25"
-"""Both servers beat every 0.25 s."""
+__all__ = ["store"]  # the fixture, defined with the other helpers
+
 SHORT_LEASE_S = 3
 """The lease of the tests of a silent server; the others' is long enough (30 s) that a server
 starved of CPU on a busy machine is not taken for stopped."""
-ADDED = "Also count to 5, please."
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The store both servers share: a SQLite file, or a PostgreSQL database."""
-    if request.param == "postgres":
-        dsn: str = request.getfixturevalue("postgres_dsn")
-        return dsn
-    return str(tmp_path / "tasks.db")
-
-
-@asynccontextmanager
-async def two_servers(
-    folder: Path, sim: ProviderSimulator, store: str, slow_s: float, lease_s: float = 30
-) -> AsyncIterator[tuple[Any, Client, Any, Client, Task]]:
-    """Server A, counting a task (``slow_count`` sleeps ``slow_s`` s), and server B on the
-    same store: (A's process, A's client, B's process, B's client, the task)."""
-    beat = ("--heartbeat", HEARTBEAT_S, "--lease", str(lease_s))
-    with (
-        served(folder, sim, *beat, store=store, slow_s=slow_s) as (a_url, a_process),
-        served(folder, sim, *beat, store=store, slow_s=slow_s) as (b_url, b_process),
-    ):
-        async with a2a_client(a_url) as a_client, a2a_client(b_url) as b_client:
-            yield a_process, a_client, b_process, b_client, await counting(a_client)
-
-
-async def _runner_row_gone(store: str, task_id: str, within_s: float) -> bool:
-    """Whether the task's ``a2a_task_runners`` row goes within ``within_s`` seconds (the
-    run ended in its process)."""
-    where = Store(store)
-    runners = Runners(where.task_store().engine)
-    try:
-        deadline = time.monotonic() + within_s
-        while await runners.runner(task_id) is not None:
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.1)
-        return True
-    finally:
-        await where.aclose()
-
-
-def _silence(process: Any, store: str, task_id: str) -> float:
-    """SIGSTOP ``process`` at a moment it holds no lock in the store; when the lease it
-    holds on the task runs out (``time.time()``), as it last renewed it. A server stopped
-    inside one of its (short) transactions would hold the database (SQLite) or its row
-    (PostgreSQL) until woken, which is not what a silent server on another machine does
-    (its connection dies and the database rolls it back)."""
-    for _ in range(50):
-        process.send_signal(signal.SIGSTOP)
-        expires = _lease_end(store, task_id)
-        if expires is not None:
-            return expires
-        process.send_signal(signal.SIGCONT)
-        time.sleep(0.3)  # time to end its transaction
-    raise AssertionError("the server held the store each time it was stopped")
 
 
 def _lease_end(store: str, task_id: str) -> float | None:
-    """The end of the task's lease, read under a write lock on the database (SQLite) or
-    the task's runner row (PostgreSQL); None if the lock is not had within half a second."""
+    """The end of the task's lease (seconds since the epoch), read once a write lock on the
+    database (SQLite) or under one on the task's runner row (PostgreSQL) is had; None if it
+    is not within half a second (a stopped server holds it)."""
     query = "SELECT expires FROM a2a_task_runners WHERE task_id = "
     if Path(store).suffix == ".db":
-        with contextlib.closing(sqlite3.connect(store, timeout=0.5)) as db:
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError:
-                return None
+        if sqlite_writable(store) is None:
+            return None
+        with contextlib.closing(sqlite3.connect(store, timeout=5)) as db:
             found = db.execute(query + "?", [task_id]).fetchone()
             assert found, db.execute("SELECT * FROM a2a_task_runners").fetchall()
-            [expires] = found
-            db.rollback()
-            return float(expires)
+            return float(found[0])
     import psycopg
 
     with psycopg.connect(store) as db:
@@ -132,43 +81,13 @@ def _lease_end(store: str, task_id: str) -> float | None:
         return float(row[0])
 
 
-def _said(sim: ProviderSimulator) -> str:
-    return str([m for r in sim.requests for m in r["messages"]])
-
-
-def _statuses(events: list[StreamResponse]) -> list[dict[str, Any]]:
-    return [
-        d
-        for e in events
-        if e.HasField("status_update")
-        for d in message_data(e.status_update.status.message)
-    ]
-
-
 async def test_a_cancel_sent_to_another_server_cancels_the_run_where_it_runs(
     tmp_path: Path, provider, store: str
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Cancelled, as you asked.")])
     async with two_servers(tmp_path, sim, store, slow_s=60) as (a, _, _, b_client, running):
-        asked = time.monotonic()
-        cancelled = await b_client.cancel_task(CancelTaskRequest(id=running.id))
-        stopped = await _committed(store, running.context_id, CANCELLED_BY_CLIENT, within_s=20)
-        took_s = time.monotonic() - asked
-        released = await _runner_row_gone(store, running.id, within_s=5)
-        after = await b_client.get_task(GetTaskRequest(id=running.id))
-        _, later = await send(b_client, prompt("Did you count?", running.context_id))
-        assert a.poll() is None  # server A runs on
-    assert running.status.state == TaskState.TASK_STATE_WORKING
-    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
-    assert stopped, "server A's run of the cancelled task did not end"
-    assert released  # A let the task go
-    assert took_s < 20  # the 60 s tool was stopped, not waited for
-    assert after.status.state == TaskState.TASK_STATE_CANCELED  # A did not write over it
-    assert later.status.state == TaskState.TASK_STATE_COMPLETED
-    assert "error[cancelled]: the run was cancelled (the A2A client cancelled the task)" in (
-        _said(sim)
-    )
-    assert "counted to 3" not in _said(sim)
+        await assert_cancelled_where_it_runs(store, sim, a, b_client, running)
+    assert "counted to 3" not in said(sim)
 
 
 async def test_a_message_sent_to_another_server_joins_the_run_and_the_task_history(
@@ -180,7 +99,7 @@ async def test_a_message_sent_to_another_server_joins_the_run_and_the_task_histo
         events, done = await send(b_client, message)  # B streams A's updates to the end
         seen = await b_client.get_task(GetTaskRequest(id=running.id))
     assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
-    assert {"kind": "tooldeck.message_joined", "texts": [ADDED], "round": 2.0} in _statuses(events)
+    assert {"kind": "tooldeck.message_joined", "texts": [ADDED], "round": 2.0} in statuses(events)
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert status_text(done) == "Counted to 3; 5 next."
@@ -200,13 +119,7 @@ async def test_subscribing_at_another_server_streams_the_task_from_where_it_stan
     async with two_servers(tmp_path, sim, store, slow_s=3) as (_, _, _, b_client, running):
         stream = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
         events = [event async for event in stream]
-    assert events[0].task.id == running.id
-    assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
-    results = [d for d in _statuses(events) if d["kind"] == "tooldeck.tool_result"]
-    assert [(r["name"], r["output"]) for r in results] == [("slow_count", "counted to 3")]
-    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
-    answer = [e for e in events if e.HasField("artifact_update")][-1].artifact_update.artifact
-    assert answer.name == "answer"
+    assert_followed_to_the_end(events, running.id)
 
 
 async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lease(
@@ -222,15 +135,16 @@ async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lea
     ):
         follower = b_client.subscribe(SubscribeToTaskRequest(id=running.id))
         first = await anext(follower)
-        lease_end = _silence(a, store, running.id)  # alive, but silent: no more renewals
+        # A is alive, but silent: no more renewals
+        lease_end = silence(a, lambda: _lease_end(store, running.id))
         try:
             rest = [event async for event in follower]  # B's stream ends with the failure
             judged_at = time.time()
             failed = await b_client.get_task(GetTaskRequest(id=running.id))
         finally:
             a.send_signal(signal.SIGCONT)
-        stopped = await _runner_row_gone(store, running.id, within_s=1)
-        woke = await _committed(store, running.context_id, FAILED_ELSEWHERE, within_s=20)
+        stopped = await runner_row_gone(store, running.id, within_s=1)
+        woke = await committed(store, running.context_id, FAILED_ELSEWHERE, within_s=20)
         _, later = await send(b_client, prompt("Did you finish?", running.context_id))
         after = await b_client.get_task(GetTaskRequest(id=running.id))
     assert first.task.status.state == TaskState.TASK_STATE_WORKING
@@ -250,26 +164,8 @@ async def test_a_server_whose_heartbeat_stops_is_taken_for_stopped_after_its_lea
     assert later.status.state == TaskState.TASK_STATE_COMPLETED
     assert (
         "error[cancelled]: the run was cancelled (another A2A server took this one for "
-        "stopped (its lease ran out))" in _said(sim)
+        "stopped (its lease ran out))" in said(sim)
     )
-
-
-async def _committed(store: str, context_id: str, text: str, within_s: float) -> bool:
-    """Whether a message holding ``text`` is committed to the context's conversation within
-    ``within_s`` seconds (the run that wrote it ended in its process): read from the
-    store's session, as the next run reads it."""
-    where = Store(store)
-    session = where.session(context_id)
-    try:
-        deadline = time.monotonic() + within_s
-        while not any(text in str(m.content) for m in (await session.load()).messages):
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.2)
-        return True
-    finally:
-        await session.aclose()
-        await where.aclose()
 
 
 async def test_a_message_for_a_silent_server_is_refused_after_its_lease_and_never_added(
@@ -284,20 +180,20 @@ async def test_a_message_for_a_silent_server_is_refused_after_its_lease_and_neve
         b_client,
         running,
     ):
-        _silence(a, store, running.id)
+        silence(a, lambda: _lease_end(store, running.id))
         try:
             with pytest.raises(A2AError) as refused:
                 await send(b_client, to_task(running, ADDED))
         finally:
             a.send_signal(signal.SIGCONT)
-        woke = await _committed(store, running.context_id, FAILED_ELSEWHERE, within_s=20)
+        woke = await committed(store, running.context_id, FAILED_ELSEWHERE, within_s=20)
     assert str(refused.value) == (
         f"task {running.id!r} is working in another server process (pid {a.pid} on "
         f"{_host()}), which did not take the message within its lease (3 s): the message "
         "was not added"
     )
     assert woke
-    assert ADDED not in _said(sim)  # A, woken, did not take the message back up
+    assert ADDED not in said(sim)  # A, woken, did not take the message back up
 
 
 def _host() -> str:
@@ -334,3 +230,67 @@ async def test_a_runner_on_another_machine_is_judged_by_its_lease_alone(store: s
         "(it ran out at "
     )
     assert gone is None  # one server fails it: the row is taken
+
+
+SKEW_S = 3600.0
+"""How far off a server's own clock is in the clock tests: an hour."""
+ELSEWHERE = Runner("another-host pid:[4026531836]", 4242, "boot/1")
+"""A server on another machine, judged by its lease alone."""
+
+
+def _clock_off_by(skew_s: float) -> Callable[[], float]:
+    return lambda: time.time() + skew_s
+
+
+async def _lease_row(where: Store) -> tuple[float, float]:
+    """The stored lease's end and the database's time now (seconds since the epoch)."""
+    now = "SELECT expires, CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
+    if not where.postgres:
+        now = "SELECT expires, 0.0"
+    async with where.task_store().engine.connect() as connection:
+        row = (await connection.execute(text(f"{now} FROM a2a_task_runners"))).one()
+    return float(row[0]), float(row[1])
+
+
+@pytest.mark.parametrize("skew_s", [-SKEW_S, SKEW_S], ids=["holder-behind", "holder-ahead"])
+async def test_on_postgresql_a_lease_is_written_and_judged_on_the_databases_clock(
+    postgres_dsn: str, skew_s: float
+) -> None:
+    """A server whose clock is an hour behind is not taken for stopped at once, nor one an
+    hour ahead kept alive for an hour once it stops renewing, though the server judging it
+    has a clock off the other way: PostgreSQL's clock writes and judges the lease."""
+    where = Store(postgres_dsn)
+    holder = Runners(where.task_store().engine, lease=2, clock=_clock_off_by(skew_s))
+    holder.me = ELSEWHERE
+    judge = Runners(where.task_store().engine, lease=2, clock=_clock_off_by(-skew_s))
+    try:
+        await holder.hold("task-skewed", "context-skewed", "")
+        await holder.renew()  # its last renewal
+        renewed = time.monotonic()
+        expires, database_now = await _lease_row(where)
+        holding = await judge.orphans()
+        ran_out: list[Any] = []
+        while not ran_out and time.monotonic() - renewed < 20:
+            await asyncio.sleep(0.1)
+            ran_out = await judge.orphans()
+        judged_after_s = time.monotonic() - renewed
+    finally:
+        await where.aclose()
+    assert holding == []  # not taken for stopped early
+    assert 0 < expires - database_now <= 2  # the lease's end, on the database's clock
+    assert [orphan.task_id for orphan in ran_out] == ["task-skewed"]  # nor kept alive late
+    assert 1.5 <= judged_after_s < 20
+    assert ran_out[0].why.startswith(f"The server running this task ({ELSEWHERE}) stopped")
+
+
+async def test_on_sqlite_a_lease_is_written_on_this_machines_clock(tmp_path: Path) -> None:
+    """Servers on a SQLite file share one machine, so its clock is the one clock: the lease
+    is written with it (moved by the clock seam, it moves)."""
+    where = Store(tmp_path / "tasks.db")
+    holder = Runners(where.task_store().engine, lease=2, clock=_clock_off_by(SKEW_S))
+    try:
+        await holder.hold("task-here", "context-here", "")
+        expires, _ = await _lease_row(where)
+    finally:
+        await where.aclose()
+    assert SKEW_S < expires - time.time() <= SKEW_S + 2

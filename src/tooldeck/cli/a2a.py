@@ -69,6 +69,12 @@ def add_a2a_parser(commands: Any, parents: list[Parser]) -> None:
         metavar="BYTES",
         help=f"the largest request body taken (default {DEFAULT_MAX_BODY_BYTES}: 1 MiB)",
     )
+    _add_store_sharing_options(serve)
+    serve.set_defaults(handler=a2a_serve_command, prog="tooldeck a2a serve")
+
+
+def _add_store_sharing_options(serve: Any) -> None:
+    """The options of servers sharing one store: heartbeat, lease and the event log's grace."""
     serve.add_argument(
         "--heartbeat",
         type=float,
@@ -83,7 +89,14 @@ def add_a2a_parser(commands: Any, parents: list[Parser]) -> None:
         help="how long a task's lease holds unrenewed before other servers on the store take "
         "its server for stopped and fail the task (default: 5 heartbeats)",
     )
-    serve.set_defaults(handler=a2a_serve_command, prog="tooldeck a2a serve")
+    serve.add_argument(
+        "--keep-events",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long a finished task's streamed events stay in the store's event log before "
+        "all but the last are deleted (default 600; the task and its history stay)",
+    )
 
 
 def a2a_serve_command(args: argparse.Namespace) -> int:
@@ -116,6 +129,7 @@ def a2a_serve_command(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body,
             heartbeat_s=args.heartbeat,
             lease_s=args.lease,
+            keep_events_s=args.keep_events,
         )
     except ValueError as error:
         raise UsageError(str(error)) from None

@@ -20,7 +20,8 @@ from the command line.
   process streams the task's updates (the SDK's cluster store and event stream). Each
   process renews a lease on the tasks it runs every ``heartbeat_s`` seconds; a task whose
   server was killed, or stopped renewing its lease (on any machine), is marked ``FAILED``,
-  saying why.
+  saying why (leases on the database's clock on PostgreSQL). A finished task's streamed
+  events leave the store's log ``keep_events_s`` after it finished, but its last.
 - **Approvals and external tools over the hop.** A run that pauses leaves its task in
   ``INPUT_REQUIRED``, its status message listing the pending calls in a data part
   ``{"kind": "tooldeck.pending", "calls": [{"id", "name", "arguments", "kind", "why",
@@ -39,8 +40,8 @@ Needs the ``a2a`` extra: ``pip install 'tooldeck[a2a]'``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,7 @@ def app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     heartbeat_s: float = 2.0,
     lease_s: float | None = None,
+    keep_events_s: float | None = 600.0,
 ) -> Starlette:
     """A Starlette application serving ``agent`` over A2A.
 
@@ -130,11 +132,21 @@ def app(
         lease_s: How long a task's lease holds without renewal (default 5 heartbeats);
             after it, any server on the store takes the process for stopped and fails the
             task. Servers on one store should be given the same figures.
+        keep_events_s: How long the streamed events of a finished task stay in the store's
+            event log (``task_events``) after a server first sees it finished (default 10
+            minutes): then all but its last are deleted (the task itself, with its history,
+            stays). None keeps every event.
     """
     lease = _lease(heartbeat_s, lease_s)
     where = store if isinstance(store, Store) else Store(store or default_store())
     executor = RunExecutor(
-        agent, where, deps=deps, decided_by=decided_by, heartbeat_s=heartbeat_s, lease_s=lease
+        agent,
+        where,
+        deps=deps,
+        decided_by=decided_by,
+        heartbeat_s=heartbeat_s,
+        lease_s=lease,
+        keep_events_s=keep_events_s,
     )
     agent_card = make_card(
         agent,
@@ -156,21 +168,29 @@ def app(
         card_path = frozenset({AGENT_CARD_WELL_KNOWN_PATH})
         middleware.insert(0, Middleware(Guard, auth=auth, open_paths=card_path))
 
+    served = Starlette(routes=routes, middleware=middleware, lifespan=_lifespan(handler))
+    served.state.card = agent_card
+    return served
+
+
+def _lifespan(handler: TaskHandler) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """What the server does as it starts and stops: make the store's tables, fail the tasks
+    whose server was killed mid-run, and beat (``_beat``) until it stops."""
+    executor = handler.executor
+
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        await where.versioned().initialize()  # the tasks, their versions and events
-        await executor.fail_orphans()  # tasks whose server was killed mid-run
+        await executor.store.versioned().initialize()  # the tasks, their versions and events
+        await executor.fail_orphans()
         heart = asyncio.create_task(beat_forever(executor), name="tooldeck a2a heartbeat")
         try:
             yield
         finally:
             heart.cancel()
             await handler.aclose()
-            await where.aclose()
+            await executor.store.aclose()
 
-    served = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
-    served.state.card = agent_card
-    return served
+    return lifespan
 
 
 def _lease(heartbeat_s: float, lease_s: float | None) -> float:

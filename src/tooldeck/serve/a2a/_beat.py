@@ -8,9 +8,11 @@ Every ``heartbeat_s`` seconds (one sleeping task per process, no busy loop), a s
   stopped beating long enough for its lease to run out);
 - sends its runs the messages other processes left for them (``Inbox``) and answers each;
 - fails the tasks whose runner is gone (killed on this machine, or its lease ran out
-  anywhere), so no task stays ``WORKING`` for ever.
+  anywhere), so no task stays ``WORKING`` for ever;
+- now and then (at most every minute), prunes the event log of finished tasks (``_events``).
 
-With nothing running, a beat is one read of ``a2a_task_runners``.
+With nothing running, a beat is one read of ``a2a_task_runners`` (and, at a sweep, a few
+small queries of the event log).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ async def beat(executor: RunExecutor) -> None:
         await _stop_ended_elsewhere(executor)
         await _deliver(executor)
     await executor.fail_orphans()
+    if executor.events is not None:
+        await executor.events.sweep_if_due()
 
 
 async def _stop_ended_elsewhere(executor: RunExecutor) -> None:

@@ -41,6 +41,7 @@ from tooldeck.run.events import (
 )
 from tooldeck.run.handle import RunHandle, start_resumed_run, start_run
 from tooldeck.run.session import Session
+from tooldeck.serve.a2a._events import EventLog
 from tooldeck.serve.a2a._inbox import Inbox
 from tooldeck.serve.a2a._replies import (
     TOOL_CALL_KIND,
@@ -104,6 +105,7 @@ class RunExecutor(AgentExecutor):
         decided_by: str = "a2a",
         heartbeat_s: float = 2.0,
         lease_s: float = 15.0,
+        keep_events_s: float | None = 600.0,
     ) -> None:
         self.agent = agent
         self.store = store
@@ -113,6 +115,8 @@ class RunExecutor(AgentExecutor):
         engine = store.task_store().engine
         self.runners = Runners(engine, lease_s)
         self.inbox = Inbox(engine, poll_s=min(heartbeat_s, 0.5))
+        self.events = None if keep_events_s is None else EventLog(store.task_store(), keep_events_s)
+        """The event log of finished tasks, pruned at heartbeats; None keeps every event."""
         self.running: dict[str, Running] = {}
         """The tasks whose runs run in this process."""
 

@@ -6,8 +6,9 @@ owner scope), and the process — its machine (host name and, on Linux, PID name
 its pid with the process's start stamp (on Linux, the boot id and the start time in
 ``/proc/<pid>/stat``, so a reused pid is not taken for the old process) — and a lease: the
 time until which the row holds (``expires``), which the process renews at each heartbeat
-(``renew``). The row goes when the run ends. A row left behind is a run whose server
-stopped: a server on the same machine sees at once that the process is gone
+(``renew``). Leases are written and judged on the store's one clock (``_clock``: the
+database's on PostgreSQL). The row goes when the run ends. A row left behind is a run
+whose server stopped: a server on the same machine sees at once that the process is gone
 (``Runner.alive``); a server anywhere sees the lease run out (a process killed on another
 machine, or one that stopped beating). Either way the task is failed, saying why.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +47,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.elements import ColumnElement
+
+from tooldeck.serve.a2a._clock import StoreClock
 
 RUNNERS_TABLE = "a2a_task_runners"
 
@@ -159,11 +164,15 @@ def _add_lease(connection: Connection) -> None:
 
 class Runners:
     """The rows of ``a2a_task_runners`` on the task store's engine; this process's rows
-    hold for ``lease`` seconds from their last renewal."""
+    hold for ``lease`` seconds from their last renewal, on the store's clock (``clock``
+    is this machine's, used on SQLite)."""
 
-    def __init__(self, engine: AsyncEngine, lease: float = 15.0) -> None:
+    def __init__(
+        self, engine: AsyncEngine, lease: float = 15.0, clock: Callable[[], float] = time.time
+    ) -> None:
         self.engine = engine
         self.lease = lease
+        self.time = StoreClock(engine, clock)
         self._created = False
         self.me = this_process()
 
@@ -173,6 +182,10 @@ class Runners:
                 await connection.run_sync(_META.create_all)
                 await connection.run_sync(_add_lease)
             self._created = True
+
+    def _lease_end(self) -> ColumnElement[Any]:
+        """When a lease renewed now runs out, as SQL (on the store's clock)."""
+        return self.time.now() + self.lease
 
     def _mine(self) -> Any:
         return (RUNNERS.c.machine == self.me.machine) & (RUNNERS.c.pid == self.me.pid)
@@ -187,7 +200,7 @@ class Runners:
                     task_id=task_id,
                     context_id=context_id,
                     owner=owner,
-                    expires=time.time() + self.lease,
+                    expires=self._lease_end(),
                     **asdict(self.me),
                 )
             )
@@ -202,7 +215,7 @@ class Runners:
             "task_id": task_id,
             "context_id": context_id,
             "owner": owner,
-            "expires": time.time() + self.lease,
+            "expires": self._lease_end(),
             **asdict(self.me),
         }
         for _ in range(3):
@@ -228,7 +241,7 @@ class Runners:
         await self._ready()
         async with self.engine.begin() as connection:
             await connection.execute(
-                update(RUNNERS).where(self._mine()).values(expires=time.time() + self.lease)
+                update(RUNNERS).where(self._mine()).values(expires=self._lease_end())
             )
 
     async def release(self, task_id: str) -> None:
@@ -256,8 +269,8 @@ class Runners:
         """The tasks (of ``context_id``, else all) whose process is gone from this machine
         or whose lease ran out; each row is removed as it is returned (by one server only)."""
         await self._ready()
-        now = time.time()
-        query = select(RUNNERS).where(
+        now = self.time.now()
+        query = select(RUNNERS, now.label("now")).where(
             or_(RUNNERS.c.machine == self.me.machine, RUNNERS.c.expires < now), ~self._mine()
         )
         if context_id is not None:
@@ -266,7 +279,7 @@ class Runners:
         async with self.engine.begin() as connection:
             for row in (await connection.execute(query)).all():
                 runner = Runner(row.machine, row.pid, row.started)
-                why = _why_gone(runner, row.expires, now, row.context_id)
+                why = _why_gone(runner, row.expires, float(row.now), row.context_id)
                 if not why:
                     continue
                 claimed = await connection.execute(  # one server fails it, not two
