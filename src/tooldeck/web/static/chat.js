@@ -19,6 +19,7 @@
   let running = null; // the client's id of the run going on, while one is
   const queued = new Map(); // message id -> the bubble of a message sent to the running run
   const joinedText = new Map(); // id of a user message that joined -> its bubble to fill, or null
+  const subagents = new Map(); // subagent run id (an agent tool's run) -> "planner › clerk"
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -546,7 +547,16 @@
   }
 
   function on(event) {
-    const id = event.toolCallId;
+    // A call inside an agent tool's run is keyed after the calls it runs in ("c1/c7"), as the
+    // decision it may wait for is, and its card is named after the agent tools ("clerk › price").
+    const sub = event.subagentRunId;
+    const id = sub ? sub + "/" + event.toolCallId : event.toolCallId;
+    if (event.type === "SUBAGENT_STARTED") {
+      const outer = subagents.get(event.parentSubagentRunId);
+      subagents.set(event.subagentRunId, outer ? outer + " › " + event.name : event.name);
+      return;
+    }
+    if (sub && event.type.startsWith("TEXT_MESSAGE")) return; // its answer is its call's result
     if (event.type === "TEXT_MESSAGE_START" && event.role === "user") {
       joined(event);
       return;
@@ -567,9 +577,11 @@
       case "TEXT_MESSAGE_END":
         textOf(event.messageId).classList.remove("streaming");
         break;
-      case "TOOL_CALL_START":
-        startCall(id, event.toolCallName);
+      case "TOOL_CALL_START": {
+        const name = event.toolCallName;
+        startCall(id, sub ? (subagents.get(sub) || sub) + " › " + name : name);
         break;
+      }
       case "TOOL_CALL_ARGS":
         addArgs(cards.get(id), event.delta);
         break;

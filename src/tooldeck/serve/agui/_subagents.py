@@ -1,0 +1,107 @@
+"""The runs inside agent tools' calls, as AG-UI subagents.
+
+An agent tool's run (``agent.as_tool``), called by the model or by a code-mode program, is a
+subagent of the run, told apart by the ``subagentRunId`` every event of it carries:
+
+- ``SUBAGENT_STARTED`` at its first event: ``subagentRunId`` is the ids of the calls it runs
+  inside, joined by ``/`` as ``PendingCall.id`` joins them (``"c1"``, ``"c1/c4"`` for a run
+  inside the agent tool ``c1`` runs); ``name`` the agent tool's; ``parentToolCallId`` the call;
+  ``parentSubagentRunId`` the subagent it runs inside, if any;
+- its turns' text and calls and their results, as the run's own are sent, under message ids of
+  its own (``<subagentRunId>:msg-<n>``, its conversation's positions). Its text is sent whole
+  with the calls of its turn; its answer once its call finished well (its output guardrails,
+  which the relay does not know, passed it), just before the call's ``TOOL_CALL_RESULT``;
+- ``SUBAGENT_FINISHED`` with the call's result then (``SUBAGENT_ERROR`` with the error code for
+  a call that failed); or, when the run pauses inside it, ``SUBAGENT_FINISHED`` with the
+  ``suspended`` outcome and the ids of the interrupts it raised itself, before ``RUN_FINISHED``.
+  The run that goes on after the decision starts it again, under the same id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ag_ui.core import (
+    BaseEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentFinishedSuspendedOutcome,
+    SubagentStartedEvent,
+)
+
+from tooldeck.results import PendingCall, RunResult, ToolTrace
+from tooldeck.run.events import NestedEvent, ToolCallFinished
+
+if TYPE_CHECKING:
+    from tooldeck.serve.agui._relay import Relay
+
+
+@dataclass
+class Subagents:
+    """The subagents of one run's stream that started and have not finished, each with the
+    relay that translates its events."""
+
+    open: dict[str, Relay] = field(default_factory=dict)
+    """Subagent run id -> its relay, outermost first."""
+
+    def events(self, event: NestedEvent, outer: Relay) -> Iterator[BaseEvent]:
+        """The AG-UI events of one event of a run inside calls: the subagents it runs in
+        started if new, then the event, attributed to the innermost."""
+        relay, parent = outer, None
+        for depth, call_id in enumerate(event.call_ids, start=1):
+            run_id = "/".join(event.call_ids[:depth])
+            inner = self.open.get(run_id)
+            if inner is None:
+                inner = self.open[run_id] = relay.inside(run_id)
+                yield SubagentStartedEvent(
+                    subagent_run_id=run_id,
+                    name=event.path[depth - 1],
+                    parent_subagent_run_id=parent,
+                    parent_tool_call_id=call_id,
+                    parent_message_id=relay.turn_message(),
+                )
+            relay, parent = inner, run_id
+        assert parent is not None  # a NestedEvent names at least one call
+        if isinstance(event.event, ToolCallFinished):  # a call inside it may be a subagent
+            yield from self.finished(f"{parent}/{event.event.trace.call.id}", event.event.trace)
+        for translated in relay.events(event.event):
+            yield translated.model_copy(update={"subagent_run_id": parent})
+
+    def finished(self, run_id: str, trace: ToolTrace) -> Iterator[BaseEvent]:
+        """The subagent ``run_id`` (if the call ``trace`` shows ran one) ends with its call:
+        its answer, then SUBAGENT_FINISHED, or SUBAGENT_ERROR for a call that failed."""
+        relay = self.open.pop(run_id, None)
+        if relay is None:
+            return
+        if not trace.result.ok:
+            code = str(trace.result.error_code) if trace.result.error_code else None
+            yield SubagentErrorEvent(subagent_run_id=run_id, message=trace.result.output, code=code)
+            return
+        for held in relay.answer():
+            yield held.model_copy(update={"subagent_run_id": run_id})
+        yield SubagentFinishedEvent(subagent_run_id=run_id, result=trace.result.output)
+
+    def ended(self, result: RunResult[Any]) -> Iterator[BaseEvent]:
+        """The run ended with subagents open: each suspended, innermost first, with the
+        interrupts it raised, when the run paused; else (it stopped first) failed."""
+        for run_id in reversed(list(self.open)):
+            if result.checkpoint is not None:
+                raised = [p.digest for p in result.pending if _raised_in(p, run_id)]
+                outcome = SubagentFinishedSuspendedOutcome(interrupt_ids=raised)
+                yield SubagentFinishedEvent(subagent_run_id=run_id, outcome=outcome)
+            else:
+                message = f"the run ended ({result.stop_reason}) before its call finished"
+                yield SubagentErrorEvent(subagent_run_id=run_id, message=message)
+        self.open.clear()
+
+
+def _raised_in(pending: PendingCall, run_id: str) -> bool:
+    """Whether the interrupt of ``pending`` is the subagent ``run_id``'s own: the call waits
+    in its run, not in a run inside it (``<its id>/<call id>``, after a program's ``run_code``
+    call id when a program called the agent tool)."""
+    if pending.kind != "approval":
+        return False
+    inside = pending.id.rpartition("/")[0]
+    return inside == run_id or inside.endswith(f"/{run_id}")
