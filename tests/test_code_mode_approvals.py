@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from _pty import Terminal
 from test_cli_doors import MODEL
 from tooldeck import Agent, Approve, tool
@@ -87,6 +89,61 @@ async def test_a_call_in_a_function_an_earlier_program_defined_names_no_line(
 
     assert (waiting.call.name, waiting.path, waiting.own) == ("pay", ("run_code",), True)
     assert waiting.where == ""  # the call is not on a line of the program that waits
+    assert paid == []
+
+
+ALIASED = "f = pay\nawait f(amount=1)\nawait f(amount=2)"
+"""A program that calls the tool under another name (twice: the second after a resume)."""
+IN_A_HELPER = "async def settle(amount):\n    return await pay(amount=amount)\n\nawait settle(1)"
+
+
+@pytest.mark.parametrize(
+    ("code", "line"),
+    [(ALIASED, "line 2: await f(amount=1)"), (IN_A_HELPER, "line 2: return await pay(amount=amount)")],
+    ids=["another-name", "a-helper"],
+)
+async def test_a_call_through_another_name_or_in_a_helper_names_its_line(
+    provider: Provider, code: str, line: str
+) -> None:
+    paid, pay = payments()
+    sim = provider([call("run_code", {"code": code})])
+    agent = Agent(sim.model(), [pay], capabilities=[CodeMode()])
+    first = await agent.run("pay in a program")
+    (waiting,) = first.pending
+
+    assert (waiting.call.name, waiting.where) == ("pay", line)
+    assert paid == []
+
+
+async def test_the_line_is_named_again_when_the_resumed_program_waits_again(
+    provider: Provider,
+) -> None:
+    paid, pay = payments()
+    sim = provider([call("run_code", {"code": ALIASED}), reply("done")])
+    agent = Agent(sim.model(), [pay], capabilities=[CodeMode()])
+    first = await agent.run("pay twice")
+    (waiting,) = first.pending
+    second = await agent.resume(first.checkpoint, {waiting.id: Approve()})
+    (again,) = second.pending
+
+    assert (waiting.where, again.where) == ("line 2: await f(amount=1)", "line 3: await f(amount=2)")
+    done = await agent.resume(second.checkpoint, {again.id: Approve()})
+    assert (done.answer, paid) == ("done", [1, 2])
+
+
+async def test_in_a_repl_a_later_programs_call_through_another_name_names_its_line(
+    provider: Provider,
+) -> None:
+    paid, pay = payments()
+    later = "g = pay\nawait g(amount=amount)"
+    sim = provider(
+        [call("run_code", {"code": "amount = 5"}), call("run_code", {"code": later})]
+    )
+    agent = Agent(sim.model(), [pay], capabilities=[CodeMode(repl=True)])
+    first = await agent.run("set the amount, then pay it")
+    (waiting,) = first.pending
+
+    assert (waiting.call.arguments, waiting.where) == ({"amount": 5}, "line 2: await g(amount=amount)")
     assert paid == []
 
 
@@ -218,6 +275,18 @@ def test_the_cli_asks_about_a_programs_call_with_its_line_and_every_scope(
     assert "✓ approved (remembered for the run) by cli: pay(amount=2)" in shown
     assert "✓ approved (remembered for the run) by cli: pay(amount=3)" in shown
     assert (tmp_path / "paid").read_text().split() == ["1", "2", "3"]
+
+
+def test_the_cli_names_the_line_of_a_call_made_under_another_name(
+    tmp_path: Path, provider: Provider
+) -> None:
+    sim = provider([call("run_code", {"code": "f = pay\nawait f(amount=1)"}), reply("done")])
+    about = "tooldeck: the program makes this call at line 2: await f(amount=1)"
+
+    shown = at_terminal(tmp_path, sim, "each", about, "y")
+
+    assert f"approve run_code: pay(amount=1)? {CHOICES}" in shown
+    assert (tmp_path / "paid").read_text().split() == ["1"]
 
 
 def test_the_cli_names_the_tools_a_program_approved_whole_may_call(

@@ -236,12 +236,7 @@ class RunDisplay:
         self.tally.show(event)
         if isinstance(event, NestedEvent):
             self._nested(event)
-        elif isinstance(event, TextDelta) and self.hold_text:| None = None
-
-    def show(self, event: Event) -> None:
-        """Show what the event adds: the model's writing, a spinner, calls that wait."""
-        self.tally.show(event)
-        if isinstance(event, TextDelta) and self.hold_text:
+        elif isinstance(event, TextDelta) and self.hold_text:
             self._hold(event.round)
         elif isinstance(event, TextDelta | ToolCallDelta):
             if self._writing is None:
