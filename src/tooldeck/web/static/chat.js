@@ -299,14 +299,15 @@
     const call = item.call;
     // the run's own calls by their call id (a program's runs under it once decided)
     const key = call.own ? call.callId : call.id;
+    // (an agent tool's call streamed in its card before the run paused: it waits there)
     let card = cards.get(key);
-    if (!card || call.path.length) {
+    if (!card || (call.path.length && call.own)) {
       card = addCall(key, [...call.path, call.tool].join(" › "));
       addArgs(card, JSON.stringify(call.arguments));
       closeArgs(card);
-      const outer = cards.get(call.id.split("/")[0]); // the call it waits inside
-      if (outer && outer !== card) waitingCard(outer);
     }
+    const outer = cards.get(call.id.split("/")[0]); // the call it waits inside
+    if (call.path.length && outer && outer !== card) waitingCard(outer);
     waitingCard(card);
     const box = el("div", "decide");
     card.body.append(box);
