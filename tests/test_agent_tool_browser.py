@@ -48,5 +48,5 @@ def test_an_agent_tools_calls_stream_in_cards_named_after_it_and_one_waits_in_it
     expect(done.locator(".name")).to_have_text("clerk › refund")  # its result in its card
     expect(page.locator(".call.waiting")).to_have_count(0)
     expect(page.locator(".call.running")).to_have_count(0)
-    expect(page.locator(".msg.assistant", has_text="Done: o1")).to_have_count(0)  # its answer: the card's
+    expect(page.locator(".msg.assistant", has_text="Done: o1")).to_have_count(0)  # in its card
     assert refunded == ["o1"]
