@@ -75,6 +75,9 @@ class Subagents:
         relay = self.open.pop(run_id, None)
         if relay is None:
             return
+        for inside in [each for each in self.open if each.startswith(f"{run_id}/")][::-1]:
+            del self.open[inside]  # its run ended first (cancelled, stopped): so did theirs
+            yield SubagentErrorEvent(subagent_run_id=inside, message="its call's run ended first")
         if not trace.result.ok:
             code = str(trace.result.error_code) if trace.result.error_code else None
             yield SubagentErrorEvent(subagent_run_id=run_id, message=trace.result.output, code=code)
