@@ -215,22 +215,23 @@ async def test_agui_sends_the_agent_tools_run_as_a_subagent_tied_to_its_call(
 
     made = outer.call_ids[0]
     clerk_call = f"{made}.1" if program else made
+    sub = f"{made}/{clerk_call}" if program else made  # as a pending call's id names it
     (started,) = of_type(events, SubagentStartedEvent)
     (start_of_made,) = [e for e in of_type(events, ToolCallStartEvent) if e.tool_call_id == made]
-    assert (started.subagent_run_id, started.name) == (clerk_call, "clerk")
+    assert (started.subagent_run_id, started.name) == (sub, "clerk")
     assert (started.parent_tool_call_id, started.parent_subagent_run_id) == (clerk_call, None)
     assert started.parent_message_id == start_of_made.parent_message_id
-    its = of_subagent(events, clerk_call)
+    its = of_subagent(events, sub)
     (inner_start,) = of_type(its, ToolCallStartEvent)
     assert (inner_start.tool_call_id, inner_start.tool_call_name) == (inner.call_ids[0], "price")
-    assert inner_start.parent_message_id == f"{clerk_call}:msg-1"  # its own conversation's
+    assert inner_start.parent_message_id == f"{sub}:msg-1"  # its own conversation's
     said = [e.delta for e in of_type(its, TextMessageContentEvent)]
     assert said == ["Looking it up.", "A fig costs 2.0."]  # its answer once its call finished
     (inner_result,) = of_type(its, ToolCallResultEvent)
     assert (inner_result.tool_call_id, inner_result.content) == (inner.call_ids[0], "2.0")
     (finished,) = of_type(events, SubagentFinishedEvent)
     assert (finished.subagent_run_id, finished.result, finished.outcome) == (
-        clerk_call,
+        sub,
         "A fig costs 2.0.",
         None,
     )
@@ -262,22 +263,24 @@ async def test_a_pause_inside_the_agent_tool_suspends_its_subagent_until_the_dec
         (interrupt,) = paused[-1].outcome.interrupts
         resumed = await post(client, new_input("t1", resume=[approve(interrupt.id, approved=True)]))
 
-    clerk_call = f"{outer.call_ids[0]}.1" if program else outer.call_ids[0]
+    made = outer.call_ids[0]
+    sub = f"{made}/{made}.1" if program else made  # the subagent: where the pending call is
     (suspended,) = of_type(paused, SubagentFinishedEvent)
-    assert suspended.subagent_run_id == clerk_call
+    assert suspended.subagent_run_id == sub
     assert suspended.outcome is not None and suspended.outcome.type == "suspended"
     assert suspended.outcome.interrupt_ids == [interrupt.id]
+    assert interrupt.metadata["tooldeck"]["id"] == f"{sub}/{inner.call_ids[0]}"  # the same ids
     assert paused.index(suspended) == len(paused) - 4  # then the snapshots and RUN_FINISHED
     assert refunded == []
 
     (again,) = of_type(resumed, SubagentStartedEvent)  # the same invocation goes on
-    assert again.subagent_run_id == clerk_call
-    (refund_result,) = of_type(of_subagent(resumed, clerk_call), ToolCallResultEvent)
+    assert again.subagent_run_id == sub
+    (refund_result,) = of_type(of_subagent(resumed, sub), ToolCallResultEvent)
     assert (refund_result.tool_call_id, refund_result.content) == (
         inner.call_ids[0],
         "refunded o1",
     )
     (done,) = of_type(resumed, SubagentFinishedEvent)
-    assert (done.subagent_run_id, done.result) == (clerk_call, "Done: o1 refunded.")
+    assert (done.subagent_run_id, done.result) == (sub, "Done: o1 refunded.")
     assert isinstance(resumed[-1], RunFinishedEvent)
     assert (resumed[-1].result, refunded) == ("Refunded.", ["o1"])

@@ -137,7 +137,7 @@ class Relay:
         elif isinstance(event, NestedEvent):
             yield from self.subagents.events(event, self)
         elif isinstance(event, ToolCallFinished):
-            yield from self.subagents.finished(event.trace.call.id, event.trace)
+            yield from self.subagents.finished(self.call_path(event.trace.call.id), event.trace)
             if self._inside(event.trace.call.id) is not None:  # a program's call (code mode)
                 yield from self._inner_call(event.trace.call)
             yield self._result(event.trace)
@@ -269,6 +269,12 @@ class Relay:
             return self._result_event(trace, f"{self._id(self.turn_at + 1 + inside)}.{number}")
         index = next((i for i, c in enumerate(self.turn_calls) if c.id == call_id), 0)
         return self._result_event(trace, self._id(self.turn_at + 1 + index))
+
+    def call_path(self, call_id: str) -> str:
+        """``call_id`` as a pending call's id lists it: after the id of the turn's call it was
+        made inside (a program's call ``c1.2``, in ``run_code``'s ``c1``: ``c1/c1.2``)."""
+        inside = self._inside(call_id)
+        return call_id if inside is None else f"{self.turn_calls[inside].id}/{call_id}"
 
     def _inside(self, call_id: str) -> int | None:
         """The place of the turn's call that ``call_id`` was made inside (``"<its id>.<n>"``),

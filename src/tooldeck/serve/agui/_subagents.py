@@ -4,8 +4,9 @@ An agent tool's run (``agent.as_tool``), called by the model or by a code-mode p
 subagent of the run, told apart by the ``subagentRunId`` every event of it carries:
 
 - ``SUBAGENT_STARTED`` at its first event: ``subagentRunId`` is the ids of the calls it runs
-  inside, joined by ``/`` as ``PendingCall.id`` joins them (``"c1"``, ``"c1/c4"`` for a run
-  inside the agent tool ``c1`` runs); ``name`` the agent tool's; ``parentToolCallId`` the call;
+  inside, joined by ``/`` as ``PendingCall.id`` joins them (``"c1"``; ``"c1/c4"`` for a run
+  inside the agent tool ``c1`` runs; ``"c1/c1.2"`` for an agent tool a program of ``run_code``
+  ``c1`` called); ``name`` the agent tool's; ``parentToolCallId`` the call;
   ``parentSubagentRunId`` the subagent it runs inside, if any;
 - its turns' text and calls and their results, as the run's own are sent, under message ids of
   its own (``<subagentRunId>:msg-<n>``, its conversation's positions). Its text is sent whole
@@ -49,23 +50,23 @@ class Subagents:
     def events(self, event: NestedEvent, outer: Relay) -> Iterator[BaseEvent]:
         """The AG-UI events of one event of a run inside calls: the subagents it runs in
         started if new, then the event, attributed to the innermost."""
-        relay, parent = outer, None
-        for depth, call_id in enumerate(event.call_ids, start=1):
-            run_id = "/".join(event.call_ids[:depth])
+        relay, parent = outer, ""
+        for name, call_id in zip(event.path, event.call_ids, strict=True):
+            run_id = f"{parent}/{relay.call_path(call_id)}" if parent else relay.call_path(call_id)
             inner = self.open.get(run_id)
             if inner is None:
                 inner = self.open[run_id] = relay.inside(run_id)
                 yield SubagentStartedEvent(
                     subagent_run_id=run_id,
-                    name=event.path[depth - 1],
-                    parent_subagent_run_id=parent,
+                    name=name,
+                    parent_subagent_run_id=parent or None,
                     parent_tool_call_id=call_id,
                     parent_message_id=relay.turn_message(),
                 )
             relay, parent = inner, run_id
-        assert parent is not None  # a NestedEvent names at least one call
         if isinstance(event.event, ToolCallFinished):  # a call inside it may be a subagent
-            yield from self.finished(f"{parent}/{event.event.trace.call.id}", event.event.trace)
+            trace = event.event.trace
+            yield from self.finished(f"{parent}/{relay.call_path(trace.call.id)}", trace)
         for translated in relay.events(event.event):
             yield translated.model_copy(update={"subagent_run_id": parent})
 
@@ -102,9 +103,5 @@ class Subagents:
 
 def _raised_in(pending: PendingCall, run_id: str) -> bool:
     """Whether the interrupt of ``pending`` is the subagent ``run_id``'s own: the call waits
-    in its run, not in a run inside it (``<its id>/<call id>``, after a program's ``run_code``
-    call id when a program called the agent tool)."""
-    if pending.kind != "approval":
-        return False
-    inside = pending.id.rpartition("/")[0]
-    return inside == run_id or inside.endswith(f"/{run_id}")
+    in its run, not in a run inside it (its id is ``<run_id>/<call id>``)."""
+    return pending.kind == "approval" and pending.id.rpartition("/")[0] == run_id
