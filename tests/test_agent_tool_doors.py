@@ -270,6 +270,7 @@ async def test_a_pause_inside_the_agent_tool_suspends_its_subagent_until_the_dec
     assert suspended.outcome is not None and suspended.outcome.type == "suspended"
     assert suspended.outcome.interrupt_ids == [interrupt.id]
     assert interrupt.metadata["tooldeck"]["id"] == f"{sub}/{inner.call_ids[0]}"  # the same ids
+    assert interrupt.subagent_run_id == sub  # it raised it
     assert paused.index(suspended) == len(paused) - 4  # then the snapshots and RUN_FINISHED
     assert refunded == []
 
