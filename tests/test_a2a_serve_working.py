@@ -82,7 +82,11 @@ async def test_a_task_whose_server_was_killed_fails_when_a_running_server_meets_
     tmp_path: Path, provider, met_by: str
 ) -> None:
     sim = provider([call("slow_count", {"to": 3}), reply("Counting was cut off.")])
-    with served(tmp_path, sim) as (other_url, _):  # started before the kill
+    # the other server's heartbeat also fails the tasks of dead servers (every 2 s by
+    # default; tests/test_a2a_serve_cross.py proves it): slowed here, so it is the meeting
+    # that fails the task, not a beat between the kill and the first look
+    quiet_beat = ("--heartbeat", "600", "--lease", "3000")
+    with served(tmp_path, sim, *quiet_beat) as (other_url, _):  # started before the kill
         async with counting_on(tmp_path, sim) as (_, killed, _, killed_task):
             killed.send_signal(signal.SIGKILL)
             killed.wait()
