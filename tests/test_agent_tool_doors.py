@@ -66,7 +66,7 @@ CLERK = textwrap.dedent(
 DIRECT = call("clerk", {"input": "fig?"})
 PROGRAM = call("run_code", {"code": 'said = await clerk(input="fig?")\nsaid'})
 INSIDE = [
-    '    clerk: round 1: 1 tool call (',
+    "    clerk: round 1: 1 tool call (",
     "    clerk: Looking it up.",
     '    clerk: → price(item="fig")',
     "    clerk: ← 2.0  (",
@@ -267,7 +267,8 @@ async def test_a_pause_inside_the_agent_tool_suspends_its_subagent_until_the_dec
     sub = f"{made}/{made}.1" if program else made  # the subagent: where the pending call is
     (suspended,) = of_type(paused, SubagentFinishedEvent)
     assert suspended.subagent_run_id == sub
-    assert suspended.outcome is not None and suspended.outcome.type == "suspended"
+    assert suspended.outcome is not None
+    assert suspended.outcome.type == "suspended"
     assert suspended.outcome.interrupt_ids == [interrupt.id]
     assert interrupt.metadata["tooldeck"]["id"] == f"{sub}/{inner.call_ids[0]}"  # the same ids
     assert interrupt.subagent_run_id == sub  # it raised it

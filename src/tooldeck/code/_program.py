@@ -276,8 +276,8 @@ def _feed_name(repl: dict[str, Any] | None) -> str:
 
 def _line_of(code: str, waiting: Wait, tool: str, feed: str) -> str:
     """The program's line with the waiting call (``"line 3: await refund(order=3)"``), from
-    where monty says the call is: named when that is this program's source (``feed``), the
-    call made under another name (``f = refund``) or in a function included; '' when it is
+    where monty says the call is: named when that is this program's source (``feed``), a
+    call in a function the program defines included; '' when it is
     in a function an earlier program of a REPL defined. When monty or the REPL cannot say
     which source (an older worker; a REPL kept before programs were counted), named only
     when the tool's own name stands at the call."""
