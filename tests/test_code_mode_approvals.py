@@ -18,8 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from _pty import Terminal
 from test_cli_doors import MODEL
 from tooldeck import Agent, Approve, tool
