@@ -131,6 +131,29 @@ def test_resume_runs_only_the_cases_the_file_does_not_hold(
     assert "resume with the same settings" in changed.stderr
 
 
+def test_a_case_out_of_time_closes_its_request_and_the_next_case_is_asked(
+    server: FakeOpenAI, folder: Path
+) -> None:
+    """What a slow local server needs from ``--timeout`` (llama-cpp-python's generates on for
+    a client that left; docs/code-mode.md "Measured"): every request carries --max-tokens, a
+    case out of time closes its request, the next case is asked at once, the command ends."""
+    (folder / "cases.yaml").write_text(CASES.split("- id: oslo")[0], encoding="utf-8")
+    held = Reply(events=[(None, "unsent")], hold_after=0)  # headers, then held till it leaves
+    server.reply(held, Reply(body=completion_body("I am an assistant.")))
+    started = time.monotonic()
+    done = tooldeck(
+        "cases.yaml", *scripted(server), "--timeout", "1", "--max-tokens", "77", "--json",
+        cwd=folder,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert server.client_left.wait(10)
+    assert [body["max_tokens"] for body in server.bodies] == [77, 77]
+    cases = {case["id"]: case for case in json.loads(done.stdout)["cases"]}
+    assert cases["sum"]["error"] == "LimitExceeded: the run took longer than max_duration_s=1.0"
+    assert (cases["sum"]["correct"], cases["hello"]["correct"]) == (False, True)
+    assert time.monotonic() - started < 60
+
+
 def test_the_table_compare_and_html_report(server: FakeOpenAI, folder: Path) -> None:
     server.reply(*replies())
     done = tooldeck("cases.yaml", *scripted(server), "--out", "old.jsonl", cwd=folder)
