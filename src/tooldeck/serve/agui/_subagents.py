@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ag_ui.core import (
     BaseEvent,
@@ -33,10 +33,18 @@ from ag_ui.core import (
 )
 
 from tooldeck.results import PendingCall, RunResult, ToolTrace
-from tooldeck.run.events import NestedEvent, ToolCallFinished
+from tooldeck.run.events import Event, NestedEvent, ToolCallFinished
 
-if TYPE_CHECKING:
-    from tooldeck.serve.agui._relay import Relay
+
+class Relay(Protocol):
+    """What a subagent needs of ``_relay.Relay`` (named here, not imported: ``_relay`` imports
+    this module)."""
+
+    def events(self, event: Event) -> Iterator[BaseEvent]: ...
+    def inside(self, run_id: str) -> Relay: ...
+    def turn_message(self) -> str: ...
+    def answer(self) -> Iterator[BaseEvent]: ...
+    def call_path(self, call_id: str) -> str: ...
 
 
 @dataclass
