@@ -95,6 +95,21 @@ def environment(tmp_path: Path, sim: ProviderSimulator) -> dict[str, str]:
     return {**base, **sim.env, "TOOLDECK_HOME": str(tmp_path / "home")}
 
 
+def run_captured(
+    tmp_path: Path, sim: ProviderSimulator, program: bool, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """``tooldeck run`` in a process of its own, its output captured (no terminal)."""
+    return subprocess.run(
+        command(tmp_path, sim, program, *options),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=environment(tmp_path, sim),
+        timeout=120,
+        check=False,
+    )
+
+
 def in_order(shown: str, *starts: str) -> list[str]:
     """The lines of ``shown`` that start with ``starts``, found in this order."""
     lines, at, found = shown.splitlines(), 0, []
@@ -111,15 +126,7 @@ def test_the_cli_shows_the_agent_tools_run_under_its_call_with_stdout_redirected
     tmp_path: Path, provider: Provider, program: bool
 ) -> None:
     sim = provider(clerk_script(PROGRAM if program else DIRECT))
-    done = subprocess.run(
-        command(tmp_path, sim, program),
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=environment(tmp_path, sim),
-        timeout=120,
-        check=False,
-    )
+    done = run_captured(tmp_path, sim, program)
 
     assert done.returncode == 0, done.stderr
     calling = '  → run_code(code="said = await clerk' if program else '  → clerk(input="fig?")'
@@ -144,15 +151,7 @@ def test_json_gives_an_agent_tool_calls_inner_calls(
     tmp_path: Path, provider: Provider, program: bool
 ) -> None:
     sim = provider(clerk_script(PROGRAM if program else DIRECT))
-    done = subprocess.run(
-        command(tmp_path, sim, program, "--json"),
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=environment(tmp_path, sim),
-        timeout=120,
-        check=False,
-    )
+    done = run_captured(tmp_path, sim, program, "--json")
 
     assert done.returncode == 0, done.stderr
     calls = json.loads(done.stdout)["calls"]

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from _pty import Terminal
 from test_cli_doors import MODEL
 from tooldeck import Agent, Approve, tool
@@ -275,28 +277,41 @@ def test_the_cli_asks_about_a_programs_call_with_its_line_and_every_scope(
     assert (tmp_path / "paid").read_text().split() == ["1", "2", "3"]
 
 
-def test_the_cli_names_the_line_of_a_call_made_in_a_helper(
-    tmp_path: Path, provider: Provider
+@pytest.mark.parametrize(
+    ("code", "approval", "about", "asked", "paid"),
+    [
+        (
+            IN_A_HELPER,
+            "each",
+            "tooldeck: the program makes this call at line 2: return await pay(amount=amount)",
+            "run_code: pay(amount=1)",
+            ["1"],
+        ),
+        (
+            ONE_MORE,
+            "whole",
+            "tooldeck: the program may call pay: approved, it calls them without asking",
+            'run_code(code="await pay(amount=3)")',
+            ["3"],
+        ),
+    ],
+    ids=["the-line-of-a-call-in-a-helper", "the-tools-a-program-approved-whole-may-call"],
+)
+def test_the_cli_names_what_a_program_waits_on(
+    tmp_path: Path,
+    provider: Provider,
+    code: str,
+    approval: str,
+    about: str,
+    asked: str,
+    paid: list[str],
 ) -> None:
-    sim = provider([call("run_code", {"code": IN_A_HELPER}), reply("done")])
-    about = "tooldeck: the program makes this call at line 2: return await pay(amount=amount)"
+    sim = provider([call("run_code", {"code": code}), reply("done")])
 
-    shown = at_terminal(tmp_path, sim, "each", about, "y")
+    shown = at_terminal(tmp_path, sim, approval, about, "y")
 
-    assert f"approve run_code: pay(amount=1)? {CHOICES}" in shown
-    assert (tmp_path / "paid").read_text().split() == ["1"]
-
-
-def test_the_cli_names_the_tools_a_program_approved_whole_may_call(
-    tmp_path: Path, provider: Provider
-) -> None:
-    sim = provider([call("run_code", {"code": ONE_MORE}), reply("done")])
-    about = "tooldeck: the program may call pay: approved, it calls them without asking"
-
-    shown = at_terminal(tmp_path, sim, "whole", about, "y")
-
-    assert f'approve run_code(code="await pay(amount=3)")? {CHOICES}' in shown
-    assert (tmp_path / "paid").read_text().split() == ["3"]
+    assert f"approve {asked}? {CHOICES}" in shown
+    assert (tmp_path / "paid").read_text().split() == paid
 
 
 def test_chat_remembers_a_programs_call_approved_for_the_conversation(
