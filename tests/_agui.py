@@ -4,7 +4,8 @@ Every event a response carries is parsed with ``ag_ui.core.Event`` (the discrimi
 of the protocol's pydantic models: an unknown type or a wrong field fails the test), and the
 stream is checked against the protocol's ordering rules: it begins with RUN_STARTED or
 RUN_ERROR, every message and tool call is opened once before its content and closed before
-the run finishes, and nothing follows the terminal event.
+the run finishes, and nothing follows the terminal event. A subagent (an agent tool's run) is
+started once before any event carries its id, and finished (or failed) before the run finishes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from ag_ui.core import (
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
     ToolCallResultEvent,
 )
 from pydantic import TypeAdapter
@@ -90,7 +94,9 @@ def check_sequence(events: list[BaseEvent]) -> None:
     assert terminal == [len(events) - 1], f"one terminal event, last: {[e.type for e in events]}"
     open_items: set[tuple[str, str]] = set()
     answered: set[str] = set()
+    subagents: dict[str, bool] = {}
     for event in events:
+        _check_subagent(event, subagents)
         kind = _OPENS.get(event.type) or _CONTINUES.get(event.type)
         if kind is not None:
             key = (kind, _item_id(event))
@@ -102,16 +108,39 @@ def check_sequence(events: list[BaseEvent]) -> None:
                 if event.type in (EventType.TEXT_MESSAGE_END, EventType.TOOL_CALL_END):
                     open_items.discard(key)
         if isinstance(event, ToolCallResultEvent):
-            assert ("call", event.tool_call_id) not in open_items, "a result for an open call"
-            assert event.tool_call_id not in answered, f"{event.tool_call_id} answered twice"
-            answered.add(event.tool_call_id)
+            assert ("call", _item_id(event)) not in open_items, "a result for an open call"
+            assert _item_id(event) not in answered, f"{_item_id(event)} answered twice"
+            answered.add(_item_id(event))
     if isinstance(events[-1], RunFinishedEvent):
         assert not open_items, f"left open at RUN_FINISHED: {open_items}"
+        still = [run_id for run_id, open_now in subagents.items() if open_now]
+        assert not still, f"subagents left open at RUN_FINISHED: {still}"
+
+
+def _check_subagent(event: BaseEvent, subagents: dict[str, bool]) -> None:
+    """SUBAGENT_STARTED once in a run (its id is one invocation's), before the events that
+    carry its id, a parent's first; finished once. ``subagents``: id -> open."""
+    run_id = event.model_dump(by_alias=True).get("subagentRunId")
+    if isinstance(event, SubagentStartedEvent):
+        assert run_id not in subagents, f"subagent {run_id} started twice in one run"
+        parent = event.parent_subagent_run_id
+        assert parent is None or subagents.get(parent), f"{run_id}'s parent {parent} is not open"
+        subagents[event.subagent_run_id] = True
+    elif isinstance(event, SubagentFinishedEvent | SubagentErrorEvent):
+        assert subagents.get(run_id), f"subagent {run_id} finished, not open"
+        subagents[event.subagent_run_id] = False
+    elif run_id is not None:
+        assert subagents.get(run_id), f"{event.type} of subagent {run_id}, which is not open"
 
 
 def _item_id(event: BaseEvent) -> str:
+    """The message's or the call's id, after its subagent's (call ids are the model's)."""
     value = event.model_dump(by_alias=True)
-    return str(value.get("messageId") or value.get("toolCallId"))
+    item = str(value.get("messageId") or value.get("toolCallId"))
+    if isinstance(event, ToolCallResultEvent):
+        item = event.tool_call_id
+    run_id = value.get("subagentRunId")
+    return f"{run_id}/{item}" if run_id else item
 
 
 def of_type(events: list[BaseEvent], kind: type[Any]) -> list[Any]:

@@ -158,3 +158,33 @@ def test_the_official_client_shows_a_message_sent_while_the_run_works_in_its_pla
         ("tool", "bay: calm"),
         ("user", "Be brief"),
     ]
+
+
+def test_the_official_client_takes_an_agent_tools_run_as_a_subagent_through_a_pause(
+    tmp_path: Path,
+) -> None:
+    """The client checks every event it reads (its verifier): the agent tool's subagent,
+    started, suspended at the pause, started again by the run after the decision, finished."""
+    script = [
+        call("cleaner", {"input": "remove old.log"}),
+        call("delete_file", {"path": "old.log"}, text="Deleting it."),
+        reply("Done."),
+        reply("Clean."),
+    ]  # the outer model's turn, the cleaner's two, the outer model's answer
+    with ProviderSimulator(script) as sim:
+        cleaner = Agent(sim.model(), [delete_file], name="cleaner")
+        agent = Agent(sim.model(), [cleaner.as_tool(name="cleaner", description="Deletes files.")])
+        steps = [{"id": "user-1", "prompt": "Tidy up."}, {"approved": True}]
+        with serving(app(agent, data_dir=tmp_path)) as root:
+            runs = drive(f"{root}/", "tidy-1", steps)
+        cleaner_call = sim.call_ids[0]
+
+    assert [(r["result"], r["errors"], r["interrupts"]) for r in runs] == [
+        (None, [], [cleaner_call]),
+        ("Clean.", [], []),
+    ]
+    assert held(runs[-1])[-3:] == [
+        ("msg-1", "assistant", [cleaner_call]),
+        ("msg-2", "tool", cleaner_call),
+        ("msg-3", "assistant", "Clean."),
+    ]

@@ -207,7 +207,8 @@ async def test_a_call_inside_an_agent_tool_is_an_interrupt_of_the_outer_call(
     assert (interrupt.tool_call_id, interrupt.metadata["tooldeck"]["id"]) == ("p1", "p1/c1")
     assert interrupt.metadata["tooldeck"]["path"] == ["cleaner"]
     assert interrupt.message == 'Approve delete_file({"path": "old.log"}) (inside cleaner)?'
-    (result,) = of_type(resumed, ToolCallResultEvent)
+    outer = [r for r in of_type(resumed, ToolCallResultEvent) if r.subagent_run_id is None]
+    (result,) = outer  # the cleaner's own call's result is its subagent's
     assert (result.tool_call_id, result.content) == ("p1", "Done.")
     assert isinstance(resumed[-1], RunFinishedEvent)
     assert resumed[-1].result == "Clean."

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from _pty import Terminal
 from test_cli_doors import MODEL
 from tooldeck import Agent, Approve, tool
@@ -87,6 +89,61 @@ async def test_a_call_in_a_function_an_earlier_program_defined_names_no_line(
 
     assert (waiting.call.name, waiting.path, waiting.own) == ("pay", ("run_code",), True)
     assert waiting.where == ""  # the call is not on a line of the program that waits
+    assert paid == []
+
+
+IN_A_HELPER = "async def settle(amount):\n    return await pay(amount=amount)\n\nawait settle(1)"
+"""A program that calls the tool inside a function it defines (a tool is no value a program
+can name otherwise: ``f = pay`` is a NameError in the sandbox)."""
+TWICE_IN_A_HELPER = f"{IN_A_HELPER}\nawait settle(2)"
+"""The same, twice: the second call waits after a resume."""
+
+
+async def test_a_call_in_a_helper_names_its_line(provider: Provider) -> None:
+    paid, pay = payments()
+    sim = provider([call("run_code", {"code": IN_A_HELPER})])
+    agent = Agent(sim.model(), [pay], capabilities=[CodeMode()])
+    first = await agent.run("pay in a program")
+    (waiting,) = first.pending
+
+    assert (waiting.call.name, waiting.where) == ("pay", "line 2: return await pay(amount=amount)")
+    assert paid == []
+
+
+async def test_the_line_is_named_again_when_the_resumed_program_waits_again(
+    provider: Provider,
+) -> None:
+    paid, pay = payments()
+    sim = provider([call("run_code", {"code": TWICE_IN_A_HELPER}), reply("done")])
+    agent = Agent(sim.model(), [pay], capabilities=[CodeMode()])
+    first = await agent.run("pay twice")
+    (waiting,) = first.pending
+    second = await agent.resume(first.checkpoint, {waiting.id: Approve()})
+    (again,) = second.pending
+
+    assert (waiting.where, again.where) == (  # the resumed program is the same feed
+        "line 2: return await pay(amount=amount)",
+        "line 2: return await pay(amount=amount)",
+    )
+    assert (waiting.call.arguments, again.call.arguments) == ({"amount": 1}, {"amount": 2})
+    done = await agent.resume(second.checkpoint, {again.id: Approve()})
+    assert (done.answer, paid) == ("done", [1, 2])
+
+
+async def test_in_a_repl_a_later_programs_call_in_a_helper_names_its_line(
+    provider: Provider,
+) -> None:
+    paid, pay = payments()
+    later = "async def settle():\n    return await pay(amount=amount)\n\nawait settle()"
+    sim = provider([call("run_code", {"code": "amount = 5"}), call("run_code", {"code": later})])
+    agent = Agent(sim.model(), [pay], capabilities=[CodeMode(repl=True)])
+    first = await agent.run("set the amount, then pay it")
+    (waiting,) = first.pending
+
+    assert (waiting.call.arguments, waiting.where) == (
+        {"amount": 5},
+        "line 2: return await pay(amount=amount)",  # monty names its source the 2nd feed
+    )
     assert paid == []
 
 
@@ -220,16 +277,41 @@ def test_the_cli_asks_about_a_programs_call_with_its_line_and_every_scope(
     assert (tmp_path / "paid").read_text().split() == ["1", "2", "3"]
 
 
-def test_the_cli_names_the_tools_a_program_approved_whole_may_call(
-    tmp_path: Path, provider: Provider
+@pytest.mark.parametrize(
+    ("code", "approval", "about", "asked", "paid"),
+    [
+        (
+            IN_A_HELPER,
+            "each",
+            "tooldeck: the program makes this call at line 2: return await pay(amount=amount)",
+            "run_code: pay(amount=1)",
+            ["1"],
+        ),
+        (
+            ONE_MORE,
+            "whole",
+            "tooldeck: the program may call pay: approved, it calls them without asking",
+            'run_code(code="await pay(amount=3)")',
+            ["3"],
+        ),
+    ],
+    ids=["the-line-of-a-call-in-a-helper", "the-tools-a-program-approved-whole-may-call"],
+)
+def test_the_cli_names_what_a_program_waits_on(
+    tmp_path: Path,
+    provider: Provider,
+    code: str,
+    approval: str,
+    about: str,
+    asked: str,
+    paid: list[str],
 ) -> None:
-    sim = provider([call("run_code", {"code": ONE_MORE}), reply("done")])
-    about = "tooldeck: the program may call pay: approved, it calls them without asking"
+    sim = provider([call("run_code", {"code": code}), reply("done")])
 
-    shown = at_terminal(tmp_path, sim, "whole", about, "y")
+    shown = at_terminal(tmp_path, sim, approval, about, "y")
 
-    assert f'approve run_code(code="await pay(amount=3)")? {CHOICES}' in shown
-    assert (tmp_path / "paid").read_text().split() == ["3"]
+    assert f"approve {asked}? {CHOICES}" in shown
+    assert (tmp_path / "paid").read_text().split() == paid
 
 
 def test_chat_remembers_a_programs_call_approved_for_the_conversation(

@@ -11,6 +11,7 @@ stop is never shown (what reached a terminal or a log cannot be taken back).
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import traceback
@@ -30,6 +31,7 @@ from tooldeck.run.events import (
     MessageJoined,
     ModelRequest,
     ModelResponse,
+    NestedEvent,
     RunRecovered,
     TextDelta,
     ToolCallDelta,
@@ -52,6 +54,9 @@ class Console:
         """``terminal`` overrides whether ``stream`` is taken for a terminal (rich only)."""
         self._stream = stream or sys.stdout
         self._rich: Any = None
+        self._label = ""
+        """For the lines of a run inside an agent tool's call: the agent tools' names."""
+        self._depth = 0
         try:
             from rich.console import Console as RichConsole
         except ImportError:
@@ -62,6 +67,8 @@ class Console:
 
     def line(self, text: str, style: str = "") -> None:
         """Print one line, styled when rich is installed."""
+        if self._label:
+            text = _under(text, self._label, self._depth)
         if self._rich is None:
             print(text, file=self._stream, flush=True)
             return
@@ -77,7 +84,7 @@ class Console:
     @property
     def live(self) -> bool:
         """Whether the console can redraw a region in place (rich on a terminal)."""
-        return self._rich is not None and bool(self._rich.is_terminal)
+        return self._rich is not None and bool(self._rich.is_terminal) and not self._label
 
     def status(self, text: str) -> AbstractContextManager[Any]:
         """A spinner while something runs (on a terminal with rich); nothing otherwise."""
@@ -93,6 +100,22 @@ class Console:
     def live_region(self) -> LiveRegion:
         """A region redrawn in place until closed, then erased (needs ``live``)."""
         return LiveRegion(self._rich)
+
+    def under(self, path: tuple[str, ...]) -> Console:
+        """This console for the lines of the run inside the agent tools ``path`` (outermost
+        first): each indented a step a tool and named after them, nothing redrawn in place
+        (the runs of two calls may write at once)."""
+        inner = copy.copy(self)
+        inner._label, inner._depth = " › ".join(path), len(path)
+        return inner
+
+
+def _under(text: str, label: str, depth: int) -> str:
+    """``text`` (a line of the run display: ``"  → price(...)"``) as a line of the run inside
+    the agent tools ``label`` names, ``depth`` deep: ``"    clerk: → price(...)"``."""
+    body = text.lstrip(" ")
+    more = max(len(text) - len(body) - 2, 0)  # its own indent beyond a call's line
+    return "  " * (depth + 1) + " " * more + f"{label}: {body}"
 
 
 class LiveRegion:
@@ -205,11 +228,15 @@ class RunDisplay:
         self._started: set[str] = set()
         self._status: AbstractContextManager[Any] | None = None
         self._writing: _Writing | None = None
+        self._inner: dict[tuple[str, ...], _InnerDisplay] = {}
+        """The runs inside agent tools' calls, by the ids of the calls they run in."""
 
     def show(self, event: Event) -> None:
         """Show what the event adds: the model's writing, a spinner, calls that wait."""
         self.tally.show(event)
-        if isinstance(event, TextDelta) and self.hold_text:
+        if isinstance(event, NestedEvent):
+            self._nested(event)
+        elif isinstance(event, TextDelta) and self.hold_text:
             self._hold(event.round)
         elif isinstance(event, TextDelta | ToolCallDelta):
             if self._writing is None:
@@ -250,6 +277,16 @@ class RunDisplay:
     def close(self) -> None:
         """Stop the spinner and the live region, if any."""
         self._spin(None)
+
+    def _nested(self, event: NestedEvent) -> None:
+        """An event of the run inside an agent tool's call (called by the model or by a
+        program): shown by that run's display, in lines indented under the call."""
+        inner = self._inner.get(event.call_ids)
+        if inner is None:
+            console = self.console.under(event.path)
+            inner = _InnerDisplay(console, event.path[-1], verbose=self.verbose)
+            self._inner[event.call_ids] = inner
+        inner.show(event.event)
 
     def _hold(self, round_: int) -> None:
         """The model writes text the output guardrails will judge: say so, once a round."""
@@ -367,6 +404,22 @@ class RunDisplay:
         """The totals line: time, model turns, calls, tokens, why the run ended."""
         line = totals_line(seconds, self.tally.model_s, usage, calls, stop, self.tally.unmetered)
         self.console.line(line, "dim")
+
+
+class _InnerDisplay(RunDisplay):
+    """The run inside an agent tool's call, as lines under the call: each turn whole when
+    answered, with the words it says beside its calls; its answer is the call's result, shown
+    by the outer run (after the agent's output guardrails passed it); a pause inside it, with
+    the outer run's."""
+
+    def show(self, event: Event) -> None:
+        if isinstance(event, TextDelta | ToolCallDelta | FinalAnswer):
+            return
+        super().show(event)
+        if isinstance(event, ModelResponse) and event.output.tool_calls:
+            said = event.output.content.strip()
+            if said:
+                self.console.line(f"  {_short(said)}")
 
 
 def search_line(search: Searched, output: str) -> str:

@@ -428,4 +428,6 @@ def _call_document(trace: ToolTrace) -> dict[str, Any]:
     }
     if call.name == SEARCH_TOOL:  # a tool search: the tools it revealed, for a script
         document["revealed"] = list(_revealed(trace))
+    if trace.inner_trace is not None:  # the calls made inside it: an agent tool's, a program's
+        document["inner"] = [_call_document(inner) for inner in trace.inner_trace]
     return document

@@ -108,8 +108,9 @@ class CodeMode(Capability):
         self._made: list[tuple[ToolView, ToolView]] = []
 
     def initial_state(self) -> dict[str, Any] | None:
-        """With ``repl``: the run's REPL (a dump of the names programs left; none yet)."""
-        return {"session": None} if self.repl else None
+        """With ``repl``: the run's REPL (a dump of the names programs left, and how many
+        programs it holds: monty names each program's source by its place; none yet)."""
+        return {"session": None, "feeds": 0} if self.repl else None
 
     def next_run_state(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """Each run starts with an empty REPL."""

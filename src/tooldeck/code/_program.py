@@ -110,6 +110,8 @@ class _Program:
         self.untrusted = False
         self._decided: Settled | None = None
         self._sink: Any = None
+        self._feed = ""
+        """The name monty gives this program's source (``<python-input-N>``); '': not known."""
 
     async def start(self, restart: bool = False) -> ToolOutcome | Pause:
         from tooldeck.code import _sandbox as box  # pydantic_monty, only when code runs
@@ -119,7 +121,8 @@ class _Program:
         progress = box.Progress()
         repl = self._repl()
         if repl is not None and restart:
-            repl["session"] = None
+            repl["session"], repl["feeds"] = None, 0
+        self._feed = _feed_name(repl)
         try:
             async with box.checkout(await box.pool(), limits, self.handler.stubs) as session:
                 if repl is not None and repl.get("session"):  # the names earlier programs left
@@ -140,6 +143,7 @@ class _Program:
         pending = resumed.state.turn.pending[0]
         self.traces = list(resumed.state.trace)
         self.untrusted = bool(kept.get("untrusted"))
+        self._feed = str(kept.get("feed", ""))
         answers = {int(number): answer for number, answer in kept["answers"].items()}
         progress = box.Progress(str(kept.get("printed", "")), answers, int(kept.get("calls", 0)))
         limits = self.handler.limits
@@ -170,6 +174,8 @@ class _Program:
         repl = self._repl()
         if repl is not None and isinstance(ended, box.Complete):
             repl["session"] = base64.b64encode(await session.dump()).decode()
+            if self._feed:  # the session holds one program more
+                repl["feeds"] = int(repl.get("feeds", 0)) + 1
         return self._ended(ended, progress)
 
     def _repl(self) -> dict[str, Any] | None:
@@ -235,13 +241,15 @@ class _Program:
     def _paused(self, waiting: Wait, progress: Progress) -> Pause:
         """The run pauses: the waiting call, and the program's dump to go on from."""
         pending: PendingCall = waiting.record
-        pending = pending.model_copy(update={"where": _line_of(self.code, waiting.at, pending)})
+        where = _line_of(self.code, waiting, pending.call.name, self._feed)
+        pending = pending.model_copy(update={"where": where})
         kept = {
             "snapshot": waiting.dump,
             "printed": progress.printed,
             "answers": {str(number): answer for number, answer in progress.answers.items()},
             "calls": progress.calls,
             "untrusted": self.untrusted,
+            "feed": self._feed,
         }
         checkpoint = Checkpoint(
             run_id=self.context.run_id,
@@ -255,11 +263,31 @@ class _Program:
         return Pause(checkpoint)
 
 
-def _line_of(code: str, at: int, pending: PendingCall) -> str:
-    """The program's line with the call at byte ``at`` (``"line 3: await refund(order=3)"``);
-    '' when it is not this program's (a function an earlier program of a REPL defined)."""
-    source = code.encode()
-    if not 0 <= at < len(source) or not source.startswith(pending.call.name.encode(), at):
+def _feed_name(repl: dict[str, Any] | None) -> str:
+    """The name monty gives the source of the program about to be fed: ``<python-input-N>``,
+    N the programs its session holds already (none without a REPL); '' for a REPL kept
+    before they were counted."""
+    if repl is None:
+        return "<python-input-0>"
+    if repl.get("session") and "feeds" not in repl:
+        return ""
+    return f"<python-input-{int(repl.get('feeds') or 0)}>"
+
+
+def _line_of(code: str, waiting: Wait, tool: str, feed: str) -> str:
+    """The program's line with the waiting call (``"line 3: await refund(order=3)"``), from
+    where monty says the call is: named when that is this program's source (``feed``), a
+    call in a function the program defines included; '' when it is
+    in a function an earlier program of a REPL defined. When monty or the REPL cannot say
+    which source (an older worker; a REPL kept before programs were counted), named only
+    when the tool's own name stands at the call."""
+    source, at = code.encode(), waiting.at
+    if not 0 <= at < len(source):
+        return ""
+    if waiting.source and feed:
+        if waiting.source != feed:
+            return ""
+    elif not source.startswith(tool.encode(), at):
         return ""
     number = source.count(b"\n", 0, at) + 1
     return f"line {number}: {code.splitlines()[number - 1].strip()}"

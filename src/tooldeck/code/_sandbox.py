@@ -49,6 +49,10 @@ class Wait:
     dump: str = ""
     at: int = -1
     """Where the call is in the program's source (a UTF-8 byte offset; -1: not known)."""
+    source: str = ""
+    """The source ``at`` indexes, as monty names it (``<python-input-N>``: the session's N-th
+    program; a call inside a function an earlier program defined names that one); '' when
+    the worker does not say."""
 
 
 Answer = Callable[[str, dict[str, Any], int], Awaitable[Settled | ToolResult | Wait]]
@@ -110,7 +114,8 @@ async def drive(
                 return got
             if isinstance(got, Wait):
                 dump = base64.b64encode(snapshot.dump()).decode()
-                return Wait(got.record, dump, snapshot.position.start)
+                where = snapshot.position
+                return Wait(got.record, dump, where.start, str(where.filename))
             progress.calls += 1
             if snapshot.args:
                 got = {"exc_type": "TypeError", "message": "tools take keyword arguments only"}

@@ -241,6 +241,7 @@ class AguiEndpoint:
         result = event.result
         yield from relay.answer()
         yield from relay.results_from(result.messages)
+        yield from relay.subagents.ended(result)
         paused = result.checkpoint
         conversation = paused.messages if paused is not None else result.messages
         sent = relay.live.joined if relay.live is not None else []

@@ -149,6 +149,7 @@ def _interrupt(pending: PendingCall, view: ToolView) -> Interrupt:
         reason="tool_call",
         message=f"Approve {call.name}({call.arguments_json}){inside}?{why}{where}{reach}",
         tool_call_id=pending.call_ids[0] if pending.call_ids else call.id,
+        subagent_run_id=None if pending.own else pending.id.rpartition("/")[0],  # _subagents
         response_schema=schema,
         metadata={"tooldeck": describe(pending)},
     )

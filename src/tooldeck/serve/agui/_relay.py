@@ -14,6 +14,8 @@ its result unless the run waits for it. A message sent to the run (``POST /messa
 that joins its conversation is a user text message under its client's id. A handoff
 (``Agent(handoffs=...)``) is a ``CUSTOM`` event named ``tooldeck.handoff`` (``source``,
 ``target``, ``toolCallId``).
+The run inside an agent tool's call (``agent.as_tool``, called by the model or by a program) is
+an AG-UI subagent: its events carry its ``subagentRunId`` (see ``_subagents``).
 
 A run that judges its answer (output guardrails: ``hold_answer``) streams no text: a turn
 with calls sends its text whole when it is written; the answer is sent when the run ends
@@ -49,6 +51,7 @@ from tooldeck.run.events import (
     MessageJoined,
     ModelRequest,
     ModelResponse,
+    NestedEvent,
     RunRecovered,
     TextDelta,
     ToolCallDelta,
@@ -57,6 +60,7 @@ from tooldeck.run.events import (
 )
 from tooldeck.serve.agui._messages import message_id
 from tooldeck.serve.agui._send import LiveRun
+from tooldeck.serve.agui._subagents import Subagents
 
 
 def recovered_value(event: RunRecovered) -> dict[str, Any]:
@@ -110,6 +114,10 @@ class Relay:
     """The run as ``POST /messages`` adds to it: the ids its clients gave what they sent."""
     _remembered: dict[str, str] = field(default_factory=dict)
     """Call id -> ``remembered:<scope>``, for calls running under a remembered approval."""
+    prefix: str = ""
+    """Put before the ids of the messages it sends: a subagent's (``<its run id>:``)."""
+    subagents: Subagents = field(default_factory=Subagents)
+    """The runs inside agent tools' calls, started and not finished (``_subagents``)."""
 
     def events(self, event: Event) -> Iterator[BaseEvent]:
         """The AG-UI events for one tooldeck event (none for an event they do not show)."""
@@ -126,7 +134,10 @@ class Relay:
         elif isinstance(event, ToolCallStarted):
             if event.remembered is not None:
                 self._remembered[event.call.id] = f"remembered:{event.remembered.scope}"
+        elif isinstance(event, NestedEvent):
+            yield from self.subagents.events(event, self)
         elif isinstance(event, ToolCallFinished):
+            yield from self.subagents.finished(self.call_path(event.trace.call.id), event.trace)
             if self._inside(event.trace.call.id) is not None:  # a program's call (code mode)
                 yield from self._inner_call(event.trace.call)
             yield self._result(event.trace)
@@ -151,12 +162,24 @@ class Relay:
         given = self.live.take(len(event.messages)) if self.live is not None else []
         after = self.turn_at + 1 + len(self.turn_calls)
         for index, message in enumerate(event.messages):
-            id_ = given[index].id if index < len(given) else message_id(after + index)
+            id_ = given[index].id if index < len(given) else self._id(after + index)
             how = {"tooldeck": {"sent": event.sent}}
             yield TextMessageStartEvent(message_id=id_, role="user", metadata=how)
             if message.content:
                 yield TextMessageContentEvent(message_id=id_, delta=message.content)
             yield TextMessageEndEvent(message_id=id_)
+
+    def inside(self, run_id: str) -> Relay:
+        """The relay of the subagent ``run_id`` (an agent tool's run inside one of this
+        run's calls): its text sent whole, its answer held until its call finished."""
+        return Relay(self.show_exceptions, hold_answer=True, prefix=f"{run_id}:")
+
+    def turn_message(self) -> str:
+        """The id of the message of the turn the run is at (the one holding its calls)."""
+        return self._id(self.turn_at)
+
+    def _id(self, position: int) -> str:
+        return self.prefix + message_id(position)
 
     def answer(self) -> Iterator[BaseEvent]:
         """The text of the answer the run ended with, held back until its guardrails passed."""
@@ -170,7 +193,7 @@ class Relay:
             if message.role == "tool" and message.tool_call_id in self._unanswered:
                 del self._unanswered[message.tool_call_id]
                 yield ToolCallResultEvent(
-                    message_id=message_id(position),
+                    message_id=self._id(position),
                     tool_call_id=message.tool_call_id,
                     content=message.content,
                     role="tool",
@@ -181,13 +204,13 @@ class Relay:
             return
         if not self._text_open:
             self._text_open = True
-            yield TextMessageStartEvent(message_id=message_id(self.turn_at), role="assistant")
-        yield TextMessageContentEvent(message_id=message_id(self.turn_at), delta=text)
+            yield TextMessageStartEvent(message_id=self._id(self.turn_at), role="assistant")
+        yield TextMessageContentEvent(message_id=self._id(self.turn_at), delta=text)
 
     def _whole_text(self, text: str) -> Iterator[BaseEvent]:
         yield from self._text(text)
         self._text_open = False
-        yield TextMessageEndEvent(message_id=message_id(self.turn_at))
+        yield TextMessageEndEvent(message_id=self._id(self.turn_at))
 
     def _call_delta(self, delta: ToolCallDelta) -> Iterator[BaseEvent]:
         call = self._streamed.setdefault(delta.index, _StreamedCall())
@@ -206,7 +229,7 @@ class Relay:
         held text); hold an answer the guardrails judge."""
         if self._text_open:
             self._text_open = False
-            yield TextMessageEndEvent(message_id=message_id(self.turn_at))
+            yield TextMessageEndEvent(message_id=self._id(self.turn_at))
         elif self.hold_answer and not output.tool_calls:
             self._answer = output.content
         elif output.content:
@@ -227,7 +250,7 @@ class Relay:
     def _start(self, call_id: str, name: str) -> ToolCallStartEvent:
         self._unanswered[call_id] = None
         return ToolCallStartEvent(
-            tool_call_id=call_id, tool_call_name=name, parent_message_id=message_id(self.turn_at)
+            tool_call_id=call_id, tool_call_name=name, parent_message_id=self._id(self.turn_at)
         )
 
     def _inner_call(self, call: ToolCall) -> Iterator[BaseEvent]:
@@ -243,9 +266,15 @@ class Relay:
         inside = self._inside(call_id)
         if inside is not None:  # a call inside one of the turn's: a message id of its own
             number = call_id.rpartition(".")[2]
-            return self._result_event(trace, f"{message_id(self.turn_at + 1 + inside)}.{number}")
+            return self._result_event(trace, f"{self._id(self.turn_at + 1 + inside)}.{number}")
         index = next((i for i, c in enumerate(self.turn_calls) if c.id == call_id), 0)
-        return self._result_event(trace, message_id(self.turn_at + 1 + index))
+        return self._result_event(trace, self._id(self.turn_at + 1 + index))
+
+    def call_path(self, call_id: str) -> str:
+        """``call_id`` as a pending call's id lists it: after the id of the turn's call it was
+        made inside (a program's call ``c1.2``, in ``run_code``'s ``c1``: ``c1/c1.2``)."""
+        inside = self._inside(call_id)
+        return call_id if inside is None else f"{self.turn_calls[inside].id}/{call_id}"
 
     def _inside(self, call_id: str) -> int | None:
         """The place of the turn's call that ``call_id`` was made inside (``"<its id>.<n>"``),

@@ -19,6 +19,7 @@
   let running = null; // the client's id of the run going on, while one is
   const queued = new Map(); // message id -> the bubble of a message sent to the running run
   const joinedText = new Map(); // id of a user message that joined -> its bubble to fill, or null
+  const subagents = new Map(); // subagent run id (an agent tool's run) -> "planner › clerk"
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -298,14 +299,15 @@
     const call = item.call;
     // the run's own calls by their call id (a program's runs under it once decided)
     const key = call.own ? call.callId : call.id;
+    // (an agent tool's call streamed in its card before the run paused: it waits there)
     let card = cards.get(key);
-    if (!card || call.path.length) {
+    if (!card || (call.path.length && call.own)) {
       card = addCall(key, [...call.path, call.tool].join(" › "));
       addArgs(card, JSON.stringify(call.arguments));
       closeArgs(card);
-      const outer = cards.get(call.id.split("/")[0]); // the call it waits inside
-      if (outer && outer !== card) waitingCard(outer);
     }
+    const outer = cards.get(call.id.split("/")[0]); // the call it waits inside
+    if (call.path.length && outer && outer !== card) waitingCard(outer);
     waitingCard(card);
     const box = el("div", "decide");
     card.body.append(box);
@@ -546,7 +548,16 @@
   }
 
   function on(event) {
-    const id = event.toolCallId;
+    // A call inside an agent tool's run is keyed after the calls it runs in ("c1/c7"), as the
+    // decision it may wait for is, and its card is named after the agent tools ("clerk › price").
+    const sub = event.subagentRunId;
+    const id = sub ? sub + "/" + event.toolCallId : event.toolCallId;
+    if (event.type === "SUBAGENT_STARTED") {
+      const outer = subagents.get(event.parentSubagentRunId);
+      subagents.set(event.subagentRunId, outer ? outer + " › " + event.name : event.name);
+      return;
+    }
+    if (sub && event.type.startsWith("TEXT_MESSAGE")) return; // its answer is its call's result
     if (event.type === "TEXT_MESSAGE_START" && event.role === "user") {
       joined(event);
       return;
@@ -567,9 +578,11 @@
       case "TEXT_MESSAGE_END":
         textOf(event.messageId).classList.remove("streaming");
         break;
-      case "TOOL_CALL_START":
-        startCall(id, event.toolCallName);
+      case "TOOL_CALL_START": {
+        const name = event.toolCallName;
+        startCall(id, sub ? (subagents.get(sub) || sub) + " › " + name : name);
         break;
+      }
       case "TOOL_CALL_ARGS":
         addArgs(cards.get(id), event.delta);
         break;
